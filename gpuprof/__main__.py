@@ -1,0 +1,3 @@
+from gpuprof.cli import main
+
+main()

@@ -1,0 +1,64 @@
+"""The metric catalog: canonical names (the study's nvprof vocabulary) and their Nsight Compute
+equivalents, kept as data in ``gpuprof/data/metrics.toml`` so readers, the live GPU launcher and
+the stall analysis all use the same list.
+
+An entry maps a canonical name to nvprof names (direct aliases), ncu names (direct aliases) and,
+where NVIDIA documents a formula, an ncu weighted sum (``flop_count_sp = fadd + fmul + 2·ffma``).
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Entry:
+    canonical: str
+    description: str
+    unit: str
+    nvprof: tuple[str, ...] = ()
+    ncu: tuple[str, ...] = ()
+    ncu_sum: dict[str, float] = field(default_factory=dict)
+
+
+@functools.cache
+def entries() -> dict[str, Entry]:
+    data = tomllib.loads(resources.files("gpuprof.data").joinpath("metrics.toml").read_text())
+    return {
+        name: Entry(
+            canonical=name,
+            description=spec["description"],
+            unit=spec.get("unit", ""),
+            nvprof=tuple(spec.get("nvprof", ())),
+            ncu=tuple(spec.get("ncu", ())),
+            ncu_sum=dict(spec.get("ncu_sum", {})),
+        )
+        for name, spec in data.items()
+    }
+
+
+@functools.cache
+def _aliases() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for entry in entries().values():
+        for name in (entry.canonical, *entry.nvprof, *entry.ncu):
+            table.setdefault(name, entry.canonical)
+    return table
+
+
+def canonical(name: str) -> str | None:
+    """The canonical name of a tool's metric name, or None when the catalog does not map it."""
+    return _aliases().get(name)
+
+
+def ncu_metrics() -> list[str]:
+    """Every ncu metric the catalog needs, for building an ``ncu --metrics`` list."""
+    names: list[str] = []
+    for entry in entries().values():
+        for name in (*entry.ncu, *entry.ncu_sum):
+            if name not in names:
+                names.append(name)
+    return names

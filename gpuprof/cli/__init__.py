@@ -1,0 +1,42 @@
+"""Command-line entry point: a thin Click layer over the library.
+
+Commands live one per module and are imported only when invoked, so ``gpuprof --help`` never
+loads NumPy, pandas or matplotlib. To add a command: write ``gpuprof/cli/<module>.py`` with a
+Click command and list it in ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# command name -> (module under gpuprof.cli, attribute, one-line help shown by --help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("run", "run", "Measure one op at one size on the CPU or a GPU."),
+    "show": ("show", "show", "List stored results."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when that command runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(f"gpuprof.cli.{module}"), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gpuprof-hpc", prog_name="gpuprof")
+def main() -> None:
+    """gpuprof: how close do your kernels run to what the hardware can do?"""

@@ -1,0 +1,59 @@
+"""Options and error handling every command shares.
+
+``handle_errors`` is the one place a :class:`gpuprof.errors.GpuprofError` becomes a one-line
+message on stderr and a non-zero exit; library code below never prints or exits.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+FORMATS = ("table", "markdown", "csv", "json")
+STORE_ENV = "GPUPROF_STORE"
+
+
+def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+                        show_default=True, help="How to print results.")(func)
+
+
+def store_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
+                        help=f"Results store (SQLite). Default: ${STORE_ENV} or reports/gpuprof.sqlite.")(func)
+
+
+def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn gpuprof errors, Ctrl-C and a closed pipe into one line and an exit code, no traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from gpuprof.errors import GpuprofError
+
+        try:
+            return func(*args, **kwargs)
+        except GpuprofError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(error.exit_code)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted. Results stored before the interrupt are kept.", err=True)
+            sys.exit(130)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+
+    return wrapper
+
+
+def echo(text: str) -> None:
+    click.echo(text)
+
+
+def note(text: str) -> None:
+    """A line for the user that is not data: goes to stderr so piped output stays clean."""
+    click.echo(text, err=True)

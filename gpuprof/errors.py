@@ -1,0 +1,57 @@
+"""Errors the user can act on.
+
+Library code raises these and never exits; the CLI entry point turns them into one line
+(``error: <problem>. <fix>``) and a non-zero exit code, so nothing below the CLI prints or exits.
+"""
+
+from __future__ import annotations
+
+
+class GpuprofError(Exception):
+    """A problem with a one-line explanation and, where there is one, the fix."""
+
+    exit_code = 1
+
+    def __init__(self, problem: str, fix: str | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem.rstrip(".")
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.problem}. {self.fix}" if self.fix else f"{self.problem}."
+
+
+class InputError(GpuprofError):
+    """Bad arguments: a size, op, dtype, shape or option value gpuprof cannot use."""
+
+    exit_code = 2
+
+
+class FormatError(GpuprofError):
+    """A file gpuprof cannot read: unknown format, truncated, binary or foreign."""
+
+    exit_code = 3
+
+
+class ProfilerError(GpuprofError):
+    """A profiler is missing, refused (e.g. ERR_NVGPUCTRPERM), failed or reported no data."""
+
+    exit_code = 4
+
+
+class DeviceError(GpuprofError):
+    """The requested device is not there (no GPU, no driver, engine cannot reach it)."""
+
+    exit_code = 5
+
+
+class StoreError(GpuprofError):
+    """The results store cannot be opened, written or migrated."""
+
+    exit_code = 6
+
+
+class EngineError(GpuprofError):
+    """A workload engine is not installed or produced a wrong result."""
+
+    exit_code = 7

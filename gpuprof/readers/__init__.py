@@ -1,0 +1,64 @@
+"""One reader per profiler output format, all returning the same :class:`gpuprof.model.Run`.
+
+Each reader module has ``NAME``, ``DESCRIPTION``, ``sniff(path, head) -> bool`` (does this file look
+like my format? ``head`` is the first 64 KiB decoded leniently) and ``read(path) -> Run``. Readers
+import only the standard library at module level; heavy imports go inside ``read``. A reader raises
+:class:`gpuprof.errors.FormatError` or :class:`gpuprof.errors.ProfilerError`, never exits or prints.
+To add a format: write the module and list it in ``_MODULES`` (order matters: more specific first).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+from gpuprof.errors import FormatError
+from gpuprof.model import Run
+
+_MODULES: list[str] = [
+]
+
+HEAD_BYTES = 65536
+
+
+def modules() -> list[ModuleType]:
+    return [importlib.import_module(f"gpuprof.readers.{name}") for name in _MODULES]
+
+
+def formats() -> list[tuple[str, str]]:
+    """(name, description) of every format gpuprof reads, for --help and error messages."""
+    return [(m.NAME, m.DESCRIPTION) for m in modules()]
+
+
+def read_head(path: Path) -> str:
+    with open(path, "rb") as handle:
+        raw = handle.read(HEAD_BYTES)
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if raw.startswith(bom):
+            return raw.decode(codec, errors="replace")
+    return raw.decode("utf-8", errors="replace")
+
+
+def detect(path: str | Path) -> ModuleType:
+    """The reader module that recognises ``path``; FormatError naming the known formats otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise FormatError(f"{path}: no such file", "check the path")
+    head = read_head(path)
+    for module in modules():
+        if module.sniff(path, head):
+            return module
+    names = ", ".join(name for name, _ in formats())
+    raise FormatError(f"{path}: not a profiler output gpuprof recognises",
+                      f"gpuprof reads: {names}")
+
+
+def read(path: str | Path, fmt: str | None = None) -> Run:
+    """Read one file into a Run, detecting its format unless ``fmt`` names one."""
+    if fmt:
+        by_name = {m.NAME: m for m in modules()}
+        if fmt not in by_name:
+            raise FormatError(f"unknown format '{fmt}'", f"choose one of: {', '.join(by_name)}")
+        return by_name[fmt].read(Path(path))
+    return detect(path).read(Path(path))

@@ -1,0 +1,101 @@
+"""Units: every value gpuprof stores is in a base unit, converted here and only here.
+
+Base units: ``second``, ``byte``, ``hertz``, ``byte/second``, ``FLOP``, ``FLOP/second``, ``%``,
+and dimensionless counts kept under the unit the tool gave them (``inst``, ``cycle``, ``warp`` ...).
+Profilers print scaled units: Nsight Compute ``Kbyte``, ``nsecond``, ``cycle/nsecond``; nvprof
+``865.08MB/s`` or ``us`` columns. Decimal prefixes are 10**3 (as both tools use for rates and
+Nsight Compute for sizes); binary prefixes (KiB, MiB) are 2**10.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TIME = {
+    "ns": 1e-9, "nsecond": 1e-9, "nsec": 1e-9,
+    "us": 1e-6, "usecond": 1e-6, "usec": 1e-6, "µs": 1e-6,
+    "ms": 1e-3, "msecond": 1e-3, "msec": 1e-3,
+    "s": 1.0, "second": 1.0, "sec": 1.0, "seconds": 1.0,
+}
+_PREFIX = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_BYTE_WORDS = ("byte", "bytes", "B")
+_HERTZ_WORDS = ("hz", "Hz", "HZ")
+# Count units a tool may scale with an SI prefix ("Kinst", "Mcycle"); kept as their own unit.
+_COUNTS = ("inst", "cycle", "warp", "thread", "block", "request", "sector", "transaction", "flop")
+
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+
+
+def _scale_simple(unit: str) -> tuple[float, str] | None:
+    """Scale and base unit of a unit with no '/', or None if unknown."""
+    if unit in _TIME:
+        return _TIME[unit], "second"
+    for words, base in ((_BYTE_WORDS, "byte"), (_HERTZ_WORDS, "hertz")):
+        for word in words:
+            if unit.endswith(word):
+                prefix = unit[: -len(word)]
+                if prefix in _BINARY:
+                    return float(_BINARY[prefix]), base
+                if prefix in _PREFIX and not (word == "B" and prefix == "k"):
+                    return _PREFIX[prefix], base
+    for word in _COUNTS:
+        if unit.endswith(word):
+            prefix = unit[: -len(word)]
+            if prefix in _PREFIX:
+                return _PREFIX[prefix], word
+    return None
+
+
+def scale(unit: str) -> tuple[float, str]:
+    """Factor that takes a value in ``unit`` to its base unit, and that base unit.
+
+    Unknown units come back unchanged with factor 1, so a reader never loses a value it cannot
+    convert; its unit simply stays as the tool printed it.
+    """
+    unit = (unit or "").strip()
+    if unit in ("", "%"):
+        return 1.0, unit
+    if "/" in unit:
+        top, _, bottom = unit.partition("/")
+        if bottom == "s":
+            bottom = "second"
+        num = _scale_simple(top.strip())
+        den = _scale_simple(bottom.strip())
+        if num and den:
+            return num[0] / den[0], f"{num[1]}/{den[1]}"
+        return 1.0, unit
+    found = _scale_simple(unit)
+    return found if found else (1.0, unit)
+
+
+def to_base(value: float, unit: str) -> tuple[float, str]:
+    """``value`` in ``unit`` converted to the base unit: ``to_base(1.5, "Kbyte") == (1500.0, "byte")``."""
+    factor, base = scale(unit)
+    return value * factor, base
+
+
+def parse_number(text: str) -> float | None:
+    """A number as profilers print it ('5,323,503,232.00', '1.3746e+11', '28.05%'), or None.
+
+    Thousands separators are the comma (Nsight Compute, nvprof, nsys). Locale-specific formats
+    (decimal commas in perf output) are the perf reader's business, not this function's.
+    """
+    text = text.strip().rstrip("%").strip()
+    if not text or text.lower() in ("n/a", "nan", "-", "--"):
+        return None
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def split_value_unit(cell: str) -> tuple[float, str] | None:
+    """A cell with its unit inside, as nvprof prints them: '865.08MB/s' -> (865.08, 'MB/s')."""
+    match = _NUMBER.match(cell)
+    if not match:
+        return None
+    number = parse_number(match.group(1))
+    if number is None:
+        return None
+    return number, match.group(2)
