@@ -42,6 +42,16 @@ CREATE TABLE IF NOT EXISTS metrics (
 """
 
 
+def _split_value(metric: Metric) -> tuple[float | None, str | None]:
+    """(number, text) columns for a metric value; a value of any other type is a bug upstream."""
+    value = metric.value
+    if value is None or isinstance(value, str):
+        return None, value
+    if isinstance(value, (int, float)):
+        return float(value), None
+    raise TypeError(f"metric {metric.name}: value of type {type(value).__name__} cannot be stored")
+
+
 def default_path() -> Path:
     return Path(os.environ.get(STORE_ENV) or DEFAULT_PATH)
 
@@ -115,9 +125,7 @@ class Store:
                      for pos, launch in enumerate(run.launches)])
                 self._db.executemany(
                     "INSERT INTO metrics VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    [(run.run_id, pos, mpos, m.name,
-                      m.value if isinstance(m.value, (int, float)) else None,
-                      m.value if isinstance(m.value, str) else None,
+                    [(run.run_id, pos, mpos, m.name, *_split_value(m),
                       m.unit, m.canonical, m.origin, m.minimum, m.maximum)
                      for pos, launch in enumerate(run.launches)
                      for mpos, m in enumerate(launch.metrics)])

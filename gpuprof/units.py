@@ -9,6 +9,7 @@ Nsight Compute for sizes); binary prefixes (KiB, MiB) are 2**10.
 
 from __future__ import annotations
 
+import math
 import re
 
 _TIME = {
@@ -99,3 +100,27 @@ def split_value_unit(cell: str) -> tuple[float, str] | None:
     if number is None:
         return None
     return number, match.group(2)
+
+
+_SI_UP = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K"))
+_SI_DOWN = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
+_SHORT = {"second": "s", "byte": "B", "byte/second": "B/s", "hertz": "Hz", "FLOP/second": "FLOP/s"}
+
+
+def human(value: float | None, unit: str, digits: int = 4) -> str:
+    """A base-unit value for people: ``human(0.00512, "second") == "5.12 ms"``, ``"390.6 GFLOP/s"``."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    short = _SHORT.get(unit, unit)
+    if unit in ("%", "") or short.startswith("FLOP/byte"):
+        return f"{value:.{digits}g}{' ' + short if short and short != '%' else short}"
+    magnitude = abs(value)
+    if unit == "second" and 0 < magnitude < 1:
+        for factor, prefix in _SI_DOWN:
+            if magnitude >= factor:
+                break
+        return f"{value / factor:.{digits}g} {prefix}{short}"
+    for factor, prefix in _SI_UP:
+        if magnitude >= factor:
+            return f"{value / factor:.{digits}g} {prefix}{short}"
+    return f"{value:.{digits}g} {short}"

@@ -1,0 +1,51 @@
+"""``gpuprof run``: measure one op at one size and say how close it ran to the device's peaks."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from gpuprof.cli.common import echo, format_option, handle_errors, note, store_option
+
+OPS = ("add", "mul", "dot", "scalar", "sigmoid", "tanh")
+ENGINES = ("numpy", "pytensor", "theano", "cupy", "cuda-kernels")
+
+
+@click.command()
+@click.option("--op", required=True, type=click.Choice(OPS), help="Operation to measure.")
+@click.option("--size", default=None, help="Total bytes of all operands (inputs + output): 6MB, 6MiB, 512KB, 1GB.")
+@click.option("--shape", default=None, help="Explicit dimensions instead of --size: ROWSxCOLS, or MxKxN for dot.")
+@click.option("--dtype", default="float32", show_default=True, type=click.Choice(("float32", "float64", "float16")))
+@click.option("--engine", default=None, type=click.Choice(ENGINES),
+              help="Workload engine. Default: numpy on the CPU, cupy on a GPU.")
+@click.option("--device", default="auto", show_default=True, type=click.Choice(("auto", "cpu", "cuda")),
+              help="auto = CUDA when a GPU is usable, else the CPU.")
+@click.option("--repeat", default=10, show_default=True, type=int, help="Timed repeats.")
+@click.option("--warmup", default=3, show_default=True, type=int, help="Untimed warm-up calls before timing.")
+@click.option("--cache", default="warm", show_default=True, type=click.Choice(("warm", "cold")),
+              help="warm: same buffers every repeat; cold: rotate through buffers larger than the last-level cache.")
+@click.option("--counters/--no-counters", default=True, show_default=True,
+              help="Count hardware events (perf on CPUs) during the timed repeats where the machine allows.")
+@click.option("--profiler", default=None, type=click.Choice(("ncu", "nvprof", "none")),
+              help="GPU only: profiler to run under (default by compute capability).")
+@click.option("--clock-control", default="base", show_default=True, type=click.Choice(("base", "none")),
+              help="GPU/ncu only: ncu locks clocks to base by default; 'none' leaves them free.")
+@format_option
+@store_option
+@handle_errors
+def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | None, device: str,
+        repeat: int, warmup: int, cache: str, counters: bool, profiler: str | None, clock_control: str,
+        fmt: str, store_path: str | None) -> None:
+    """Measure OP at one size on the CPU or a GPU, store the run, and print what it achieved."""
+    from gpuprof.api import measure_and_store
+    from gpuprof.measure import RunSettings
+    from gpuprof.render.run_report import run_report
+
+    settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
+                           repeat=repeat, warmup=warmup, cache=cache, counters=counters,
+                           command=" ".join(["gpuprof", *sys.argv[1:]]),
+                           gpu={"profiler": profiler, "clock_control": clock_control})
+    result, where = measure_and_store(settings, store_path)
+    echo(run_report(result, fmt))
+    note(f"stored as run {result.run_id[:8]} in {where}")

@@ -1,0 +1,30 @@
+"""``gpuprof show``: list stored results, or one run in full."""
+
+from __future__ import annotations
+
+import click
+
+from gpuprof.cli.common import echo, format_option, handle_errors, note, store_option
+
+
+@click.command()
+@click.argument("run_id", required=False)
+@click.option("--kind", type=click.Choice(("run", "import", "calibration", "all")), default="all",
+              show_default=True, help="Which stored runs to list.")
+@format_option
+@store_option
+@handle_errors
+def show(run_id: str | None, kind: str, fmt: str, store_path: str | None) -> None:
+    """List stored runs; with RUN_ID (or a prefix of it), print that run's full report."""
+    from gpuprof.render import emit
+    from gpuprof.render.listing import find_run, listing_frame
+    from gpuprof.store import open_store
+
+    with open_store(store_path) as store:
+        if run_id:
+            echo(find_run(store, run_id, fmt))
+            return
+        runs = [r for r in store.runs() if kind in ("all", r.kind)]
+        where = store.path
+    echo(emit(listing_frame(runs), fmt))
+    note(f"{len(runs)} stored run(s) in {where}")

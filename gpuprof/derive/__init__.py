@@ -1,0 +1,1 @@
+"""Derived metrics: pure functions over stored records (no files, no subprocesses)."""

@@ -1,0 +1,132 @@
+"""What a measured run means: time, FLOPs, FLOP/s, bandwidth, intensity and efficiencies, each
+with where it came from.
+
+Pure functions of a stored :class:`gpuprof.model.Run` (kind ``run``): nothing here measures,
+reads files or prints, so ``show`` and ``compare`` give the same numbers as the run did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpuprof import ops
+from gpuprof.derive.stats import TimingStats, timing_stats
+from gpuprof.devices.peaks import Peaks
+from gpuprof.model import ANALYTIC, DERIVED, MEASURED, TIMED, Run
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One reported number with its unit, origin and a few words on how it was obtained."""
+
+    name: str
+    value: float | str | None
+    unit: str
+    origin: str
+    basis: str
+
+
+_FLOP_BASIS = {
+    "dot": "2·m·n·k",
+    "add": "1 per element",
+    "mul": "1 per element",
+    "scalar": "1 per element",
+    "sigmoid": "4 per element (neg, exp, add, div)",
+    "tanh": "5 per element (scale, exp, add, div, sub)",
+}
+
+
+def timings(run: Run) -> list[float]:
+    """The per-repeat times of a measured run, in seconds."""
+    return [float(launch.value("kernel_duration")) for launch in run.launches
+            if launch.invocations == 1 and isinstance(launch.value("kernel_duration"), (int, float))]
+
+
+def run_peaks(run: Run) -> list[Peaks]:
+    """The ceilings recorded with the run (theoretical, table, calibrated), in that order."""
+    return [Peaks(**{**p, "notes": tuple(p.get("notes", ()))}) for p in run.device.get("peaks", [])]
+
+
+def measured_flops(run: Run) -> tuple[float, str] | None:
+    """FLOPs per call counted by hardware counters over the timed repeats, with the events used."""
+    for launch in run.launches:
+        if launch.invocations > 1:
+            from gpuprof.derive.cpu_flops import flops_from_events
+
+            counted = flops_from_events(launch.metrics)
+            if counted is not None:
+                return counted[0] / launch.invocations, counted[1]
+    return None
+
+
+def quantities(run: Run) -> list[Quantity]:
+    """Every number ``gpuprof run`` reports for one measured run, in reading order."""
+    w = run.workload or {}
+    op, dtype, shape = w["op"], w["dtype"], tuple(w["shape"])
+    stats: TimingStats = timing_stats(timings(run))
+    flops = ops.flops(op, shape)
+    moved = ops.bytes_moved(op, shape, dtype)
+    timer = run.environment.get("timer", "timed")
+    cache = f"{w.get('cache', 'warm')} cache"
+    out = [
+        Quantity("time (median)", stats.median, "second", TIMED,
+                 f"{stats.count} repeats after {w.get('warmup', 0)} warm-up, {cache}; {timer}"),
+        Quantity("time (min)", stats.minimum, "second", TIMED, "fastest repeat"),
+        Quantity("time spread", 100 * stats.spread, "%", TIMED,
+                 "interquartile range / median" + ("" if stats.stable else " — UNSTABLE, numbers vary")),
+        Quantity("FLOPs", float(flops), "FLOP", ANALYTIC, f"{op}: {_FLOP_BASIS[op]}"),
+    ]
+    counted = measured_flops(run)
+    if counted is not None:
+        out.append(Quantity("FLOPs (counted)", counted[0], "FLOP", MEASURED, counted[1]))
+    rate = flops / stats.median
+    byte_rate = moved / stats.median
+    out += [
+        Quantity("FLOP/s", rate, "FLOP/second", DERIVED, "analytic FLOPs / median time"),
+        Quantity("MFLOP/s", rate / 1e6, "MFLOP/s", DERIVED, "the study's unit"),
+        Quantity("bytes moved", float(moved), "byte", ANALYTIC, "each input read once, output written once"),
+        Quantity("bandwidth", byte_rate, "byte/second", DERIVED, "analytic bytes / median time"),
+        Quantity("arithmetic intensity", flops / moved, "FLOP/byte", ANALYTIC, "FLOPs / bytes moved"),
+    ]
+    out += _efficiency_quantities(run, rate, byte_rate, dtype)
+    return out
+
+
+def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) -> list[Quantity]:
+    from gpuprof.derive.efficiency import efficiencies
+
+    out: list[Quantity] = []
+    for peaks in run_peaks(run):
+        flop_peak = peaks.flops_for(dtype)
+        clock = f" at {peaks.clock_hz / 1e9:.3g} GHz" if peaks.clock_hz else " (clock unknown)"
+        if flop_peak:
+            out.append(Quantity(f"peak FLOP/s ({dtype})", flop_peak, "FLOP/second", peaks.origin,
+                                f"{peaks.source}{clock}"))
+        if peaks.bandwidth:
+            out.append(Quantity("peak bandwidth", peaks.bandwidth, "byte/second", peaks.origin, peaks.source))
+        for eff in efficiencies(rate, byte_rate, dtype, peaks):
+            out.append(Quantity(f"efficiency {eff.kind}", eff.percent, "%", DERIVED, eff.basis))
+    return out
+
+
+def summary_row(run: Run) -> dict[str, Any]:
+    """One flat row per measured run, for ``show`` and comparison tables."""
+    w = run.workload or {}
+    row: dict[str, Any] = {
+        "run": run.run_id[:8], "created": run.created, "device": run.device.get("name", ""),
+        "engine": w.get("engine"), "op": w.get("op"), "dtype": w.get("dtype"),
+        "shape": ops.shape_text(tuple(w.get("shape", ()))), "size_MB": w.get("size_bytes", 0) / 1e6,
+    }
+    for q in quantities(run):
+        if q.name == "time (median)":
+            row["time_s"] = q.value
+        elif q.name == "MFLOP/s":
+            row["MFLOP/s"] = q.value
+        elif q.name == "bandwidth":
+            row["GB/s"] = q.value / 1e9 if isinstance(q.value, float) else None
+        elif q.name == "arithmetic intensity":
+            row["FLOP/byte"] = q.value
+        elif q.name.startswith("efficiency ") and q.name[11:] + "_%" not in row:
+            row[q.name[11:] + "_%"] = q.value
+    return row

@@ -1,0 +1,273 @@
+"""One measurement: settings in, a :class:`gpuprof.model.Run` out.
+
+This is the session the ``run`` command (and sweeps) call. It picks the device, builds the workload
+with the chosen engine, checks the engine's answer against a float64 reference before timing
+anything, times warm-up and repeats, counts hardware events where the machine allows, and records
+everything needed to reproduce and judge the numbers. Deriving FLOP/s and efficiencies from the
+Run is :mod:`gpuprof.derive.summary`'s job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from gpuprof import ops
+from gpuprof.errors import EngineError, InputError
+from gpuprof.model import TIMED, Launch, Metric, Run
+from gpuprof.sizes import format_bytes, parse_size
+
+CACHE_MODES = ("warm", "cold")
+DEVICES = ("auto", "cpu", "cuda")
+# Relative Frobenius-norm error allowed against the float64 reference, per dtype.
+TOLERANCE = {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2}
+# Refuse sizes that would need more than this share of the memory available now.
+MEMORY_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the user asked for, parsed and validated; the CLI builds one and calls :func:`measure`."""
+
+    op: str
+    size: str | None = None
+    shape: str | None = None
+    dtype: str = "float32"
+    engine: str | None = None
+    device: str = "auto"
+    repeat: int = 10
+    warmup: int = 3
+    cache: str = "warm"
+    counters: bool = True
+    seed: int = 0
+    command: str = ""
+    gpu: dict[str, Any] = dataclasses.field(default_factory=dict)  # profiler options for the GPU path
+
+    def __post_init__(self) -> None:
+        ops.get_op(self.op)
+        ops.itemsize(self.dtype)
+        if (self.size is None) == (self.shape is None):
+            raise InputError("give exactly one of --size and --shape", "e.g. --size 6MB or --shape 1024x1024")
+        if self.repeat < 1 or self.warmup < 0:
+            raise InputError("--repeat must be at least 1 and --warmup at least 0", "e.g. --repeat 10 --warmup 3")
+        if self.cache not in CACHE_MODES:
+            raise InputError(f"unknown cache mode '{self.cache}'", f"choose one of: {', '.join(CACHE_MODES)}")
+        if self.device not in DEVICES:
+            raise InputError(f"unknown device '{self.device}'", f"choose one of: {', '.join(DEVICES)}")
+
+    def resolved_shape(self) -> tuple[int, ...]:
+        if self.shape is not None:
+            return ops.parse_shape(self.op, self.shape)
+        return ops.shape_for_size(self.op, parse_size(self.size or ""), self.dtype)
+
+
+def choose_device(requested: str) -> tuple[str, str]:
+    """The device to use and why: ``auto`` takes CUDA when a GPU is usable, else the CPU."""
+    if requested == "cpu":
+        return "cpu", "requested with --device cpu"
+    from gpuprof.launch.gpu_session import probe_gpu
+
+    usable, reason = probe_gpu()
+    if requested == "cuda":
+        return "cuda", "requested with --device cuda"
+    if usable:
+        return "cuda", f"--device auto found a usable GPU ({reason})"
+    return "cpu", f"--device auto found no usable GPU ({reason})"
+
+
+def measure(settings: RunSettings, store_path: str | None = None) -> Run:
+    """Measure one op at one size; the Run says which device and why.
+
+    ``store_path`` is only read here (for this host's calibrated ceilings); storing the Run is the
+    caller's choice.
+    """
+    shape = settings.resolved_shape()
+    device, why = choose_device(settings.device)
+    if device == "cuda":
+        from gpuprof.launch.gpu_session import run_gpu
+
+        run = run_gpu(settings, shape)
+    else:
+        run = _measure_cpu(settings, shape, store_path)
+    run.device["chosen_because"] = why
+    return run
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+def _buffer_sets(settings: RunSettings, footprint: int) -> int:
+    """How many operand sets the timed loop rotates through: 1 warm; enough to exceed 2× LLC cold."""
+    if settings.cache == "warm":
+        return 1
+    from gpuprof.devices.cpu import last_level_cache_bytes
+
+    llc = last_level_cache_bytes() or 64 * 2**20
+    return max(2, math.ceil(2 * llc / footprint) + 1)
+
+
+def _check_memory(settings: RunSettings, shape: tuple[int, ...], sets: int) -> None:
+    footprint = ops.footprint(settings.op, shape, settings.dtype)
+    reference = ops.footprint(settings.op, shape, "float64")
+    needed = footprint * sets + reference
+    available = _available_memory()
+    if available is not None and needed > MEMORY_SHARE * available:
+        raise InputError(
+            f"{settings.op} at shape {ops.shape_text(shape)} needs about {format_bytes(needed)} of memory "
+            f"(operands, reference check{', cold-cache copies' if sets > 1 else ''}); "
+            f"{format_bytes(available)} is available", "give a smaller --size or --shape")
+
+
+def _load_engine(settings: RunSettings) -> tuple[Any, list[str]]:
+    """The engine module, with a note when ``theano`` fell back to PyTensor."""
+    from gpuprof import workloads
+
+    name = settings.engine or workloads.DEFAULT["cpu"]
+    if name == "theano":
+        try:
+            return workloads.load("theano", "cpu"), []
+        except EngineError as error:
+            note = (f"engine theano: legacy Theano is not importable here ({error.problem.split('(')[-1].rstrip(')')}); "
+                    "using PyTensor, Theano's maintained successor and gpuprof's supported Theano engine")
+            return workloads.load("pytensor", "cpu"), [note]
+    return workloads.load(name, "cpu"), []
+
+
+def _inputs(op: str, shape: tuple[int, ...], dtype: str, rng: Any) -> list[Any]:
+    import numpy as np
+
+    sizes = ops.elements(op, shape)
+    dims = [(shape[0], shape[1]), (shape[1], shape[2])] if op == "dot" else [shape] * (len(sizes) - 1)
+    return [rng.uniform(-1.0, 1.0, size=dim).astype(dtype) for dim in dims]
+
+
+def _reference(op: str, inputs: list[Any], scalar: float) -> Any:
+    import numpy as np
+
+    wide = [x.astype(np.float64) for x in inputs]
+    return {
+        "add": lambda: wide[0] + wide[1],
+        "mul": lambda: wide[0] * wide[1],
+        "dot": lambda: wide[0] @ wide[1],
+        "scalar": lambda: scalar * wide[0],
+        "sigmoid": lambda: 1.0 / (1.0 + np.exp(-wide[0])),
+        "tanh": lambda: np.tanh(wide[0]),
+    }[op]()
+
+
+def _check_result(settings: RunSettings, engine_name: str, result: Any, reference: Any) -> float:
+    import numpy as np
+
+    error = float(np.linalg.norm(result.astype(np.float64) - reference) / max(np.linalg.norm(reference), 1e-300))
+    if not math.isfinite(error) or error > TOLERANCE[settings.dtype]:
+        raise EngineError(
+            f"engine {engine_name} computed a wrong {settings.op} in {settings.dtype}: relative error "
+            f"{error:.3g} against the float64 reference exceeds {TOLERANCE[settings.dtype]:g}",
+            "nothing was timed; report this engine/dtype combination")
+    return error
+
+
+def _environment(settings: RunSettings, engine: Any) -> dict[str, Any]:
+    import numpy as np
+
+    env: dict[str, Any] = {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "engine_version": engine.version(),
+        "command": settings.command,
+        "timer": "time.perf_counter_ns around each call",
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
+    try:
+        from threadpoolctl import threadpool_info
+
+        env["thread_pools"] = [{k: p.get(k) for k in ("internal_api", "version", "num_threads")}
+                               for p in threadpool_info()]
+    except ImportError:
+        pass
+    return env
+
+
+def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str | None) -> Run:
+    import numpy as np
+
+    from gpuprof.devices import cpu
+    from gpuprof.timing import time_calls
+
+    footprint = ops.footprint(settings.op, shape, settings.dtype)
+    sets = _buffer_sets(settings, footprint)
+    _check_memory(settings, shape, sets)
+    engine, notes = _load_engine(settings)
+    rng = np.random.default_rng(settings.seed)
+    scalar = 1.5
+    out_shape = (shape[0], shape[2]) if settings.op == "dot" else shape
+    operand_sets = [_inputs(settings.op, shape, settings.dtype, rng) for _ in range(sets)]
+    outputs = [np.empty(out_shape, dtype=settings.dtype) for _ in range(sets)]
+    calls = [engine.prepare(settings.op, ins, scalar, out) for ins, out in zip(operand_sets, outputs)]
+
+    error = _check_result(settings, engine.NAME, calls[0](), _reference(settings.op, operand_sets[0], scalar))
+
+    counters, counter_notes = _counters(settings)
+    notes += counter_notes
+    times = time_calls(calls, settings.warmup, settings.repeat, around=counters)
+
+    info = cpu.describe()
+    kernel = f"{engine.NAME}:{settings.op}"
+    launches = [Launch(kernel, i, info.get("name", "cpu"), 1, {"buffer_set": str((settings.warmup + i) % sets)},
+                       [Metric("wall_time", t, "second", "kernel_duration", TIMED)])
+                for i, t in enumerate(times)]
+    if counters is not None:
+        counted = counters.metrics()
+        if counted:
+            launches.append(Launch(kernel, len(launches), info.get("name", "cpu"), settings.repeat,
+                                   {"scope": "all timed repeats (perf stat)"}, counted))
+        notes += counters.notes
+    peaks = [cpu.theoretical_peaks(info)]
+    calibrated = _calibrated_peaks(info, store_path)
+    if calibrated is not None:
+        peaks.append(calibrated)
+    device = {**info, "kind": "cpu", "peaks": [dataclasses.asdict(p) for p in peaks]}
+    workload = {
+        "op": settings.op, "formula": ops.get_op(settings.op).formula, "dtype": settings.dtype,
+        "shape": list(shape), "size_bytes": footprint, "requested": settings.size or settings.shape,
+        "engine": engine.NAME, "requested_engine": settings.engine or engine.NAME,
+        "repeat": settings.repeat, "warmup": settings.warmup, "cache": settings.cache,
+        "buffer_sets": sets, "relative_error": error, "seed": settings.seed,
+    }
+    return Run(kind="run", format=f"cpu-{engine.NAME}", source=settings.command, device=device,
+               workload=workload, environment=_environment(settings, engine), launches=launches, notes=notes)
+
+
+def _counters(settings: RunSettings) -> tuple[Any, list[str]]:
+    """A perf counter session for the timed region, or None with the reason in a note."""
+    if not settings.counters:
+        return None, ["hardware counters off (--no-counters); FLOPs are analytic"]
+    from gpuprof.launch.perf import open_counters
+
+    return open_counters()
+
+
+def _calibrated_peaks(info: dict[str, Any], store_path: str | None) -> Any:
+    from gpuprof.calibrate import load_calibration
+    from gpuprof.store import open_store
+
+    with open_store(store_path) as store:
+        return load_calibration(store, info.get("host") or platform.node())

@@ -1,0 +1,63 @@
+"""The report ``gpuprof run`` prints: what ran where, then every number with its origin."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from gpuprof import ops
+from gpuprof.derive.summary import quantities
+from gpuprof.model import Run
+from gpuprof.render import emit
+from gpuprof.sizes import format_bytes
+from gpuprof.units import human
+
+
+def header(run: Run) -> list[str]:
+    """Lines saying which device, engine, shape and bytes were used, and why."""
+    w = run.workload or {}
+    d = run.device
+    op, shape = w["op"], tuple(w["shape"])
+    if op == "dot":
+        m, k, n = shape
+        operands = f"A {m}x{k} · B {k}x{n} -> C {m}x{n}"
+    else:
+        operands = f"{ops.get_op(op).arrays - 1} input(s) and C, each {ops.shape_text(shape)}"
+    kind = "CPU" if d.get("kind") == "cpu" else "GPU"
+    lines = [
+        f"gpuprof run: {op} ({ops.get_op(op).formula}), {w['dtype']}, engine {run.environment.get('engine_version', w.get('engine'))}",
+        f"device:   {kind}: {d.get('name', 'unknown')} — {d.get('chosen_because', '')}",
+    ]
+    if kind == "CPU":
+        lines.append("          This is a CPU measurement; no GPU was used.")
+    lines += [
+        f"operands: {operands} ({w['dtype']}), {format_bytes(w['size_bytes'])} in all"
+        f" ({w['size_bytes']:,} bytes; requested {w.get('requested')})",
+        f"timing:   {w.get('repeat')} repeats after {w.get('warmup')} warm-up calls, {w.get('cache')} cache"
+        f" ({w.get('buffer_sets', 1)} buffer set(s)); result checked against float64"
+        f" (relative error {w.get('relative_error', float('nan')):.2g})",
+    ]
+    lines += [f"note:     {n}" for n in run.notes]
+    return lines
+
+
+def quantity_frame(run: Run, for_people: bool) -> pd.DataFrame:
+    rows = []
+    for q in quantities(run):
+        value = human(q.value, q.unit) if for_people and isinstance(q.value, float) else q.value
+        row = {"quantity": q.name, "value": value}
+        if not for_people:
+            row["unit"] = q.unit
+        row.update({"origin": q.origin, "basis": q.basis})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run_report(run: Run, fmt: str) -> str:
+    """Header and quantities for terminals and Markdown; just the data for csv and json."""
+    if fmt in ("csv", "json"):
+        return emit(quantity_frame(run, for_people=False), fmt)
+    body = emit(quantity_frame(run, for_people=True), fmt)
+    head = header(run)
+    if fmt == "markdown":
+        return "\n".join(f"- {line.strip()}" for line in head) + "\n\n" + body
+    return "\n".join(head) + "\n\n" + body

@@ -1,0 +1,31 @@
+"""The timed loop: warm-up calls, then repeats, each timed on its own with ``perf_counter_ns``.
+
+``calls`` holds one prepared call per buffer set. Warm mode passes one set, so after warm-up the
+operands are as cache-resident as their size allows; cold mode passes several sets whose total is
+larger than the last-level cache, and the loop rotates through them so each repeat starts with its
+operands evicted. ``around`` (e.g. hardware counters) is entered for the timed repeats only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+
+
+def time_calls(calls: Sequence[Callable[[], object]], warmup: int, repeat: int,
+               around: AbstractContextManager[object] | None = None) -> list[float]:
+    """Seconds taken by each of ``repeat`` timed calls, after ``warmup`` untimed ones."""
+    count = len(calls)
+    for i in range(warmup):
+        calls[i % count]()
+    times: list[float] = []
+    clock = time.perf_counter_ns
+    with around or contextlib.nullcontext():
+        for i in range(repeat):
+            call = calls[(warmup + i) % count]
+            start = clock()
+            call()
+            times.append((clock() - start) * 1e-9)
+    return times

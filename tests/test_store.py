@@ -1,0 +1,74 @@
+"""The SQLite results store: runs read back exactly as written, whole or not at all."""
+
+import sqlite3
+
+import pytest
+
+from gpuprof.errors import StoreError
+from gpuprof.model import ANALYTIC, TIMED, Launch, Metric, Run
+from gpuprof.store import open_store
+
+
+def _run(**extra):
+    launches = [
+        Launch("void f<float>(T*, int)", 0, "Tesla K40c (0)", 1, {"grid": "(8, 1, 1)"},
+               [Metric("gpu__time_duration.sum", 1.5e-6, "second", "kernel_duration", TIMED),
+                Metric("launch__cache_config", "CachePreferNone"),
+                Metric("flop_count_sp", 2.0e9, "FLOP", "flop_count_sp", ANALYTIC, 1.0e9, 3.0e9)]),
+        Launch("k2", 1, "Tesla K40c (0)", 100, {}, []),
+    ]
+    return Run(kind="import", format="test", source="/tmp/x.csv", device={"name": "K40c"},
+               workload=None, environment={"host": "h"}, launches=launches, notes=["a note"], **extra)
+
+
+def test_round_trip(tmp_path):
+    run = _run()
+    with open_store(tmp_path / "s.sqlite") as store:
+        store.add(run)
+    with open_store(tmp_path / "s.sqlite") as store:
+        assert store.get(run.run_id) == run
+        assert store.run_ids() == [run.run_id]
+
+
+def test_adding_twice_keeps_one(tmp_path):
+    run = _run()
+    with open_store(tmp_path / "s.sqlite") as store:
+        store.add(run)
+        store.add(run)
+        assert len(store.runs()) == 1
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    run = _run()
+    run.launches[0].metrics.append(Metric("bad", object()))  # not storable -> whole run rolled back
+    with open_store(tmp_path / "s.sqlite") as store:
+        with pytest.raises(TypeError, match="value of type object"):
+            store.add(run)
+        assert store.run_ids() == []
+        db = sqlite3.connect(tmp_path / "s.sqlite")
+        assert db.execute("SELECT count(*) FROM metrics").fetchone()[0] == 0
+
+
+def test_env_variable_and_newer_schema(tmp_path, monkeypatch):
+    path = tmp_path / "env.sqlite"
+    monkeypatch.setenv("GPUPROF_STORE", str(path))
+    with open_store() as store:
+        assert store.path == path
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    db.commit()
+    with pytest.raises(StoreError, match="newer gpuprof"):
+        open_store(path)
+
+
+def test_not_a_database(tmp_path):
+    path = tmp_path / "junk.sqlite"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="cannot open results store"):
+        open_store(path)
+
+
+def test_metrics_frame_long_format():
+    frame = _run().metrics_frame()
+    assert list(frame["metric"]) == ["gpu__time_duration.sum", "launch__cache_config", "flop_count_sp"]
+    assert frame.loc[2, "minimum"] == 1.0e9 and frame.loc[0, "unit"] == "second"
