@@ -1,0 +1,93 @@
+"""How fast and how lean the Nsight Compute details-CSV reader is, against pandas.read_csv.
+
+Builds a details CSV of ``--rows`` metric rows (default 1,000,000) in a temporary directory by
+repeating the metric rows of a real fixture (one launch ID per repetition), then times
+``gpuprof.readers.ncu_csv.read`` and ``pandas.read_csv`` on it and measures each one's peak
+Python memory with tracemalloc (in its own subprocess, so one does not inflate the other).
+
+Targets: reader rows/s >= 0.5 x pandas rows/s; reader peak memory <= 2 x file size.
+Not part of the test suite: run it by hand, ``python benchmarks/bench_ncu_csv_parse.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+FIXTURE = (Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "profiler-outputs"
+           / "ncu_csv_details_a100_roofline_printfp.csv")
+
+
+def build(path: Path, rows: int) -> int:
+    """Write a details CSV with ``rows`` metric rows; return its size in bytes."""
+    lines = FIXTURE.read_text().splitlines(keepends=True)
+    header, body = lines[0], [line for line in lines[1:] if line.startswith('"0",')]
+    with open(path, "w") as out:
+        out.write(header)
+        written, launch = 0, 0
+        while written < rows:
+            prefix = f'"{launch}",'
+            for line in body[: rows - written]:
+                out.write(prefix + line[4:])
+            written += min(len(body), rows - written)
+            launch += 1
+    return path.stat().st_size
+
+
+def measure(engine: str, path: str) -> dict[str, float]:
+    """Time one parse and its tracemalloc peak (run in a child process)."""
+    if engine == "gpuprof":
+        from gpuprof.readers import ncu_csv
+
+        def parse() -> int:
+            return sum(len(launch.metrics) for launch in ncu_csv.read(Path(path)).launches)
+    else:
+        import pandas as pd
+
+        def parse() -> int:
+            return len(pd.read_csv(path))
+    start = time.perf_counter()
+    rows = parse()
+    seconds = time.perf_counter() - start
+    tracemalloc.start()
+    parse()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {"rows": rows, "seconds": seconds, "peak_bytes": peak}
+
+
+def run_child(engine: str, path: Path) -> dict[str, float]:
+    argv = [sys.executable, __file__, "--child", engine, str(path)]
+    return json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--child", nargs=2, metavar=("ENGINE", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(*args.child)))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "details.csv"
+        size = build(path, args.rows)
+        ours, theirs = run_child("gpuprof", path), run_child("pandas", path)
+    assert ours["rows"] == theirs["rows"] == args.rows, (ours, theirs)
+    ratio = (ours["rows"] / ours["seconds"]) / (theirs["rows"] / theirs["seconds"])
+    print(f"file: {args.rows:,} rows, {size / 1e6:.1f} MB")
+    for name, result in (("gpuprof ncu_csv", ours), ("pandas.read_csv", theirs)):
+        print(f"{name:16s} {result['seconds']:6.2f} s  {result['rows'] / result['seconds']:12,.0f} rows/s  "
+              f"peak {result['peak_bytes'] / 1e6:8.1f} MB ({result['peak_bytes'] / size:.2f} x file)")
+    print(f"rows/s ratio gpuprof/pandas: {ratio:.2f} (target >= 0.5)")
+    print(f"gpuprof peak memory / file size: {ours['peak_bytes'] / size:.2f} (target <= 2)")
+
+
+if __name__ == "__main__":
+    main()
