@@ -36,8 +36,8 @@ class Op:
 
 OPS: dict[str, Op] = {
     "add": Op("add", "C = A + B", 3, 1),
-    "mul": Op("mul", "C = A ∘ B (elementwise)", 3, 1),
-    "dot": Op("dot", "C = A · B (matrix product)", 3, None),
+    "mul": Op("mul", "C = A ∘ B, elementwise", 3, 1),
+    "dot": Op("dot", "C = A · B, matrix product", 3, None),
     "scalar": Op("scalar", "C = s · A", 2, 1),
     "sigmoid": Op("sigmoid", "C = 1 / (1 + e^-A)", 2, 4),
     "tanh": Op("tanh", "C = tanh(A)", 2, 5),

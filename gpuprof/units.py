@@ -64,7 +64,11 @@ def scale(unit: str) -> tuple[float, str]:
         num = _scale_simple(top.strip())
         den = _scale_simple(bottom.strip())
         if num and den:
-            return num[0] / den[0], f"{num[1]}/{den[1]}"
+            base = f"{num[1]}/{den[1]}"
+            # Nsight Compute prints clocks as cycles per time ("cycle/nsecond"); they are frequencies.
+            # 15 significant digits: 1 / 1e-9 is 999999999.9999999 in binary floating point.
+            factor = float(f"{num[0] / den[0]:.15g}")
+            return factor, "hertz" if base == "cycle/second" else base
         return 1.0, unit
     found = _scale_simple(unit)
     return found if found else (1.0, unit)
@@ -105,6 +109,7 @@ def split_value_unit(cell: str) -> tuple[float, str] | None:
 _SI_UP = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K"))
 _SI_DOWN = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 _SHORT = {"second": "s", "byte": "B", "byte/second": "B/s", "hertz": "Hz", "FLOP/second": "FLOP/s"}
+_SCALED = ("second", "byte", "byte/second", "hertz", "FLOP", "FLOP/second", "joule", "watt")
 
 
 def human(value: float | None, unit: str, digits: int = 4) -> str:
@@ -112,9 +117,10 @@ def human(value: float | None, unit: str, digits: int = 4) -> str:
     if value is None or not math.isfinite(value):
         return "n/a"
     short = _SHORT.get(unit, unit)
-    if unit in ("%", "") or short.startswith("FLOP/byte"):
-        return f"{value:.{digits}g}{' ' + short if short and short != '%' else short}"
     magnitude = abs(value)
+    if unit not in _SCALED:
+        number = f"{value:,.0f}" if magnitude >= 10**digits else f"{value:.{digits}g}"
+        return number + ("%" if unit == "%" else f" {short}" if short else "")
     if unit == "second" and 0 < magnitude < 1:
         for factor, prefix in _SI_DOWN:
             if magnitude >= factor:

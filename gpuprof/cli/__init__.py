@@ -13,13 +13,30 @@ import click
 
 # command name -> (module under gpuprof.cli, attribute, one-line help shown by --help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "calibrate": ("calibrate", "calibrate", "Measure and store this CPU's FLOP/s and bandwidth ceilings."),
+    "import": ("importing", "import_", "Read profiler output files into the results store."),
     "run": ("run", "run", "Measure one op at one size on the CPU or a GPU."),
     "show": ("show", "show", "List stored results."),
+    "devices": ("devices", "devices", "List this machine's CPU and NVIDIA GPUs with their peaks."),
+    "peaks": ("devices", "peaks", "GPU peak FLOP/s and bandwidth from the device table, with formulas."),
+    "roofline": ("roofline", "roofline", "Draw roofline charts (PNG + SVG) of stored runs per device."),
+    "stalls": ("stalls", "stalls", "Rank and explain why warps (or CPU pipeline slots) stall."),
+    "sweep": ("sweep", "sweep", "Measure every point of a sweep config, storing each as it finishes."),
+    "compare": ("compare", "compare", "Compare devices in the reference study's tables (text, CSV, JSON, HTML)."),
+    "merge": ("merge", "merge", "Combine results stores and run files from several machines."),
+    "export": ("merge", "export", "Write a store's runs to a JSON-lines run file."),
 }
 
 
 class LazyGroup(click.Group):
     """A group that imports a command's module only when that command runs."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: object) -> click.Context:
+        """Keep the exact command line (before parsing) for the provenance of every run."""
+        ctx = super().make_context(info_name, list(args), parent=parent, **extra)  # type: ignore[arg-type]
+        ctx.meta["gpuprof.argv"] = ["gpuprof", *args]
+        return ctx
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

@@ -50,6 +50,13 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def command_line() -> str:
+    """The exact command the user typed, quoted so it can be pasted back into a shell."""
+    import shlex
+
+    return shlex.join(click.get_current_context().meta.get("gpuprof.argv", ["gpuprof"]))
+
+
 def echo(text: str) -> None:
     click.echo(text)
 

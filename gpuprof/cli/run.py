@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from gpuprof.cli.common import echo, format_option, handle_errors, note, store_option
+from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
 
 OPS = ("add", "mul", "dot", "scalar", "sigmoid", "tanh")
 ENGINES = ("numpy", "pytensor", "theano", "cupy", "cuda-kernels")
@@ -44,7 +42,7 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
 
     settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
                            repeat=repeat, warmup=warmup, cache=cache, counters=counters,
-                           command=" ".join(["gpuprof", *sys.argv[1:]]),
+                           command=command_line(),
                            gpu={"profiler": profiler, "clock_control": clock_control})
     result, where = measure_and_store(settings, store_path)
     echo(run_report(result, fmt))

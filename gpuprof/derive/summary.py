@@ -105,9 +105,20 @@ def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) 
                                 f"{peaks.source}{clock}"))
         if peaks.bandwidth:
             out.append(Quantity("peak bandwidth", peaks.bandwidth, "byte/second", peaks.origin, peaks.source))
-        for eff in efficiencies(rate, byte_rate, dtype, peaks):
-            out.append(Quantity(f"efficiency {eff.kind}", eff.percent, "%", DERIVED, eff.basis))
+        for eff in efficiencies(rate, byte_rate, dtype, peaks, run.device.get("clock_during_run_hz")):
+            out.append(Quantity(f"efficiency: {_efficiency_label(eff)}", eff.percent, "%", DERIVED, eff.basis))
     return out
+
+
+def _efficiency_label(eff: Any) -> str:
+    """What an efficiency divides by, in words: 'FLOP/s vs peak', 'roofline (memory-bound)'."""
+    from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK
+
+    if eff.kind == VS_ROOFLINE:
+        return f"roofline ({eff.bound}-bound)"
+    if eff.kind == VS_RUN_CLOCK:
+        return "FLOP/s vs peak at run clock"
+    return "FLOP/s vs peak" if eff.unit == "FLOP/second" else "bandwidth vs peak"
 
 
 def summary_row(run: Run) -> dict[str, Any]:
@@ -127,6 +138,14 @@ def summary_row(run: Run) -> dict[str, Any]:
             row["GB/s"] = q.value / 1e9 if isinstance(q.value, float) else None
         elif q.name == "arithmetic intensity":
             row["FLOP/byte"] = q.value
-        elif q.name.startswith("efficiency ") and q.name[11:] + "_%" not in row:
-            row[q.name[11:] + "_%"] = q.value
+        elif q.name.startswith("efficiency: ") and _column(q.name) not in row:
+            row[_column(q.name)] = q.value
+            if "roofline" in q.name:
+                row["bound"] = q.name.split("(")[1].split("-")[0]
     return row
+
+
+def _column(name: str) -> str:
+    """Summary column for an efficiency quantity: 'eff_roofline_%', 'eff_FLOP/s vs peak_%'."""
+    label = name.removeprefix("efficiency: ")
+    return "eff_roofline_%" if label.startswith("roofline") else f"eff_{label}_%"

@@ -11,7 +11,7 @@ DEVICE = "cpu"
 
 
 def version() -> str:
-    return np.__version__
+    return f"numpy {np.__version__}"
 
 
 def prepare(op: str, inputs: list[np.ndarray], scalar: float, out: np.ndarray) -> Callable[[], np.ndarray]:

@@ -1,0 +1,106 @@
+"""``gpuprof run`` end to end on this GPU-less machine: real CPU measurements, clear errors."""
+
+import json
+import sqlite3
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from gpuprof.cli import main
+from gpuprof.store import open_store
+
+
+def invoke(*args, store=None):
+    extra = ["--store", str(store)] if store else []
+    return CliRunner().invoke(main, ["run", *args, *extra])
+
+
+@pytest.mark.parametrize("args, code, fragment", [
+    (["--op", "dot", "--size", "6XB"], 2, "unknown unit 'XB'"),
+    (["--op", "dot", "--size", "-1"], 2, "is not a size"),
+    (["--op", "dot", "--size", "0"], 2, "not a positive size"),
+    (["--op", "dot", "--shape", "10x10", "--device", "cpu"], 2, "does not fit dot"),
+    (["--op", "add", "--size", "5000GB", "--device", "cpu"], 2, "needs about"),
+    (["--op", "add"], 2, "exactly one of --size and --shape"),
+    (["--op", "add", "--size", "1MB", "--repeat", "0"], 2, "--repeat must be at least 1"),
+    (["--op", "add", "--size", "1MB", "--engine", "cupy", "--device", "cpu"], 2, "runs on cuda, not cpu"),
+])
+def test_bad_input_one_line(tmp_path, args, code, fragment):
+    result = invoke(*args, store=tmp_path / "s.sqlite")
+    assert result.exit_code == code, result.output
+    assert fragment in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_unknown_op_is_a_usage_error(tmp_path):
+    result = invoke("--op", "conv", "--size", "1MB", store=tmp_path / "s.sqlite")
+    assert result.exit_code == 2 and "'conv' is not one of" in result.output
+
+
+def test_missing_engine_names_the_extra(monkeypatch):
+    from gpuprof import workloads
+    from gpuprof.errors import EngineError
+
+    monkeypatch.setitem(sys.modules, "pytensor", None)
+    monkeypatch.delitem(sys.modules, "gpuprof.workloads.pytensor_engine", raising=False)
+    with pytest.raises(EngineError, match=r'pip install "gpuprof-hpc\[theano\]"'):
+        workloads.load("pytensor", "cpu")
+
+
+def test_cpu_dot_run_is_stored_and_reads_back(tmp_path):
+    store = tmp_path / "s.sqlite"
+    result = invoke("--op", "dot", "--shape", "64x32x16", "--device", "cpu", "--repeat", "5",
+                    "--warmup", "1", "--no-counters", store=store)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "A 64x32 · B 32x16 -> C 64x16" in out
+    assert "This is a CPU measurement; no GPU was used." in out
+    assert "65.54 KFLOP" in out  # 2·64·16·32 = 65,536 analytic FLOPs
+    with open_store(store) as opened:
+        (run,) = opened.runs()
+    assert run.workload["shape"] == [64, 32, 16] and run.workload["size_bytes"] == (64*32 + 32*16 + 64*16) * 4
+    assert len([l for l in run.launches if l.invocations == 1]) == 5
+    assert all(l.metrics[0].origin == "timed" and l.metrics[0].value > 0 for l in run.launches[:5])
+    assert run.environment["command"].startswith("gpuprof run --op dot")
+    rows = sqlite3.connect(store).execute("SELECT count(*) FROM metrics").fetchone()[0]
+    assert rows >= 5
+
+
+def test_json_output_has_origins(tmp_path):
+    result = invoke("--op", "add", "--shape", "100x100", "--device", "cpu", "--repeat", "3",
+                    "--no-counters", "--format", "json", store=tmp_path / "s.sqlite")
+    assert result.exit_code == 0, result.output
+    rows = {r["quantity"]: r for r in json.loads(result.stdout)}
+    assert rows["FLOPs"]["value"] == 10000 and rows["FLOPs"]["origin"] == "analytic"
+    assert rows["bytes moved"]["value"] == 3 * 10000 * 4
+    assert rows["time (median)"]["origin"] == "timed"
+    assert rows["arithmetic intensity"]["value"] == pytest.approx(1 / 12)
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "dot", "scalar", "sigmoid", "tanh"])
+@pytest.mark.parametrize("engine", ["numpy", "pytensor"])
+def test_every_op_and_engine_checks_its_answer(tmp_path, op, engine):
+    result = invoke("--op", op, "--size", "48KB", "--engine", engine, "--device", "cpu", "--repeat", "2",
+                    "--warmup", "1", "--no-counters", "--format", "csv", store=tmp_path / "s.sqlite")
+    assert result.exit_code == 0, result.output
+    with open_store(tmp_path / "s.sqlite") as opened:
+        (run,) = opened.runs()
+    assert run.workload["engine"] == engine
+    assert run.workload["relative_error"] < 1e-4
+
+
+def test_theano_name_falls_back_to_pytensor_and_says_so(tmp_path):
+    result = invoke("--op", "add", "--size", "12KB", "--engine", "theano", "--device", "cpu",
+                    "--repeat", "2", "--no-counters", store=tmp_path / "s.sqlite")
+    assert result.exit_code == 0, result.output
+    assert "legacy Theano is not importable" in result.output and "PyTensor" in result.output
+
+
+def test_float16_and_float64(tmp_path):
+    for dtype in ("float16", "float64"):
+        result = invoke("--op", "dot", "--shape", "32", "--dtype", dtype, "--device", "cpu",
+                        "--repeat", "2", "--no-counters", store=tmp_path / "s.sqlite")
+        assert result.exit_code == 0, result.output
+        assert f"({dtype})" in result.output
