@@ -1,0 +1,46 @@
+"""``gpuprof import``: read profiler output files into the results store."""
+
+from __future__ import annotations
+
+import click
+
+from gpuprof.cli.common import echo, format_option, handle_errors, note, store_option
+
+
+@click.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--reader", "reader", default=None, metavar="NAME",
+              help="Read every file as this format instead of detecting it from the content.")
+@format_option
+@store_option
+@handle_errors
+def import_(files: tuple[str, ...], reader: str | None, fmt: str, store_path: str | None) -> None:
+    """Read FILES (nvprof, Nsight Compute, Nsight Systems, perf output) into the results store.
+
+    Each file is stored as one run, whole or not at all; the first file that cannot be read stops
+    the import, and the files before it stay stored. Prints one row per kernel.
+    """
+    from gpuprof import importing
+    from gpuprof.errors import GpuprofError
+    from gpuprof.model import Run
+    from gpuprof.render import emit
+
+    imported: list[Run] = []
+
+    def stored(run: Run, added: bool) -> None:
+        imported.append(run)
+        if not added:
+            note(f"{run.source} was already in the store as run {run.run_id}")
+            return
+        note(f"imported {run.source} as {run.format}: {len(run.launches)} launches, run {run.run_id}")
+        for line in run.notes:
+            note(f"  note: {line}")
+
+    try:
+        importing.import_files(files, store_path, reader, on_stored=stored)
+    except GpuprofError:
+        if imported:
+            note(f"stored before the error: {', '.join(run.source for run in imported)}")
+        raise
+    echo(emit(importing.kernel_table(imported), fmt,
+              title="Imported kernels (measured by the profiler; base units; averages weighted by launches)"))

@@ -1,0 +1,148 @@
+"""``gpuprof import`` end to end: real fixtures in, runs read back from the SQLite store."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from gpuprof.cli import main
+from gpuprof.importing import import_files, kernel_table
+from gpuprof.store import open_store
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
+K40C = FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"
+SRAD = FIXTURES / "nvprof_text_metrics_gtx1070_srad.txt"
+BABEL = FIXTURES / "nvprof_text_summary_titanxp_babelstream.txt"
+README = FIXTURES / "nsys_profile_stats_text_a100_vector_add_README.md"
+REP = FIXTURES / "nsys_report_binary_gemm3.nsys-rep"
+FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
+
+
+def invoke(store: Path, *args: object) -> Result:
+    return CliRunner().invoke(main, ["import", "--store", str(store), *map(str, args)])
+
+
+def stored_runs(store: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(store) as db:
+        return db.execute("SELECT kind, format, source FROM runs ORDER BY rowid").fetchall()
+
+
+def test_import_stores_each_file_as_one_run(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    result = invoke(store, K40C, SRAD, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert stored_runs(store) == [("import", "nvprof-csv-metrics", str(K40C)),
+                                  ("import", "nvprof-text-metrics", str(SRAD))]
+    with sqlite3.connect(store) as db:
+        kernel, invocations = db.execute(
+            "SELECT l.kernel, l.invocations FROM launches l JOIN runs r USING (run_id) "
+            "WHERE r.format = 'nvprof-csv-metrics'").fetchone()
+        value, unit, lo, hi = db.execute(
+            "SELECT value_num, unit, minimum, maximum FROM metrics WHERE name = 'inst_issued'").fetchone()
+        kernels = [k for (k,) in db.execute(
+            "SELECT l.kernel FROM launches l JOIN runs r USING (run_id) "
+            "WHERE r.format = 'nvprof-text-metrics' ORDER BY l.idx")]
+    assert (kernel, invocations) == (FORMA, 3)
+    assert (value, unit, lo, hi) == (3227173467, "", 3226322455, 3227709091)
+    assert [k.split("(")[0] for k in kernels] == ["compress", "reduce", "srad2", "extract", "prepare", "srad"]
+    # The library reads the same runs back.
+    with open_store(store) as reopened:
+        runs = reopened.runs()
+    assert runs[0].launches[0].metric("flop_count_sp").value == 25264160800
+    assert runs[0].device == {"name": "Tesla K40c", "index": 0}
+    assert "imported" in result.stderr and str(K40C) in result.stderr
+
+
+def test_json_table_per_kernel(tmp_path: Path) -> None:
+    result = invoke(tmp_path / "s.sqlite", K40C, README, "--format", "json")
+    rows = json.loads(result.stdout)
+    forma = next(row for row in rows if row["kernel"] == FORMA)
+    assert forma["launches"] == 3 and forma["device"] == "Tesla K40c"
+    assert forma["flop_count_sp/launch (FLOP)"] == 25264160800
+    assert forma["achieved_occupancy (%)"] == pytest.approx(99.7336)
+    assert forma["origin"] == "measured (nvprof-csv-metrics)"
+    sessions = [row for row in rows if row["file"] == README.name]
+    assert [row["launches"] for row in sessions] == [1010, 1010, 1010, 110, 410]
+    assert sessions[3]["session"] == "vector_add_profile_serial"
+    assert sessions[0]["time total (s)"] == pytest.approx(1010 * 1813.1e-9)
+
+
+def test_csv_and_markdown_tables(tmp_path: Path) -> None:
+    result = invoke(tmp_path / "s.sqlite", BABEL, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    add = next(row for row in rows if row["kernel"].startswith("void add_kernel"))
+    assert add["launches"] == "100" and float(add["time/launch (s)"]) == pytest.approx(1.8477e-3)
+    assert float(add["time total (s)"]) == pytest.approx(184.77e-3)
+    markdown = invoke(tmp_path / "s.sqlite", BABEL, "--format", "markdown").stdout
+    assert "void add_kernel&lt;double&gt;(double const *, double const *, double*)" in markdown
+
+
+def test_failing_file_stops_the_import_and_keeps_earlier_runs(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    result = invoke(store, BABEL, REP, K40C)
+    assert result.exit_code == 3
+    assert stored_runs(store) == [("import", "nvprof-text-summary", str(BABEL))]
+    assert f"stored before the error: {BABEL}" in result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(error_lines) == 1 and "nsys stats --report cuda_gpu_kern_sum --format csv" in error_lines[0]
+    assert "Traceback" not in result.output
+
+
+def _garbage(path: Path) -> Path:
+    path.write_bytes(random.Random(7).randbytes(4096))
+    return path
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda d: d / "empty.csv", "the file is empty"),
+    (lambda d: _garbage(d / "garbage.bin"), "not a profiler output gpuprof recognises"),
+    (lambda d: d / "other-tool.csv", "not a profiler output gpuprof recognises"),
+])
+def test_unreadable_file_one_line_nothing_stored(tmp_path: Path, make, fragment: str) -> None:
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "other-tool.csv").write_text("timestamp,cpu_percent,rss_mb\n2024-01-01T00:00:00,12.5,300\n")
+    store = tmp_path / "s.sqlite"
+    result = invoke(store, make(tmp_path))
+    assert result.exit_code == 3, result.output
+    assert result.output.count("\n") == 1 and result.output.startswith("error:")
+    assert fragment in result.output
+    if "recognises" in fragment:
+        assert "nvprof-csv-metrics" in result.output and "nsys-stats" in result.output
+    assert stored_runs(store) == []
+
+
+def test_truncated_file_with_no_rows_is_an_error_and_not_stored(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.csv"
+    cut.write_text(K40C.read_text()[:400])  # the ==PID== preamble, the header, part of row 1
+    store = tmp_path / "s.sqlite"
+    result = invoke(store, cut)
+    assert result.exit_code == 3 and "no metric rows" in result.output
+    assert stored_runs(store) == []
+
+
+def test_library_import_files_and_unknown_reader(tmp_path: Path) -> None:
+    runs = import_files([SRAD], tmp_path / "s.sqlite")
+    assert [run.format for run in runs] == ["nvprof-text-metrics"]
+    frame = kernel_table(runs)
+    assert list(frame["launches"]) == [1, 200, 100, 1, 100, 100]
+    assert frame["dram_read_throughput (byte/second)"].iloc[1] == pytest.approx(23.557 * 2**30)
+    result = invoke(tmp_path / "s.sqlite", SRAD, "--reader", "nope")
+    assert result.exit_code == 3 and "unknown format 'nope'" in result.output
+
+
+def test_importing_a_file_twice_stores_it_once(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    first = invoke(store, K40C)
+    again = invoke(store, K40C, SRAD)
+    assert first.exit_code == again.exit_code == 0
+    assert stored_runs(store) == [("import", "nvprof-csv-metrics", str(K40C)),
+                                  ("import", "nvprof-text-metrics", str(SRAD))]
+    assert f"{K40C} was already in the store" in again.stderr
+    assert FORMA in again.stdout  # still shown

@@ -1,0 +1,154 @@
+"""nvprof --metrics readers (CSV and text) on real captured outputs; expected values read by hand
+from the fixture files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpuprof import readers
+from gpuprof.errors import FormatError, ProfilerError
+from gpuprof.readers import nvprof_csv_metrics, nvprof_text_metrics
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
+K40C = FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"
+SRAD = FIXTURES / "nvprof_text_metrics_gtx1070_srad.txt"
+DRAM = FIXTURES / "nvprof_text_metrics_gtx1070_dram_units.txt"
+PYRUP = FIXTURES / "nvprof_text_metrics_gtx1070_pyrup_templates.txt"
+MiB, GiB = 2.0**20, 2.0**30
+FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
+
+
+def test_csv_metrics_detected_by_content_and_read_as_one_aggregated_launch() -> None:
+    assert readers.detect(K40C) is nvprof_csv_metrics
+    run = readers.read(K40C)
+    assert run.kind == "import" and run.format == "nvprof-csv-metrics" and run.source == str(K40C)
+    assert run.device == {"name": "Tesla K40c", "index": 0}
+    assert run.environment == {"tool": "nvprof", "pid": "21206", "command": "./test"}
+    [launch] = run.launches
+    assert launch.kernel == FORMA  # the kernel name's commas survive the CSV
+    assert launch.device == "Tesla K40c" and launch.invocations == 3
+    assert len(launch.metrics) == 19
+
+
+def test_csv_metrics_values_min_max_and_units() -> None:
+    launch = readers.read(K40C).launches[0]
+    flops = launch.metric("flop_count_sp")
+    assert (flops.value, flops.unit, flops.canonical) == (25264160800, "FLOP", "flop_count_sp")
+    issued = launch.metric("inst_issued")
+    assert (issued.minimum, issued.maximum, issued.value) == (3226322455, 3227709091, 3227173467)
+    stall = launch.metric("stall_sync")
+    assert (stall.value, stall.unit, stall.minimum, stall.maximum) == (28.125501, "%", 28.053379, 28.239542)
+    assert launch.metric("stall_memory_dependency").value == 9.216144
+    assert launch.metric("gst_efficiency").value == 99.603175
+    ipc = launch.metric("issued_ipc")
+    assert (ipc.value, ipc.unit) == (2.955819, "inst/cycle")
+    # nvprof prints achieved_occupancy as a fraction; the catalog (like ncu) keeps percent.
+    occupancy = launch.metric("achieved_occupancy")
+    assert occupancy.unit == "%"
+    assert occupancy.value == pytest.approx(99.7336)
+    assert occupancy.minimum == pytest.approx(99.6888) and occupancy.maximum == pytest.approx(99.7881)
+    assert all(m.origin == "measured" for m in launch.metrics)
+
+
+def test_text_metrics_srad_six_kernels_with_invocations() -> None:
+    assert readers.detect(SRAD) is nvprof_text_metrics
+    run = readers.read(SRAD)
+    assert run.format == "nvprof-text-metrics"
+    assert run.device == {"name": "GeForce GTX 1070", "index": 0}
+    assert run.environment["command"] == "./srad.out 100 0.5 502 458"
+    assert [(launch.kernel.split("(")[0], launch.invocations) for launch in run.launches] == [
+        ("compress", 1), ("reduce", 200), ("srad2", 100), ("extract", 1), ("prepare", 100), ("srad", 100)]
+    assert run.launches[2].kernel == ("srad2(float, int, int, long, int*, int*, int*, int*, float*, "
+                                      "float*, float*, float*, float*, float*)")
+    assert all(len(launch.metrics) == 7 for launch in run.launches)
+
+
+def test_text_metrics_units_inside_cells_are_binary_byte_rates() -> None:
+    reduce = readers.read(SRAD).launches[1]
+    dram = reduce.metric("dram_read_throughput")
+    assert dram.unit == "byte/second" and dram.canonical == "dram_read_throughput"
+    assert dram.minimum == pytest.approx(897.04 * MiB)  # "897.04MB/s"
+    assert dram.maximum == pytest.approx(56.421 * GiB)  # "56.421GB/s"
+    assert dram.value == pytest.approx(23.557 * GiB)  # "23.557GB/s"
+    gld = reduce.metric("gld_efficiency")
+    assert (gld.value, gld.minimum, gld.maximum, gld.unit) == (56.23, 12.5, 99.96, "%")
+    branch = readers.read(SRAD).launches[5].metric("branch_efficiency")
+    assert (branch.minimum, branch.maximum, branch.value) == (99.72, 100.0, 99.99)
+
+
+def test_text_metrics_mb_b_and_gb_in_one_column() -> None:
+    run = readers.read(DRAM)
+    update, dot, reduce = run.launches
+    assert update.kernel == "update_weights(float*, float*, float)"
+    read = update.metric("dram_read_throughput")
+    assert read.minimum == pytest.approx(865.08 * MiB) and read.value == pytest.approx(864.98 * MiB)
+    write = update.metric("dram_write_throughput")
+    assert (write.value, write.unit) == (0.0, "byte/second")  # "0.00000B/s"
+    assert dot.metric("dram_read_throughput").value == pytest.approx(153.54 * MiB)
+    assert reduce.kernel.startswith("void better_reduce_kernel<unsigned int=256>(")
+    assert reduce.invocations == 100
+    bounds = reduce.metric("dram_read_throughput")
+    assert (bounds.minimum, bounds.maximum) == (0.0, pytest.approx(1.5910 * GiB))
+    assert bounds.value == pytest.approx(634.19 * MiB)
+
+
+def test_text_metrics_template_kernel_name_with_commas() -> None:
+    [launch] = readers.read(PYRUP).launches
+    assert launch.kernel == ("void cv::cuda::device::imgproc::pyrUp<unsigned char>"
+                             "(cv::cuda::PtrStepSz<unsigned char>, unsigned char)")
+    assert launch.metric("shared_efficiency").value == 74.40
+    assert launch.metric("achieved_occupancy").value == pytest.approx(90.3492)
+    assert launch.metric("dram_read_throughput").value == pytest.approx(565.53 * MiB)
+
+
+def test_truncated_csv_drops_the_cut_row_and_says_so(tmp_path: Path) -> None:
+    text = K40C.read_text()
+    cut = text.index('"stall_sync"')  # in the middle of the 9th metric row
+    path = tmp_path / "cut.csv"
+    path.write_text(text[:cut])
+    run = readers.read(path)
+    assert [m.name for m in run.launches[0].metrics][-1] == "achieved_occupancy"
+    assert len(run.launches[0].metrics) == 8
+    assert any("truncated" in note for note in run.notes)
+
+
+def test_truncated_before_the_table_is_a_format_error(tmp_path: Path) -> None:
+    text = K40C.read_text()
+    path = tmp_path / "cut.csv"
+    path.write_text(text[: text.index('"Device"') + 40])  # inside the header line
+    with pytest.raises(FormatError, match="no metric rows"):
+        nvprof_csv_metrics.read(path)
+
+
+def test_truncated_text_table(tmp_path: Path) -> None:
+    text = SRAD.read_text()
+    path = tmp_path / "cut.txt"
+    path.write_text(text[: text.index("Kernel: srad2") + 300])  # mid-row of srad2's metrics
+    run = readers.read(path)
+    assert [launch.kernel.split("(")[0] for launch in run.launches] == ["compress", "reduce", "srad2"]
+    assert any("truncated" in note for note in run.notes)
+
+
+def test_nvprof_no_data_message_becomes_a_profiler_error(tmp_path: Path) -> None:
+    # What nvprof prints (and nothing else) when the application launched no kernel.
+    path = tmp_path / "nodata.txt"
+    path.write_text("==4242== NVPROF is profiling process 4242, command: ./app\n"
+                    "==4242== Profiling application: ./app\n"
+                    "==4242== Profiling result:\n"
+                    "==4242== Metric result:\n"
+                    '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\n'
+                    "======== Warning: No profile data collected.\n")
+    with pytest.raises(ProfilerError, match="No profile data collected") as error:
+        readers.read(path)
+    assert "cudaDeviceReset" in str(error.value)
+
+
+def test_explicit_reader_on_a_renamed_file(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.log"
+    shutil.copy(SRAD, path)
+    assert readers.read(path, "nvprof-text-metrics").launches[0].kernel == "compress(long, float*)"
+    with pytest.raises(FormatError, match="no metric table"):
+        readers.read(K40C, "nvprof-text-metrics")
