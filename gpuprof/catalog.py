@@ -2,7 +2,8 @@
 equivalents, kept as data in ``gpuprof/data/metrics.toml`` so readers, the live GPU launcher and
 the stall analysis all use the same list.
 
-An entry maps a canonical name to nvprof names (direct aliases), ncu names (direct aliases) and,
+An entry maps a canonical name to nvprof names (direct aliases), ncu names (direct aliases), the
+titles Nsight Compute's default sections give the same value ("Duration", "SM Frequency") and,
 where NVIDIA documents a formula, an ncu weighted sum (``flop_count_sp = fadd + fmul + 2·ffma``).
 """
 
@@ -22,6 +23,7 @@ class Entry:
     nvprof: tuple[str, ...] = ()
     ncu: tuple[str, ...] = ()
     ncu_sum: dict[str, float] = field(default_factory=dict)
+    labels: tuple[str, ...] = ()  # Nsight Compute details-page titles ("Duration"), not metric names
 
 
 @functools.cache
@@ -35,6 +37,7 @@ def entries() -> dict[str, Entry]:
             nvprof=tuple(spec.get("nvprof", ())),
             ncu=tuple(spec.get("ncu", ())),
             ncu_sum=dict(spec.get("ncu_sum", {})),
+            labels=tuple(spec.get("labels", ())),
         )
         for name, spec in data.items()
     }
@@ -44,7 +47,7 @@ def entries() -> dict[str, Entry]:
 def _aliases() -> dict[str, str]:
     table: dict[str, str] = {}
     for entry in entries().values():
-        for name in (entry.canonical, *entry.nvprof, *entry.ncu):
+        for name in (entry.canonical, *entry.nvprof, *entry.ncu, *entry.labels):
             table.setdefault(name, entry.canonical)
     return table
 

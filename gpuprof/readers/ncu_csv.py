@@ -1,0 +1,197 @@
+"""Nsight Compute ``--csv`` details page: one row per (kernel launch, metric).
+
+Three header layouts are in use and all are read by column *name*: the 2019/2020 12-column one
+(``Kernel Time`` holds a timestamp), the 15-column one with ``Block Size``/``Grid Size``/``Device``/
+``CC``, and the 20-column one (2023+) with rule columns, where metric rows carry 15 fields plus a
+trailing comma and rule rows have empty metric fields and prose in ``Rule Description``. The table
+may sit inside the application's own output and ncu's ``==PROF==``/``==ERROR==`` lines.
+
+Rows are streamed: the first row of each launch and section goes through the csv module, the
+rest are split by hand (see :class:`_Table`), and each distinct unit and metric name is converted
+and looked up once, so a million-row file reads in about two seconds without building a DataFrame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from gpuprof.errors import FormatError
+from gpuprof.model import Launch, Run
+from gpuprof.readers._text import (
+    ToolLog, column_index, find_csv_header, gc_paused, head_has_csv_header, metric_maker, open_text,
+    quick_split, split_csv_line,
+)
+
+NAME = "ncu-csv"
+DESCRIPTION = "Nsight Compute details CSV (ncu --csv), one row per kernel launch and metric"
+
+_REQUIRED = ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
+
+# Per-launch columns ncu repeats on every row, and the Launch.attributes key each becomes.
+LAUNCH_COLUMNS = {
+    "Process ID": "pid", "Process Name": "process", "Host Name": "host", "Kernel Time": "time",
+    "Context": "context", "Stream": "stream", "Block Size": "block", "Grid Size": "grid",
+    "Device": "device", "CC": "cc",
+}
+_RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
+                 "Estimated Speedup")
+
+
+def sniff(path: Path, head: str) -> bool:
+    """A details table, or an ncu log with messages and no table of any kind (ncu failed before
+    profiling, e.g. ERR_NVGPUCTRPERM): :func:`read` then reports what ncu said."""
+    if head_has_csv_header(head, _REQUIRED):
+        return True
+    lines = head.splitlines()
+    return (any(line.startswith(("==PROF==", "==ERROR==")) for line in lines)
+            and not any(line.startswith('"') for line in lines))
+
+
+def launch_columns(header: Sequence[str]) -> dict[str, int]:
+    """Position of each per-launch column present in ``header``, keyed by its attribute name."""
+    return {key: header.index(column) for column, key in LAUNCH_COLUMNS.items() if column in header}
+
+
+def run_device(launches: Iterable[Launch]) -> dict[str, str]:
+    """Run.device from the launches' device name, index and compute capability, when they agree."""
+    seen = {(launch.device, launch.attributes.get("device", ""), launch.attributes.get("cc", ""))
+            for launch in launches}
+    if len(seen) != 1:
+        return {}
+    return {key: value for key, value in zip(("name", "index", "cc"), seen.pop()) if value}
+
+
+def read(path: Path) -> Run:
+    log = ToolLog("ncu")
+    with open_text(path) as handle:
+        header, _ = find_csv_header(handle, _REQUIRED, log)
+        if header is None:
+            raise log.failure(path) or FormatError(
+                f"{path}: no Nsight Compute CSV header (\"ID\",...,\"Metric Value\") found",
+                "Export the details page with `ncu --csv --page details` or `ncu --import X.ncu-rep --csv`")
+        table = _Table(header)
+        with gc_paused():
+            table.read(handle, log)
+    notes = log.notes() + table.notes()
+    if not table.launches:
+        failure = log.failure(path)
+        if failure:
+            raise failure
+        raise FormatError(f"{path}: the Nsight Compute CSV has a header but no complete metric rows",
+                          "Re-export it; the file may be truncated")
+    launches = list(table.launches.values())
+    return Run(kind="import", format=NAME, source=str(path), device=run_device(launches),
+               environment={"tool": "ncu"}, launches=launches, notes=notes)
+
+
+class _Table:
+    """The rows of one details table, grouped into one Launch per ID.
+
+    Rows of one launch and section share every field up to ``Metric Name``. Once a row has been
+    parsed with the csv module, that shared text becomes a prefix: following lines that start
+    with it are split by hand into their last three fields (name, unit, value), which is what keeps
+    a million-row file fast. Anything else (a new launch or section, a rule row, a quoted field
+    spanning lines, a tool message, a cut-off last line) takes the csv path.
+    """
+
+    def __init__(self, header: list[str]) -> None:
+        self.col = col = column_index(header, (*_REQUIRED, "Section Name", *_RULE_COLUMNS))
+        self.needed = max(col[name] for name in _REQUIRED) + 1
+        # metric rows have every column, or (2023+ layout) stop after Metric Value
+        self.widths = (len(header), self.needed)
+        self.i_id, self.i_kernel, self.i_name = col["ID"], col["Kernel Name"], col["Metric Name"]
+        self.i_unit, self.i_value, self.i_section = col["Metric Unit"], col["Metric Value"], col.get("Section Name")
+        self.i_rule = col.get("Rule Description")  # only in the 2023+ layout
+        self.attributes = list(launch_columns(header).items())
+        self.make = metric_maker()
+        self.launches: dict[str, Launch] = {}
+        self.sections: dict[str, dict[str, None]] = {}  # launch ID -> section names, in file order
+        self.skipped = 0
+        self.truncated = False
+
+    def read(self, handle: TextIO, log: ToolLog) -> None:
+        make = self.make
+        prefix, width, metrics = "\0", 0, []
+        for line in handle:
+            if line.startswith(prefix):
+                cells = line[width:].split('","')
+                if len(cells) == 3:
+                    name, unit, value = cells
+                    value = value.rstrip("\r\n,")
+                    if name and value.endswith('"') and '"' not in value[:-1]:
+                        metrics.append(make(name, unit, value[:-1]))
+                        continue
+            record = _whole_record(line, handle)
+            if not record.endswith("\n"):
+                self.truncated = True
+                break
+            if log.add(record) or not record.strip():
+                continue
+            row = quick_split(record, self.widths) or split_csv_line(record)
+            launch = self._row(row)
+            if launch is not None:
+                metrics = launch.metrics
+                prefix = _shared_prefix(record, row, self.i_name)
+                width = len(prefix)
+
+    def _row(self, row: list[str]) -> Launch | None:
+        """Take one csv-parsed row; the launch it belongs to when it was a metric row."""
+        if len(row) < self.needed:
+            self.skipped += 1
+            return None
+        launch_id = row[self.i_id]
+        launch = self.launches.get(launch_id)
+        if launch is None:
+            index = int(launch_id) if launch_id.isdigit() else len(self.launches)
+            launch = self.launches[launch_id] = Launch(
+                kernel=row[self.i_kernel], index=index, attributes={key: row[i] for key, i in self.attributes})
+            self.sections[launch_id] = {}
+        name = row[self.i_name]
+        if not name:
+            if self.i_rule is not None and len(row) > self.i_rule:
+                _add_rule(launch, row, self.col)
+            return None
+        launch.metrics.append(self.make(name, row[self.i_unit], row[self.i_value]))
+        if self.i_section is not None:
+            self.sections[launch_id][row[self.i_section]] = None
+        return launch
+
+    def notes(self) -> list[str]:
+        for launch_id, launch in self.launches.items():
+            if self.sections[launch_id]:
+                launch.attributes["sections"] = "; ".join(self.sections[launch_id])
+        notes = []
+        if self.truncated:
+            notes.append("the file ends in the middle of a row (truncated?); that last row was not read")
+        if self.skipped:
+            notes.append(f"{self.skipped} row(s) with fewer fields than the header were skipped")
+        return notes
+
+
+def _whole_record(line: str, handle: TextIO) -> str:
+    """``line`` joined with the following lines while a quoted field is still open."""
+    while line.count('"') % 2:
+        more = next(handle, None)
+        if more is None:
+            break
+        line += more
+    return line
+
+
+def _shared_prefix(record: str, row: list[str], i_name: int) -> str:
+    """The raw text of ``record`` before its Metric Name field, when every field before it is
+    quoted plainly (the way ncu writes them); a never-matching prefix otherwise."""
+    prefix = '"' + '","'.join(row[:i_name]) + '","'
+    return prefix if record.startswith(prefix) else "\0"
+
+
+def _add_rule(launch: Launch, row: list[str], col: dict[str, int]) -> None:
+    """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
+    text = f"{row[col['Rule Name']]} [{row[col['Rule Type']]}]: {row[col['Rule Description']]}"
+    speedup = row[col["Estimated Speedup"]] if len(row) > col["Estimated Speedup"] else ""
+    if speedup:
+        text += f" (estimated speedup {row[col['Estimated Speedup Type']]} {speedup}%)"
+    previous = launch.attributes.get("rules")
+    launch.attributes["rules"] = f"{previous}\n{text}" if previous else text

@@ -1,0 +1,92 @@
+"""Nsight Compute binary reports (``.ncu-rep``), read with NVIDIA's ``ncu_report`` Python module.
+
+``ncu_report`` ships as the ``ncu-report`` wheel on PyPI (the ``gpuprof-hpc[ncu]`` extra); it needs
+neither a GPU nor the CUDA toolkit. Every profiled kernel (an "action" in a "range") becomes one
+Launch with all of its metrics; string-valued metrics stay strings. Left out: the section metadata
+entries (``group:*``, ``breakdown:*``: lists of metric names, not measurements) and metrics that
+have per-instance values only (``memory_access_type`` ...), which have no single value to keep.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpuprof.errors import FormatError
+from gpuprof.model import Launch, Run
+from gpuprof.readers._text import metric_maker
+from gpuprof.readers.ncu_csv import run_device
+
+NAME = "ncu-rep"
+DESCRIPTION = "Nsight Compute binary report (.ncu-rep), through NVIDIA's ncu_report module"
+
+_MAGIC = "NVR\x00"
+
+
+def sniff(path: Path, head: str) -> bool:
+    return head.startswith(_MAGIC) or path.suffix == ".ncu-rep"
+
+
+def _load(path: Path) -> Any:
+    try:
+        import ncu_report
+    except ImportError:
+        raise FormatError(f"{path}: reading .ncu-rep reports needs NVIDIA's ncu_report module",
+                          'Install it with: pip install "gpuprof-hpc[ncu]"') from None
+    try:
+        return ncu_report, ncu_report.load_report(str(path))
+    except (OSError, RuntimeError) as error:
+        raise FormatError(f"{path}: ncu_report could not load it ({error})",
+                          "Check that it is an Nsight Compute report (.ncu-rep)") from None
+
+
+def read(path: Path) -> Run:
+    module, report = _load(path)
+    make = metric_maker()
+    launches: list[Launch] = []
+    for range_index in range(report.num_ranges()):
+        profiled_range = report.range_by_idx(range_index)
+        for action_index in range(profiled_range.num_actions()):
+            action = profiled_range.action_by_idx(action_index)
+            launches.append(_launch(module, action, len(launches), make))
+    if not launches:
+        raise FormatError(f"{path}: the report holds no profiled kernels (empty or truncated)",
+                          "Re-export it from Nsight Compute, or profile again")
+    return Run(kind="import", format=NAME, source=str(path), device=run_device(launches),
+               environment={"tool": "ncu"}, launches=launches)
+
+
+def _launch(module: Any, action: Any, index: int, make: Any) -> Launch:
+    string_kind = module.IMetric.ValueKind_STRING
+    values: dict[str, Any] = {}
+    launch = Launch(kernel=action.name(module.IAction.NameBase_DEMANGLED) or action.name(), index=index)
+    for name in action.metric_names():
+        if name.startswith(("group:", "breakdown:")):
+            continue
+        metric = action.metric_by_name(name)
+        if metric is None or not metric.has_value():
+            continue
+        value = metric.as_string() if metric.kind() == string_kind else metric.as_double()
+        values[name] = value
+        launch.metrics.append(make(name, metric.unit(), value if isinstance(value, str) else repr(value)))
+    launch.device = str(values.get("device__attribute_display_name", ""))
+    launch.attributes = _attributes(values, action.name())
+    return launch
+
+
+def _attributes(values: dict[str, Any], short_name: str) -> dict[str, str]:
+    """The launch facts the CSV readers take from their per-launch columns, from metrics here."""
+    def whole(name: str) -> str:
+        value = values.get(name)
+        return str(int(value)) if isinstance(value, float) else str(value or "")
+
+    attributes = {"function": short_name, "device": whole("launch__device_id"),
+                  "context": whole("launch__context_id"), "stream": whole("launch__stream_id")}
+    for key, prefix in (("block", "launch__block_dim_"), ("grid", "launch__grid_dim_")):
+        dims = [whole(prefix + axis) for axis in "xyz"]
+        if all(dims):
+            attributes[key] = f"({', '.join(dims)})"
+    major, minor = (whole(f"device__attribute_compute_capability_{part}") for part in ("major", "minor"))
+    if major:
+        attributes["cc"] = f"{major}.{minor or 0}"
+    return {key: value for key, value in attributes.items() if value}

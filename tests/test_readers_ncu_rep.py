@@ -1,0 +1,86 @@
+"""Nsight Compute binary report (.ncu-rep) through NVIDIA's ncu_report module: the RTX 3080
+Monte-Carlo-pi report (initRNG, computeValue; 621 metrics each). Truth comes from ncu_report
+itself, called directly here, and from numbers read off its output."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuprof import readers
+from gpuprof.errors import FormatError
+from gpuprof.readers import ncu_rep
+
+ncu_report = pytest.importorskip("ncu_report")
+
+REP = Path(__file__).parent / "fixtures" / "profiler-outputs" / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
+
+
+@pytest.fixture(scope="module")
+def actions() -> list:
+    report = ncu_report.load_report(str(REP))
+    profiled = report.range_by_idx(0)
+    return [profiled.action_by_idx(i) for i in range(profiled.num_actions())]
+
+
+@pytest.fixture(scope="module")
+def run():
+    return readers.read(REP)
+
+
+def test_two_kernels_with_their_demangled_names(run) -> None:
+    assert run.format == "ncu-rep"
+    assert [launch.kernel for launch in run.launches] == [
+        "initRNG(curandStateXORWOW*, unsigned int)",
+        "void computeValue<float>(unsigned int*, curandStateXORWOW*, unsigned int)"]
+    assert [launch.attributes["function"] for launch in run.launches] == ["initRNG", "computeValue"]
+    assert run.device == {"name": "GeForce RTX 3080", "index": "0", "cc": "8.6"}
+    assert run.launches[1].attributes["block"] == "(128, 1, 1)"
+    assert run.launches[1].attributes["grid"] == "(1220, 1, 1)"
+
+
+def test_values_match_what_ncu_report_returns(run, actions) -> None:
+    for launch, action in zip(run.launches, actions, strict=True):
+        duration = action.metric_by_name("gpu__time_duration.sum")
+        assert duration.unit() == "ns"
+        assert launch.value("kernel_duration") == pytest.approx(duration.as_double() * 1e-9, rel=1e-12)
+        for name in ("dram__bytes_read.sum", "dram__bytes_write.sum", "smsp__inst_executed.sum"):
+            assert launch.value(name) == action.metric_by_name(name).as_double()
+        clock = action.metric_by_name("smsp__cycles_elapsed.avg.per_second")
+        assert (launch.metric(clock.name()).value, launch.metric(clock.name()).unit) == (clock.as_double(), "hertz")
+        assert launch.value("device__attribute_display_name") == "GeForce RTX 3080"
+
+
+def test_every_measurement_is_kept(run, actions) -> None:
+    for launch, action in zip(run.launches, actions, strict=True):
+        names = list(action.metric_names())
+        assert len(names) == 621
+        measurements = [n for n in names if not n.startswith(("group:", "breakdown:"))
+                        and action.metric_by_name(n).has_value()]
+        # 9 group:/breakdown: entries; memory_access_size_type, memory_access_type, memory_type have
+        # instance values only
+        assert len(names) - len(measurements) == 9 + 3
+        assert [m.name for m in launch.metrics] == measurements
+
+
+def test_numbers_read_off_the_report(run) -> None:
+    compute = run.launches[1]
+    assert compute.value("kernel_duration") == pytest.approx(7_597_056e-9, rel=1e-12)
+    assert compute.value("dram_write_bytes") == 44_477_952.0
+    assert compute.value("smsp__pcsamp_warps_issue_stalled_wait") == 249_846.0
+    assert compute.metric("dram__bytes.sum.per_second").unit == "byte/second"
+
+
+def test_missing_ncu_report_module_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ncu_report", None)
+    with pytest.raises(FormatError, match=r'pip install "gpuprof-hpc\[ncu\]"'):
+        ncu_rep.read(REP)
+
+
+def test_truncated_report_is_a_format_error(tmp_path: Path) -> None:
+    path = tmp_path / "cut.ncu-rep"
+    path.write_bytes(REP.read_bytes()[:100_000])
+    with pytest.raises(FormatError, match="no profiled kernels"):
+        readers.read(path)
