@@ -24,8 +24,6 @@ from gpuprof.sizes import format_bytes, parse_size
 
 CACHE_MODES = ("warm", "cold")
 DEVICES = ("auto", "cpu", "cuda")
-# Relative Frobenius-norm error allowed against the float64 reference, per dtype.
-TOLERANCE = {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2}
 # Refuse sizes that would need more than this share of the memory available now.
 MEMORY_SHARE = 0.8
 
@@ -149,40 +147,6 @@ def _load_engine(settings: RunSettings) -> tuple[Any, list[str]]:
     return workloads.load(name, "cpu"), []
 
 
-def _inputs(op: str, shape: tuple[int, ...], dtype: str, rng: Any) -> list[Any]:
-    import numpy as np
-
-    sizes = ops.elements(op, shape)
-    dims = [(shape[0], shape[1]), (shape[1], shape[2])] if op == "dot" else [shape] * (len(sizes) - 1)
-    return [rng.uniform(-1.0, 1.0, size=dim).astype(dtype) for dim in dims]
-
-
-def _reference(op: str, inputs: list[Any], scalar: float) -> Any:
-    import numpy as np
-
-    wide = [x.astype(np.float64) for x in inputs]
-    return {
-        "add": lambda: wide[0] + wide[1],
-        "mul": lambda: wide[0] * wide[1],
-        "dot": lambda: wide[0] @ wide[1],
-        "scalar": lambda: scalar * wide[0],
-        "sigmoid": lambda: 1.0 / (1.0 + np.exp(-wide[0])),
-        "tanh": lambda: np.tanh(wide[0]),
-    }[op]()
-
-
-def _check_result(settings: RunSettings, engine_name: str, result: Any, reference: Any) -> float:
-    import numpy as np
-
-    error = float(np.linalg.norm(result.astype(np.float64) - reference) / max(np.linalg.norm(reference), 1e-300))
-    if not math.isfinite(error) or error > TOLERANCE[settings.dtype]:
-        raise EngineError(
-            f"engine {engine_name} computed a wrong {settings.op} in {settings.dtype}: relative error "
-            f"{error:.3g} against the float64 reference exceeds {TOLERANCE[settings.dtype]:g}",
-            "nothing was timed; report this engine/dtype combination")
-    return error
-
-
 def _environment(settings: RunSettings, engine: Any) -> dict[str, Any]:
     import numpy as np
 
@@ -211,19 +175,19 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
 
     from gpuprof.devices import cpu
     from gpuprof.timing import time_calls
+    from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
 
     footprint = ops.footprint(settings.op, shape, settings.dtype)
     sets = _buffer_sets(settings, footprint)
     _check_memory(settings, shape, sets)
     engine, notes = _load_engine(settings)
     rng = np.random.default_rng(settings.seed)
-    scalar = 1.5
     out_shape = (shape[0], shape[2]) if settings.op == "dot" else shape
-    operand_sets = [_inputs(settings.op, shape, settings.dtype, rng) for _ in range(sets)]
+    operand_sets = [make_inputs(settings.op, shape, settings.dtype, rng) for _ in range(sets)]
     outputs = [np.empty(out_shape, dtype=settings.dtype) for _ in range(sets)]
-    calls = [engine.prepare(settings.op, ins, scalar, out) for ins, out in zip(operand_sets, outputs)]
+    calls = [engine.prepare(settings.op, ins, SCALAR, out) for ins, out in zip(operand_sets, outputs)]
 
-    error = _check_result(settings, engine.NAME, calls[0](), _reference(settings.op, operand_sets[0], scalar))
+    error = check_result(settings.op, settings.dtype, engine.NAME, calls[0](), reference(settings.op, operand_sets[0]))
 
     counters, counter_notes = _counters(settings)
     notes += counter_notes

@@ -38,9 +38,15 @@ _FLOP_BASIS = {
 
 
 def timings(run: Run) -> list[float]:
-    """The per-repeat times of a measured run, in seconds."""
-    return [float(launch.value("kernel_duration")) for launch in run.launches
-            if launch.invocations == 1 and isinstance(launch.value("kernel_duration"), (int, float))]
+    """The per-repeat times of a measured run, in seconds: the launches gpuprof timed itself
+    (a GPU run also holds the profiler's launches, whose durations replay passes distort)."""
+    times = []
+    for launch in run.launches:
+        duration = launch.metric("kernel_duration")
+        if launch.invocations == 1 and duration is not None and duration.origin == TIMED \
+                and isinstance(duration.value, (int, float)):
+            times.append(float(duration.value))
+    return times
 
 
 def run_peaks(run: Run) -> list[Peaks]:

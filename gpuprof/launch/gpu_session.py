@@ -1,0 +1,267 @@
+"""One GPU measurement: detect the device, pick a profiler, run the workload child under it, keep
+every file in ``reports/<run-id>/``, read the profiler's output back with gpuprof's own readers,
+and return one :class:`gpuprof.model.Run`.
+
+The Run holds two kinds of launches, told apart by ``attributes["phase"]``:
+
+* ``timed``: one per ``--repeat``, CUDA-event time of an unprofiled call (origin ``timed``);
+* ``profiled``: what the profiler reported for the launches inside the NVTX range (origin
+  ``measured``: kernel duration at the profiler's clocks, FLOP counts, DRAM bytes, stalls).
+
+When counters are unavailable (no profiler installed, ``--profiler none``, or ERR_NVGPUCTRPERM)
+the run still has its timed launches, FLOPs stay analytic, and ``Run.notes`` says in one line why
+and what would enable counters. Subprocesses get a list argv (never a shell) and a timeout; their
+stdout and stderr are kept in the run folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import shlex
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuprof import errors, ops
+from gpuprof.errors import DeviceError, GpuprofError, InputError, ProfilerError
+from gpuprof.launch import profilers
+from gpuprof.model import TIMED, Launch, Metric, Run
+
+if TYPE_CHECKING:
+    from gpuprof.devices.gpu_detect import GpuInfo
+    from gpuprof.measure import RunSettings
+
+GPU_ENGINES = ("cupy", "cuda-kernels")
+DEFAULT_TIMEOUT_S = 1800.0
+RESULT_NAME = "child.json"
+TAIL_LINES = 5
+
+
+@dataclass(frozen=True)
+class GpuOptions:
+    """The GPU-only options of ``gpuprof run`` (``RunSettings.gpu``), validated."""
+
+    profiler: str = "auto"
+    clock_control: str = "base"
+    cache_control: str = "all"
+    replay_mode: str = "kernel"
+    reports_dir: Path = Path("reports")
+    timeout: float = DEFAULT_TIMEOUT_S
+
+    @classmethod
+    def from_dict(cls, given: dict[str, Any]) -> GpuOptions:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise InputError(f"unknown GPU option(s): {', '.join(unknown)}", f"use: {', '.join(sorted(known))}")
+        values = {k: v for k, v in given.items() if v is not None}
+        if "reports_dir" in values:
+            values["reports_dir"] = Path(values["reports_dir"])
+        options = cls(**values)
+        if options.profiler not in profilers.PROFILERS:
+            raise InputError(f"unknown profiler '{options.profiler}'", f"choose one of: {', '.join(profilers.PROFILERS)}")
+        if options.timeout <= 0:
+            raise InputError("the GPU run timeout must be positive", "give a number of seconds, e.g. 600")
+        return options
+
+
+def _cupy_state() -> tuple[bool, str]:
+    """Can CuPy reach a GPU? (usable, what was found)."""
+    try:
+        import cupy
+    except ImportError:
+        return False, "CuPy: not installed (pip install 'gpuprof-hpc[cuda]')"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as error:
+        return False, f"CuPy {cupy.__version__}: {error}"
+    if count == 0:
+        return False, f"CuPy {cupy.__version__}: no CUDA device"
+    return True, f"CuPy {cupy.__version__}: {count} CUDA device(s)"
+
+
+def _nvml_gpu() -> tuple[GpuInfo | None, str]:
+    """The first GPU NVML reports, or None with what NVML said."""
+    from gpuprof.devices import gpu_detect
+
+    try:
+        info = gpu_detect.detect()[0]
+    except DeviceError as error:
+        return None, error.problem
+    return info, f"NVML: {info.name}, compute capability {info.cc}, driver {info.driver}"
+
+
+def probe_gpu() -> tuple[bool, str]:
+    """(usable, reason): is there a GPU gpuprof can run workloads on? For ``--device auto``."""
+    _, nvml_text = _nvml_gpu()
+    cupy_ok, cupy_text = _cupy_state()
+    return cupy_ok, f"{nvml_text}; {cupy_text}"
+
+
+def nvtx_range(op: str, shape: tuple[int, ...], dtype: str) -> str:
+    """The NVTX push/pop range around each profiled launch, e.g. ``gpuprof:dot:1024x1024x1024:float32``."""
+    return f"gpuprof:{op}:{ops.shape_text(shape)}:{dtype}"
+
+
+def child_command(settings: RunSettings, shape: tuple[int, ...], engine: str, profiled: int,
+                  result: Path) -> list[str]:
+    """The workload child's argv (run directly, or after the profiler's own options)."""
+    return [sys.executable, "-m", "gpuprof.launch.child",
+            "--op", settings.op, "--shape", ops.shape_text(shape), "--dtype", settings.dtype,
+            "--engine", engine, "--repeat", str(settings.repeat), "--warmup", str(settings.warmup),
+            "--profiled", str(profiled), "--range", nvtx_range(settings.op, shape, settings.dtype),
+            "--seed", str(settings.seed), "--result", str(result)]
+
+
+def _tail(path: Path) -> str:
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()] if path.is_file() else []
+    return " | ".join(lines[-TAIL_LINES:]) or "nothing"
+
+
+def _execute(argv: list[str], run_dir: Path, timeout: float) -> int:
+    """Run ``argv`` with stdout/stderr kept in the run folder; its exit code."""
+    with open(run_dir / "stdout.txt", "w") as out, open(run_dir / "stderr.txt", "w") as err:
+        try:
+            return subprocess.run(argv, stdout=out, stderr=err, timeout=timeout, check=False).returncode
+        except FileNotFoundError:
+            raise ProfilerError(f"cannot execute {argv[0]}", "check the installation, or use --profiler none") from None
+        except subprocess.TimeoutExpired:
+            raise ProfilerError(f"{Path(argv[0]).name} did not finish within {timeout:g} s (files in {run_dir})",
+                                "give a smaller --size or --shape, or a longer GPU timeout") from None
+
+
+def _child_record(run_dir: Path, code: int) -> dict[str, Any]:
+    """The child's result; the child's own error re-raised; ProfilerError when there is none."""
+    path = run_dir / RESULT_NAME
+    if not path.is_file():
+        raise ProfilerError(f"the workload process wrote no result (exit code {code}); stderr: "
+                            f"{_tail(run_dir / 'stderr.txt')}", f"see the files in {run_dir}")
+    record = json.loads(path.read_text())
+    failure = record.get("error")
+    if failure:
+        kind = getattr(errors, failure["type"], GpuprofError)
+        raise kind(failure["problem"], failure.get("fix"))
+    return record
+
+
+def _profiled_launches(module: Any, run_dir: Path, first_index: int) -> list[Launch]:
+    """The profiler's launches, read back by the reader that recognises its log."""
+    from gpuprof import readers
+
+    log = module.log_path(run_dir)
+    try:
+        profile = readers.read(log)
+    except GpuprofError as error:
+        raise ProfilerError(f"{module.NAME} output could not be read: {error}",
+                            f"see {log} and {run_dir / 'stderr.txt'}") from None
+    launches = []
+    for offset, launch in enumerate(profile.launches):
+        launch.index = first_index + offset
+        launch.attributes["phase"] = "profiled"
+        launch.attributes["reader"] = profile.format
+        launches.append(launch)
+    return launches
+
+
+def _collect(module: Any, exe: str, profile: profilers.ProfileOptions, run_dir: Path,
+             first_index: int) -> tuple[list[Launch], dict[str, Any], list[str]]:
+    """The profiler's launches, what it reported about itself, and notes; no launches and the
+    permission note when it was refused the counters."""
+    log = module.log_path(run_dir)
+    log_text = (log.read_text(errors="replace") if log.is_file() else "") + _tail(run_dir / "stderr.txt")
+    if profilers.counters_refused(log_text):
+        return [], {"profiler_outcome": "counters refused (ERR_NVGPUCTRPERM)"}, [profilers.PERMISSION_NOTE]
+    measured = _profiled_launches(module, run_dir, first_index)
+    counts, source = module.passes(measured, log_text)
+    outcome = {"profiler_outcome": "counters collected", "replay_passes": counts, "replay_passes_source": source}
+    return measured, outcome, module.notes(profile, exe)
+
+
+def _device_record(info: GpuInfo | None, child_device: dict[str, Any]) -> dict[str, Any]:
+    """NVML's view (name, clocks, driver) with the CUDA runtime's (versions) and the peaks."""
+    from gpuprof.devices import gpu_detect, gpu_table
+
+    device: dict[str, Any] = {"kind": "gpu", "name": child_device.get("name"), "cc": child_device.get("cc")}
+    peaks = []
+    if info is not None:
+        device.update(info.to_dict())
+        table = gpu_table.find(info.name)
+        if len(table) == 1:
+            peaks.append(gpu_table.peaks(table[0]))
+        peaks.append(gpu_detect.runtime_peaks(info))
+    device["cuda_runtime"] = child_device
+    device["peaks"] = [dataclasses.asdict(p) for p in peaks]
+    return device
+
+
+def _timed_launches(record: dict[str, Any], kernel: str, device: str) -> list[Launch]:
+    return [Launch(kernel, i, device, 1, {"phase": "timed"},
+                   [Metric("cuda_event_time", t, "second", "kernel_duration", TIMED)])
+            for i, t in enumerate(record["times"])]
+
+
+def _cc(info: GpuInfo | None) -> tuple[int, int] | None:
+    if info is None or not info.cc:
+        return None
+    major, _, minor = info.cc.partition(".")
+    return int(major), int(minor or 0)
+
+
+def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
+    """Measure ``settings.op`` at ``shape`` on GPU 0 under the chosen profiler; the Run says how."""
+    options = GpuOptions.from_dict(dict(settings.gpu))
+    engine = settings.engine or "cupy"
+    if engine not in GPU_ENGINES:
+        raise InputError(f"engine '{engine}' does not run on the GPU", f"choose one of: {', '.join(GPU_ENGINES)}")
+    info, nvml_text = _nvml_gpu()
+    cupy_ok, cupy_text = _cupy_state()
+    if not cupy_ok:
+        raise DeviceError(f"--device cuda: no usable NVIDIA GPU ({nvml_text}; {cupy_text})",
+                          "use --device cpu")
+    choice = profilers.choose(options.profiler, _cc(info))
+    run_id = uuid.uuid4().hex
+    run_dir = options.reports_dir / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    profile = profilers.ProfileOptions(nvtx_range(settings.op, shape, settings.dtype), options.clock_control,
+                                       options.cache_control, options.replay_mode)
+    profiled = settings.repeat if choice.backend != "none" else 0
+    child = child_command(settings, shape, engine, profiled, run_dir / RESULT_NAME)
+    module = choice.module() if choice.backend != "none" else None
+    exe = choice.probe.path if choice.probe else ""
+    argv = module.command(exe, child, run_dir, profile) if module else child
+    code = _execute(argv, run_dir, options.timeout)
+    record = _child_record(run_dir, code)
+
+    notes = [choice.reason] if choice.fallback else []
+    environment: dict[str, Any] = {
+        "host": platform.node(), "platform": platform.platform(), "python": sys.version.split()[0],
+        "command": settings.command, "timer": record["timer"], "engine_version": record["engine_version"],
+        "run_folder": str(run_dir), "profiler": choice.backend, "profiler_reason": choice.reason,
+        "profiler_command": argv, "profiler_exit_code": code, "nvtx_range": profile.nvtx_range,
+    }
+    device_name = record["device"].get("name", "")
+    launches = _timed_launches(record, record.get("kernel") or f"{engine}:{settings.op}", device_name)
+    if module is not None and choice.probe is not None:
+        environment.update(profiler_path=exe, profiler_version=choice.probe.version,
+                           profiler_settings=module.settings(profile))
+        measured, outcome, more_notes = _collect(module, exe, profile, run_dir, len(launches))
+        launches += measured
+        environment.update(outcome)
+        notes += more_notes
+    if settings.cache == "cold":
+        notes.append("--cache cold applies to the CPU path; GPU timed launches reuse one set of buffers (warm L2)")
+    workload = {
+        "op": settings.op, "formula": ops.get_op(settings.op).formula, "dtype": settings.dtype,
+        "shape": list(shape), "size_bytes": ops.footprint(settings.op, shape, settings.dtype),
+        "requested": settings.size or settings.shape, "engine": engine, "requested_engine": settings.engine or engine,
+        "repeat": settings.repeat, "warmup": settings.warmup, "profiled": profiled, "cache": "warm",
+        "relative_error": record["relative_error"], "seed": settings.seed,
+    }
+    return Run(kind="run", format=f"cuda-{engine}", source=settings.command or shlex.join(argv),
+               device=_device_record(info, record["device"]), workload=workload, environment=environment,
+               launches=launches, notes=notes, run_id=run_id)

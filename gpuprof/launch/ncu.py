@@ -1,0 +1,95 @@
+"""Nsight Compute (``ncu``) backend: one profiler process per sweep point collects everything.
+
+The command (every option checked against the Nsight Compute CLI documentation, v2026.1,
+https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html):
+
+* ``--nvtx --nvtx-include "<range>/"`` (section "NVTX Filtering"): profile only kernels inside the
+  push/pop range the workload child opens around each profiled launch; the trailing ``/`` marks a
+  push/pop range of the default domain. Warm-up and event-timed launches run outside it.
+* ``--metrics a,b,...`` (section "Profile"): the catalog's ncu metrics (time, FLOP counters, DRAM
+  bytes, clocks, efficiencies, warp-stall percentages); only these are collected, no sections.
+* ``--clock-control base|none`` ("Profile"): ``base`` locks GPC and memory clocks to base during
+  profiling. gpuprof always passes it explicitly, because the default changed (``base`` in ncu
+  2019-2025, ``boost`` in 2026.1), and the Run records which one was used.
+* ``--cache-control all|none`` ("Profile"): ``all`` flushes GPU caches before each replay pass.
+* ``--replay-mode kernel|application`` ("Profile"): replay each kernel, or rerun the application.
+* ``--export <dir>/report --force-overwrite`` ("File"): keep the ``.ncu-rep`` in the run folder.
+* ``--csv --page raw --log-file <dir>/ncu.csv`` ("Output Pages", "Console Output", "File"): with
+  ``--export`` ncu prints nothing unless a page is named; the raw page has one row per kernel with
+  every collected metric plus the automatically collected device attributes (clock rates, SM
+  count), launch settings and ``profiler__replayer_passes``; ``--csv`` implies
+  ``--print-units base``. The ``ncu-raw`` reader reads it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from gpuprof import catalog
+from gpuprof.launch.profilers import ProfileOptions
+from gpuprof.model import Launch
+
+NAME = "ncu"
+LOG_NAME = "ncu.csv"
+REPORT_STEM = "report"  # ncu appends .ncu-rep
+_PASSES = re.compile(r"^==PROF== Profiling .* - (\d+) passes?\s*$", re.MULTILINE)
+# ncu's NVTX filter quantifiers; a literal one inside a range name is escaped with '\'.
+_QUANTIFIERS = re.compile(r"([@,\[\]/*+\\])")
+CLOCK_TEXT = {
+    "base": "ncu --clock-control base: GPC and memory clocks locked to their base frequency while "
+            "profiling, so counter-derived rates are at base clock, below boost; use "
+            "--clock-control none to profile at the clocks the application gets",
+    "none": "ncu --clock-control none: clocks left to the driver (boost and throttling as usual)",
+}
+
+
+def metrics() -> list[str]:
+    """The ``--metrics`` list: every ncu metric name in the catalog."""
+    return catalog.ncu_metrics()
+
+
+def nvtx_filter(range_name: str) -> str:
+    """The ``--nvtx-include`` expression for a push/pop range of the default domain."""
+    return _QUANTIFIERS.sub(r"\\\1", range_name) + "/"
+
+
+def log_path(run_dir: Path) -> Path:
+    return run_dir / LOG_NAME
+
+
+def command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) -> list[str]:
+    """The exact ncu argv for one sweep point (options documented in the module docstring)."""
+    return [
+        exe,
+        "--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range),
+        "--metrics", ",".join(metrics()),
+        "--clock-control", options.clock_control,
+        "--cache-control", options.cache_control,
+        "--replay-mode", options.replay_mode,
+        "--export", str(run_dir / REPORT_STEM), "--force-overwrite",
+        "--csv", "--page", "raw", "--log-file", str(log_path(run_dir)),
+        *child,
+    ]
+
+
+def passes(launches: list[Launch], log_text: str) -> tuple[list[int], str]:
+    """Replay passes per profiled kernel and where the count came from: the raw page's
+    ``profiler__replayer_passes``, else the console log's ``==PROF== Profiling ... - N passes``."""
+    counts = [int(v) for v in (launch.value("profiler__replayer_passes") for launch in launches)
+              if isinstance(v, (int, float))]
+    if counts:
+        return counts, "profiler__replayer_passes (ncu raw page)"
+    found = [int(n) for n in _PASSES.findall(log_text)]
+    return found, "ncu console log" if found else "not reported"
+
+
+def settings(options: ProfileOptions) -> dict[str, Any]:
+    return {"clock_control": options.clock_control, "clock_control_text": CLOCK_TEXT[options.clock_control],
+            "cache_control": options.cache_control, "replay_mode": options.replay_mode,
+            "nvtx_include": nvtx_filter(options.nvtx_range), "page": "raw"}
+
+
+def notes(options: ProfileOptions, exe: str) -> list[str]:
+    return [CLOCK_TEXT[options.clock_control]]

@@ -1,0 +1,37 @@
+"""Test helpers for the stand-in profilers: where they are and a PATH that finds only them."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FAKES = Path(__file__).parent
+FIXTURES = FAKES.parent / "fixtures" / "profiler-outputs"
+PYTHON_DIR = str(Path(sys.executable).parent)  # the stand-ins' '#!/usr/bin/env python3' finds this
+
+
+def search_path(*dirs: Path | str) -> str:
+    """A PATH with ``dirs`` first and only a Python after them: no real NVIDIA tool can be found."""
+    return os.pathsep.join([*map(str, dirs), PYTHON_DIR])
+
+
+def use_stand_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Put the stand-in profilers first on PATH with fresh probe caches; the file recording their calls."""
+    from gpuprof.launch import nvprof, profilers
+
+    record = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("PATH", search_path(FAKES))
+    monkeypatch.setenv("GPUPROF_FAKE_RECORD", str(record))
+    profilers._probe_executable.cache_clear()
+    nvprof.offered.cache_clear()
+    return record
+
+
+def calls(record: Path) -> list[dict[str, Any]]:
+    """The stand-ins' recorded calls, in order."""
+    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
