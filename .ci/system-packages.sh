@@ -4,3 +4,4 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends chromium >/dev/null
+bash .ci/install-slurm.sh

@@ -1,0 +1,73 @@
+"""Energy per call, per FLOP and FLOP/s per watt, from the energy a run's meter recorded.
+
+Pure functions of a stored :class:`gpuprof.model.Run`, like :mod:`gpuprof.derive.summary`: the
+meter (:mod:`gpuprof.energy`) stores ``energy`` (joules over all timed repeats) and its power
+samples in one launch whose ``invocations`` is the number of repeats; everything here is derived
+from those and from the op's analytic FLOP count. A run without an energy launch gives nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuprof import ops
+from gpuprof.derive.summary import Quantity
+from gpuprof.model import DERIVED, MEASURED, Launch, Run
+
+PICO = 1e12
+GIGA = 1e9
+
+
+def energy_launch(run: Run) -> Launch | None:
+    """The launch holding the meter's metrics, if the run was metered."""
+    for launch in run.launches:
+        if isinstance(launch.value("energy"), (int, float)):
+            return launch
+    return None
+
+
+def _number(launch: Launch, key: str) -> float | None:
+    value = launch.value(key)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def energy_quantities(run: Run) -> list[Quantity]:
+    """Energy numbers for ``gpuprof run`` and ``show``, in reading order; [] for an unmetered run."""
+    launch = energy_launch(run)
+    if launch is None:
+        return []
+    total = float(launch.value("energy"))  # type: ignore[arg-type]
+    calls = max(launch.invocations, 1)
+    method = launch.value("energy method") or "energy meter"
+    per_call = total / calls
+    out = [
+        Quantity("energy (timed repeats)", total, "joule", MEASURED, f"{method}; {calls} timed repeats"),
+        Quantity("energy per call", per_call, "joule", DERIVED, f"measured energy / {calls} repeats"),
+    ]
+    average, low, high = (_number(launch, k) for k in ("power_avg", "power_min", "power_max"))
+    samples, interval = _number(launch, "energy samples"), _number(launch, "energy sampling interval")
+    if average is not None:
+        spread = (f"; samples {low:.4g}-{high:.4g} W" if low is not None and high is not None else "")
+        every = f", {samples:.0f} samples every {interval:g} s" if samples and interval else ""
+        out.append(Quantity("average power", average, "watt", DERIVED, f"energy / metered time{spread}{every}"))
+    w = run.workload or {}
+    if w.get("op") in ops.OPS and w.get("shape"):
+        flops = float(ops.flops(w["op"], tuple(w["shape"])))
+        if flops > 0 and per_call > 0:
+            out += [
+                Quantity("energy per FLOP", per_call / flops * PICO, "pJ/FLOP", DERIVED,
+                         "energy per call / analytic FLOPs"),
+                Quantity("GFLOP/s per watt", flops / per_call / GIGA, "GFLOP/s/W", DERIVED,
+                         "analytic FLOPs per joule (FLOP/s per watt) / 1e9"),
+            ]
+    return out
+
+
+# Summary-row column for each quantity, as ``show`` and comparison tables name them.
+_COLUMNS = {"energy per call": "J/call", "average power": "W", "energy per FLOP": "pJ/FLOP",
+            "GFLOP/s per watt": "GFLOP/s/W"}
+
+
+def energy_columns(run: Run) -> dict[str, Any]:
+    """Summary-row columns (J/call, W, pJ/FLOP, GFLOP/s/W) for a metered run; {} otherwise."""
+    return {_COLUMNS[q.name]: q.value for q in energy_quantities(run) if q.name in _COLUMNS}
