@@ -174,6 +174,7 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     import numpy as np
 
     from gpuprof.devices import cpu
+    from gpuprof.energy import open_energy
     from gpuprof.timing import time_calls
     from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
 
@@ -190,20 +191,24 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     error = check_result(settings.op, settings.dtype, engine.NAME, calls[0](), reference(settings.op, operand_sets[0]))
 
     counters, counter_notes = _counters(settings)
-    notes += counter_notes
-    times = time_calls(calls, settings.warmup, settings.repeat, around=counters)
+    meter, energy_notes = open_energy("cpu")
+    notes += counter_notes + energy_notes
+    times = time_calls(calls, settings.warmup, settings.repeat,
+                       around=[c for c in (counters, meter) if c is not None])
 
     info = cpu.describe()
     kernel = f"{engine.NAME}:{settings.op}"
     launches = [Launch(kernel, i, info.get("name", "cpu"), 1, {"buffer_set": str((settings.warmup + i) % sets)},
                        [Metric("wall_time", t, "second", "kernel_duration", TIMED)])
                 for i, t in enumerate(times)]
-    if counters is not None:
-        counted = counters.metrics()
-        if counted:
+    for session, scope in ((counters, "perf stat"), (meter, "energy")):
+        if session is None:
+            continue
+        recorded = session.metrics()
+        if recorded:
             launches.append(Launch(kernel, len(launches), info.get("name", "cpu"), settings.repeat,
-                                   {"scope": "all timed repeats (perf stat)"}, counted))
-        notes += counters.notes
+                                   {"scope": f"all timed repeats ({scope})"}, recorded))
+        notes += session.notes
     peaks = [cpu.theoretical_peaks(info)]
     calibrated = _calibrated_peaks(info, store_path)
     if calibrated is not None:

@@ -3,26 +3,27 @@
 ``calls`` holds one prepared call per buffer set. Warm mode passes one set, so after warm-up the
 operands are as cache-resident as their size allows; cold mode passes several sets whose total is
 larger than the last-level cache, and the loop rotates through them so each repeat starts with its
-operands evicted. ``around`` (e.g. hardware counters) is entered for the timed repeats only.
+operands evicted. ``around`` (hardware counters, energy meters) is entered for the timed repeats only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 
 
 def time_calls(calls: Sequence[Callable[[], object]], warmup: int, repeat: int,
-               around: AbstractContextManager[object] | None = None) -> list[float]:
+               around: Sequence[AbstractContextManager[object]] = ()) -> list[float]:
     """Seconds taken by each of ``repeat`` timed calls, after ``warmup`` untimed ones."""
     count = len(calls)
     for i in range(warmup):
         calls[i % count]()
     times: list[float] = []
     clock = time.perf_counter_ns
-    with around or contextlib.nullcontext():
+    with ExitStack() as stack:
+        for context in around:
+            stack.enter_context(context)
         for i in range(repeat):
             call = calls[(warmup + i) % count]
             start = clock()

@@ -104,3 +104,13 @@ def test_float16_and_float64(tmp_path):
                         "--repeat", "2", "--no-counters", store=tmp_path / "s.sqlite")
         assert result.exit_code == 0, result.output
         assert f"({dtype})" in result.output
+
+
+@pytest.mark.skipif(any(__import__("pathlib").Path("/sys/class/powercap").glob("intel-rapl:*")),
+                    reason="this machine exposes RAPL, so energy is measured rather than explained")
+def test_missing_power_source_is_explained(tmp_path):
+    result = invoke("--op", "add", "--shape", "64x64", "--device", "cpu", "--repeat", "2",
+                    store=tmp_path / "s.sqlite")
+    assert result.exit_code == 0, result.output
+    assert "no CPU power source: /sys/class/powercap has no intel-rapl zones" in result.output
+    assert "J/call" not in result.output

@@ -96,7 +96,9 @@ def quantities(run: Run) -> list[Quantity]:
         Quantity("arithmetic intensity", flops / moved, "FLOP/byte", ANALYTIC, "FLOPs / bytes moved"),
     ]
     out += _efficiency_quantities(run, rate, byte_rate, dtype)
-    return out
+    from gpuprof.derive.energy import energy_quantities
+
+    return out + energy_quantities(run)
 
 
 def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) -> list[Quantity]:
@@ -148,7 +150,9 @@ def summary_row(run: Run) -> dict[str, Any]:
             row[_column(q.name)] = q.value
             if "roofline" in q.name:
                 row["bound"] = q.name.split("(")[1].split("-")[0]
-    return row
+    from gpuprof.derive.energy import energy_columns
+
+    return {**row, **energy_columns(run)}
 
 
 def _column(name: str) -> str:
