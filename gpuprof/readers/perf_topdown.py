@@ -1,0 +1,218 @@
+"""``perf stat`` Top-Down outputs: Intel TMA level 1 (``--topdown``, ``TopdownL1``) and AMD ``PipelineL1``.
+
+Layouts recognised, all as people paste them (trimmed with ``...``, program output around them):
+
+* old per-core table (Linux 4.8+ ``perf stat --topdown -a``): header ``retiring  bad speculat  FE bound
+  BE bound`` (words truncated by perf), rows ``S0-C0  30.8%  41.8% ...``, a ``<==`` marker;
+* perf 6.x metric lines: ``TopdownL1 (cpu_core)  #  53.4 %  tma_backend_bound`` and continuation
+  lines ``#  0.2 %  tma_bad_speculation``; AMD ``-M PipelineL1,PipelineL2`` lines
+  ``26.3 %  retiring  (20.08%)`` (value, name, share of time the counters ran);
+* metric-only tables (``--topdown`` in perf 6.x, with ``-I`` a leading time column): a header of
+  ``%  tma_<name>`` cells and value rows aligned under it.
+
+One :class:`Launch` per row (core or interval) or one for the whole run; every value is a percentage
+of pipeline slots as perf printed it. The workload is the profiled command when the file shows it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gpuprof.errors import FormatError
+from gpuprof.model import Launch, Metric, Run
+
+NAME = "perf-topdown"
+DESCRIPTION = "perf stat Top-Down level 1 (--topdown, -M TopdownL1, AMD -M PipelineL1)"
+
+_METRIC_LINE = re.compile(r"(?:^|#)\s*(\d+(?:[.,]\d+)?)\s*%\s+([A-Za-z_][\w.]*)(?:\s+\((\d+(?:[.,]\d+)?)%\))?")
+_OLD_HEADER = re.compile(r"^\s*retiring\s+bad speculat", re.IGNORECASE)
+_TABLE_HEADER = re.compile(r"%\s+(tma_\w+)")
+# The lookbehind starts a match only at the first digit of a number: without it, a long run of
+# digits costs quadratic time (each start re-scans the whole run).
+_ELAPSED = re.compile(r"(?<!\d)(\d+(?:[.,]\d+)?)\s+seconds time elapsed")
+_TARGET = re.compile(r"Performance counter stats for '([^']*)'")
+_PMU = re.compile(r"TopdownL1\s+\((\w+)\)")
+_SNIFF = re.compile(r"%\s+(?:tma_)?(?:backend_bound|frontend_bound|bad_speculation)\b|^\s*retiring\s+bad speculat",
+                    re.MULTILINE)
+# perf stat options that take a value (so the workload starts after it).
+_VALUED = {"-e", "-M", "-I", "-x", "-o", "-G", "-p", "-C", "-r", "-t", "--pid", "--cpu", "--metrics",
+           "--event", "--interval-print", "--repeat", "--output", "--cgroup"}
+
+
+def sniff(path: Path, head: str) -> bool:
+    return bool(_SNIFF.search(head))
+
+
+def _float(text: str) -> float:
+    """A perf percentage; a decimal comma (de_DE locale) is accepted since these never exceed 100."""
+    return float(text.replace(",", "."))
+
+
+def _level1(name: str) -> str | None:
+    """The Top-Down level-1 key ('frontend_bound' ...) a printed metric name stands for."""
+    from gpuprof.derive.stalls import vocabulary
+
+    for key, spec in vocabulary()["topdown"].items():
+        if name in spec["names"]:
+            return key
+    return None
+
+
+def _metric(name: str, value: float) -> Metric:
+    key = _level1(name)
+    return Metric(name, value, "%", canonical=f"tma_{key}" if key else None)
+
+
+def _workload(lines: list[str]) -> str:
+    """The profiled command from the pasted prompt line, else perf's 'stats for' target."""
+    for line in lines:
+        words = line.split()
+        if len(words) > 2 and words[0] in ("$", "%") and words[1:3] == ["perf", "stat"]:
+            rest = words[3:]
+            if "--" in rest:
+                return " ".join(rest[rest.index("--") + 1:])
+            i = 0
+            while i < len(rest) and rest[i].startswith("-"):
+                i += 2 if rest[i] in _VALUED else 1
+            if i < len(rest):
+                return " ".join(rest[i:])
+    for line in lines:
+        match = _TARGET.search(line)
+        if match:
+            return match.group(1)
+    return "system wide"
+
+
+def _old_table(lines: list[str], start: int) -> list[tuple[dict[str, str], list[Metric]]]:
+    names = [w for w in re.split(r"\s{2,}", lines[start].strip()) if w]
+    rows = []
+    for line in lines[start + 1:]:
+        cells = line.replace("<==", "").split()
+        if len(cells) != len(names) + 1 or not all(re.fullmatch(r"\d+(?:[.,]\d+)?%", c) for c in cells[1:]):
+            break
+        rows.append(({"core": cells[0]}, [_metric(n, _float(c.rstrip("%"))) for n, c in zip(names, cells[1:])]))
+    return rows
+
+
+def _metric_only_table(lines: list[str], start: int) -> list[tuple[dict[str, str], list[Metric]]]:
+    names = _TABLE_HEADER.findall(lines[start])
+    timed = lines[start].lstrip().startswith("#") and "time" in lines[start]
+    rows = []
+    for line in lines[start + 1:]:
+        cells = line.split()
+        if not cells:
+            continue
+        if len(cells) != len(names) + timed or not all(re.fullmatch(r"\d+(?:[.,]\d+)?", c) for c in cells):
+            break
+        attributes = {"time_s": cells[0]} if timed else {}
+        rows.append((attributes, [_metric(n, _float(c)) for n, c in zip(names, cells[timed:])]))
+    return rows
+
+
+def _metric_lines(lines: list[str]) -> tuple[list[Metric], dict[str, str], list[float]]:
+    metrics, attributes, running = [], {}, []
+    for line in lines:
+        if (pmu := _PMU.search(line)) is not None:
+            attributes["pmu"] = pmu.group(1)
+        match = _METRIC_LINE.search(line)
+        if match and not _ELAPSED.search(line):
+            metrics.append(_metric(match.group(2), _float(match.group(1))))
+            if match.group(3):
+                running.append(_float(match.group(3)))
+    return metrics, attributes, running
+
+
+def read(path: Path) -> Run:
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines()
+    rows: list[tuple[dict[str, str], list[Metric]]] = []
+    notes: list[str] = []
+    old = next((i for i, line in enumerate(lines) if _OLD_HEADER.match(line)), None)
+    table = next((i for i, line in enumerate(lines) if len(_TABLE_HEADER.findall(line)) >= 2), None)
+    if old is not None:
+        rows = _old_table(lines, old)
+    elif table is not None:
+        rows = _metric_only_table(lines, table)
+    else:
+        metrics, attributes, running = _metric_lines(lines)
+        if metrics:
+            rows = [(attributes, metrics)]
+        if running:
+            notes.append(f"counters multiplexed: each metric counted {min(running):g}-{max(running):g}% "
+                         "of the time; perf scaled the values")
+    if not any(_level1(m.name) for _, metrics in rows for m in metrics):
+        raise FormatError(f"{path}: no Top-Down level-1 values found",
+                          "record with: perf stat --topdown -a -- CMD, perf stat -M TopdownL1 -- CMD "
+                          "(Intel) or perf stat -M PipelineL1 -- CMD (AMD)")
+    workload = _workload(lines)
+    launches = [Launch(kernel=workload, index=i, device="cpu", attributes=attributes, metrics=metrics)
+                for i, (attributes, metrics) in enumerate(rows)]
+    elapsed = _ELAPSED.search(text)
+    if elapsed:
+        launches[-1].metrics.append(Metric("seconds time elapsed", _float(elapsed.group(1)), "second"))
+    names = {m.name for launch in launches for m in launch.metrics}
+    vendor = "Intel" if any(n.startswith("tma_") for n in names) or old is not None else "AMD"
+    notes.append(f"vendor inferred from the metric names ({'tma_* / --topdown table' if vendor == 'Intel' else 'PipelineL1 names'})")
+    return Run(kind="import", format=NAME, source=str(path), device={"kind": "cpu", "vendor": vendor},
+               launches=launches, notes=notes, workload={"command": workload})
+
+
+# ---- live: record a Top-Down breakdown of one gpuprof CPU run ----
+
+METRIC_GROUP = {"GenuineIntel": "TopdownL1", "AuthenticAMD": "PipelineL1"}
+
+
+def topdown_argv(perf: str, group: str, output: str, op: str, size: str, store: str) -> list[str]:
+    """``perf stat -M GROUP -o OUTPUT -- python -m gpuprof run ...`` (a list: no shell involved)."""
+    import sys
+
+    return [perf, "stat", "-M", group, "-o", output, "--",
+            sys.executable, "-m", "gpuprof", "run", "--op", op, "--size", size, "--device", "cpu",
+            "--no-counters", "--store", store, "--format", "json"]
+
+
+def record_topdown(op: str, size: str) -> Run:
+    """Top-Down level 1 of ``gpuprof run --op OP --size SIZE --device cpu``, counted by perf.
+
+    Needs CPU hardware counters. Where they are missing (a VM without a virtual PMU, as on this
+    project's machines) it raises one ProfilerError line saying so. perf counts the whole child
+    process (start-up, set-up, reference check and the timed repeats), which the Run notes.
+    """
+    import subprocess
+    import tempfile
+
+    from gpuprof.devices.cpu import describe
+    from gpuprof.errors import ProfilerError
+    from gpuprof.launch.perf import HARDWARE, probe
+
+    found = probe(HARDWARE)
+    if found.error or not set(HARDWARE) <= set(found.usable):
+        why = found.error or f"perf reports {', '.join(found.unsupported or HARDWARE)} <not supported>"
+        raise ProfilerError(f"CPU Top-Down needs hardware counters and this machine exposes none ({why}; "
+                            "no PMU, as in a VM without a virtual PMU)",
+                            "run on bare metal, or record elsewhere with perf stat -M TopdownL1 -- CMD "
+                            "and read the file: gpuprof stalls FILE")
+    vendor = describe().get("vendor") or ""
+    if vendor not in METRIC_GROUP:
+        raise ProfilerError(f"no Top-Down metric group known for CPU vendor '{vendor or 'unknown'}'",
+                            "Top-Down level 1 is TopdownL1 on Intel and PipelineL1 on AMD")
+    with tempfile.TemporaryDirectory(prefix="gpuprof-topdown-") as tmp:
+        output = str(Path(tmp) / "perf.txt")
+        argv = topdown_argv(str(found.perf), METRIC_GROUP[vendor], output, op, size, str(Path(tmp) / "run.sqlite"))
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as error:
+            raise ProfilerError(f"perf stat could not run: {error}", "check that perf works: perf stat -- true") from None
+        if done.returncode != 0 or not Path(output).is_file():
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            raise ProfilerError(f"perf stat -M {METRIC_GROUP[vendor]} failed: {lines[-1] if lines else 'no output'}",
+                                "run the command by hand to see why: " + " ".join(argv))
+        run = read(Path(output))
+    run.kind, run.source = "run", " ".join(argv)
+    for launch in run.launches:
+        launch.kernel = f"gpuprof run --op {op} --size {size} --device cpu"
+    run.notes.append("perf counted the whole 'gpuprof run' process (start-up, set-up, reference check and "
+                     "timed repeats), not only the timed region")
+    return run
