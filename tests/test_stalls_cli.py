@@ -118,7 +118,7 @@ def test_live_cpu_without_pmu_says_so_in_one_line() -> None:
 def test_live_cpu_with_counters_runs_perf_topdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a PMU, perf stat -M TopdownL1 wraps `gpuprof run`; a stand-in perf replays a recorded output."""
     from gpuprof.launch import perf
-    from gpuprof.readers import perf_topdown
+    from gpuprof.launch import topdown
 
     fake = tmp_path / "perf"
     log = tmp_path / "argv.txt"
@@ -130,7 +130,7 @@ cp {TOPDOWN_2B} "$2"
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(perf, "probe", lambda events, perf="perf": perf_probe(str(fake), events))
     monkeypatch.setattr("gpuprof.devices.cpu.describe", lambda: {"vendor": "GenuineIntel"})
-    run = perf_topdown.record_topdown("dot", "6MB")
+    run = topdown.record_topdown("dot", "6MB")
     argv = log.read_text().split("\n")
     assert argv[:4] == ["stat", "-M", "TopdownL1", "-o"]
     assert argv[argv.index("--") + 2:argv.index("--") + 8] == ["-m", "gpuprof", "run", "--op", "dot", "--size"]

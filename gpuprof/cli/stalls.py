@@ -75,7 +75,7 @@ def _add_run(findings: Findings, run: Run, path: Path | None, basis: str | None,
 def _live(op: str, size: str, device: str) -> Run:
     """Measure live: Top-Down through perf on the CPU, warp stalls through the GPU session on CUDA."""
     if device == "cpu":
-        from gpuprof.readers.perf_topdown import record_topdown
+        from gpuprof.launch.topdown import record_topdown
 
         return record_topdown(op, size)
     return _live_gpu(op, size)
