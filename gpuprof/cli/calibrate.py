@@ -1,0 +1,40 @@
+"""``gpuprof calibrate``: measure this machine's FLOP/s and bandwidth ceilings and store them."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from gpuprof.cli.common import echo, format_option, handle_errors, note, store_option
+
+
+@click.command()
+@click.option("--quick/--thorough", default=True, show_default=True,
+              help="quick: 2048² matmul, arrays 2× the last-level cache, 5 repeats (a few seconds); "
+                   "thorough: 4096², 4×, 10 repeats.")
+@format_option
+@store_option
+@handle_errors
+def calibrate(quick: bool, fmt: str, store_path: str | None) -> None:
+    """Measure the CPU's ceilings (NumPy matmul FLOP/s, np.add bandwidth) and store them for this host.
+
+    Later `gpuprof run` results on this host report efficiency against these ceilings as well as
+    against the theoretical peak.
+    """
+    import pandas as pd
+
+    from gpuprof.calibrate import calibrate as measure_ceilings
+    from gpuprof.calibrate import summary_rows
+    from gpuprof.render import emit
+    from gpuprof.store import open_store
+
+    with open_store(store_path) as store:  # opened first: a bad --store fails before minutes of work
+        note("calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add ...")
+        run = measure_ceilings(thorough=not quick, command=" ".join(["gpuprof", *sys.argv[1:]]))
+        store.add(run)
+        where = store.path
+    echo(emit(pd.DataFrame(summary_rows(run)), fmt, title=f"Ceilings of {run.device.get('name', 'this CPU')}"))
+    for line in run.notes:
+        note(f"note: {line}")
+    note(f"stored calibration {run.run_id[:8]} for host {run.environment['host']} in {where}")

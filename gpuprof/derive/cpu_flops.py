@@ -1,0 +1,73 @@
+"""FLOPs counted by CPU hardware events, weighted the way the DL-Prof study does.
+
+Intel ``FP_ARITH_INST_RETIRED.*`` counts instructions by vector width, and an FMA counts twice, so
+FLOPs = Σ lanes × count: 1 / 4 / 8 / 16 per scalar / 128b / 256b / 512b packed single instruction,
+1 / 2 / 4 / 8 for double. AMD's ``fp_ret_sse_avx_ops.all`` already counts FLOPs. Names are matched
+case-insensitively with or without a PMU prefix (``cpu_core/...``, summed over hybrid PMUs) and
+modifiers (``:u``), in perf (``fp_arith_inst_retired.scalar_double``) or libpfm
+(``FP_ARITH:SCALAR_DOUBLE``) spelling.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from gpuprof.model import Metric
+
+# (width, precision) -> FLOPs per retired instruction.
+INTEL_WEIGHTS = {
+    ("scalar", "single"): 1, ("128b_packed", "single"): 4, ("256b_packed", "single"): 8,
+    ("512b_packed", "single"): 16,
+    ("scalar", "double"): 1, ("128b_packed", "double"): 2, ("256b_packed", "double"): 4,
+    ("512b_packed", "double"): 8,
+}
+_INTEL = re.compile(r"^fp_arith(?:_inst_retired)?[.:](scalar|128b_packed|256b_packed|512b_packed)_(single|double)$")
+_AMD = re.compile(r"^fp_ret_sse_avx_ops[.:]all$")
+_PRECISION_DTYPE = {"single": "float32", "double": "float64"}
+
+
+def normalise_event(name: str) -> str:
+    """'cpu_core/FP_ARITH_INST_RETIRED.SCALAR_DOUBLE/:u' -> 'fp_arith_inst_retired.scalar_double'."""
+    name = name.strip().lower().rstrip("/")
+    if "/" in name:
+        name = name.split("/", 1)[1].rstrip("/")
+    return re.sub(r":[ukhpGH]+$", "", name)
+
+
+def _counted(metrics: Iterable[Metric]) -> list[tuple[str, float]]:
+    """(normalised event, count) of every numeric event count (not ':running' or perf's ratios)."""
+    return [(normalise_event(m.name), float(m.value)) for m in metrics
+            if m.unit == "event" and isinstance(m.value, (int, float))]
+
+
+def flops_by_dtype(metrics: Iterable[Metric]) -> dict[str, float]:
+    """Counted FLOPs per dtype ('float32', 'float64'; 'any' for AMD's undivided count)."""
+    out: dict[str, float] = {}
+    for event, count in _counted(metrics):
+        intel = _INTEL.match(event)
+        if intel:
+            dtype = _PRECISION_DTYPE[intel.group(2)]
+            out[dtype] = out.get(dtype, 0.0) + INTEL_WEIGHTS[(intel.group(1), intel.group(2))] * count
+        elif _AMD.match(event):
+            out["any"] = out.get("any", 0.0) + count
+    return out
+
+
+def flops_from_events(metrics: Iterable[Metric]) -> tuple[float, str] | None:
+    """Total counted FLOPs (origin: measured) and the basis to print beside them; None without FP events."""
+    metrics = list(metrics)
+    by_dtype = flops_by_dtype(metrics)
+    if not by_dtype:
+        return None
+    parts = []
+    if "float32" in by_dtype or "float64" in by_dtype:
+        parts.append("FP_ARITH_INST_RETIRED × lanes (single 1/4/8/16, double 1/2/4/8 per scalar/128b/256b/512b; "
+                     "an FMA counts twice)")
+    if "any" in by_dtype:
+        parts.append("fp_ret_sse_avx_ops.all (AMD counts FLOPs directly)")
+    running = [float(m.value) for m in metrics if m.name.endswith(":running") and isinstance(m.value, (int, float))
+               and (_INTEL.match(normalise_event(m.name[:-8])) or _AMD.match(normalise_event(m.name[:-8])))]
+    if running:
+        parts.append(f"multiplexed: perf scaled counts seen {min(running):g}% of the time")
+    return sum(by_dtype.values()), "; ".join(parts)

@@ -1,0 +1,342 @@
+"""Linux ``perf stat`` counting output: the human table and the ``-x,`` CSV form.
+
+Both forms, with interval (``-I``), per-CPU/per-core/per-socket (``-A``, ``--per-core``) and
+cgroup (``-G``) columns, ``<not counted>``/``<not supported>`` values, the multiplexing percentage,
+``-r`` spreads, program output before the block, the ``# started on`` header ``-o`` writes and
+CRLF line ends. The human form follows LC_NUMERIC: de_DE prints ``3.642.649.330`` and
+``1,101976138 seconds``, de_CH ``1’234’567``, en_IN ``1,23,45,678``; the decimal mark is taken
+from the file (the 9-decimal elapsed time, a percentage or an msec value).
+
+Top-Down output (``--topdown``, TopdownL1, ``-M Pipeline*``) is :mod:`perf_topdown`'s; ``sniff``
+leaves it alone. :func:`parse_csv` is also what :mod:`gpuprof.launch.perf` reads live output with.
+perf prints no version in this output, so the layout is recognised by its lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuprof.errors import FormatError
+from gpuprof.model import DERIVED, MEASURED, Launch, Metric, Run
+from gpuprof.units import to_base
+
+NAME = "perf-stat"
+DESCRIPTION = "Linux perf stat counts (human table or -x, CSV; -I, -A, --per-core, -G, -o, -r)"
+
+NOT_COUNTED = ("<not counted>", "<not supported>")
+# Units perf stat prints beside a count (task-clock msec, duration_time ns, RAPL Joules, IMC MiB).
+UNITS = ("msec", "ns", "us", "Joules", "MiB", "KiB", "GiB", "MB", "kB", "W")
+_GROUPING = ",.'’\u202f\u00a0"
+
+_HEADER = re.compile(r"Performance counter stats for (?P<target>.+?)(?:\s*\((?P<runs>\d+) runs\))?:?\s*$",
+                     re.MULTILINE)
+_STARTED = re.compile(r"^#\s*started on\s+(?P<when>.+?)\s*$")
+_SECONDS = re.compile(r"^\s*(?P<value>\d[\d.,'’]*)(?:\s*\+-\s*[\d.,]+)?\s+seconds\s+(?P<what>time elapsed|user|sys)"
+                      r"(?:\s*\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\))?")
+_VALUE = r"<not counted>|<not supported>|\d[\d.,'’\u202f\u00a0]*"
+_AGGREGATE = r"CPU\d+|S\d+(?:-D\d+)?(?:-(?:C|L\d|N)\d+)?|N\d+"
+_HUMAN = re.compile(
+    rf"^\s*(?:(?P<time>\d+[.,]\d{{6,9}})\s+)?"
+    rf"(?:(?P<agg>{_AGGREGATE})\s+(?:\d+\s+)?)?"
+    rf"(?P<value>{_VALUE})\s+"
+    rf"(?:(?P<unit>{'|'.join(UNITS)})\s+)?"
+    r"(?P<event>[A-Za-z{][^\s#(]*)(?P<rest>.*)$")
+_PCT = re.compile(r"\(\s*(?P<pct>\d[\d.,]*)\s*%\s*\)\s*$")
+_SPREAD = re.compile(r"\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\)")
+_SHADOW = re.compile(r"#\s*(?P<num>-?\d[\d.,]*)\s*(?P<text>[^(#]*?)\s*(?:\(|$)")
+_TOPDOWN = re.compile(r"tma_|TopdownL\d|--topdown|retiring\s+bad speculat|\bPipelineL\d")
+_TIME = re.compile(r"^\d+\.\d+$")
+_AGG_ONLY = re.compile(rf"^(?:{_AGGREGATE})$")
+# perf's shadow-metric words -> (factor, base unit) for the value printed before them.
+_SHADOW_UNITS = {"GHz": (1e9, "hertz"), "G/sec": (1e9, "event/second"), "M/sec": (1e6, "event/second"),
+                 "K/sec": (1e3, "event/second"), "/sec": (1.0, "event/second")}
+
+
+@dataclass(frozen=True)
+class PerfCount:
+    """One counter line: ``value`` is a number in ``unit`` or '<not counted>'/'<not supported>'."""
+
+    event: str
+    value: float | str
+    unit: str = ""
+    time: float | None = None          # interval end, seconds since start (-I)
+    aggregate: str | None = None       # CPU0, S0-D0-C1, ... (-A, --per-core, --per-socket)
+    cgroup: str | None = None          # -G
+    running_pct: float | None = None   # share of the time the event was on the PMU (multiplexing)
+    spread_pct: float | None = None    # -r: relative standard deviation over the runs
+    shadow: tuple[float, str] | None = None  # perf's own derived metric: (value, words)
+
+
+@dataclass
+class PerfStat:
+    """Everything one perf stat output holds."""
+
+    counts: list[PerfCount]
+    form: str                      # "human" or "csv"
+    target: str | None = None      # 'command', process id '123', system wide
+    runs: int | None = None        # -r N
+    started: str | None = None     # '# started on' (-o)
+    seconds: dict[str, tuple[float, float | None]] = field(default_factory=dict)  # elapsed/user/sys -> (s, spread %)
+    decimal: str = "."
+    skipped_lines: int = 0         # program output before the block
+
+
+def perf_number(text: str, decimal: str = ".") -> float | None:
+    """A number as perf printed it under LC_NUMERIC (grouping marks dropped, ``decimal`` honoured)."""
+    text = text.strip()
+    for mark in _GROUPING:
+        if mark != decimal:
+            text = text.replace(mark, "")
+    try:
+        return float(text.replace(decimal, "."))
+    except ValueError:
+        return None
+
+
+def detect_decimal(text: str) -> str:
+    """The decimal mark of a human-form output: ',' under de_DE-like locales, else '.'."""
+    for pattern in (r"\d([.,])\d{9}\s+seconds\b", r"\(\s*\d+([.,])\d+\s*%\s*\)", r"\d([.,])\d{2}\s+msec\b"):
+        match = re.search(pattern, text)
+        if match:
+            return match.group(1)
+    return "."
+
+
+def _value(text: str, decimal: str) -> float | str | None:
+    return text if text in NOT_COUNTED else perf_number(text, decimal)
+
+
+def parse_human_line(line: str, decimal: str = ".") -> PerfCount | None:
+    """One counter line of the human table, or None."""
+    match = _HUMAN.match(line)
+    if not match:
+        return None
+    value = _value(match.group("value"), decimal)
+    if value is None:
+        return None
+    rest = match.group("rest")
+    pct = _PCT.search(rest)
+    spread = _SPREAD.search(rest)
+    shadow = _SHADOW.search(rest)
+    cgroup = re.split(r"[#(]", rest, maxsplit=1)[0].strip() or None
+    time = match.group("time")
+    return PerfCount(
+        event=match.group("event"), value=value, unit=match.group("unit") or "",
+        time=perf_number(time, decimal) if time else None, aggregate=match.group("agg"), cgroup=cgroup,
+        running_pct=perf_number(pct.group("pct"), decimal) if pct else None,
+        spread_pct=perf_number(spread.group("spread"), decimal) if spread else None,
+        shadow=((perf_number(shadow.group("num"), decimal) or 0.0, shadow.group("text"))
+                if shadow and shadow.group("text") else None))
+
+
+def _is_value(field: str) -> bool:
+    return field in NOT_COUNTED or perf_number(field) is not None
+
+
+def parse_csv_fields(fields: list[str]) -> PerfCount | None:
+    """One ``-x`` line split into fields: [time,] [aggregate[, nr],] value, unit, event, [cgroup,]
+    run time, running %, metric value, metric unit. None when the fields do not fit."""
+    fields = [f.strip() for f in fields]
+    start = 0
+    time = None
+    if len(fields) > 1 and _TIME.match(fields[0]) and _is_value(fields[1]):
+        time, start = float(fields[0]), 1
+    aggregate = None
+    if start < len(fields) and _AGG_ONLY.match(fields[start]):
+        aggregate = fields[start]
+        # --per-core/--per-socket/--per-node print how many CPUs were summed; -A (CPUn) does not.
+        start += 1 if aggregate.startswith("CPU") else 2
+    if len(fields) < start + 3:
+        return None
+    value_text, unit, event = fields[start:start + 3]
+    if not _is_value(value_text) or unit not in ("", *UNITS) or not re.match(r"[A-Za-z{]", event):
+        return None
+    rest = fields[start + 3:]
+    cgroup = rest.pop(0) if rest and rest[0] and perf_number(rest[0]) is None else None
+    pct = perf_number(rest[1]) if len(rest) > 1 and rest[1] else None
+    shadow_value = perf_number(rest[2]) if len(rest) > 2 and rest[2] else None
+    shadow_text = rest[3] if len(rest) > 3 else ""
+    return PerfCount(event=event, value=_value(value_text, "."), unit=unit, time=time,
+                     aggregate=aggregate, cgroup=cgroup, running_pct=pct,
+                     shadow=(shadow_value, shadow_text) if shadow_value is not None and shadow_text else None)
+
+
+def _split(line: str, separator: str) -> list[str]:
+    return line.rstrip("\r\n").split(separator)
+
+
+def _csv_separator(lines: list[str]) -> str | None:
+    """The ``-x`` separator that makes the most lines parse (',' ';' or tab), None if none does."""
+    best, best_count = None, 0
+    for separator in (",", ";", "\t"):
+        count = sum(1 for line in lines if separator in line and parse_csv_fields(_split(line, separator)))
+        if count > best_count:
+            best, best_count = separator, count
+    return best
+
+
+def parse_csv(text: str) -> PerfStat:
+    """A ``perf stat -x<sep>`` output (with or without ``-o``'s header)."""
+    lines = text.splitlines()
+    separator = _csv_separator(lines) or ","
+    counts: list[PerfCount] = []
+    started = None
+    skipped = 0
+    for line in lines:
+        header = _STARTED.match(line)
+        if header:
+            started = header.group("when")
+            continue
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        count = parse_csv_fields(_split(line, separator))
+        if count:
+            counts.append(count)
+        else:
+            skipped += 1
+    return PerfStat(counts, "csv", started=started, skipped_lines=skipped)
+
+
+def parse_human(text: str) -> PerfStat:
+    """A ``perf stat`` human table; lines before the 'Performance counter stats' header are
+    program output and are skipped (an interval run has no header: every line is tried)."""
+    decimal = detect_decimal(text)
+    lines = text.splitlines()
+    result = PerfStat([], "human", decimal=decimal)
+    start = next((i for i, line in enumerate(lines) if _HEADER.search(line)), None)
+    if start is not None:
+        header = _HEADER.search(lines[start])
+        assert header is not None
+        target = header.group("target").strip()
+        quoted = len(target) > 1 and target[0] == target[-1] == "'"
+        result.target = target[1:-1] if quoted else target
+        result.runs = int(header.group("runs")) if header.group("runs") else None
+        result.skipped_lines = sum(1 for line in lines[:start] if line.strip() and not _STARTED.match(line))
+    for line in lines:
+        started = _STARTED.match(line)
+        if started:
+            result.started = started.group("when")
+    for line in lines[(start or 0):]:
+        seconds = _SECONDS.match(line)
+        if seconds:
+            value = perf_number(seconds.group("value"), decimal)
+            spread = seconds.group("spread")
+            if value is not None:
+                result.seconds[seconds.group("what")] = (value, perf_number(spread, decimal) if spread else None)
+            continue
+        if line.lstrip().startswith("#"):
+            continue
+        count = parse_human_line(line, decimal)
+        if count:
+            result.counts.append(count)
+    return result
+
+
+def event_name(event: str) -> str:
+    """perf's event as gpuprof names it: 'cpu_core/cycles/' -> 'cpu_core/cycles'."""
+    return event[:-1] if event.endswith("/") and event.count("/") >= 2 else event
+
+
+def count_metrics(count: PerfCount) -> list[Metric]:
+    """The metrics one counter line gives: the count in base units, then its running share when
+    it was multiplexed (< 100 %), its -r spread, and perf's derived value beside it."""
+    name = event_name(count.event)
+    if isinstance(count.value, str):
+        metrics = [Metric(name, count.value, "event", origin=MEASURED)]
+    else:
+        value, unit = to_base(count.value, count.unit) if count.unit else (count.value, "event")
+        metrics = [Metric(name, value, unit, origin=MEASURED)]
+    if count.running_pct is not None and count.running_pct < 100:
+        metrics.append(Metric(f"{name}:running", count.running_pct, "%", origin=MEASURED))
+    if count.spread_pct is not None:
+        metrics.append(Metric(f"{name}:spread", count.spread_pct, "%", origin=MEASURED))
+    if count.shadow is not None:
+        number, words = count.shadow
+        factor, unit = _SHADOW_UNITS.get(words, (1.0, "%" if words.startswith("%") else ""))
+        metrics.append(Metric(f"{name}: {words}", number * factor, unit, origin=DERIVED))
+    return metrics
+
+
+def launches(stat: PerfStat, kernel: str) -> list[Launch]:
+    """One Launch per interval × aggregate × cgroup (one in all for a plain run), in file order;
+    elapsed/user/sys go with the only launch, or into a 'whole run' launch after the intervals.
+    With ``-r N`` perf printed means over N runs: ``invocations`` is N."""
+    groups: dict[tuple[float | None, str | None, str | None], Launch] = {}
+    for count in stat.counts:
+        key = (count.time, count.aggregate, count.cgroup)
+        if key not in groups:
+            attributes = {k: str(v) for k, v in (("time_s", count.time), ("aggregate", count.aggregate),
+                                                 ("cgroup", count.cgroup)) if v is not None}
+            groups[key] = Launch(kernel, len(groups), count.aggregate or "", stat.runs or 1, attributes)
+        groups[key].metrics.extend(count_metrics(count))
+    out = list(groups.values())
+    seconds = [Metric(f"time {what}" if what != "time elapsed" else what, value, "second", origin=MEASURED)
+               for what, (value, _) in stat.seconds.items()]
+    seconds += [Metric(f"{what}:spread", spread, "%", origin=MEASURED)
+                for what, (_, spread) in stat.seconds.items() if spread is not None]
+    if seconds:
+        if len(out) == 1:
+            out[0].metrics.extend(seconds)
+        else:
+            out.append(Launch(kernel, len(out), "", stat.runs or 1, {"scope": "whole run"}, seconds))
+    return out
+
+
+def _is_csv(head: str) -> bool:
+    lines = [line for line in head.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    separator = _csv_separator(lines[:200])
+    if separator is None:
+        return False
+    with_separator = [line for line in lines[:200] if separator in line]
+    good = sum(1 for line in with_separator if parse_csv_fields(_split(line, separator)))
+    return good >= max(1, len(with_separator) // 2)
+
+
+def sniff(path: Path, head: str) -> bool:
+    if _TOPDOWN.search(head):
+        return False
+    if _HEADER.search(head):
+        decimal = detect_decimal(head)
+        return any(parse_human_line(line, decimal) for line in head.splitlines())
+    return _is_csv(head)
+
+
+def parse(text: str) -> PerfStat:
+    """Either form, decided by the text itself."""
+    return parse_human(text) if _HEADER.search(text) or not _is_csv(text) else parse_csv(text)
+
+
+def notes(stat: PerfStat) -> list[str]:
+    notes: list[str] = []
+    absent = sorted({f"{event_name(c.event)} {c.value}" for c in stat.counts if isinstance(c.value, str)})
+    if absent:
+        notes.append("perf could not count: " + ", ".join(absent))
+    multiplexed = [c for c in stat.counts if c.running_pct is not None and 0 < c.running_pct < 100]
+    if multiplexed:
+        low = min(c.running_pct or 0 for c in multiplexed)
+        notes.append(f"{len(multiplexed)} counts were multiplexed (on the PMU {low:g}% of the time at least) "
+                     "and scaled up by perf; their ':running' metric gives the share")
+    if stat.skipped_lines:
+        notes.append(f"{stat.skipped_lines} non-perf lines (program output) skipped")
+    if stat.decimal != ".":
+        notes.append(f"numbers use '{stat.decimal}' as decimal mark (perf follows LC_NUMERIC)")
+    return notes
+
+
+def run_from_stat(stat: PerfStat, source: str) -> Run:
+    kernel = stat.target or "perf stat"
+    environment = {k: v for k, v in (("tool", "perf stat"), ("form", stat.form), ("target", stat.target),
+                                     ("runs", stat.runs), ("started", stat.started)) if v is not None}
+    return Run(kind="import", format=NAME, source=source, device={"kind": "cpu"}, environment=environment,
+               launches=launches(stat, kernel), notes=notes(stat))
+
+
+def read(path: Path) -> Run:
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    stat = parse(text)
+    if not stat.counts:
+        raise FormatError(f"{path}: no perf stat counter lines found",
+                          "give the output of 'perf stat' (human form or -x,), e.g. the file written with -o")
+    return run_from_stat(stat, str(path))
