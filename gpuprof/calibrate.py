@@ -11,12 +11,9 @@ newest one for a host into :class:`~gpuprof.devices.peaks.Peaks` for efficiency 
 
 from __future__ import annotations
 
-import os
 import platform
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +22,7 @@ from gpuprof.errors import InputError
 from gpuprof.model import ANALYTIC, CALIBRATED, TIMED, Launch, Metric, Run
 from gpuprof.sizes import format_bytes
 from gpuprof.store import Store
+from gpuprof.timing import time_calls
 
 KIND = "calibration"
 FORMAT = "cpu-calibrate"
@@ -55,17 +53,6 @@ def plan(thorough: bool, llc_bytes: int | None, available_bytes: int | None) -> 
     return Plan(4096 if thorough else 2048, total // 3, 2 if thorough else 1, 10 if thorough else 5)
 
 
-def _times(call: Callable[[], object], warmup: int, repeats: int) -> list[float]:
-    for _ in range(warmup):
-        call()
-    out = []
-    for _ in range(repeats):
-        start = time.perf_counter_ns()
-        call()
-        out.append((time.perf_counter_ns() - start) * 1e-9)
-    return out
-
-
 def _rate_metrics(rate: str, rate_unit: str, amount: str, per_call: float, unit: str,
                   times: list[float]) -> list[Metric]:
     """Best and median rate (calibrated), fastest call (timed) and the work per call (analytic)."""
@@ -85,7 +72,7 @@ def matmul_ceiling(dtype: str, n: int, warmup: int, repeats: int, index: int = 0
     a = rng.uniform(-1, 1, (n, n)).astype(dtype)
     b = rng.uniform(-1, 1, (n, n)).astype(dtype)
     c = np.empty((n, n), dtype=dtype)
-    times = _times(lambda: np.matmul(a, b, out=c), warmup, repeats)
+    times = time_calls([lambda: np.matmul(a, b, out=c)], warmup, repeats)
     return Launch("numpy.matmul", index, "cpu", 1,
                   {"dtype": dtype, "shape": f"{n}x{n}x{n}", "warmup": str(warmup), "repeats": str(repeats),
                    "statistic": f"best of {repeats}", "threads": "BLAS threads (all cores)"},
@@ -100,20 +87,13 @@ def stream_ceiling(array_bytes: int, warmup: int, repeats: int, index: int = 0) 
     a = np.full(count, 1.0, dtype=np.float32)
     b = np.full(count, 2.0, dtype=np.float32)
     c = np.zeros(count, dtype=np.float32)
-    times = _times(lambda: np.add(a, b, out=c), warmup, repeats)
+    times = time_calls([lambda: np.add(a, b, out=c)], warmup, repeats)
     return Launch("numpy.add", index, "cpu", 1,
                   {"dtype": "float32", "elements": str(count), "array_bytes": str(4 * count),
                    "warmup": str(warmup), "repeats": str(repeats), "statistic": f"best of {repeats}",
                    "threads": "1 (NumPy ufuncs are single-threaded)",
                    "bytes_counted": "2 arrays read + 1 written (write-allocate not counted)"},
                   _rate_metrics("bandwidth", "byte/second", "bytes", 3.0 * 4 * count, "byte", times))
-
-
-def _available_memory() -> int | None:
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return None
 
 
 def _blas() -> str:
@@ -133,7 +113,7 @@ def calibrate(thorough: bool = False, command: str = "gpuprof calibrate", steps:
     from gpuprof.devices import cpu
 
     info = cpu.describe()
-    steps = steps or plan(thorough, info.get("llc_bytes"), _available_memory())
+    steps = steps or plan(thorough, info.get("llc_bytes"), cpu.available_memory())
     if steps.matmul_n < 1 or steps.stream_array_bytes < 4 or steps.repeats < 1 or steps.warmup < 0:
         raise InputError(f"calibration plan {steps} has an empty size or no repeats",
                          "give positive sizes and at least one repeat")

@@ -96,20 +96,6 @@ def measure(settings: RunSettings, store_path: str | None = None) -> Run:
     return run
 
 
-def _available_memory() -> int | None:
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return None
-
-
 def _buffer_sets(settings: RunSettings, footprint: int) -> int:
     """How many operand sets the timed loop rotates through: 1 warm; enough to exceed 2× LLC cold."""
     if settings.cache == "warm":
@@ -124,7 +110,9 @@ def _check_memory(settings: RunSettings, shape: tuple[int, ...], sets: int) -> N
     footprint = ops.footprint(settings.op, shape, settings.dtype)
     reference = ops.footprint(settings.op, shape, "float64")
     needed = footprint * sets + reference
-    available = _available_memory()
+    from gpuprof.devices.cpu import available_memory
+
+    available = available_memory()
     if available is not None and needed > MEMORY_SHARE * available:
         raise InputError(
             f"{settings.op} at shape {ops.shape_text(shape)} needs about {format_bytes(needed)} of memory "
@@ -201,6 +189,7 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     launches = [Launch(kernel, i, info.get("name", "cpu"), 1, {"buffer_set": str((settings.warmup + i) % sets)},
                        [Metric("wall_time", t, "second", "kernel_duration", TIMED)])
                 for i, t in enumerate(times)]
+    clock = cpu.current_clock_hz()
     for session, scope in ((counters, "perf stat"), (meter, "energy")):
         if session is None:
             continue
@@ -208,12 +197,15 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
         if recorded:
             launches.append(Launch(kernel, len(launches), info.get("name", "cpu"), settings.repeat,
                                    {"scope": f"all timed repeats ({scope})"}, recorded))
+            clock = _counted_clock(recorded) or clock
         notes += session.notes
     peaks = [cpu.theoretical_peaks(info)]
     calibrated = _calibrated_peaks(info, store_path)
     if calibrated is not None:
         peaks.append(calibrated)
     device = {**info, "kind": "cpu", "peaks": [dataclasses.asdict(p) for p in peaks]}
+    if clock is not None:
+        device["clock_during_run_hz"], device["clock_during_run_source"] = clock
     workload = {
         "op": settings.op, "formula": ops.get_op(settings.op).formula, "dtype": settings.dtype,
         "shape": list(shape), "size_bytes": footprint, "requested": settings.size or settings.shape,
@@ -232,6 +224,15 @@ def _counters(settings: RunSettings) -> tuple[Any, list[str]]:
     from gpuprof.launch.perf import open_counters
 
     return open_counters()
+
+
+def _counted_clock(metrics: list[Metric]) -> tuple[float, str] | None:
+    """The average core clock over the timed repeats: counted cycles / task-clock seconds."""
+    values = {m.name.split("/")[-1].split(":")[0]: m.value for m in metrics if isinstance(m.value, (int, float))}
+    cycles, busy = values.get("cycles"), values.get("task-clock")
+    if cycles and busy:
+        return cycles / busy, "perf: cycles / task-clock over the timed repeats (measured)"
+    return None
 
 
 def _calibrated_peaks(info: dict[str, Any], store_path: str | None) -> Any:

@@ -114,8 +114,13 @@ def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) 
         if peaks.bandwidth:
             out.append(Quantity("peak bandwidth", peaks.bandwidth, "byte/second", peaks.origin, peaks.source))
         for eff in efficiencies(rate, byte_rate, dtype, peaks, run.device.get("clock_during_run_hz")):
-            out.append(Quantity(f"efficiency: {_efficiency_label(eff)}", eff.percent, "%", DERIVED, eff.basis))
+            basis = eff.basis + (_ABOVE_CEILING if eff.percent > 100 else "")
+            out.append(Quantity(f"efficiency: {_efficiency_label(eff)}", eff.percent, "%", DERIVED, basis))
     return out
+
+
+_ABOVE_CEILING = (" — above 100 %: this ceiling does not bound the run (operands served from cache beat a"
+                  " memory ceiling; a turbo clock beats a nominal one): try --cache cold or a larger --size")
 
 
 def _efficiency_label(eff: Any) -> str:

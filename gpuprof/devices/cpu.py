@@ -285,6 +285,31 @@ def describe() -> dict[str, Any]:
     return info
 
 
+def current_clock_hz() -> tuple[float, str] | None:
+    """The mean 'cpu MHz' over all processors as the kernel reports it now, with that caveat.
+
+    On bare metal with cpufreq this follows the real clock; in a VM it is the host's nominal
+    clock, which the source text says.
+    """
+    values = [float(b["cpu MHz"]) for b in _fields(_read(Path("/proc/cpuinfo")) or "") if b.get("cpu MHz")]
+    if not values:
+        return None
+    guest = "hypervisor" in (_fields(_read(Path("/proc/cpuinfo")) or "")[0].get("flags", "")).split()
+    source = "mean 'cpu MHz' in /proc/cpuinfo right after the timed repeats"
+    return 1e6 * sum(values) / len(values), source + (" (a VM guest: the host's nominal clock)" if guest else "")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (MemAvailable, which counts reclaimable cache), or None."""
+    for line in (_read(Path("/proc/meminfo")) or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
 def last_level_cache_bytes(info: dict[str, Any] | None = None) -> int | None:
     """Total last-level cache of this machine (or of ``info``), for cold-cache buffer sizing."""
     return (info or describe())["llc_bytes"]

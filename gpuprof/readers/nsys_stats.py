@@ -12,7 +12,6 @@ report file in ``attributes["report"]``.
 
 from __future__ import annotations
 
-import csv
 import re
 from pathlib import Path
 
@@ -34,7 +33,8 @@ _COLUMNS = {
     "StdDev": "StdDev", "Name": "Name",
 }
 _TIMES = frozenset({"Total Time", "Avg", "Med", "Min", "Max", "StdDev"})
-_REPORT_FILE = re.compile(r"([^\s\[\]'\"/]+)\.(?:nsys-rep|qdrep|sqlite)\b")
+# The lookbehind starts a match only where a name can start, keeping the search linear on long lines.
+_REPORT_FILE = re.compile(r"(?<![^\s\[\]'\"/])([^\s\[\]'\"/]+)\.(?:nsys-rep|qdrep|sqlite)\b")
 _DEVICE = re.compile(r"^GPU \d+: General Metrics for (.+?)(?: \(.*\))?\s*$")
 _SKIPPED = re.compile(r"SKIPPED: (.*)$")
 _DATA_ROW = re.compile(r'^"?[-+\d.,]+"?(?:,|\s)')  # starts with a number, as every summary row does
@@ -95,7 +95,9 @@ def _launch(cells: list[str], labels: list[str], index: int, device: str, report
     metrics += [Metric(name, *values[name]) for name in ("Total Time", "Med", "StdDev", "Time (%)")
                 if name in values]
     attributes = {"kind": "kernel", **({"report": report} if report else {})}
-    return Launch(cells[-1].strip(), index, device, int(number("Instances") or 1), attributes, metrics)
+    instances = number("Instances")  # 1 unless a whole count (not 0, nan or 1e999)
+    count = int(instances) if instances is not None and 1 <= instances < 2**63 else 1
+    return Launch(cells[-1].strip(), index, device, count, attributes, metrics)
 
 
 def read(path: Path) -> Run:
