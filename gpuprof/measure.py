@@ -236,8 +236,13 @@ def _counted_clock(metrics: list[Metric]) -> tuple[float, str] | None:
 
 
 def _calibrated_peaks(info: dict[str, Any], store_path: str | None) -> Any:
-    from gpuprof.calibrate import load_calibration
-    from gpuprof.store import open_store
+    from pathlib import Path
 
-    with open_store(store_path) as store:
+    from gpuprof.calibrate import load_calibration
+    from gpuprof.store import default_path, open_store
+
+    path = Path(store_path) if store_path else default_path()
+    if not path.exists():  # reading a calibration never creates a store
+        return None
+    with open_store(path) as store:
         return load_calibration(store, info.get("host") or platform.node())

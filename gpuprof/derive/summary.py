@@ -105,7 +105,12 @@ def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) 
     from gpuprof.derive.efficiency import efficiencies
 
     out: list[Quantity] = []
-    for peaks in run_peaks(run):
+    recorded = run_peaks(run)
+    if not any(p.bandwidth for p in recorded):
+        out.append(Quantity("efficiency: roofline", None, "%", DERIVED,
+                            "needs a bandwidth ceiling: run 'gpuprof calibrate' once on this host"
+                            if run.device.get("kind") == "cpu" else "the device's peak bandwidth is unknown"))
+    for peaks in recorded:
         flop_peak = peaks.flops_for(dtype)
         clock = f" at {peaks.clock_hz / 1e9:.3g} GHz" if peaks.clock_hz else " (clock unknown)"
         if flop_peak:
@@ -153,7 +158,7 @@ def summary_row(run: Run) -> dict[str, Any]:
             row["FLOP/byte"] = q.value
         elif q.name.startswith("efficiency: ") and _column(q.name) not in row:
             row[_column(q.name)] = q.value
-            if "roofline" in q.name:
+            if "roofline (" in q.name:
                 row["bound"] = q.name.split("(")[1].split("-")[0]
     from gpuprof.derive.energy import energy_columns
 
