@@ -1,0 +1,62 @@
+"""``gpuprof compare``: the reference study's tables for every device in one or more stores."""
+
+from __future__ import annotations
+
+import click
+
+from gpuprof.cli.common import FORMATS, echo, handle_errors, note
+
+OPS = ("add", "mul", "dot", "scalar", "sigmoid", "tanh")
+
+
+@click.command()
+@click.option("--store", "stores", multiple=True, type=click.Path(dir_okay=False),
+              help="Results store to read (repeatable). Default: $GPUPROF_STORE or reports/gpuprof.sqlite.")
+@click.option("--import", "imports", multiple=True, type=click.Path(dir_okay=False),
+              help="Profiler output or .jsonl run file to include without storing it (repeatable).")
+@click.option("--reference", type=click.Choice(("paper",)), default=None,
+              help="Add the reference study's published rows (GT710M, K40, GTX980).")
+@click.option("--op", "ops_wanted", multiple=True, type=click.Choice(OPS), help="Ops to show (repeatable). Default: all.")
+@click.option("--dtype", default="float32", show_default=True, type=click.Choice(("float32", "float64", "float16")))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table/markdown: one table per op in the study's layout; csv/json: the long frame.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a self-contained HTML report (tables and charts) to this file.")
+@click.option("--stalls", is_flag=True, help="Also compare warp-stall reasons of imported GPU profiles.")
+@click.option("--max-rows", default=200, show_default=True, type=click.IntRange(1), help="HTML: rows per table.")
+@click.option("--max-series", default=8, show_default=True, type=click.IntRange(1),
+              help="HTML: devices per chart and table.")
+@handle_errors
+def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | None, ops_wanted: tuple[str, ...],
+            dtype: str, fmt: str, html_path: str | None, stalls: bool, max_rows: int, max_series: int) -> None:
+    """Compare devices in the study's layout: rows = size, columns = device × MFLOP/s, Efic.(%),
+    roofline-relative efficiency and bound, one table per op."""
+    from gpuprof.compare import comparison, sections
+    from gpuprof.merge import collect
+    from gpuprof.render import emit
+
+    runs, sources, notes = collect(list(stores), list(imports))
+    result = comparison(runs, reference=reference == "paper", ops_wanted=ops_wanted or None, dtype=dtype)
+    stall_table = None
+    if stalls:
+        from gpuprof.derive.stalls import stall_comparison
+
+        stall_table = stall_comparison([r for r in runs if r.kind == "import"])
+    if fmt in ("csv", "json"):
+        echo(emit(result.rows, fmt))
+        if len(result.imported):
+            note(f"{len(result.imported)} imported kernel(s) are listed with --format table or markdown, or --html")
+    else:
+        echo("\n\n".join(emit(frame, fmt, title) for title, frame in sections(result, stall_table)))
+    for line in notes + result.notes:
+        note(f"note: {line}")
+    if html_path:
+        from pathlib import Path
+
+        from gpuprof.render.html_report import Limits, build
+
+        report = build(result, "gpuprof comparison", sources, Limits(max_rows, max_series), stall_table)
+        Path(html_path).write_text(report.html, encoding="utf-8")
+        for line in report.trimmed:
+            note(f"trimmed: {line}")
+        note(f"HTML report written to {html_path}")

@@ -1,0 +1,45 @@
+"""``gpuprof merge`` and ``gpuprof export``: move results between machines without duplicating runs."""
+
+from __future__ import annotations
+
+import click
+
+from gpuprof.cli.common import handle_errors, note, store_option
+
+
+@click.command()
+@click.argument("out_store", type=click.Path(dir_okay=False))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@handle_errors
+def merge(out_store: str, inputs: tuple[str, ...]) -> None:
+    """Add the runs of INPUTS (results stores, .jsonl run files, profiler outputs) to OUT_STORE.
+
+    Runs already in OUT_STORE (same run id) are skipped, so merging twice adds nothing.
+    """
+    from gpuprof.merge import merge as merge_runs
+
+    result = merge_runs(out_store, list(inputs))
+    for item in result.inputs:
+        note(f"{item.path} ({item.kind}): {item.added} run(s) added, {item.already} already in {out_store}")
+    for line in result.notes:
+        note(f"note: {line}")
+    note(f"{result.added} run(s) added to {out_store}, {result.already} already there")
+
+
+@click.command()
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.option("--kind", type=click.Choice(("run", "import", "all")), default="all", show_default=True,
+              help="Which stored runs to export.")
+@store_option
+@handle_errors
+def export(out: str, kind: str, store_path: str | None) -> None:
+    """Append the store's runs to OUT as JSON lines (one run per line), for 'gpuprof merge' elsewhere."""
+    from gpuprof import export as run_file
+    from gpuprof.store import open_store
+
+    with open_store(store_path) as store:
+        runs = [r for r in store.runs() if kind in ("all", r.kind)]
+        where = store.path
+    for run in runs:
+        run_file.append(out, run)
+    note(f"{len(runs)} run(s) from {where} appended to {out}")

@@ -1,0 +1,362 @@
+"""Comparison tables across devices: the reference study's layout for any set of machines.
+
+One long frame (:data:`COLUMNS`, one row per device × op × dtype × size) holds every measured run
+and, on request, the study's published rows; :func:`study_table` pivots one op of it into the
+paper's layout (rows = size, columns = device × MFLOP/s, Efic.(%), roofline-relative efficiency
+and bound). Imported profiler results have no op or size, so they get their own per-kernel frame
+(:func:`imported_frame`). Pure functions of Runs: nothing here reads files or prints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuprof import ops
+from gpuprof.derive.efficiency import (
+    VS_DATASHEET,
+    VS_ROOFLINE,
+    VS_RUN_CLOCK,
+    Efficiency,
+    efficiencies,
+)
+from gpuprof.devices.peaks import Peaks
+from gpuprof.errors import InputError
+from gpuprof.model import DERIVED, MEASURED, Launch, Run
+from gpuprof.sizes import parse_size
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COLUMNS = ["device", "source", "engine", "host", "op", "dtype", "size_MB", "MFLOP/s", "Efic.%", "roof.%",
+           "bound", "GB/s", "MFLOP/s origin", "Efic. basis", "roof. basis", "run"]
+STUDY_QUANTITIES = ("MFLOP/s", "Efic.%", "roof.%", "bound")
+BOUND_SHORT = {"memory": "mem", "compute": "comp"}
+MEASURED_ORIGIN = f"{DERIVED}: analytic FLOPs / timed median"
+
+
+@dataclass
+class Comparison:
+    """The long frame, the per-kernel frame of imported runs, the peaks behind each device, notes."""
+
+    rows: pd.DataFrame
+    imported: pd.DataFrame
+    peaks: dict[str, list[Peaks]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    imported_points: pd.DataFrame | None = None   # roofline points of imported kernels (derive.roofline)
+
+
+def _first(found: list[Efficiency], kind: str, unit: str = "FLOP/second") -> Efficiency | None:
+    return next((e for e in found if e.kind == kind and e.unit == unit), None)
+
+
+def _efficiency_cells(rate: float, byte_rate: float | None, dtype: str, peaks: list[Peaks],
+                      clock_hz: float | None = None) -> dict[str, Any]:
+    """Efic.% against the first FLOP peak (the theoretical one), scaled to the clock of the run when
+    it was recorded (as nvprof's flop_sp_efficiency in the study); roof.% against the first ceiling
+    set that has both a FLOP peak and a bandwidth (a calibrated one, on a CPU)."""
+    cells: dict[str, Any] = {"Efic.%": None, "Efic. basis": "no FLOP peak known", "roof.%": None,
+                             "bound": None, "roof. basis": "no peak bandwidth known"}
+    for ceiling in peaks:
+        found = efficiencies(rate, byte_rate, dtype, ceiling, clock_hz)
+        flop = _first(found, VS_RUN_CLOCK) or _first(found, VS_DATASHEET)
+        if flop and cells["Efic.%"] is None:
+            cells.update({"Efic.%": flop.percent, "Efic. basis": f"{flop.kind}: {flop.basis}"})
+        roof = _first(found, VS_ROOFLINE)
+        if roof and cells["roof.%"] is None:
+            cells.update({"roof.%": roof.percent, "bound": roof.bound, "roof. basis": roof.basis})
+    return cells
+
+
+def _requested_mb(workload: dict[str, Any]) -> float:
+    """The size the user asked for (``6MB`` -> 6.0), so rows line up with the study's sizes; the
+    exact footprint of the square operands is a little smaller."""
+    try:
+        return parse_size(str(workload.get("requested"))) / 1e6
+    except InputError:  # a --shape request: the real footprint
+        return workload.get("size_bytes", 0) / 1e6
+
+
+def short_name(device: str) -> str:
+    """``Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz`` -> ``Intel Xeon E5-2680 v4``: column headers stay short."""
+    name = re.sub(r"\((R|TM|tm|r)\)|\bCPU\b|@\s*[\d.]+\s*GHz", " ", device)
+    return " ".join(name.split()) or device
+
+
+def measured_row(run: Run) -> dict[str, Any]:
+    """The comparison row of one measured run (kind ``run``)."""
+    from gpuprof.derive.stats import timing_stats
+    from gpuprof.derive.summary import run_peaks, timings
+
+    w = run.workload or {}
+    shape, dtype = tuple(w["shape"]), w["dtype"]
+    seconds = timing_stats(timings(run)).median
+    rate = ops.flops(w["op"], shape) / seconds
+    byte_rate = ops.bytes_moved(w["op"], shape, dtype) / seconds
+    return {"device": short_name(run.device.get("name", "unknown device")), "source": run.format,
+            "engine": w.get("engine"), "host": run.environment.get("host", ""), "op": w["op"], "dtype": dtype,
+            "size_MB": _requested_mb(w), "MFLOP/s": rate / 1e6, "GB/s": byte_rate / 1e9,
+            "MFLOP/s origin": MEASURED_ORIGIN, **_efficiency_cells(rate, byte_rate, dtype, run_peaks(run), run.device.get("clock_during_run_hz")),
+            "run": run.run_id[:8], "created": run.created}
+
+
+def reference_rows() -> tuple[list[dict[str, Any]], dict[str, list[Peaks]]]:
+    """The study's published rows (three devices) and the device table's peaks for each."""
+    from gpuprof import reference
+
+    rows: list[dict[str, Any]] = []
+    peaks = {reference.device_label(gpu): [reference.peaks(gpu)] for gpu in reference.GPUS}
+    for r in reference.published().itertuples(index=False):
+        label = reference.device_label(r.gpu)
+        rate = r.mflops_per_s * 1e6
+        ai = reference.analytic_intensity(r.op, r.size_mb * 1e6)
+        byte_rate = rate / ai if ai else None
+        cells = _efficiency_cells(rate, byte_rate, reference.DTYPE, peaks[label])
+        if ai is None:
+            cells["roof. basis"] = "nvprof's FLOP count per element is not published for this op"
+        cells.update({"Efic.%": float(r.efficiency_pct), "Efic. basis": reference.EFFICIENCY_ORIGIN})
+        rows.append({"device": label, "source": f"paper, Table {r.table}", "engine": reference.ENGINE,
+                     "host": "", "op": r.op, "dtype": reference.DTYPE, "size_MB": float(r.size_mb),
+                     "MFLOP/s": float(r.mflops_per_s), "GB/s": byte_rate / 1e9 if byte_rate else None,
+                     "MFLOP/s origin": reference.MFLOPS_ORIGIN, **cells, "run": "", "created": ""})
+    return rows, peaks
+
+
+def _label_devices(rows: list[dict[str, Any]]) -> None:
+    """Tell apart same-named devices on different hosts, and engines on one device."""
+    hosts: dict[str, set[str]] = {}
+    for row in rows:
+        hosts.setdefault(row["device"], set()).add(row["host"])
+    for row in rows:
+        if len(hosts[row["device"]]) > 1:
+            row["device"] = f"{row['device']} @ {row['host']}"
+    engines: dict[str, set[str]] = {}
+    for row in rows:
+        engines.setdefault(row["device"], set()).add(str(row["engine"]))
+    for row in rows:
+        if len(engines[row["device"]]) > 1:
+            row["device"] = f"{row['device']} · {row['engine']}"
+
+
+def _latest(rows: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
+    """One row per device × op × dtype × size: the most recent run; the others are counted in a note."""
+    kept: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: r["created"]):
+        kept[(row["device"], row["op"], row["dtype"], row["size_MB"])] = row
+    if len(kept) < len(rows):
+        notes.append(f"{len(rows) - len(kept)} older run(s) of a device, op, dtype and size shown by "
+                     "their most recent run (see them all with 'gpuprof show')")
+    return list(kept.values())
+
+
+def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterable[str] | None = None,
+               dtype: str = "float32") -> Comparison:
+    """Every measured run of ``dtype`` (and the study's rows with ``reference``) as one long frame,
+    plus the imported runs' kernels."""
+    import pandas as pd
+
+    from gpuprof.derive import roofline
+    from gpuprof.derive.summary import run_peaks
+
+    runs = list(runs)
+    notes: list[str] = []
+    rows: list[dict[str, Any]] = []
+    peaks: dict[str, list[Peaks]] = {}
+    row_peaks: list[list[Peaks]] = []
+    wanted = set(ops_wanted or ops.OPS)
+    for run in runs:
+        w = run.workload or {}
+        if run.kind != "run" or w.get("op") not in wanted or w.get("dtype") != dtype:
+            continue
+        try:
+            row = measured_row(run)
+        except (KeyError, ValueError, ZeroDivisionError) as error:
+            notes.append(f"run {run.run_id[:8]} left out: incomplete record ({type(error).__name__}: {error})")
+            continue
+        rows.append(row)
+        row_peaks.append(run_peaks(run))
+    _label_devices(rows)
+    for row, found in zip(rows, row_peaks):
+        peaks.setdefault(row["device"], found)
+    if reference:
+        paper, paper_peaks = reference_rows()
+        if rows and wanted & {"sigmoid", "tanh"} & {r["op"] for r in rows}:
+            from gpuprof.reference import FLOP_COUNT_NOTE
+
+            notes.append(FLOP_COUNT_NOTE)
+        rows += [r for r in paper if r["op"] in wanted and r["dtype"] == dtype]
+        peaks.update(paper_peaks)
+    order = list(dict.fromkeys(r["device"] for r in rows))
+    rows = _latest(rows, notes)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    rank = {**{name: i for i, name in enumerate(ops.OPS)}, **{device: i for i, device in enumerate(order)}}
+    frame = frame.sort_values(["op", "size_MB", "device"], key=lambda c: c.map(rank) if c.name != "size_MB" else c,
+                              ignore_index=True)
+    frame.attrs["devices"] = order
+    notes += _above_roof(frame)
+    imports = [r for r in runs if r.kind == "import"]
+    imported, imported_notes = imported_frame(imports, dtype)
+    points, _ = roofline.points(imports)
+    for run in imports:
+        for device in {roofline.device_name(run, launch) for launch in run.launches}:
+            if device not in peaks:
+                peaks[device] = roofline.table_peaks(device)
+    return Comparison(frame, imported, peaks, notes + imported_notes, points)
+
+
+def _above_roof(frame: pd.DataFrame) -> list[str]:
+    """Why a row can sit above 100 % of its roofline, said once per bound."""
+    reasons = {"memory": "the operands fit in a cache faster than the bandwidth ceiling, so that roof does not bind",
+               "compute": "the FLOP ceiling is below what the run achieved (a calibrated ceiling measured on a busy "
+                          "machine: re-run 'gpuprof calibrate' when it is idle)"}
+    above = frame[frame["roof.%"].astype(float) > 100]
+    return [f"{len(rows)} {bound}-bound row(s) above 100 % of the roofline on {', '.join(sorted(set(rows['device'])))}: "
+            f"{reasons.get(bound, '')}" for bound, rows in above.groupby("bound")]
+
+
+def devices(frame: pd.DataFrame) -> list[str]:
+    """Devices in the order the comparison found them: measured ones first, then the paper's."""
+    present = set(frame["device"])
+    return [d for d in frame.attrs.get("devices", []) if d in present] or list(dict.fromkeys(frame["device"]))
+
+
+def study_table(frame: pd.DataFrame, op: str, device_order: list[str] | None = None) -> pd.DataFrame:
+    """One op in the paper's layout: rows = size (MB), columns = device × (MFLOP/s, Efic.%, roof.%, bound)."""
+    import pandas as pd
+
+    part = frame[frame["op"] == op]
+    order = [d for d in (device_order or devices(frame)) if d in set(part["device"])]
+    out = pd.DataFrame({"size (MB)": sorted(set(part["size_MB"]))})
+    for device in order:
+        mine = part[part["device"] == device].set_index("size_MB")
+        for quantity in STUDY_QUANTITIES:
+            values = out["size (MB)"].map(mine[quantity])
+            if quantity == "bound":
+                values = values.map(lambda b: BOUND_SHORT.get(b, "") if isinstance(b, str) else "")
+            if (values.notna() & (values != "")).any():  # a device without a roofline gets no empty columns
+                out[f"{device} {quantity}"] = values
+    return out
+
+
+def device_frame(comparison_: Comparison, dtype: str = "float32") -> pd.DataFrame:
+    """The ceilings behind each device's efficiencies: peak, bandwidth, clock, origin, source."""
+    import pandas as pd
+
+    rows = []
+    for device, found in comparison_.peaks.items():
+        for p in found:
+            rows.append({"device": device, f"peak GFLOP/s ({dtype})": (p.flops_for(dtype) or 0) / 1e9 or None,
+                         "peak GB/s": p.bandwidth / 1e9 if p.bandwidth else None,
+                         "clock GHz": p.clock_hz / 1e9 if p.clock_hz else None,
+                         "origin": p.origin, "source": p.source})
+    return pd.DataFrame(rows)
+
+
+_PRECISION = {"float32": "sp", "float64": "dp", "float16": "hp"}
+IMPORTED_ORIGIN = f"{MEASURED}: counted FLOPs / kernel time"
+
+
+def _launch_row(run: Run, launch: Launch, precision: str) -> dict[str, Any] | None:
+    """Per-launch measured values of one imported launch, None when it has neither FLOPs nor a time."""
+    from gpuprof.derive import counters
+    from gpuprof.derive.roofline import device_name
+
+    time, flops = counters.kernel_time(launch), counters.flops(launch, precision)
+    if time is None and flops is None:
+        return None
+    efficiency = counters.flop_efficiency(launch, precision)
+    reported = launch.value(f"flop_{precision}_efficiency")
+    dram = counters.dram_bytes(launch)
+    return {"device": device_name(run, launch),
+            "kernel": launch.kernel, "file": Path(run.source).name, "launches": launch.invocations,
+            "time": time[0] if time else None, "flops": flops[0] if flops else None,
+            "dram": dram[0] if dram else None,
+            "efficiency": efficiency[0] if efficiency else reported if isinstance(reported, (int, float)) else None,
+            "efficiency origin": (f"{MEASURED}: FLOP/s over ncu's peak at the measured clock" if efficiency
+                                  else f"{MEASURED}: nvprof flop_{precision}_efficiency" if reported is not None
+                                  else "")}
+
+
+def _mean(values: pd.Series, weights: pd.Series) -> float | None:
+    known = values.notna()
+    return float((values[known] * weights[known]).sum() / weights[known].sum()) if known.any() else None
+
+
+def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFrame, list[str]]:
+    """One row per imported (file, device, kernel): launches, time and FLOPs per launch (averages
+    weighted by invocations), MFLOP/s from counted FLOPs and kernel time where the file has both,
+    the profiler's FLOP efficiency where it gives one, and the roofline position against the
+    device table's peaks where DRAM bytes were counted."""
+    import pandas as pd
+
+    from gpuprof.derive.roofline import table_peaks
+
+    precision = _PRECISION.get(dtype, "sp")
+    launches = []
+    notes: list[str] = []
+    for run in runs:
+        found = [r for r in (_launch_row(run, launch, precision) for launch in run.launches) if r]
+        if not found:
+            notes.append(f"imported {Path(run.source).name} ({run.format}): no kernel time or {dtype} FLOP count")
+        launches.extend(found)
+    rows = []
+    frame = pd.DataFrame(launches)
+    for (device, kernel, file), group in (frame.groupby(["device", "kernel", "file"], sort=False) if len(frame) else []):
+        weights = group["launches"]
+        time, flops, dram = (_mean(group[c], weights) for c in ("time", "flops", "dram"))
+        rate = flops / time if flops is not None and time else None
+        cells = _efficiency_cells(rate, dram / time if dram and time else None, dtype, table_peaks(device)) if rate else {}
+        rows.append({"device": device, "kernel": kernel, "file": file, "launches": int(weights.sum()),
+                     "time/launch (s)": time, f"FLOPs/launch ({dtype})": flops,
+                     "MFLOP/s": rate / 1e6 if rate is not None else None,
+                     "Efic.%": _mean(group["efficiency"], weights),
+                     "roof.%": cells.get("roof.%"), "bound": cells.get("bound"),
+                     "MFLOP/s origin": (IMPORTED_ORIGIN if rate is not None
+                                        else f"{MEASURED} ({'time' if time else 'FLOPs'} only)"),
+                     "Efic. origin": next((o for o in group["efficiency origin"] if o), "")})
+    return pd.DataFrame(rows), notes
+
+
+def sources_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Where each device's numbers come from: one row per device and basis."""
+    columns = ["device", "source", "MFLOP/s origin", "Efic. basis", "roof. basis"]
+    unique = frame[columns].drop_duplicates(subset=["device", "MFLOP/s origin", "Efic. basis"])
+    rank = {device: i for i, device in enumerate(devices(frame))}
+    return unique.sort_values("device", key=lambda d: d.map(rank), kind="stable", ignore_index=True)
+
+
+def study_sections(comparison_: Comparison, device_order: list[str] | None = None) -> list[tuple[str, pd.DataFrame]]:
+    """(title, study table) per op present, devices limited to and ordered by ``device_order``."""
+    frame = comparison_.rows
+    order = device_order or devices(frame)
+    shown = frame[frame["device"].isin(order)]
+    return [(f"{op}: {ops.get_op(op).formula} — MFLOP/s, Efic.% (of FLOP peak), roof.% (of roofline), bound",
+             study_table(shown, op, order))
+            for op in ops.OPS if op in set(shown["op"])]
+
+
+def detail_sections(comparison_: Comparison, stalls: pd.DataFrame | None = None,
+                    device_order: list[str] | None = None) -> list[tuple[str, pd.DataFrame]]:
+    """(title, frame) of what follows the study tables: sources, ceilings, imported kernels, stalls."""
+    frame = comparison_.rows
+    order = device_order or devices(frame)
+    shown = frame[frame["device"].isin(order)]
+    out = []
+    if len(shown):
+        out.append(("Sources: where each device's numbers come from", sources_frame(shown)))
+    ceilings = device_frame(comparison_)
+    if len(ceilings):
+        out.append(("Ceilings behind the efficiencies", ceilings[ceilings["device"].isin(order)]))
+    if len(comparison_.imported):
+        out.append(("Imported profiler results (per kernel, as the profiler measured them)", comparison_.imported))
+    if stalls is not None:
+        out.append(("Warp stalls: % of stall cycles per device", stalls.reset_index() if stalls.index.name else stalls))
+    return out
+
+
+def sections(comparison_: Comparison, stalls: pd.DataFrame | None = None) -> list[tuple[str, pd.DataFrame]]:
+    """Everything ``gpuprof compare`` prints, as (title, frame) in reading order."""
+    return study_sections(comparison_) + detail_sections(comparison_, stalls)

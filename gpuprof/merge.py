@@ -1,0 +1,132 @@
+"""Results from several machines in one store, each run once.
+
+Inputs may be results stores (SQLite), portable run files (JSON lines from :mod:`gpuprof.export`)
+or profiler outputs any reader recognises. Runs are matched by ``run_id``: merging the same input
+twice, or two stores that share runs, adds nothing twice. A profiler output has no id of its own,
+so its runs get one from the file's sha256, and merging that file again is a no-op as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuprof.errors import FormatError, StoreError
+from gpuprof.model import Run
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+@dataclass
+class InputResult:
+    path: str
+    kind: str          # "store", "run file" or the profiler format's name
+    added: int
+    already: int
+
+
+@dataclass
+class MergeResult:
+    inputs: list[InputResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def added(self) -> int:
+        return sum(i.added for i in self.inputs)
+
+    @property
+    def already(self) -> int:
+        return sum(i.already for i in self.inputs)
+
+
+def _is_gpuprof_store(path: Path) -> bool:
+    """A SQLite file with gpuprof's ``runs`` table; opened read-only so a foreign file is untouched."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'").fetchone() is not None
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _profiler_runs(path: Path) -> tuple[list[Run], str]:
+    from gpuprof.importing import read_file
+
+    run = read_file(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    run.run_id = f"import-{digest[:32]}"
+    return [run], run.format
+
+
+def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
+    """The runs in one input, what kind of input it was, and notes on anything skipped."""
+    from gpuprof import export
+    from gpuprof.store import open_store
+
+    path = Path(path)
+    if not path.is_file():
+        raise FormatError(f"{path}: no such file", "give a results store, a .jsonl run file or a profiler output")
+    with open(path, "rb") as handle:
+        head = handle.read(len(SQLITE_MAGIC))
+    if head == SQLITE_MAGIC:
+        if not _is_gpuprof_store(path):
+            raise StoreError(f"{path} is a SQLite file but not a gpuprof results store",
+                             "give a store written by gpuprof (it has a 'runs' table)")
+        with open_store(path) as store:
+            return store.runs(), "store", []
+    if path.suffix in (".jsonl", ".ndjson") or head.lstrip().startswith(b"{"):
+        runs, notes = export.load(path)
+        return runs, "run file", notes
+    runs, fmt = _profiler_runs(path)
+    return runs, fmt, []
+
+
+def collect(stores: list[str | Path], files: list[str | Path]) -> tuple[list[Run], list[str], list[str]]:
+    """Runs of several stores and files, without duplicates, with the sources read and notes on
+    anything skipped. No store given: the default store (optional when files are given)."""
+    from gpuprof.store import default_path
+
+    runs: dict[str, Run] = {}
+    notes: list[str] = []
+    sources = [str(s) for s in stores]
+    if not sources and (not files or default_path().is_file()):  # files alone need no store
+        sources = [str(default_path())]
+    for path in [*sources, *map(str, files)]:
+        if path in sources and not Path(path).is_file():
+            raise StoreError(f"no results store at {path}", "run 'gpuprof sweep' or 'gpuprof run' first, or give --store")
+        found, _, skipped = load_runs(path)
+        notes += skipped
+        for run in found:
+            runs.setdefault(run.run_id, run)
+    return list(runs.values()), [*sources, *map(str, files)], notes
+
+
+def merge(out: str | Path, inputs: list[str | Path]) -> MergeResult:
+    """Add every run of ``inputs`` to the store ``out`` (one transaction per run), skipping runs it has."""
+    from gpuprof.store import open_store
+
+    result = MergeResult()
+    out_path = Path(out).resolve()
+    loaded = []
+    for path in inputs:
+        if Path(path).resolve() == out_path:
+            raise StoreError(f"{path} is both the output store and an input", "give another OUT_STORE")
+        runs, kind, notes = load_runs(path)
+        loaded.append((str(path), kind, runs))
+        result.notes += notes
+    with open_store(out) as store:
+        have = set(store.run_ids())
+        for path, kind, runs in loaded:
+            added = 0
+            for run in runs:
+                if run.run_id in have:
+                    continue
+                store.add(run)
+                have.add(run.run_id)
+                added += 1
+            result.inputs.append(InputResult(path, kind, added, len(runs) - added))
+    return result

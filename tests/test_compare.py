@@ -1,0 +1,168 @@
+"""Comparison tables: the study's published rows, measured runs, imported kernels, CLI formats."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from gpuprof.cli import main
+from gpuprof.compare import comparison, short_name, study_table
+from gpuprof.devices.peaks import Peaks
+from gpuprof.importing import read_file
+from gpuprof.model import TIMED, Launch, Metric, Run
+from gpuprof.ops import get_op
+from gpuprof.store import open_store
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
+# A made-up CPU: 100 GFLOP/s float32 at 2 GHz, no bandwidth; a second ceiling with 50 GB/s.
+THEORY = Peaks("Test CPU", {"float32": 100e9}, None, 2e9, "derived", "2 cores x 2 GHz x 25")
+CALIBRATED = Peaks("Test CPU", {"float32": 80e9}, 50e9, None, "calibrated", "gpuprof calibrate")
+
+
+def measured(op: str, shape: list[int], seconds: list[float], host: str = "h1", requested: str = "6MB",
+             name: str = "Test(R) CPU @ 2.00GHz", created: str = "2026-01-01T00:00:00+00:00") -> Run:
+    return Run(kind="run", format="cpu-numpy", source="test", created=created,
+               device={"name": name, "kind": "cpu", "peaks": [asdict(THEORY), asdict(CALIBRATED)]},
+               workload={"op": op, "dtype": "float32", "shape": shape, "size_bytes": 0, "requested": requested,
+                         "engine": "numpy"},
+               environment={"host": host},
+               launches=[Launch("numpy:" + op, i, metrics=[Metric("wall_time", t, "second", "kernel_duration", TIMED)])
+                         for i, t in enumerate(seconds)])
+
+
+def test_reference_rows_are_the_published_numbers():
+    frame = comparison([], reference=True).rows
+    assert set(frame["device"]) == {"GT710M (paper)", "K40 (paper)", "GTX980 (paper)"}
+    assert len(frame) == 135  # 45 rows of Table 2 + 90 of Table 3
+    row = frame[(frame["device"] == "GTX980 (paper)") & (frame["op"] == "dot") & (frame["size_MB"] == 5)].iloc[0]
+    assert row["MFLOP/s"] == 3533837.89 and row["Efic.%"] == 77.97
+
+
+def test_reference_roofline_uses_the_analytic_intensity_and_table_bandwidth():
+    frame = comparison([], reference=True).rows
+    row = frame[(frame["device"] == "GT710M (paper)") & (frame["op"] == "add") & (frame["size_MB"] == 6)].iloc[0]
+    # add moves 12 bytes per FLOP (two float32 inputs, one output); GT 710M: 14.4 GB/s (2 x 900 MHz x 64 bit / 8)
+    assert row["roof.%"] == pytest.approx(100 * 979.11e6 * 12 / 14.4e9, rel=1e-3)
+    assert row["bound"] == "memory"
+    sigmoid = frame[(frame["op"] == "sigmoid") & (frame["device"] == "K40 (paper)")]
+    assert sigmoid["roof.%"].isna().all()  # nvprof's FLOPs per element are not published
+
+
+def test_measured_row_from_median_time_and_each_ceiling():
+    run = measured("add", [1000, 1000], [2e-3, 1e-3, 3e-3])  # median 2 ms, 1e6 FLOPs, 12e6 bytes
+    row = comparison([run]).rows.iloc[0]
+    assert row["MFLOP/s"] == pytest.approx(500.0)
+    assert row["GB/s"] == pytest.approx(6.0)
+    assert row["Efic.%"] == pytest.approx(0.5)            # 0.5 GFLOP/s of the 100 GFLOP/s theoretical peak
+    assert row["roof.%"] == pytest.approx(100 * 6 / 50)   # memory-bound under the calibrated 50 GB/s
+    assert row["bound"] == "memory" and row["size_MB"] == 6.0
+    assert row["device"] == "Test"  # "(R)", "CPU" and the clock dropped from the column header
+
+
+def test_study_table_has_sizes_as_rows_and_devices_as_columns():
+    runs = [measured("add", [1000, 1000], [2e-3]), measured("add", [1000, 1000], [1e-3], requested="12MB")]
+    result = comparison(runs, reference=True, ops_wanted=["add"])
+    table = study_table(result.rows, "add")
+    assert list(table["size (MB)"]) == [6, 12, 24, 48, 96]
+    name = short_name("Test(R) CPU @ 2.00GHz")
+    assert list(table.columns[:5]) == ["size (MB)", f"{name} MFLOP/s", f"{name} Efic.%", f"{name} roof.%", f"{name} bound"]
+    assert table[f"{name} MFLOP/s"].iloc[:2].tolist() == pytest.approx([500.0, 1000.0])
+    assert table["K40 (paper) MFLOP/s"].tolist() == [10502.79, 10717.41, 10752.33, 10726.04, 10726.58]
+
+
+def test_same_device_on_two_hosts_and_reruns():
+    runs = [measured("add", [1000, 1000], [2e-3], host="a", created="2026-01-01T00:00:00+00:00"),
+            measured("add", [1000, 1000], [4e-3], host="a", created="2026-01-02T00:00:00+00:00"),
+            measured("add", [1000, 1000], [1e-3], host="b")]
+    result = comparison(runs)
+    by_device = dict(zip(result.rows["device"], result.rows["MFLOP/s"]))
+    name = short_name("Test(R) CPU @ 2.00GHz")
+    assert by_device == pytest.approx({f"{name} @ a": 250.0, f"{name} @ b": 1000.0})  # the newer run of host a
+    assert any("1 older run" in n for n in result.notes)
+
+
+def test_imported_kernels_keep_the_files_device_and_counted_flops():
+    run = read_file(FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv")
+    imported = comparison([run]).imported
+    row = imported.iloc[0]
+    assert row["device"] == "Tesla K40c" and row["launches"] == 3
+    assert row["FLOPs/launch (float32)"] == 25264160800
+    assert pd.isna(row["MFLOP/s"]) and pd.isna(row["time/launch (s)"])  # no kernel time in a metrics run
+
+
+def test_imported_ncu_rep_gives_mflops_from_counted_flops_and_time():
+    run = read_file(FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep")
+    imported = comparison([run]).imported.set_index("kernel")
+    row = imported.loc["void computeValue<float>(unsigned int*, curandStateXORWOW*, unsigned int)"]
+    assert row["device"] == "GeForce RTX 3080"
+    assert row["MFLOP/s"] == pytest.approx(row["FLOPs/launch (float32)"] / row["time/launch (s)"] / 1e6)
+    assert row["MFLOP/s origin"].startswith("measured: counted FLOPs / kernel time")
+    assert row["Efic. origin"].startswith("measured")
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with open_store(path) as opened:
+        opened.add(measured("dot", [500, 500, 500], [1e-2]))
+    return path
+
+
+def test_cli_csv_and_json_are_the_long_frame(store):
+    runner = CliRunner()
+    out = runner.invoke(main, ["compare", "--store", str(store), "--reference", "paper", "--op", "dot",
+                               "--format", "csv"])
+    assert out.exit_code == 0, out.output
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert len(rows) == 1 + 15
+    mine = next(r for r in rows if r["source"] == "cpu-numpy")
+    assert float(mine["MFLOP/s"]) == pytest.approx(2 * 500**3 / 1e-2 / 1e6)
+    assert mine["MFLOP/s origin"].startswith("derived")
+    out = runner.invoke(main, ["compare", "--store", str(store), "--format", "json"])
+    records = json.loads(out.stdout)
+    assert [r["op"] for r in records] == ["dot"] and records[0]["Efic.%"] == pytest.approx(25.0)
+
+
+def test_cli_table_shows_one_table_per_op_with_sources(store):
+    out = CliRunner().invoke(main, ["compare", "--store", str(store), "--reference", "paper", "--op", "dot"])
+    assert out.exit_code == 0, out.output
+    assert f"dot: {get_op('dot').formula} — MFLOP/s" in out.stdout
+    assert "GTX980 (paper) MFLOP/s" in out.stdout and "3,533,838" in out.stdout
+    assert "Sources: where each device's numbers come from" in out.stdout
+    assert "nvprof flop_sp_efficiency" in out.stdout
+
+
+def test_cli_without_a_store_says_how_to_get_one(tmp_path):
+    out = CliRunner().invoke(main, ["compare", "--store", str(tmp_path / "none.sqlite")])
+    assert out.exit_code == 6 and "no results store" in out.output and "gpuprof sweep" in out.output
+
+
+def test_efficiency_at_the_clock_of_the_run_when_it_was_recorded():
+    run = measured("add", [1000, 1000], [2e-3])
+    run.device["clock_during_run_hz"] = 1e9  # half the 2 GHz the 100 GFLOP/s peak assumes
+    row = comparison([run]).rows.iloc[0]
+    assert row["Efic.%"] == pytest.approx(1.0)  # 0.5 GFLOP/s of 50 GFLOP/s
+    assert row["Efic. basis"].startswith("vs-peak-at-run-clock")
+
+
+def test_sigmoid_beside_the_paper_warns_that_flop_counts_differ():
+    run = measured("sigmoid", [1000, 1000], [1e-3], requested="8MB")
+    notes = comparison([run], reference=True).notes
+    assert any("10-18 FLOPs per element" in n for n in notes)
+    assert not any("10-18" in n for n in comparison([run]).notes)  # no paper rows, nothing to warn about
+
+
+def test_cli_reads_profiler_files_without_a_store(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUPROF_STORE", raising=False)
+    out = CliRunner().invoke(main, ["compare", "--import", str(FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv")])
+    assert out.exit_code == 0, out.output
+    assert "Tesla K40c" in out.stdout and "2.526e+10" in out.stdout  # flop_count_sp Avg 25264160800
+    assert not (tmp_path / "reports").exists()  # reading files creates no store

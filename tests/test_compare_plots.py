@@ -1,0 +1,58 @@
+"""Comparison charts: one panel per op, one line or bar per device, axes with units."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuprof.compare import comparison
+from gpuprof.render.compare_plots import (
+    best_rate_bars,
+    lines_by_op,
+    png,
+    roofline_points,
+)
+
+
+def paper_frame():
+    return comparison([], reference=True).rows
+
+
+def test_efficiency_lines_have_a_panel_per_op_and_a_line_per_device():
+    frame = paper_frame()
+    devices = ["GT710M (paper)", "K40 (paper)", "GTX980 (paper)"]
+    fig = lines_by_op(frame, devices, "Efic.%", "Efic. (% of FLOP peak)", "t")
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title().split(":")[0] for ax in panels] == ["add", "mul", "dot", "scalar", "sigmoid", "tanh"]
+    assert all(ax.get_xlabel() == "size: data processed (MB, 10^6 bytes)" for ax in panels)
+    assert all(ax.get_ylabel() == "Efic. (% of FLOP peak)" for ax in panels)
+    dot = panels[2]
+    k40 = next(line for line in dot.get_lines() if line.get_label() == "K40 (paper)")
+    assert list(k40.get_xdata()) == [5, 9, 17, 33, 65]
+    assert list(k40.get_ydata()) == [34.89, 36.8, 37.65, 38.13, 38.43]  # Table 2, K40 dot Efic.(%)
+    assert png(fig)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_roofline_lines_leave_out_ops_without_a_known_intensity():
+    fig = lines_by_op(paper_frame(), ["K40 (paper)"], "roof.%", "roof. (% of roofline)", "t")
+    titles = [ax.get_title().split(":")[0] for ax in fig.axes if ax.get_visible()]
+    assert titles == ["add", "mul", "dot", "scalar"]  # sigmoid/tanh: nvprof's per-element count unknown
+
+
+def test_bars_are_the_best_rate_per_device_and_op():
+    fig = best_rate_bars(paper_frame(), ["GTX980 (paper)"])
+    ax = fig.axes[0]
+    assert "MFLOP/s" in ax.get_ylabel() and ax.get_xlabel() == "operation"
+    heights = [bar.get_height() for bar in ax.patches]
+    assert heights[2] == 3869585.35  # GTX980 dot, the best of Table 2's five sizes (33 MB)
+
+
+def test_roofline_points_need_a_byte_rate():
+    points = roofline_points(paper_frame())
+    assert set(points["op"]) == {"add", "mul", "dot", "scalar"}
+    add = points[(points["device"] == "GT710M (paper)") & (points["label"] == "add 6.00 MB")].iloc[0]
+    assert add["ai"] == pytest.approx(1 / 12) and add["flop_rate"] == pytest.approx(979.11e6)
+
+
+def test_nothing_to_draw_gives_no_figure():
+    assert lines_by_op(paper_frame(), ["no such device"], "Efic.%", "y", "t") is None
+    assert png(None) is None

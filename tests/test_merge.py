@@ -1,0 +1,89 @@
+"""Merging stores, run files and profiler outputs from several machines without duplicates."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpuprof import export
+from gpuprof.cli import main
+from gpuprof.errors import StoreError
+from gpuprof.merge import collect, merge
+from gpuprof.model import TIMED, Launch, Metric, Run
+from gpuprof.store import open_store
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
+K40C = FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"
+
+
+def make_run(host: str, seconds: float = 1e-3) -> Run:
+    return Run(kind="run", format="cpu-numpy", source="test", device={"name": f"cpu of {host}", "kind": "cpu"},
+               workload={"op": "add", "dtype": "float32", "shape": [100, 100], "size_bytes": 120_000},
+               environment={"host": host},
+               launches=[Launch("numpy:add", 0, metrics=[Metric("wall_time", seconds, "second", "kernel_duration", TIMED)])])
+
+
+def test_merge_combines_stores_run_files_and_profiler_outputs_once(tmp_path):
+    a, b = make_run("alpha"), make_run("beta")
+    with open_store(tmp_path / "alpha.sqlite") as store:
+        store.add(a)
+    export.append(tmp_path / "beta.jsonl", b)
+    export.append(tmp_path / "beta.jsonl", a)  # a run both inputs hold
+    out = tmp_path / "all.sqlite"
+    first = merge(out, [tmp_path / "alpha.sqlite", tmp_path / "beta.jsonl", K40C])
+    assert first.added == 3 and first.already == 1
+    assert [i.kind for i in first.inputs] == ["store", "run file", "nvprof-csv-metrics"]
+    again = merge(out, [tmp_path / "alpha.sqlite", tmp_path / "beta.jsonl", K40C])
+    assert again.added == 0 and again.already == 4
+    with open_store(out) as store:
+        runs = store.runs()
+    assert sorted(r.run_id for r in runs if r.kind == "run") == sorted([a.run_id, b.run_id])
+    imported = [r for r in runs if r.kind == "import"]
+    assert len(imported) == 1 and imported[0].launches[0].device == "Tesla K40c"
+    assert imported[0].launches[0].value("flop_count_sp") == 25264160800
+
+
+def test_a_foreign_sqlite_file_is_refused_and_left_untouched(tmp_path):
+    foreign = tmp_path / "other.sqlite"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    before = foreign.read_bytes()
+    with pytest.raises(StoreError, match="not a gpuprof results store"):
+        merge(tmp_path / "out.sqlite", [foreign])
+    assert foreign.read_bytes() == before
+
+
+def test_merge_refuses_its_own_output_and_missing_inputs(tmp_path):
+    with open_store(tmp_path / "s.sqlite") as store:
+        store.add(make_run("alpha"))
+    with pytest.raises(StoreError, match="both the output store and an input"):
+        merge(tmp_path / "s.sqlite", [tmp_path / "s.sqlite"])
+    result = CliRunner().invoke(main, ["merge", str(tmp_path / "o.sqlite"), str(tmp_path / "nope.jsonl")])
+    assert result.exit_code == 3 and "no such file" in result.output
+
+
+def test_a_cut_off_run_file_keeps_its_whole_runs(tmp_path):
+    path = tmp_path / "cut.jsonl"
+    export.append(path, make_run("alpha"))
+    with open(path, "a") as handle:
+        handle.write('{"kind": "run", "format": "cpu-num')  # a writer killed mid-line
+    result = merge(tmp_path / "o.sqlite", [path])
+    assert result.added == 1 and len(result.notes) == 1 and "cut.jsonl:2" in result.notes[0]
+
+
+def test_export_then_merge_on_another_machine_round_trips(tmp_path):
+    with open_store(tmp_path / "a.sqlite") as store:
+        store.add(make_run("alpha", 2e-3))
+    runner = CliRunner()
+    exported = runner.invoke(main, ["export", str(tmp_path / "a.jsonl"), "--store", str(tmp_path / "a.sqlite")])
+    assert exported.exit_code == 0, exported.output
+    merged = runner.invoke(main, ["merge", str(tmp_path / "b.sqlite"), str(tmp_path / "a.jsonl")])
+    assert merged.exit_code == 0 and "1 run(s) added" in merged.output
+    runs, sources, _ = collect([tmp_path / "b.sqlite", tmp_path / "a.sqlite"], [])
+    assert len(runs) == 1 and runs[0].launches[0].value("kernel_duration") == 2e-3
+    assert sources == [str(tmp_path / "b.sqlite"), str(tmp_path / "a.sqlite")]
