@@ -32,14 +32,15 @@ ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED)
 MetricValue = float | str | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Metric:
     """One value as a tool reported it, converted to base units.
 
     ``name`` is the tool's own name (``smsp__cycles_elapsed.avg.per_second``, ``flop_count_sp``);
     ``canonical`` the study's vocabulary when the catalog maps it. ``minimum``/``maximum`` are
     kept when a tool aggregated several invocations (nvprof's Min/Max/Avg); ``value`` is then the
-    average.
+    average. Not frozen: readers build millions of these, and a frozen dataclass constructs ~5×
+    slower (benchmarks/bench_ncu_csv_parse.py); treat them as values all the same.
     """
 
     name: str

@@ -299,44 +299,29 @@ def metric_maker(origin: str = MEASURED) -> Callable[[str, str, str], Metric]:
     Each distinct name is looked up in the catalog and each distinct unit converted once; numbers
     go to base units, other text stays a string under the tool's unit. Profiles repeat the same
     few hundred names over millions of rows, so the per-row work is a dict lookup, a float() and
-    filling in a prepared record: the frozen dataclass's ``__init__`` (one ``object.__setattr__``
-    per field) would cost more than parsing the row. A closure, because calling one is cheaper
-    than calling an object's ``__call__``.
+    one constructor call. A closure, because calling one is cheaper than calling an object's
+    ``__call__``.
     """
-    entries: dict[str, tuple[str, dict[str, object], float, float]] = {}
+    entries: dict[str, tuple[str, str, str | None, float, float]] = {}
 
     def make(name: str, unit: str, text: str) -> Metric:
         entry = entries.get(name)
         if entry is None or entry[0] != unit:
             multiply, divide, base = _conversion(unit)
-            fields = {"name": name, "value": None, "unit": base, "canonical": canonical(name),
-                      "origin": origin, "minimum": None, "maximum": None}
-            entry = entries[name] = (unit, fields, multiply, divide)
+            entry = entries[name] = (unit, base, canonical(name), multiply, divide)
+        _, base, canon, multiply, divide = entry
         try:
             value = float(text.replace(",", "") if "," in text else text)
         except ValueError:
             parsed = number(text)
             if parsed is None:  # a string-valued metric: keep it as the tool wrote it
-                return Metric(name, text.strip() or None, unit, canonical(name), origin)
+                return Metric(name, text.strip() or None, unit, canon, origin)
             value = parsed
-        _, fields, multiply, divide = entry
         if multiply != divide:
             value = value * multiply / divide
-        if not _FAST_FILL:
-            return Metric(**{**fields, "value": value})  # type: ignore[arg-type]
-        metric = _NEW(Metric)
-        state = metric.__dict__
-        state.update(fields)
-        state["value"] = value
-        return metric
+        return Metric(name, value, base, canon, origin)
 
     return make
-
-
-_NEW = object.__new__
-# The fast path fills the instance dict directly; it needs Metric to keep a __dict__ (no slots)
-# and no __post_init__. Should the model change, the plain constructor is used instead.
-_FAST_FILL = "__slots__" not in vars(Metric) and not hasattr(Metric, "__post_init__")
 
 
 @contextlib.contextmanager
