@@ -1,12 +1,20 @@
-"""The hand-written kernels compile with this machine's nvcc for each target architecture, use a sane
-number of registers, and contain the instructions each op must execute (SASS via cuobjdump; PTX
-when cuobjdump is missing). Also: they compile through NVRTC with the options the cuda-kernels
-engine passes at run time. Each architecture is compiled once per session (about a second).
+"""The hand-written kernels compile for each target architecture, use a sane number of registers, and
+contain the instructions each op must execute (SASS via cuobjdump; PTX where no cuobjdump can list the
+architecture's SASS). Also: they compile through NVRTC with the options the cuda-kernels engine passes
+at run time. Each architecture is compiled once per session (about a second).
+
+Two compilers, one set of checks. Architectures this machine's nvcc targets go through
+``nvcc -cubin -Xptxas -v``. Maxwell (sm_52) and Volta (sm_70), which CUDA 13 dropped, go through
+CUDA 12.9 from NVIDIA's PyPI wheels, no GPU needed: NVRTC 12 (nvidia-cuda-nvrtc-cu12, with the
+headers of nvidia-cuda-runtime-cu12) compiles the file to PTX for compute_52/compute_70, and ptxas
+12.9 (nvidia-cuda-nvcc-cu12) assembles it with ``-v``. NVIDIA publishes no CUDA 12 cuobjdump wheel and
+every cuobjdump/nvdisasm wheel (13.2+) refuses sm_52/sm_70, so those two are checked on their PTX.
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
 import re
 import shutil
 import subprocess
@@ -27,11 +35,11 @@ _SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _SASS_OP = re.compile(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 _PTX_OP = re.compile(r"^\s*\{?\s*((?:add|sub|mul|fma|div|rcp|ex2|cvt)\.[\w.]+)", re.MULTILINE)
 
-# What each kernel must execute. SASS opcodes are matched exactly (FFMA, not FFMA.SAT).
+# What each kernel must execute, per listing. SASS opcodes are matched exactly (FFMA, not FFMA.SAT).
 # float16 add/mul/scalar use __hadd/__hmul (HADD2/HMUL2); float16 transcendentals and the dot product's
 # accumulation run in float32, so they show FP32 instructions. Without --use_fast_math expf is a
 # MUFU.EX2 plus FFMA refinement and the IEEE division a MUFU.RCP plus FFMA; double exp is a DFMA
-# polynomial, double division starts from MUFU.RCP64H.
+# polynomial, double division starts from MUFU.RCP64H. See expected() for GPUs without FP16 units.
 SASS = {
     "add": {"f32": {"FADD"}, "f64": {"DADD"}, "f16": {"HADD2"}},
     "mul": {"f32": {"FMUL"}, "f64": {"DMUL"}, "f16": {"HMUL2"}},
@@ -50,41 +58,67 @@ PTX = {
                 "f16": {"ex2.approx.ftz.f32"}},
     "tanh": {"f32": {"ex2.approx.ftz.f32", "fma.rn.f32"}, "f64": {"fma.rn.f64"}, "f16": {"ex2.approx.ftz.f32"}},
 }
+# The fully unrolled dot inner loop (16 FMAs over one tile) and add's single addition, per listing.
+UNROLLED = {"SASS": {"gpuprof_dot_f32": "FFMA", "gpuprof_dot_f64": "DFMA", "gpuprof_add_f32": "FADD"},
+            "PTX": {"gpuprof_dot_f32": "fma.rn.f32", "gpuprof_dot_f64": "fma.rn.f64", "gpuprof_add_f32": "add.f32"}}
+UNROLLED_COUNT = {"gpuprof_dot_f32": 16, "gpuprof_dot_f64": 16, "gpuprof_add_f32": 1}
+# Half-precision arithmetic needs compute capability 5.3; below it cuda_fp16.h's __hadd/__hmul convert
+# to float, add or multiply there and round back, so sm_52 executes the float32 instruction.
+HALF_ARITHMETIC_FROM = 53
+HALF_ARITHMETIC_OPS = ("add", "mul", "scalar")
 
 
-def _tool(name: str) -> str | None:
-    """A CUDA tool on PATH, in the CUDA toolkit, or from NVIDIA's pip wheels (nvidia-cuda-cuobjdump)."""
-    found = shutil.which(name) or shutil.which(name, path="/usr/local/cuda/bin")
-    if found:
-        return found
+def expected(table: dict[str, dict[str, set[str]]], op: str, suffix: str, arch: str) -> set[str]:
+    """The instructions ``op`` in ``suffix`` must contain on ``arch``, from the SASS or PTX table."""
+    if suffix == "f16" and op in HALF_ARITHMETIC_OPS and int(arch[3:]) < HALF_ARITHMETIC_FROM:
+        return table[op]["f32"]
+    return table[op][suffix]
+
+
+def _wheel_file(relative: str) -> Path | None:
+    """A file of NVIDIA's pip wheels (the ``nvidia`` namespace package), e.g. ``cuda_nvcc/bin/ptxas``."""
     try:
         import nvidia
     except ImportError:
         return None
-    wheels = sorted(p for root in nvidia.__path__ for p in Path(root).glob(f"*/bin/{name}"))
-    return str(wheels[-1]) if wheels else None
+    found = sorted(p for root in nvidia.__path__ for p in Path(root).glob(relative))
+    return found[-1] if found else None
+
+
+def _tool(name: str) -> str | None:
+    """A CUDA tool on PATH, in the CUDA toolkit, or from NVIDIA's pip wheels (nvidia-cuda-cuobjdump)."""
+    found = shutil.which(name) or shutil.which(name, path="/usr/local/cuda/bin") or _wheel_file(f"*/bin/{name}")
+    return str(found) if found else None
 
 
 NVCC = _tool("nvcc")
+# CUDA 12.9 from PyPI for the architectures CUDA 13 dropped (see the module docstring).
+CUDA12_WHEELS = "nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12 nvidia-cuda-nvcc-cu12"
+NVRTC12 = _wheel_file("cuda_nvrtc/lib/libnvrtc.so.12")
+PTXAS12 = _wheel_file("cuda_nvcc/bin/ptxas")
+HEADERS12 = _wheel_file("cuda_runtime/include")
 
 
 @dataclass
 class Build:
     arch: str
+    compiler: str  # "nvcc" or "NVRTC 12 + ptxas 12"
     registers: dict[str, int]
     shared_bytes: dict[str, int]
     spills: dict[str, tuple[int, int]]
     instructions: dict[str, collections.Counter]
-    listing: str  # "SASS (cuobjdump)" or "PTX"
+    listing: str  # "SASS" or "PTX"
 
 
 def _supported_archs() -> set[str]:
+    if NVCC is None:
+        return set()
     done = subprocess.run([NVCC, "--list-gpu-code"], capture_output=True, text=True, check=True)
     return set(done.stdout.split())
 
 
 def parse_ptxas(log: str) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[int, int]]]:
-    """Registers, static shared memory and spill bytes per kernel from ``-Xptxas -v`` output."""
+    """Registers, static shared memory and spill bytes per kernel from ``ptxas -v`` output."""
     registers, shared, spills = {}, {}, {}
     parts = _PTXAS_FUNCTION.split(log)
     for name, body in zip(parts[1::2], parts[2::2]):
@@ -104,41 +138,88 @@ def _per_function(text: str, splitter: str, pattern: re.Pattern[str]) -> dict[st
     return found
 
 
-@pytest.fixture(scope="session")
-def builds(tmp_path_factory) -> dict[str, Build]:
-    """One nvcc compile per supported architecture (registers from ptxas, instructions listed)."""
-    if NVCC is None:
-        pytest.skip("nvcc not found (PATH or /usr/local/cuda/bin): install a CUDA toolkit to compile the kernels")
-    folder = tmp_path_factory.mktemp("kernels")
-    supported = _supported_archs()
+def _ptx_listing(ptx: str) -> dict[str, collections.Counter]:
+    return _per_function(ptx, r"\.visible \.entry ", _PTX_OP)
+
+
+def _sass_listing(cubin: Path) -> dict[str, collections.Counter] | None:
+    """Opcodes per kernel from ``cuobjdump -sass``; None without a cuobjdump that lists this architecture
+    (CUDA 13.1+ cuobjdump refuses sm_52/sm_70 with "CUDA architecture ... is deprecated")."""
     cuobjdump = _tool("cuobjdump")
-    out = {}
-    for arch in ARCHS:
-        if arch not in supported:
-            continue
-        cubin = folder / f"{arch}.cubin"
-        done = subprocess.run([NVCC, f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-o", str(cubin), str(SOURCE_PATH)],
-                              capture_output=True, text=True, check=True)
-        registers, shared, spills = parse_ptxas(done.stderr + done.stdout)
-        if cuobjdump:
-            sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-            listing, instructions = "SASS (cuobjdump)", _per_function(sass, r"\n\s*Function : ", _SASS_OP)
-        else:
-            listing, instructions = "PTX", _ptx_instructions(folder, arch)
-        out[arch] = Build(arch, registers, shared, spills, instructions, listing)
-    return out
+    if cuobjdump is None:
+        return None
+    done = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True)
+    found = _per_function(done.stdout, r"\n\s*Function : ", _SASS_OP)
+    return found if done.returncode == 0 and found else None
 
 
-def _ptx_instructions(folder: Path, arch: str) -> dict[str, collections.Counter]:
+def _nvcc_build(folder: Path, arch: str) -> Build:
+    cubin = folder / f"{arch}.cubin"
+    done = subprocess.run([NVCC, f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-o", str(cubin), str(SOURCE_PATH)],
+                          capture_output=True, text=True, check=True)
+    sass = _sass_listing(cubin)
+    listing, instructions = ("SASS", sass) if sass else ("PTX", _nvcc_ptx(folder, arch))
+    return Build(arch, "nvcc", *parse_ptxas(done.stderr + done.stdout), instructions, listing)
+
+
+def _nvcc_ptx(folder: Path, arch: str) -> dict[str, collections.Counter]:
     ptx = folder / f"{arch}.ptx"
     subprocess.run([NVCC, f"-arch=compute_{arch[3:]}", "-ptx", "-o", str(ptx), str(SOURCE_PATH)], check=True)
-    return _per_function(ptx.read_text(), r"\.visible \.entry ", _PTX_OP)
+    return _ptx_listing(ptx.read_text())
+
+
+def nvrtc12_ptx(source: str, arch: str) -> str:
+    """PTX for ``compute_<arch>`` from NVRTC 12 (libnvrtc.so.12 through ctypes; no GPU needed)."""
+    lib = ctypes.CDLL(str(NVRTC12))
+    program = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), SOURCE.encode(), 0, None, None) == 0
+    options = [f"--gpu-architecture=compute_{arch[3:]}", "-std=c++17", f"-I{HEADERS12}"]
+    try:
+        status = lib.nvrtcCompileProgram(program, len(options), (ctypes.c_char_p * len(options))(
+            *(option.encode() for option in options)))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(program, log)
+        assert status == 0, f"NVRTC 12 failed for {arch} (status {status}):\n{log.value.decode()}"
+        lib.nvrtcGetPTXSize(program, ctypes.byref(size))
+        ptx = ctypes.create_string_buffer(size.value)
+        assert lib.nvrtcGetPTX(program, ptx) == 0
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(program))
+    return ptx.value.decode()
+
+
+def _cuda12_build(folder: Path, arch: str) -> Build:
+    ptx = nvrtc12_ptx(SOURCE_PATH.read_text(), arch)
+    ptx_file, cubin = folder / f"{arch}.ptx", folder / f"{arch}.cubin"
+    ptx_file.write_text(ptx)
+    done = subprocess.run([str(PTXAS12), f"-arch={arch}", "-v", "-o", str(cubin), str(ptx_file)],
+                          capture_output=True, text=True, check=True)
+    sass = _sass_listing(cubin)
+    listing, instructions = ("SASS", sass) if sass else ("PTX", _ptx_listing(ptx))
+    return Build(arch, "NVRTC 12 + ptxas 12", *parse_ptxas(done.stderr + done.stdout), instructions, listing)
+
+
+@pytest.fixture(scope="session")
+def builds(tmp_path_factory) -> dict[str, Build]:
+    """One compile per architecture: nvcc where it targets it, else CUDA 12.9 from the PyPI wheels."""
+    folder = tmp_path_factory.mktemp("kernels")
+    supported = _supported_archs()
+    cuda12 = None not in (NVRTC12, PTXAS12, HEADERS12)
+    out = {}
+    for arch in ARCHS:
+        if arch in supported:
+            out[arch] = _nvcc_build(folder, arch)
+        elif cuda12:
+            out[arch] = _cuda12_build(folder, arch)
+    return out
 
 
 def _build(builds: dict[str, Build], arch: str) -> Build:
     if arch not in builds:
-        pytest.skip(f"this nvcc cannot target {arch} (not in `nvcc --list-gpu-code`; CUDA 13 dropped "
-                    "Maxwell, Pascal and Volta): compile with CUDA 12.x or older for it")
+        nvcc = "no nvcc found" if NVCC is None else "this nvcc cannot target it (CUDA 13 dropped Maxwell, Pascal and Volta)"
+        pytest.skip(f"{arch}: {nvcc}, and CUDA 12.9 from PyPI is missing: pip install {CUDA12_WHEELS}")
     return builds[arch]
 
 
@@ -160,31 +241,37 @@ def test_every_kernel_compiles_without_spills(builds, arch):
 @pytest.mark.parametrize("op", OPS)
 def test_kernels_contain_the_ops_instructions(builds, arch, op):
     build = _build(builds, arch)
-    expected = SASS if build.listing.startswith("SASS") else PTX
-    for suffix, needed in expected[op].items():
+    table = SASS if build.listing == "SASS" else PTX
+    for suffix in SUFFIX.values():
+        needed = expected(table, op, suffix, arch)
         found = build.instructions[f"gpuprof_{op}_{suffix}"]
-        assert needed <= set(found), f"{op}_{suffix} on {arch} ({build.listing}) lacks {needed - set(found)}"
+        assert needed <= set(found), f"{op}_{suffix} on {arch} ({build.compiler}, {build.listing}) lacks {needed - set(found)}"
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_dot_inner_loop_is_unrolled_over_the_tile(builds, arch):
     build = _build(builds, arch)
-    if not build.listing.startswith("SASS"):
-        pytest.skip("needs SASS: pip install nvidia-cuda-cuobjdump")
-    assert build.instructions["gpuprof_dot_f32"]["FFMA"] == 16
-    assert build.instructions["gpuprof_dot_f64"]["DFMA"] == 16
-    assert build.instructions["gpuprof_add_f32"]["FADD"] == 1
+    for name, instruction in UNROLLED[build.listing].items():
+        assert build.instructions[name][instruction] == UNROLLED_COUNT[name], f"{name} on {arch}: {instruction}"
+
+
+def test_sm52_has_no_half_arithmetic(builds):
+    """No FP16 units below compute capability 5.3: cuda_fp16.h converts, so float16 add/mul run in float32."""
+    build = _build(builds, "sm_52")
+    half = {"SASS": {"HADD2", "HMUL2"}, "PTX": {"add.f16", "mul.f16"}}[build.listing]
+    for op in HALF_ARITHMETIC_OPS:
+        assert not half & set(build.instructions[f"gpuprof_{op}_f16"]), op
 
 
 def test_ptx_has_the_ops_instructions(builds, tmp_path):
-    """The PTX table (used when cuobjdump is missing) holds too, checked here on the oldest target."""
-    arch = min(builds, key=lambda a: int(a[3:]), default=None)
+    """The PTX table (used where no cuobjdump lists the SASS) holds for nvcc's PTX too, on its oldest target."""
+    arch = min((a for a, b in builds.items() if b.compiler == "nvcc"), key=lambda a: int(a[3:]), default=None)
     if arch is None:
-        pytest.skip("this nvcc supports none of the target architectures")
-    instructions = _ptx_instructions(tmp_path, arch)
+        pytest.skip("no nvcc that supports any of the target architectures")
+    instructions = _nvcc_ptx(tmp_path, arch)
     for op, per_type in PTX.items():
-        for suffix, needed in per_type.items():
-            assert needed <= set(instructions[f"gpuprof_{op}_{suffix}"]), f"{op}_{suffix}"
+        for suffix in per_type:
+            assert expected(PTX, op, suffix, arch) <= set(instructions[f"gpuprof_{op}_{suffix}"]), f"{op}_{suffix}"
 
 
 def test_kernels_compile_with_nvrtc_and_the_engines_options():
