@@ -20,10 +20,30 @@ from gpuprof.model import MEASURED, Launch, Run
 if TYPE_CHECKING:
     import pandas as pd
 
-# Metrics shown next to time and FLOPs when a file has them (canonical or tool names).
+# Metrics shown as the profiler reported them, after the derived columns, when a file has them.
 KEY_METRICS = ("achieved_occupancy", "sm_efficiency", "dram_read_throughput", "dram_write_throughput",
                "gld_efficiency", "gst_efficiency", "warp_execution_efficiency", "issued_ipc")
-FLOP_METRICS = ("flop_count_sp", "flop_count_dp", "flop_count_hp")
+
+
+def _derived_columns() -> list[tuple[str, Callable[[Launch], tuple[float, str] | None]]]:
+    """Per-launch values from :mod:`gpuprof.derive.counters`, each with its column title."""
+    from gpuprof.derive import counters
+
+    columns: list[tuple[str, Callable[[Launch], tuple[float, str] | None]]] = [
+        ("time/launch (s)", counters.kernel_time)]
+    for p in counters.PRECISIONS:
+        columns.append((f"flop_count_{p}/launch (FLOP)", lambda launch, p=p: counters.flops(launch, p)))
+    for p in counters.PRECISIONS:
+        columns += [
+            (f"FLOP/s {p}", lambda launch, p=p: counters.flop_rate(launch, p)),
+            (f"peak FLOP/s {p} at run clock", lambda launch, p=p: counters.peak_flop_rate(launch, p)),
+            (f"efficiency {p} at run clock (%)", lambda launch, p=p: counters.flop_efficiency(launch, p)),
+        ]
+    return columns + [
+        ("DRAM bytes/launch", counters.dram_bytes),
+        ("DRAM bandwidth (byte/s)", counters.dram_bandwidth),
+        ("SM clock (Hz)", counters.sm_clock),
+    ]
 
 
 def read_file(path: str | Path, fmt: str | None = None) -> Run:
@@ -78,26 +98,44 @@ def _number(launch: Launch, key: str) -> tuple[float, str] | None:
     return float(found.value), found.unit
 
 
-def _weighted(launches: list[Launch], key: str) -> tuple[float, str] | None:
-    """Invocation-weighted mean of ``key`` over the launches that have it, with its unit."""
-    pairs = [(launch.invocations, _number(launch, key)) for launch in launches]
-    pairs = [(n, v) for n, v in pairs if v is not None]
-    count = sum(n for n, _ in pairs)
+def _weighted(launches: list[Launch], value_of: Callable[[Launch], tuple[float, str] | None]
+              ) -> tuple[float, str] | None:
+    """Invocation-weighted mean of a per-launch value over the launches that have it, with its unit."""
+    pairs = [(launch.invocations, value_of(launch)) for launch in launches]
+    known = [(n, v) for n, v in pairs if v is not None]
+    count = sum(n for n, _ in known)
     if not count:
         return None
-    return sum(n * v[0] for n, v in pairs) / count, pairs[0][1][1]
+    return sum(n * v[0] for n, v in known) / count, known[0][1][1]
 
 
 def _label(name: str, unit: str) -> str:
     return f"{name} ({unit})" if unit else name
 
 
+def _datasheet_efficiency(device: str, rate: float | None) -> float | None:
+    """FLOP/s sp as a percentage of the device table's FP32 peak, when the name matches one row."""
+    from gpuprof.devices import gpu_table
+    from gpuprof.errors import InputError
+
+    if not device or rate is None:
+        return None
+    try:
+        peak = gpu_table.peaks(gpu_table.match(device)).flops_for("float32")
+    except InputError:
+        return None
+    return 100.0 * rate / peak if peak else None
+
+
 def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:
-    """One row per (file, session, device, kernel): launches, time per launch and in total, FLOPs per
-    launch and key metrics, all as the profiler measured them (averages weighted by invocations).
-    Columns appear only when some run has the value; units are in the column names."""
+    """One row per (file, session, device, kernel): launches, then what the counters give —
+    time, FLOPs, FLOP/s, the peak at the clock the SMs ran at and the efficiency against it,
+    DRAM traffic, the clock — then efficiency against the device table's datasheet peak when the
+    device is known, then key metrics as the profiler reported them. Averages are weighted by
+    invocations; columns appear only when some row has the value; units are in the titles."""
     import pandas as pd
 
+    derived = _derived_columns()
     rows: list[dict[str, object]] = []
     for run in runs:
         groups: dict[tuple[str, str, str], list[Launch]] = {}
@@ -112,20 +150,22 @@ def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:
             if session:
                 row["session"] = session
             row.update(kernel=kernel, device=device, launches=count)
-            if duration := _weighted(launches, "kernel_duration"):
-                row["time/launch (s)"] = duration[0]
-                row["time total (s)"] = duration[0] * count
-            for key in FLOP_METRICS:
-                if flops := _weighted(launches, key):
-                    row[f"{key}/launch (FLOP)"] = flops[0]
+            for title, value_of in derived:
+                if value := _weighted(launches, value_of):
+                    row[title] = value[0]
+            if "time/launch (s)" in row:
+                row["time total (s)"] = row["time/launch (s)"] * count  # type: ignore[operator]
+            if (efficiency := _datasheet_efficiency(device, row.get("FLOP/s sp"))) is not None:  # type: ignore[arg-type]
+                row["efficiency sp vs datasheet peak (%)"] = efficiency
             for key in KEY_METRICS:
-                if value := _weighted(launches, key):
+                if value := _weighted(launches, lambda launch, key=key: _number(launch, key)):
                     row[_label(key, value[1])] = value[0]
-            row["origin"] = f"{MEASURED} ({run.format})"
+            row["origin"] = (f"{MEASURED} by the profiler ({run.format}); rates, clock and efficiencies "
+                             "derived from those counters; datasheet peaks from configs/devices.toml")
             rows.append(row)
     frame = pd.DataFrame(rows)
     leading = ("file", "session", "kernel", "device", "launches", "time/launch (s)", "time total (s)",
-               *(f"{key}/launch (FLOP)" for key in FLOP_METRICS))
+               *(title for title, _ in derived if title != "time/launch (s)"))
     first = [c for c in leading if c in frame.columns]
     rest = [c for c in frame.columns if c not in first and c != "origin"]
     return frame[first + rest + (["origin"] if "origin" in frame.columns else [])]

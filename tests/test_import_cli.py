@@ -67,7 +67,7 @@ def test_json_table_per_kernel(tmp_path: Path) -> None:
     assert forma["launches"] == 3 and forma["device"] == "Tesla K40c"
     assert forma["flop_count_sp/launch (FLOP)"] == 25264160800
     assert forma["achieved_occupancy (%)"] == pytest.approx(99.7336)
-    assert forma["origin"] == "measured (nvprof-csv-metrics)"
+    assert forma["origin"].startswith("measured by the profiler (nvprof-csv-metrics)")
     sessions = [row for row in rows if row["file"] == README.name]
     assert [row["launches"] for row in sessions] == [1010, 1010, 1010, 110, 410]
     assert sessions[3]["session"] == "vector_add_profile_serial"
@@ -146,3 +146,20 @@ def test_importing_a_file_twice_stores_it_once(tmp_path: Path) -> None:
                                   ("import", "nvprof-text-metrics", str(SRAD))]
     assert f"{K40C} was already in the store" in again.stderr
     assert FORMA in again.stdout  # still shown
+
+
+def test_kernel_table_derives_rates_clock_and_both_efficiencies(tmp_path: Path) -> None:
+    """RTX 3080 report: computeValue ran 7,597,056 ns and executed 70,000,000 FP32 FLOPs
+    (ncu's fadd + fmul + 2·ffma, checked against ncu_report in test_readers_ncu_rep.py)."""
+    pytest.importorskip("ncu_report")
+    rep = FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
+    frame = kernel_table(import_files([rep], tmp_path / "s.sqlite"))
+    row = frame[frame["kernel"].str.startswith("void computeValue")].iloc[0]
+    assert row["device"] == "GeForce RTX 3080"
+    assert row["time/launch (s)"] == pytest.approx(7.597056e-3)
+    assert row["flop_count_sp/launch (FLOP)"] == 70_000_000
+    rate = 70_000_000 / 7.597056e-3
+    assert row["FLOP/s sp"] == pytest.approx(rate)
+    # datasheet FP32 peak in configs/devices.toml: 29,768 GFLOP/s (68 SM x 128 lanes x 2 x 1710 MHz)
+    assert row["efficiency sp vs datasheet peak (%)"] == pytest.approx(100 * rate / 29768e9)
+    assert row["efficiency sp at run clock (%)"] == pytest.approx(100 * rate / row["peak FLOP/s sp at run clock"])
