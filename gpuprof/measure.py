@@ -78,6 +78,15 @@ def choose_device(requested: str) -> tuple[str, str]:
     return "cpu", f"--device auto found no usable GPU ({reason})"
 
 
+def _requested_device(settings: RunSettings) -> str:
+    """``auto`` with a GPU-only engine (cupy, cuda-kernels) means the GPU: the engine decides."""
+    from gpuprof.workloads import ENGINES
+
+    if settings.device == "auto" and settings.engine in ENGINES and ENGINES[settings.engine][1] == "cuda":
+        return "cuda"
+    return settings.device
+
+
 def measure(settings: RunSettings, store_path: str | None = None) -> Run:
     """Measure one op at one size; the Run says which device and why.
 
@@ -85,7 +94,7 @@ def measure(settings: RunSettings, store_path: str | None = None) -> Run:
     caller's choice.
     """
     shape = settings.resolved_shape()
-    device, why = choose_device(settings.device)
+    device, why = choose_device(_requested_device(settings))
     if device == "cuda":
         from gpuprof.launch.gpu_session import run_gpu
 

@@ -114,3 +114,15 @@ def test_missing_power_source_is_explained(tmp_path):
     assert result.exit_code == 0, result.output
     assert "no CPU power source: /sys/class/powercap has no intel-rapl zones" in result.output
     assert "J/call" not in result.output
+
+
+def test_a_gpu_engine_means_the_gpu_and_fails_plainly_without_one(tmp_path):
+    result = invoke("--op", "dot", "--size", "6MB", "--engine", "cuda-kernels", store=tmp_path / "s.sqlite")
+    assert result.exit_code == 5 and "no usable NVIDIA GPU" in result.output and "--device cpu" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_show_on_an_empty_store_says_what_to_do(tmp_path):
+    result = CliRunner().invoke(main, ["show", "--store", str(tmp_path / "empty.sqlite")])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "no stored runs in" in result.stderr and "gpuprof run" in result.stderr

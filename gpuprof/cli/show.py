@@ -26,5 +26,7 @@ def show(run_id: str | None, kind: str, fmt: str, store_path: str | None) -> Non
             return
         runs = [r for r in store.runs() if kind in ("all", r.kind)]
         where = store.path
-    echo(emit(listing_frame(runs), fmt))
-    note(f"{len(runs)} stored run(s) in {where}")
+    if runs or fmt in ("csv", "json"):
+        echo(emit(listing_frame(runs), fmt))
+    note(f"{len(runs)} stored run(s) in {where}" if runs else
+         f"no stored runs in {where}: measure with 'gpuprof run' or read a profile with 'gpuprof import'")

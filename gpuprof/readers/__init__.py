@@ -46,8 +46,10 @@ def read_head(path: Path) -> str:
 def detect(path: str | Path) -> ModuleType:
     """The reader module that recognises ``path``; FormatError naming the known formats otherwise."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FormatError(f"{path}: no such file", "check the path")
+    if not path.is_file():
+        raise FormatError(f"{path}: not a regular file", "give a profiler output file")
     head = read_head(path)
     for module in modules():
         if module.sniff(path, head):
