@@ -3,7 +3,8 @@
 One long frame (:data:`COLUMNS`, one row per device × op × dtype × size) holds every measured run
 and, on request, the study's published rows; :func:`study_table` pivots one op of it into the
 paper's layout (rows = size, columns = device × MFLOP/s, Efic.(%), roofline-relative efficiency
-and bound). Imported profiler results have no op or size, so they get their own per-kernel frame
+and bound, then joules per call and GFLOP/s per watt for devices whose runs were metered).
+Imported profiler results have no op or size, so they get their own per-kernel frame
 (:func:`imported_frame`). Pure functions of Runs: nothing here reads files or prints.
 """
 
@@ -32,8 +33,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 COLUMNS = ["device", "source", "engine", "host", "op", "dtype", "size_MB", "MFLOP/s", "Efic.%", "roof.%",
-           "bound", "GB/s", "MFLOP/s origin", "Efic. basis", "roof. basis", "run"]
-STUDY_QUANTITIES = ("MFLOP/s", "Efic.%", "roof.%", "bound")
+           "bound", "GB/s", "J/call", "W", "pJ/FLOP", "GFLOP/s/W", "MFLOP/s origin", "Efic. basis", "roof. basis",
+           "energy basis", "run"]
+ENERGY_QUANTITIES = ("J/call", "GFLOP/s/W")
+STUDY_QUANTITIES = ("MFLOP/s", "Efic.%", "roof.%", "bound", *ENERGY_QUANTITIES)
 BOUND_SHORT = {"memory": "mem", "compute": "comp"}
 MEASURED_ORIGIN = f"{DERIVED}: analytic FLOPs / timed median"
 
@@ -88,6 +91,7 @@ def short_name(device: str) -> str:
 
 def measured_row(run: Run) -> dict[str, Any]:
     """The comparison row of one measured run (kind ``run``)."""
+    from gpuprof.derive.energy import energy_basis, energy_columns
     from gpuprof.derive.stats import timing_stats
     from gpuprof.derive.summary import run_peaks, timings
 
@@ -100,7 +104,7 @@ def measured_row(run: Run) -> dict[str, Any]:
             "engine": w.get("engine"), "host": run.environment.get("host", ""), "op": w["op"], "dtype": dtype,
             "size_MB": _requested_mb(w), "MFLOP/s": rate / 1e6, "GB/s": byte_rate / 1e9,
             "MFLOP/s origin": MEASURED_ORIGIN, **_efficiency_cells(rate, byte_rate, dtype, run_peaks(run), run.device.get("clock_during_run_hz")),
-            "run": run.run_id[:8], "created": run.created}
+            **energy_columns(run), "energy basis": energy_basis(run), "run": run.run_id[:8], "created": run.created}
 
 
 def reference_rows() -> tuple[list[dict[str, Any]], dict[str, list[Peaks]]]:
@@ -196,7 +200,7 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
     frame = frame.sort_values(["op", "size_MB", "device"], key=lambda c: c.map(rank) if c.name != "size_MB" else c,
                               ignore_index=True)
     frame.attrs["devices"] = order
-    notes += _above_roof(frame)
+    notes += _above_roof(frame) + _without_energy(frame)
     imports = [r for r in runs if r.kind == "import"]
     imported, imported_notes = imported_frame(imports, dtype)
     points, _ = roofline.points(imports)
@@ -215,6 +219,18 @@ def _above_roof(frame: pd.DataFrame) -> list[str]:
     above = frame[frame["roof.%"].astype(float) > 100]
     return [f"{len(rows)} {bound}-bound row(s) above 100 % of the roofline on {', '.join(sorted(set(rows['device'])))}: "
             f"{reasons.get(bound, '')}" for bound, rows in above.groupby("bound")]
+
+
+def _without_energy(frame: pd.DataFrame) -> list[str]:
+    """One line per measured device with rows that have no energy numbers, saying why."""
+    measured = frame[frame["energy basis"].notna()]
+    lines = []
+    for device, rows in measured.groupby("device", sort=False):
+        missing = rows[rows["J/call"].isna()]
+        if len(missing):
+            share = "" if len(missing) == len(rows) else f" in {len(missing)} of {len(rows)} row(s)"
+            lines.append(f"no energy numbers for {device}{share}: {missing['energy basis'].iloc[-1]}")
+    return lines
 
 
 def devices(frame: pd.DataFrame) -> list[str]:
@@ -323,7 +339,8 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
 def sources_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Where each device's numbers come from: one row per device and basis."""
     columns = ["device", "source", "MFLOP/s origin", "Efic. basis", "roof. basis"]
-    unique = frame[columns].drop_duplicates(subset=["device", "MFLOP/s origin", "Efic. basis"])
+    energy = ["energy basis"] if frame["energy basis"].notna().any() else []
+    unique = frame[columns + energy].drop_duplicates(subset=["device", "MFLOP/s origin", "Efic. basis", *energy])
     rank = {device: i for i, device in enumerate(devices(frame))}
     return unique.sort_values("device", key=lambda d: d.map(rank), kind="stable", ignore_index=True)
 
@@ -333,7 +350,8 @@ def study_sections(comparison_: Comparison, device_order: list[str] | None = Non
     frame = comparison_.rows
     order = device_order or devices(frame)
     shown = frame[frame["device"].isin(order)]
-    return [(f"{op}: {ops.get_op(op).formula} — MFLOP/s, Efic.% (of FLOP peak), roof.% (of roofline), bound",
+    return [(f"{op}: {ops.get_op(op).formula} — MFLOP/s, Efic.% (of FLOP peak), roof.% (of roofline), bound"
+             + (", J/call, GFLOP/s/W (energy)" if shown.loc[shown["op"] == op, "J/call"].notna().any() else ""),
              study_table(shown, op, order))
             for op in ops.OPS if op in set(shown["op"])]
 

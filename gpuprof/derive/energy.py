@@ -71,3 +71,16 @@ _COLUMNS = {"energy per call": "J/call", "average power": "W", "energy per FLOP"
 def energy_columns(run: Run) -> dict[str, Any]:
     """Summary-row columns (J/call, W, pJ/FLOP, GFLOP/s/W) for a metered run; {} otherwise."""
     return {_COLUMNS[q.name]: q.value for q in energy_quantities(run) if q.name in _COLUMNS}
+
+
+def energy_basis(run: Run) -> str:
+    """How a run's energy was measured (method and sampling), or why it has none: one line for the
+    sources table of ``compare``."""
+    launch = energy_launch(run)
+    if launch is None:
+        reasons = [n for n in run.notes if "energy not measured" in n or n.startswith("energy (")]
+        return reasons[0] if reasons else "no energy recorded with this run"
+    method = launch.value("energy method") or "energy meter"
+    interval = _number(launch, "energy sampling interval")
+    every = f", sampled every {interval:g} s" if interval else ""
+    return f"{MEASURED}: {method}{every}; J/call over {max(launch.invocations, 1)} timed repeats"

@@ -10,6 +10,7 @@ the samples (trapezoids) and the method says so. Covers the whole board, memory 
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -23,7 +24,7 @@ def integrate(samples: list[tuple[float, float]]) -> float | None:
     """Joules under (time s, power W) samples by the trapezoid rule; None with fewer than two."""
     if len(samples) < 2:
         return None
-    return sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(samples, samples[1:]))
+    return sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in itertools.pairwise(samples))
 
 
 class NvmlMeter(SampledMeter):
@@ -90,13 +91,13 @@ def open_nvml(index: int, interval: float) -> tuple[NvmlMeter | None, list[str]]
     try:
         import pynvml
     except ImportError:
-        return None, ["no GPU power source: nvidia-ml-py is not installed (pip install 'gpuprof-hpc[cuda]'); "
-                      "energy not measured"]
+        return None, [("no GPU power source: nvidia-ml-py is not installed (pip install 'gpuprof-hpc[cuda]'); "
+                       "energy not measured")]
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as error:
-        return None, [f"no GPU power source: NVML did not start ({error}; is the NVIDIA driver installed?); "
-                      "energy not measured"]
+        return None, [(f"no GPU power source: NVML did not start ({error}; is the NVIDIA driver installed?); "
+                       "energy not measured")]
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         name = pynvml.nvmlDeviceGetName(handle)

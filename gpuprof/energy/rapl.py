@@ -6,10 +6,14 @@ package and DRAM zones (core and uncore are parts of the package; psys would cou
 twice), at the start and end of the timed region and every sampling interval in between, so a
 wrap is seen and undone (to within one counter unit) and the samples give the power per interval.
 The counters cover the whole socket: other processes and idle power are included.
+
+Containers sometimes mount the host's sysfs elsewhere; ``$GPUPROF_POWERCAP_ROOT`` names the
+folder that holds the ``intel-rapl:*`` zones instead of ``/sys/class/powercap``.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +21,8 @@ from pathlib import Path
 from gpuprof.energy.sampling import Reading, SampledMeter
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
+POWERCAP_ENV = "GPUPROF_POWERCAP_ROOT"
+_HIDDEN = "virtual machines and containers usually hide RAPL"
 MICROJOULE = 1e-6
 
 
@@ -26,6 +32,14 @@ class Domain:
     label: str             # "package-0", "dram-0"
     energy_file: Path
     max_range_uj: int | None
+
+
+def powercap_root() -> tuple[Path, str]:
+    """The powercap folder to read, and what to tell the user if it has no RAPL zones."""
+    given = os.environ.get(POWERCAP_ENV, "").strip()
+    if given:
+        return Path(given), f"the folder named by ${POWERCAP_ENV}"
+    return POWERCAP_ROOT, f"{_HIDDEN}; if the host's powercap is mounted elsewhere, set ${POWERCAP_ENV}"
 
 
 def _label(zone: str, name: str) -> str | None:
@@ -114,11 +128,11 @@ class RaplMeter(SampledMeter):
         reading.energy_j = sum(self._totals) * MICROJOULE
 
 
-def open_rapl(root: Path, interval: float) -> tuple[RaplMeter | None, list[str]]:
-    """A RAPL meter, or None and one line on why there is none here."""
+def open_rapl(root: Path, interval: float, hint: str = _HIDDEN) -> tuple[RaplMeter | None, list[str]]:
+    """A RAPL meter, or None and one line on why there is none here (``hint``: why a folder may
+    have no zones, or where it came from)."""
     if not any(root.glob("intel-rapl:*")):
-        return None, [f"no CPU power source: {root} has no intel-rapl zones (virtual machines and containers "
-                      "usually hide RAPL); energy not measured"]
+        return None, [f"no CPU power source: {root} has no intel-rapl zones ({hint}); energy not measured"]
     domains = find_domains(root)
     if not domains:
         return None, [f"no CPU power source: {root} has no RAPL package or dram zone; energy not measured"]
@@ -126,8 +140,8 @@ def open_rapl(root: Path, interval: float) -> tuple[RaplMeter | None, list[str]]
         for domain in domains:
             int(domain.energy_file.read_text())
     except PermissionError:
-        return None, [f"RAPL counters under {root} are readable by root only (Linux 5.10+ hides them since the "
-                      "PLATYPUS attack): run as root or have energy_uj made readable; energy not measured"]
+        return None, [(f"RAPL counters under {root} are readable by root only (Linux 5.10+ hides them since the "
+                       "PLATYPUS attack): run as root or have energy_uj made readable; energy not measured")]
     except (OSError, ValueError) as error:
         return None, [f"cannot read RAPL counter {domain.energy_file}: {error}; energy not measured"]
     return RaplMeter(domains, interval), []

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Self
 
 from gpuprof.model import DERIVED, MEASURED, TIMED, Metric
 
@@ -113,7 +114,7 @@ class SampledMeter:
     def _finish(self, reading: Reading) -> None:
         raise NotImplementedError
 
-    def __enter__(self) -> SampledMeter:
+    def __enter__(self) -> Self:
         self._begin()
         self._sampler.start()
         return self

@@ -7,19 +7,22 @@ It runs in its own process so a profiler can launch it. In order:
 2. ``--warmup`` untimed calls;
 3. ``--repeat`` calls, each between two CUDA events (``cupy.cuda.Event``): the *timed* launches.
    They run outside any profiler range, so a profiler's replay passes, cache flushes and clock
-   locking never inflate these times;
+   locking never inflate these times. NVML meters the board's energy around all of them
+   (:mod:`gpuprof.energy`), or the record says why it could not;
 4. ``--profiled`` calls between ``cudaProfilerStart``/``cudaProfilerStop`` (nvprof's
    ``--profile-from-start off``), each inside the NVTX push/pop range ``--range`` (ncu's
    ``--nvtx-include``): the launches the profiler measures. Skipped when ``--profiled 0``.
 
-It writes one JSON file (``--result``): the times, the CUDA runtime's view of the device, the
-engine and the check, or ``{"error": ...}`` with the exit code of the gpuprof error class. This is
-a program entry point, so it may exit; everything it measures goes to the file, not to stdout.
+It writes one JSON file (``--result``): the times, the energy, the CUDA runtime's view of the
+device, the engine and the check, or ``{"error": ...}`` with the exit code of the gpuprof error
+class. This is a program entry point, so it may exit; everything it measures goes to the file, not
+to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -62,6 +65,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from gpuprof import workloads
+    from gpuprof.energy import open_energy, to_record
     from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
 
     engine = workloads.load(args.engine, "cuda")
@@ -83,12 +87,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         call()
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     times = []
-    for _ in range(args.repeat):
-        start.record()
-        call()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    meter, energy_notes = open_energy("cuda")
+    with meter if meter is not None else contextlib.nullcontext():
+        for _ in range(args.repeat):
+            start.record()
+            call()
+            stop.record()
+            stop.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    metered = meter.metrics() if meter is not None else []
+    energy_notes += meter.notes if meter is not None else []
     if args.profiled:
         cp.cuda.runtime.deviceSynchronize()
         cp.cuda.profiler.start()
@@ -98,7 +106,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             cp.cuda.runtime.deviceSynchronize()
             cp.cuda.nvtx.RangePop()
         cp.cuda.profiler.stop()
-    return {"schema": RESULT_SCHEMA, "times": times, "device": device, "engine": engine.NAME,
+    return {"schema": RESULT_SCHEMA, "times": times, "energy": to_record(metered, energy_notes),
+            "device": device, "engine": engine.NAME,
             "engine_version": engine.version(), "relative_error": error,
             "kernel": getattr(engine, "kernel_name", lambda op, dt: None)(args.op, args.dtype),
             "timer": "CUDA events (cupy.cuda.Event) around each unprofiled launch"}

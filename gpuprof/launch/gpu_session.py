@@ -8,6 +8,9 @@ The Run holds two kinds of launches, told apart by ``attributes["phase"]``:
 * ``profiled``: what the profiler reported for the launches inside the NVTX range (origin
   ``measured``: kernel duration at the profiler's clocks, FLOP counts, DRAM bytes, stalls).
 
+A third, ``energy``, is one launch over all timed repeats holding NVML's energy and power, when
+the child could meter them (otherwise ``Run.notes`` says why).
+
 When counters are unavailable (no profiler installed, ``--profiler none``, or ERR_NVGPUCTRPERM)
 the run still has its timed launches, FLOPs stay analytic, and ``Run.notes`` says in one line why
 and what would enable counters. Subprocesses get a list argv (never a shell) and a timeout; their
@@ -18,8 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import platform
 import shlex
+import signal
 import subprocess
 import sys
 import uuid
@@ -124,15 +129,25 @@ def _tail(path: Path) -> str:
 
 
 def _execute(argv: list[str], run_dir: Path, timeout: float) -> int:
-    """Run ``argv`` with stdout/stderr kept in the run folder; its exit code."""
+    """Run ``argv`` with stdout/stderr kept in the run folder; its exit code.
+
+    It runs in its own process group, so a timeout or Ctrl-C stops the profiler together with the
+    workload it launched (killing only the profiler would leave that workload running).
+    """
     with open(run_dir / "stdout.txt", "w") as out, open(run_dir / "stderr.txt", "w") as err:
         try:
-            return subprocess.run(argv, stdout=out, stderr=err, timeout=timeout, check=False).returncode
+            process = subprocess.Popen(argv, stdout=out, stderr=err, process_group=0)
         except FileNotFoundError:
             raise ProfilerError(f"cannot execute {argv[0]}", "check the installation, or use --profiler none") from None
+        try:
+            return process.wait(timeout)
         except subprocess.TimeoutExpired:
             raise ProfilerError(f"{Path(argv[0]).name} did not finish within {timeout:g} s (files in {run_dir})",
                                 "give a smaller --size or --shape, or a longer GPU timeout") from None
+        finally:
+            if process.returncode is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
 
 
 def _child_record(run_dir: Path, code: int) -> dict[str, Any]:
@@ -199,10 +214,18 @@ def _device_record(info: GpuInfo | None, child_device: dict[str, Any]) -> dict[s
     return device
 
 
-def _timed_launches(record: dict[str, Any], kernel: str, device: str) -> list[Launch]:
-    return [Launch(kernel, i, device, 1, {"phase": "timed"},
-                   [Metric("cuda_event_time", t, "second", "kernel_duration", TIMED)])
-            for i, t in enumerate(record["times"])]
+def _timed_launches(record: dict[str, Any], kernel: str, device: str) -> tuple[list[Launch], list[str]]:
+    """One launch per timed repeat, then the energy metered around all of them; the energy notes."""
+    launches = [Launch(kernel, i, device, 1, {"phase": "timed"},
+                       [Metric("cuda_event_time", t, "second", "kernel_duration", TIMED)])
+                for i, t in enumerate(record["times"])]
+    from gpuprof.energy import from_record
+
+    metrics, notes = from_record(record.get("energy"))
+    if metrics:
+        launches.append(Launch(kernel, len(launches), device, len(record["times"]),
+                               {"phase": "energy", "scope": "all timed repeats (energy)"}, metrics))
+    return launches, notes
 
 
 def _cc(info: GpuInfo | None) -> tuple[int, int] | None:
@@ -245,7 +268,8 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
         "profiler_command": argv, "profiler_exit_code": code, "nvtx_range": profile.nvtx_range,
     }
     device_name = record["device"].get("name", "")
-    launches = _timed_launches(record, record.get("kernel") or f"{engine}:{settings.op}", device_name)
+    launches, energy_notes = _timed_launches(record, record.get("kernel") or f"{engine}:{settings.op}", device_name)
+    notes += energy_notes
     if module is not None and choice.probe is not None:
         environment.update(profiler_path=exe, profiler_version=choice.probe.version,
                            profiler_settings=module.settings(profile))

@@ -155,8 +155,12 @@ def build(comparison: Comparison, title: str, sources: list[str], limits: Limits
              ('<p class="note">MFLOP/s: FLOPs over kernel time. Efic.(%): achieved over the device\'s FLOP '
               "peak for the dtype. roof.%: achieved over the roofline (min of FLOP peak and intensity × "
               "peak bandwidth); bound says which one limits. Where each number comes from is listed under "
-              "<a href=\"#sources\">Sources</a>.</p>"),
-             "<h2>Tables: MFLOP/s and efficiency by size</h2>"]
+              "<a href=\"#sources\">Sources</a>.</p>")]
+    if comparison.rows["J/call"].notna().any():
+        parts.append('<p class="note">J/call: measured energy of the timed repeats per call (RAPL or NVML, '
+                     "whole socket or board); GFLOP/s/W: analytic FLOPs per joule / 1e9. Devices without a "
+                     "power source have no energy columns; the notes say why.</p>")
+    parts.append("<h2>Tables: MFLOP/s and efficiency by size</h2>")
     studies = compare.study_sections(comparison, shown)
     if not studies:
         parts.append('<p class="note">No measured or reference rows match.</p>')
