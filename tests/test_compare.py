@@ -166,3 +166,13 @@ def test_cli_reads_profiler_files_without_a_store(tmp_path, monkeypatch):
     assert out.exit_code == 0, out.output
     assert "Tesla K40c" in out.stdout and "2.526e+10" in out.stdout  # flop_count_sp Avg 25264160800
     assert not (tmp_path / "reports").exists()  # reading files creates no store
+
+
+def test_compare_with_nothing_to_compare_says_what_to_do(tmp_path):
+    from click.testing import CliRunner
+
+    from gpuprof.cli import main
+
+    result = CliRunner().invoke(main, ["compare", "--store", str(tmp_path / "empty.sqlite")])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "nothing to compare" in result.stderr and "--reference paper" in result.stderr

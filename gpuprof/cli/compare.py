@@ -36,6 +36,12 @@ def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | 
     from gpuprof.render import emit
 
     runs, sources, notes = collect(list(stores), list(imports))
+    if not runs and reference != "paper":
+        from gpuprof.errors import InputError
+
+        raise InputError(f"nothing to compare: no measured or imported runs in {', '.join(sources) or 'the store'}",
+                         "measure with 'gpuprof run' or 'gpuprof sweep', import with 'gpuprof import', "
+                         "or add --reference paper")
     result = comparison(runs, reference=reference == "paper", ops_wanted=ops_wanted or None, dtype=dtype)
     stall_table = None
     if stalls:
