@@ -43,7 +43,7 @@ def header(run: Run) -> list[str]:
 def quantity_frame(run: Run, for_people: bool) -> pd.DataFrame:
     rows = []
     for q in quantities(run):
-        value = human(q.value, q.unit) if for_people and isinstance(q.value, float) else q.value
+        value = human(q.value, q.unit) if for_people and (q.value is None or isinstance(q.value, float)) else q.value
         row = {"quantity": q.name, "value": value}
         if not for_people:
             row["unit"] = q.unit
