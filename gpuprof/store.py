@@ -2,7 +2,9 @@
 
 A run is written whole or not at all (one transaction), so an interrupted or killed gpuprof never
 leaves half a run behind, and runs measured before a failure stay stored. WAL mode and a busy
-timeout let several gpuprof processes write the same store at once.
+timeout let several gpuprof processes write the same store at once. A file gpuprof did not write
+in this schema (another version, another program, a damaged store) is refused and left untouched;
+SQLite's own failures (disk full, read-only file) become one-line StoreErrors.
 
 Location: ``--store PATH``, else ``$GPUPROF_STORE``, else ``reports/gpuprof.sqlite`` below the
 current directory.
@@ -13,8 +15,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from gpuprof.errors import StoreError
@@ -22,6 +25,8 @@ from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run
 
 STORE_ENV = "GPUPROF_STORE"
 DEFAULT_PATH = Path("reports") / "gpuprof.sqlite"
+BUSY_SECONDS = 60  # how long a writer waits for another one before giving up
+_READ_FIX = "the file may be damaged; give another path with --store or $GPUPROF_STORE"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,6 +61,45 @@ def default_path() -> Path:
     return Path(os.environ.get(STORE_ENV) or DEFAULT_PATH)
 
 
+def _layout(db: sqlite3.Connection) -> dict[str, list[str]]:
+    """Table name -> column names, for every table in ``db``."""
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    return {t: [c[1] for c in db.execute(f"PRAGMA table_info('{t}')")] for t in tables}
+
+
+def _expected_layout() -> dict[str, list[str]]:
+    """The layout this gpuprof writes, read from the schema itself so the two cannot disagree."""
+    db = sqlite3.connect(":memory:")
+    db.executescript(_SCHEMA)
+    layout = _layout(db)
+    db.close()
+    return layout
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    if path.is_file() and not os.access(path.parent, os.W_OK) and not Path(f"{path}-wal").exists():
+        # On a read-only mount SQLite cannot create the WAL index beside the store, so even reading
+        # fails; nothing can change the file there, so it is opened as immutable (read-only). With
+        # a WAL file left beside it, the plain open reads it (immutable would ignore its runs).
+        return sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
+    return sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+
+
+def _switch_to_wal(db: sqlite3.Connection) -> None:
+    """WAL mode, waiting while another process holds the store: SQLite does not wait on a lock
+    for a journal-mode change (it could deadlock), so eight processes opening a new store at once
+    would otherwise fail with 'database is locked'."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class Store:
     """Runs in a SQLite file. Open with :func:`open_store`."""
 
@@ -63,40 +107,93 @@ class Store:
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=60, isolation_level=None)
-            self._db.execute("PRAGMA busy_timeout = 60000")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._check_version()
-        except sqlite3.DatabaseError as error:
-            raise StoreError(f"cannot open results store {path}: {error}",
-                             "give another path with --store or $GPUPROF_STORE") from None
+            self._db = _connect(path)
         except OSError as error:
             raise StoreError(f"cannot create results store {path}: {error.strerror}",
                              "give a writable path with --store or $GPUPROF_STORE") from None
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"cannot open results store {path}: {error}",
+                             "give a writable path with --store or $GPUPROF_STORE") from None
+        try:
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._check_schema()
+            if self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                _switch_to_wal(self._db)
+        except StoreError:
+            self._db.close()
+            raise
+        except sqlite3.DatabaseError as error:
+            self._db.close()
+            raise StoreError(f"cannot open results store {path}: {error}",
+                             "check free disk space and write permission, or give another path with "
+                             "--store or $GPUPROF_STORE") from None
 
-    def _check_version(self) -> None:
-        with self._transaction():
-            for statement in _SCHEMA.strip().split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
-            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None:
-                self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"results store {self.path} was written by a newer gpuprof (schema {row[0]}, "
-                    f"this one reads {SCHEMA_VERSION})", "upgrade gpuprof or use another --store")
+    def _check_schema(self) -> None:
+        """Create the tables in a new (empty) file; refuse any file this gpuprof did not write.
+
+        An existing store is only read here, so a store on a read-only mount can still be shown.
+        There is one schema version so far: a store of another version, a store missing a table
+        and another program's SQLite file are refused untouched, never altered.
+        """
+        if not _layout(self._db):
+            with self._transaction():
+                if not _layout(self._db):  # no other process created it meanwhile
+                    self._create()
+        expected = _expected_layout()
+        layout = _layout(self._db)
+        missing = [t for t in expected if t not in layout]
+        if missing and len(missing) == len(expected):
+            raise StoreError(f"{self.path} is an SQLite file but not a gpuprof results store "
+                             f"(its tables: {', '.join(sorted(layout))})",
+                             "give another path with --store or $GPUPROF_STORE")
+        changed = [t for t in expected if t in layout and layout[t] != expected[t]]
+        if missing or changed:
+            what = "; ".join([f"table {t} is missing" for t in missing]
+                             + [f"table {t} has other columns" for t in changed])
+            raise StoreError(f"results store {self.path} does not have the layout this gpuprof writes "
+                             f"({what})", "it was damaged or written by another version; give another "
+                             "path with --store or $GPUPROF_STORE")
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row and str(row[0]).isdigit() else None
+        if version is None:
+            raise StoreError(f"results store {self.path} has no schema version",
+                             "it was damaged or not written by gpuprof; give another --store")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"results store {self.path} was written by a newer gpuprof (schema {version}, "
+                f"this one reads {SCHEMA_VERSION})", "upgrade gpuprof or use another --store")
+        if version < SCHEMA_VERSION:
+            raise StoreError(
+                f"results store {self.path} was written by an older gpuprof (schema {version}, "
+                f"this one reads {SCHEMA_VERSION} and has no migration from it)",
+                "read it with the gpuprof that wrote it, or use another --store")
+
+    def _create(self) -> None:
+        for statement in _SCHEMA.strip().split(";"):
+            if statement.strip():
+                self._db.execute(statement)
+        self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    @contextmanager
+    def _errors(self, action: str, fix: str) -> Iterator[None]:
+        """SQLite's errors (disk full, read-only file, damaged file) as one-line StoreErrors."""
+        try:
+            yield
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"cannot {action} results store {self.path}: {error}", fix) from None
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite may already have rolled back (disk full)
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     def close(self) -> None:
         self._db.close()
@@ -109,34 +206,36 @@ class Store:
 
     def add(self, run: Run) -> None:
         """Store ``run`` whole, in one transaction; a run already stored (same id) is left as is."""
-        try:
-            with self._transaction():
-                if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone():
-                    return
-                self._db.execute(
-                    "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (run.run_id, run.created, run.kind, run.format, run.source,
-                     json.dumps(run.device), json.dumps(run.workload) if run.workload is not None else None,
-                     json.dumps(run.environment), json.dumps(run.notes), run.schema_version))
-                self._db.executemany(
-                    "INSERT INTO launches VALUES (?,?,?,?,?,?)",
-                    [(run.run_id, pos, launch.kernel, launch.device, launch.invocations,
-                      json.dumps({"index": launch.index, **launch.attributes}))
-                     for pos, launch in enumerate(run.launches)])
-                self._db.executemany(
-                    "INSERT INTO metrics VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    [(run.run_id, pos, mpos, m.name, *_split_value(m),
-                      m.unit, m.canonical, m.origin, m.minimum, m.maximum)
-                     for pos, launch in enumerate(run.launches)
-                     for mpos, m in enumerate(launch.metrics)])
-        except sqlite3.OperationalError as error:
-            raise StoreError(f"cannot write results store {self.path}: {error}",
-                             "check free disk space and write permission, or use another --store") from None
+        with self._errors("write", "check free disk space and write permission, or use another --store"), \
+                self._transaction():
+            if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone():
+                return
+            self._db.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run.run_id, run.created, run.kind, run.format, run.source,
+                 json.dumps(run.device), json.dumps(run.workload) if run.workload is not None else None,
+                 json.dumps(run.environment), json.dumps(run.notes), run.schema_version))
+            self._db.executemany(
+                "INSERT INTO launches VALUES (?,?,?,?,?,?)",
+                [(run.run_id, pos, launch.kernel, launch.device, launch.invocations,
+                  json.dumps({"index": launch.index, **launch.attributes}))
+                 for pos, launch in enumerate(run.launches)])
+            self._db.executemany(
+                "INSERT INTO metrics VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [(run.run_id, pos, mpos, m.name, *_split_value(m),
+                  m.unit, m.canonical, m.origin, m.minimum, m.maximum)
+                 for pos, launch in enumerate(run.launches)
+                 for mpos, m in enumerate(launch.metrics)])
 
     def run_ids(self) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY created, rowid")]
+        with self._errors("read", _READ_FIX):
+            return [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY created, rowid")]
 
     def get(self, run_id: str) -> Run:
+        with self._errors("read", _READ_FIX):
+            return self._get(run_id)
+
+    def _get(self, run_id: str) -> Run:
         row = self._db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"no run {run_id} in {self.path}", "list stored runs with 'gpuprof show'")

@@ -24,7 +24,7 @@ from pathlib import Path
 from gpuprof import units
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
-from gpuprof.readers._text import ToolLog, ends_with_newline, is_csv_header, open_text
+from gpuprof.readers._text import ToolLog, csv_records, ends_with_newline, is_csv_header, open_text, parse_count
 
 TOOL = "nvprof"
 _COMMAND = re.compile(r"NVPROF is profiling process (\d+), command: (.*)$")
@@ -75,8 +75,6 @@ def csv_table(output: Output, first: tuple[str, ...]) -> tuple[list[str], list[l
 
     Rows run until the first blank line, where nvprof starts its next table.
     """
-    import csv
-
     for start, line in enumerate(output.lines):
         header = is_csv_header(line, first)
         if header is None or tuple(header[: len(first)]) != first:
@@ -86,7 +84,7 @@ def csv_table(output: Output, first: tuple[str, ...]) -> tuple[list[str], list[l
             if not row.strip():
                 break
             body.append(row)
-        return header, [r for r in csv.reader(body) if r]
+        return header, [r for r in csv_records(body) if r]
     return None
 
 
@@ -150,5 +148,5 @@ def summary_launch(name: str, index: int, calls: str, avg: Value, low: Value, hi
         metrics.append(Metric("Avg", avg[0], avg[1], "kernel_duration",
                               minimum=low[0] if low else None, maximum=high[0] if high else None))
     metrics += [Metric(label, v[0], v[1]) for label, v in (("Time", total), ("Time(%)", percent)) if v]
-    return Launch(name, index, invocations=int(calls) if calls.strip().isdigit() else 1,
+    return Launch(name, index, invocations=parse_count(calls.strip(), 1),
                   attributes={"kind": kind(name)}, metrics=metrics)

@@ -258,6 +258,13 @@ class CsvRows:
         return notes
 
 
+def parse_count(text: str, default: int) -> int:
+    """``text`` as a count or ID the way profilers print them (ASCII digits), else ``default``.
+    Not ``int()`` after ``str.isdigit()``: that accepts '²' and an ID of 5,000 digits, both of
+    which ``int()`` then refuses with a ValueError."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else default
+
+
 def column_index(header: Sequence[str], names: Iterable[str]) -> dict[str, int]:
     """Position of each of ``names`` present in ``header`` (absent names are left out)."""
     positions = {name: i for i, name in reversed(list(enumerate(header)))}

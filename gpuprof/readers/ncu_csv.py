@@ -21,7 +21,7 @@ from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.readers._text import (
     ToolLog, column_index, find_csv_header, gc_paused, head_has_csv_header, metric_maker, open_text,
-    quick_split, split_csv_line,
+    parse_count, quick_split, split_csv_line,
 )
 
 NAME = "ncu-csv"
@@ -144,7 +144,7 @@ class _Table:
         launch_id = row[self.i_id]
         launch = self.launches.get(launch_id)
         if launch is None:
-            index = int(launch_id) if launch_id.isdigit() else len(self.launches)
+            index = parse_count(launch_id, len(self.launches))
             launch = self.launches[launch_id] = Launch(
                 kernel=row[self.i_kernel], index=index, attributes={key: row[i] for key, i in self.attributes})
             self.sections[launch_id] = {}
@@ -171,13 +171,16 @@ class _Table:
 
 
 def _whole_record(line: str, handle: TextIO) -> str:
-    """``line`` joined with the following lines while a quoted field is still open."""
-    while line.count('"') % 2:
+    """``line`` joined with the following lines while a quoted field is still open. The quote
+    parity is kept per line: recounting the joined text made a stray quote cost quadratic time."""
+    parts, odd = [line], line.count('"') % 2
+    while odd:
         more = next(handle, None)
         if more is None:
             break
-        line += more
-    return line
+        parts.append(more)
+        odd ^= more.count('"') % 2
+    return "".join(parts)
 
 
 def _shared_prefix(record: str, row: list[str], i_name: int) -> str:
@@ -189,9 +192,12 @@ def _shared_prefix(record: str, row: list[str], i_name: int) -> str:
 
 def _add_rule(launch: Launch, row: list[str], col: dict[str, int]) -> None:
     """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
-    text = f"{row[col['Rule Name']]} [{row[col['Rule Type']]}]: {row[col['Rule Description']]}"
-    speedup = row[col["Estimated Speedup"]] if len(row) > col["Estimated Speedup"] else ""
+    def cell(name: str) -> str:  # '' for a rule column the header or the row lacks
+        return row[col[name]] if name in col and col[name] < len(row) else ""
+
+    text = f"{cell('Rule Name')} [{cell('Rule Type')}]: {cell('Rule Description')}"
+    speedup = cell("Estimated Speedup")
     if speedup:
-        text += f" (estimated speedup {row[col['Estimated Speedup Type']]} {speedup}%)"
+        text += f" (estimated speedup {cell('Estimated Speedup Type')} {speedup}%)"
     previous = launch.attributes.get("rules")
     launch.attributes["rules"] = f"{previous}\n{text}" if previous else text

@@ -13,6 +13,7 @@ from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.readers._text import (
     CsvRows, ToolLog, ends_with_newline, find_csv_header, head_has_csv_header, metric_maker, open_text,
+    parse_count,
 )
 from gpuprof.readers.ncu_csv import LAUNCH_COLUMNS, launch_columns, run_device
 
@@ -64,7 +65,7 @@ def _launches(header: list[str], rows: CsvRows) -> tuple[list[Launch], int]:
         if not row[i_id]:  # the units row
             units = row
             continue
-        launch = Launch(kernel=row[i_kernel], index=int(row[i_id]) if row[i_id].isdigit() else len(launches),
+        launch = Launch(kernel=row[i_kernel], index=parse_count(row[i_id], len(launches)),
                         attributes={key: row[i] for key, i in attributes.items()})
         launch.metrics = [make(header[i], units[i], row[i]) for i in metric_columns if row[i] != ""]
         name = launch.value("device__attribute_display_name")

@@ -27,12 +27,35 @@ def sniff(path: Path, head: str) -> bool:
     return head.startswith(_MAGIC) or path.suffix == ".ncu-rep"
 
 
+# NVIDIA's parser aborts the whole process on some damaged reports (a protobuf CHECK failure,
+# found by fuzzing), so a child process loads the report first: its crash becomes a FormatError.
+_PROBE = "import sys, ncu_report; ncu_report.load_report(sys.argv[1])"
+PROBE_TIMEOUT_S = 300
+
+
+def check_loadable(path: Path) -> None:
+    """FormatError when loading ``path`` kills or hangs the process loading it."""
+    import subprocess
+    import sys
+
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROBE, str(path)], capture_output=True,
+                              timeout=PROBE_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise FormatError(f"{path}: ncu_report did not finish loading it within {PROBE_TIMEOUT_S} s",
+                          "check that it is a complete Nsight Compute report (.ncu-rep)") from None
+    if done.returncode < 0:
+        raise FormatError(f"{path}: ncu_report crashed loading it (signal {-done.returncode}): the report "
+                          "is damaged", "re-export it from Nsight Compute, or profile again")
+
+
 def _load(path: Path) -> Any:
     try:
         import ncu_report
     except ImportError:
         raise FormatError(f"{path}: reading .ncu-rep reports needs NVIDIA's ncu_report module",
                           'Install it with: pip install "gpuprof-hpc[ncu]"') from None
+    check_loadable(path)
     try:
         return ncu_report, ncu_report.load_report(str(path))
     except (OSError, RuntimeError) as error:
@@ -63,7 +86,10 @@ def _launch(module: Any, action: Any, index: int, make: Any) -> Launch:
     for name in action.metric_names():
         if name.startswith(("group:", "breakdown:")):
             continue
-        metric = action.metric_by_name(name)
+        try:
+            metric = action.metric_by_name(name)
+        except TypeError:  # a name read from damaged bytes, which ncu_report cannot take back
+            continue
         if metric is None or not metric.has_value():
             continue
         value = metric.as_string() if metric.kind() == string_kind else metric.as_double()

@@ -135,6 +135,9 @@ def rep_instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
 
         raise ProfilerError("reading .ncu-rep source samples needs NVIDIA's ncu-report module",
                             'pip install "gpuprof-hpc[ncu]"') from None
+    from gpuprof.readers.ncu_rep import check_loadable
+
+    check_loadable(Path(path))
     report = ncu_report.load_report(str(path))
     result: dict[str, list[InstructionSamples]] = {}
     for r in range(report.num_ranges()):

@@ -16,7 +16,7 @@ from gpuprof import catalog
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Metric, Run
 from gpuprof.readers import _nvprof
-from gpuprof.readers._text import head_has_csv_header
+from gpuprof.readers._text import head_has_csv_header, parse_count
 
 NAME = "nvprof-csv-metrics"
 DESCRIPTION = "nvprof --csv --metrics output (Device, Kernel, Invocations, Metric Name, Min/Max/Avg)"
@@ -72,7 +72,7 @@ def read(path: Path) -> Run:
             indices[device] = index
         key = (device, cells["Kernel"])
         if key not in launches:
-            invocations = int(cells["Invocations"]) if cells["Invocations"].strip().isdigit() else 1
+            invocations = parse_count(cells["Invocations"].strip(), 1)
             launches[key] = Launch(cells["Kernel"], len(launches), device, invocations)
         launches[key].metrics.append(
             metric(cells["Metric Name"], cells["Min"], cells["Max"], cells["Avg"]))

@@ -122,7 +122,7 @@ def read(path: Path) -> Run:
     output = _nvprof.load(path)
     for first, parse in ((TRACE, "trace"), (SUMMARY, "summary")):
         found = _nvprof.csv_table(output, first)
-        if found is None:
+        if found is None or "Name" not in found[0]:  # every row is read by its Name
             continue
         table = _Table(path, *found)
         if parse == "trace":

@@ -15,6 +15,7 @@ from pathlib import Path
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.readers import _nvprof
+from gpuprof.readers._text import parse_count
 from gpuprof.readers.nvprof_csv_metrics import metric
 
 NAME = "nvprof-text-metrics"
@@ -52,11 +53,12 @@ def read(path: Path) -> Run:
             launches.append(Launch(found.group(1), len(launches), device, invocations=0))
             continue
         cells = _CELLS.split(line.strip())
-        if len(cells) != 6 or not cells[0].isdigit() or not launches:
+        invocations = parse_count(cells[0], -1) if len(cells) == 6 else -1
+        if invocations < 0 or not launches:
             raise FormatError(f"{path}: cannot read metric line '{line.strip()[:80]}'",
                               "give the complete, unedited output of 'nvprof --metrics ...'")
         launch = launches[-1]
-        launch.invocations = max(launch.invocations, int(cells[0]))
+        launch.invocations = max(launch.invocations, invocations)
         launch.metrics.append(metric(cells[1], *cells[3:6]))
     launches = [launch for launch in launches if launch.metrics]
     if not launches:

@@ -1,0 +1,448 @@
+"""Fuzzing every profiler-output reader with mutated copies of the real fixtures.
+
+Contract under test: whatever bytes a file holds, a reader either returns a :class:`Run` whose
+metric values the store can hold, or raises :class:`gpuprof.errors.GpuprofError` with a one-line
+message. Any other exception is a bug; so is a reader still busy after the time limit.
+
+Inputs are deterministic: case ``i`` of target ``t`` is built from ``random.Random(f"{t}:{i}:{seed}")``,
+so ``python benchmarks/fuzz_readers.py --show t:i`` rebuilds the exact bytes of any failure.
+Each target runs in a forked worker watched by the parent: a worker that stops answering within
+the limit is killed and counted as a hang, one that dies (a crash in a C extension) as a crash.
+
+Targets: every registered reader's ``read`` (called directly, as ``gpuprof import --reader NAME``
+does, so it also sees other tools' files), ``sniff`` (all sniffers on the decoded head) and
+``detect`` (the registry's detect + read, what ``gpuprof import FILE`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE_DIRS = (ROOT / "tests" / "fixtures" / "profiler-outputs", ROOT / "tests" / "fixtures" / "cpu-counters")
+SEED_CAP = 64 * 1024  # text seeds are cut to their first 64 KiB of whole lines; binary reports stay whole
+BINARY_SUFFIXES = (".ncu-rep",)
+# Mutated inputs are cut to 4 MiB: the time limit is there to catch pathological (quadratic,
+# backtracking) code, not the honest cost of a 100 MB file (benchmarks/bench_ncu_csv_parse.py).
+MAX_INPUT = 4 * 1024 * 1024
+SPECIAL_TARGETS = ("sniff", "detect")
+# A worker reads at most this many inputs before a fresh one takes over: NVIDIA's ncu_report keeps
+# about 1 MB per loaded report (harmless for one import, 9 GB after a few thousand).
+WORKER_INPUTS = 500
+
+
+def seeds() -> dict[str, bytes]:
+    """Every fixture file (SOURCES.md too: markdown quoting several formats is good foreign input)."""
+    found: dict[str, bytes] = {}
+    for folder in FIXTURE_DIRS:
+        for path in sorted(folder.iterdir()):
+            data = path.read_bytes()
+            if path.suffix not in BINARY_SUFFIXES and len(data) > SEED_CAP:
+                data = data[: data.rfind(b"\n", 0, SEED_CAP) + 1]
+            found[path.name] = data
+    return found
+
+
+def targets() -> list[str]:
+    from gpuprof.readers import modules
+
+    return [m.NAME for m in modules()] + list(SPECIAL_TARGETS)
+
+
+def own_seeds(target: str, all_seeds: dict[str, bytes]) -> list[str]:
+    """The fixtures a reader recognises as its own (by the registry's detect on the pristine file)."""
+    from gpuprof.errors import GpuprofError
+    from gpuprof.readers import detect
+
+    if target in SPECIAL_TARGETS:
+        return sorted(all_seeds)
+    own = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in all_seeds.items():
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            try:
+                if detect(path).NAME == target:
+                    own.append(name)
+            except GpuprofError:  # recognised by no reader: foreign to every one
+                pass
+    return own
+
+
+# --- mutations: each takes (data, rng, seeds) and returns new bytes ---------------------------------
+
+Mutation = Callable[[bytes, random.Random, dict[str, bytes]], bytes]
+_EXTREME_NUMBERS = (b"1e999", b"-1e999", b"nan", b"inf", b"-0", b"", b"99999999999999999999999999",
+                    b"1,2,3", b"0x1f", b"1.2.3", b"-", b"n/a", b"1e-400", b"\xe2\x80\x89", b"%")
+_INSERTS = (b"\x00", b'"', b",", b"\r", b"\n", b"\t", b"==ERROR== ", b"==PROF== ", b"\xff\xfe", b"\xc3",
+            b"\xe2\x80\xa8", b"(", b")", b"[", b"%", b"#", b";", b"  ", b"\x1b[31m")
+_NON_ASCII = ("é", "µ", "ß", "’", "°", "€")
+_FOREIGN_CSV = (
+    b"Date,Open,High,Low,Close,Volume\n2020-01-02,74.06,75.15,73.80,75.09,135480400\n",
+    b'"Name","Calls","Time"\n"kernel",3,"12 ms"\n',
+    b"timestamp,cpu,instructions,cycles\n0.001,0,12345,67890\n0.002,1,2345,789\n",
+    b"ID,Kernel Name,Metric Name\n1,2,3\n",
+    b'"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n',
+)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def truncate(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    return data[: rng.randrange(len(data) + 1)]
+
+
+def flip_bytes(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    if not data:
+        return data
+    out = bytearray(data)
+    for _i in range(rng.choice((1, 2, 8, 64))):
+        out[rng.randrange(len(out))] = rng.randrange(256)
+    return bytes(out)
+
+
+def insert_bytes(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    for _i in range(rng.randint(1, 6)):
+        at = rng.randrange(len(data) + 1)
+        data = data[:at] + rng.choice(_INSERTS) + data[at:]
+    return data
+
+
+def shuffle_lines(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    lines = _lines(data)
+    rng.shuffle(lines)
+    return b"".join(lines)
+
+
+def duplicate_lines(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    lines = _lines(data)
+    for _i in range(rng.randint(1, 10)):
+        if lines:
+            at = rng.randrange(len(lines))
+            lines[at:at] = [lines[at]] * rng.randint(1, 50)
+    return b"".join(lines)
+
+
+def delete_lines(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    lines = _lines(data)
+    keep = rng.random()
+    return b"".join(line for line in lines if rng.random() < keep)
+
+
+def drop_field(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    """Remove or add one separator in some lines: rows with too few or too many fields."""
+    lines = _lines(data)
+    for _i in range(rng.randint(1, 10)):
+        if not lines:
+            break
+        at = rng.randrange(len(lines))
+        line = lines[at]
+        sep = b"," if b"," in line else b" "
+        if rng.random() < 0.5 and sep in line:
+            cut = line.index(sep)
+            lines[at] = line[:cut] + line[cut + 1:]
+        else:
+            lines[at] = sep + line
+    return b"".join(lines)
+
+
+def extreme_numbers(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    """Replace some digit runs with values parsers choke on (1e999, nan, huge integers, '')."""
+    out = bytearray()
+    i = 0
+    rate = rng.choice((0.01, 0.1, 0.5))
+    while i < len(data):
+        if 48 <= data[i] <= 57:
+            j = i
+            while j < len(data) and (48 <= data[j] <= 57 or data[j] in b".,"):
+                j += 1
+            out += rng.choice(_EXTREME_NUMBERS) if rng.random() < rate else data[i:j]
+            i = j
+        else:
+            out.append(data[i])
+            i += 1
+    return bytes(out)
+
+
+def _with_non_ascii(data: bytes, rng: random.Random) -> str:
+    text = data.decode("utf-8", errors="replace")
+    chars = list(text)
+    for _i in range(rng.randint(1, 20)):
+        if chars:
+            chars[rng.randrange(len(chars))] = rng.choice(_NON_ASCII)
+    return "".join(chars)
+
+
+def reencode(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    """UTF-16 (with and without BOM), Latin-1 with accented letters, a UTF-8 BOM, cp1252."""
+    text = data.decode("utf-8", errors="replace")
+    choice = rng.randrange(6)
+    if choice == 0:
+        return text.encode("utf-16")
+    if choice == 1:
+        return text.encode("utf-16-le")
+    if choice == 2:
+        return text.encode("utf-16-be")
+    if choice == 3:
+        return _with_non_ascii(data, rng).encode("latin-1", errors="replace")
+    if choice == 4:
+        return b"\xef\xbb\xbf" + data
+    return _with_non_ascii(data, rng).encode("cp1252", errors="replace")
+
+
+def line_ends(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    """CRLF (Windows), CR only (old Mac), mixed, or no final newline."""
+    choice = rng.randrange(4)
+    if choice == 0:
+        return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    if choice == 1:
+        return data.replace(b"\n", b"\r")
+    if choice == 2:
+        return b"".join(line.rstrip(b"\n") + b"\r\n" if rng.random() < 0.5 else line for line in _lines(data))
+    return data.rstrip(b"\r\n")
+
+
+def huge_line(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    """A line or a quoted field longer than the csv module's default 128 KiB field limit."""
+    size = rng.choice((1000, 140_000, 1_100_000))
+    filler = rng.choice((b"A" * size, b'"' + b"x" * size + b'"', b"," * size, b"9" * size,
+                         b'"' + b"y" * size))
+    lines = _lines(data)
+    at = rng.randrange(len(lines) + 1)
+    if lines and rng.random() < 0.5:  # grow a field inside an existing line
+        line = lines[min(at, len(lines) - 1)]
+        cut = rng.randrange(len(line) + 1)
+        lines[min(at, len(lines) - 1)] = line[:cut] + filler + line[cut:]
+    else:
+        lines[at:at] = [filler + b"\n"]
+    return b"".join(lines)
+
+
+def garbage(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
+    """Random bytes instead of, before or after the file."""
+    noise = rng.randbytes(rng.choice((1, 16, 512, 4096)))
+    choice = rng.randrange(3)
+    return noise if choice == 0 else noise + data if choice == 1 else data + noise
+
+
+def splice(data: bytes, rng: random.Random, all_seeds: dict[str, bytes]) -> bytes:
+    """The start of this file followed by the end of another (a CSV of another tool inside)."""
+    other = all_seeds[rng.choice(sorted(all_seeds))]
+    return data[: rng.randrange(len(data) + 1)] + other[rng.randrange(len(other) + 1):]
+
+
+def replace_whole(data: bytes, rng: random.Random, all_seeds: dict[str, bytes]) -> bytes:
+    """Empty, blank, another tool's CSV, or another fixture untouched."""
+    choice = rng.randrange(5)
+    if choice == 0:
+        return b""
+    if choice == 1:
+        return rng.choice((b"\n", b"\n\n\n", b" ", b"\r\n", b"\x00", b"\xef\xbb\xbf", b"\xff\xfe"))
+    if choice == 2:
+        return rng.choice(_FOREIGN_CSV)
+    return all_seeds[rng.choice(sorted(all_seeds))]
+
+
+MUTATIONS: tuple[Mutation, ...] = (
+    truncate, flip_bytes, insert_bytes, shuffle_lines, duplicate_lines, delete_lines, drop_field,
+    extreme_numbers, reencode, line_ends, huge_line, garbage, splice, replace_whole,
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    target: str
+    index: int
+    seed_name: str
+    mutations: tuple[str, ...]
+    data: bytes
+
+    @property
+    def suffix(self) -> str:
+        return Path(self.seed_name).suffix
+
+
+def build_case(target: str, index: int, base_seed: int, all_seeds: dict[str, bytes],
+               own: list[str]) -> Case:
+    rng = random.Random(f"{target}:{index}:{base_seed}")
+    pool = own if own and rng.random() < 0.75 else sorted(all_seeds)
+    seed_name = rng.choice(pool)
+    data = all_seeds[seed_name]
+    applied = []
+    for _i in range(rng.choice((1, 1, 1, 2, 3))):
+        mutation = rng.choice(MUTATIONS)
+        data = mutation(data, rng, all_seeds)[:MAX_INPUT]
+        applied.append(mutation.__name__)
+    return Case(target, index, seed_name, tuple(applied), data)
+
+
+# --- running one case ----------------------------------------------------------------------------
+
+IMPORTED, CLEAN, TRACEBACK, HANG, CRASH = "imported", "clean error", "traceback", "hang", "crash"
+
+
+def _check_run(run: object) -> None:
+    """The Run must be something the store and the JSON-lines export can hold (checked field by
+    field: ``Run.to_dict`` copies every metric and would cost more than the read)."""
+    from gpuprof.model import Launch, Run
+
+    if not isinstance(run, Run):
+        raise TypeError(f"read returned {type(run).__name__}, not a Run")
+    for launch in run.launches:
+        if not isinstance(launch, Launch):
+            raise TypeError(f"launch of type {type(launch).__name__}")
+        for metric in launch.metrics:
+            if not (metric.value is None or isinstance(metric.value, (str, float, int))) \
+                    or isinstance(metric.value, bool):
+                raise TypeError(f"metric {metric.name}: value of type {type(metric.value).__name__}")
+            for bound in (metric.minimum, metric.maximum):
+                if bound is not None and not isinstance(bound, (float, int)):
+                    raise TypeError(f"metric {metric.name}: bound of type {type(bound).__name__}")
+        json.dumps(launch.attributes)
+    json.dumps([run.device, run.workload, run.environment, run.notes])
+
+
+def run_case(target: str, path: Path) -> tuple[str, str]:
+    """(outcome, detail) of one target on one file. For ``sniff``, IMPORTED means some reader
+    recognised the file and CLEAN that none did."""
+    from gpuprof.errors import GpuprofError
+    from gpuprof.readers import detect, modules, read_head
+
+    try:
+        if target == "sniff":
+            head = read_head(path)
+            answers = [module.sniff(path, head) for module in modules()]
+            if not all(isinstance(answer, bool) for answer in answers):
+                raise TypeError("a sniff returned a non-bool")
+            return (IMPORTED, "") if any(answers) else (CLEAN, "recognised by no reader")
+        if target == "detect":
+            run = detect(path).read(path)
+        else:
+            run = {m.NAME: m for m in modules()}[target].read(path)
+        _check_run(run)
+        return IMPORTED, ""
+    except GpuprofError as error:
+        message = str(error)
+        if "\n" in message or "\r" in message or not message.strip():
+            return TRACEBACK, f"{type(error).__name__} message is not one line: {message[:200]!r}"
+        return CLEAN, type(error).__name__
+    except Exception as error:  # noqa: BLE001 - that is exactly what we are counting
+        frames = traceback.extract_tb(error.__traceback__)
+        where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)
+                      if "/gpuprof/" in f.filename), "?")
+        return TRACEBACK, f"{type(error).__name__} at {where}: {str(error)[:160]}"
+
+
+# --- the watched worker ------------------------------------------------------------------------------
+
+@dataclass
+class Tally:
+    target: str
+    inputs: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: {k: 0 for k in (IMPORTED, CLEAN, TRACEBACK,
+                                                                             HANG, CRASH)})
+    failures: dict[str, int] = field(default_factory=dict)  # detail -> first case index
+    seconds: float = 0.0
+    slowest: float = 0.0
+
+    def add(self, index: int, outcome: str, detail: str, seconds: float) -> None:
+        self.inputs += 1
+        self.counts[outcome] += 1
+        self.slowest = max(self.slowest, seconds)
+        if outcome in (TRACEBACK, HANG, CRASH):
+            self.failures.setdefault(f"{outcome}: {detail}", index)
+
+
+def _worker(conn: multiprocessing.connection.Connection, target: str, start: int, stop: int,
+            base_seed: int, own: list[str], scratch: str) -> None:
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 2)  # ncu_report's C++ logs its parse failures on stderr; a crash shows as an exit code
+    all_seeds = seeds()
+    for index in range(start, stop):
+        case = build_case(target, index, base_seed, all_seeds, own)
+        path = Path(scratch) / f"case {index}{case.suffix}"
+        path.write_bytes(case.data)
+        conn.send(("start", index))
+        began = time.perf_counter()
+        outcome, detail = run_case(target, path)
+        conn.send(("done", index, outcome, detail, time.perf_counter() - began))
+        path.unlink()
+    conn.send(("end",))
+
+
+def _scratch() -> str | None:
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() else None
+
+
+def fuzz_target(target: str, inputs: int, base_seed: int = 0, limit: float = 2.0,
+                own: list[str] | None = None) -> Tally:
+    """Run ``inputs`` cases of ``target`` in watched workers; a hang or crash costs one case."""
+    if own is None:
+        own = own_seeds(target, seeds())
+    tally = Tally(target)
+    context = multiprocessing.get_context("fork")
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gpuprof fuzz ", dir=_scratch()) as scratch:
+        _watch(tally, context, target, inputs, base_seed, limit, own, scratch)
+    tally.seconds = time.perf_counter() - began
+    return tally
+
+
+def _watch(tally: Tally, context: multiprocessing.context.BaseContext, target: str, inputs: int,
+           base_seed: int, limit: float, own: list[str], scratch: str) -> None:
+    """Feed the cases to workers; a worker killed on a hang leaves its file in ``scratch`` (removed
+    by the caller), and the next worker goes on after the case that failed."""
+    start = 0
+    while start < inputs:
+        parent, child = context.Pipe()
+        stop = min(inputs, start + WORKER_INPUTS)
+        worker = context.Process(target=_worker, args=(child, target, start, stop, base_seed, own, scratch))
+        worker.start()
+        child.close()
+        current: int | None = None
+        ended = False
+        while not ended:
+            # generous before "start" (building a case with a 1 MB line), strict while reading
+            if not parent.poll(limit if current is not None else 30):
+                worker.kill()
+                tally.add(current if current is not None else start, HANG, f"no answer in {limit} s",
+                          limit)
+                start = (current if current is not None else start) + 1
+                break
+            try:
+                message = parent.recv()
+            except EOFError:
+                failed = current if current is not None else start
+                worker.join()
+                tally.add(failed, CRASH, f"worker died (exit code {worker.exitcode})", 0.0)
+                start = failed + 1
+                break
+            if message[0] == "start":
+                current = message[1]
+            elif message[0] == "done":
+                _, index, outcome, detail, seconds = message
+                tally.add(index, outcome, detail, seconds)
+                current, start = None, index + 1
+            else:
+                ended = True
+                start = stop
+        worker.join(5)
+        parent.close()
+
+
+def iter_failures(tallies: list[Tally]) -> Iterator[str]:
+    for tally in tallies:
+        for detail, index in tally.failures.items():
+            yield f"{tally.target}:{index}  {detail}"
