@@ -96,10 +96,6 @@ def test_csv_prefixes_every_formula_start_and_leaves_numbers_alone():
     assert [float(r[1]) for r in records[1:]] == [-1.5, 2.0, -3.0, 0.0, 1e-9, -2e9]
 
 
-@pytest.mark.xfail(strict=True, reason="gpuprof.render.text.csv: pandas quotes only the characters of its "
-                   "line terminator ('\\n'), so a cell holding a bare '\\r' is written unquoted and splits "
-                   "its row in a spreadsheet (reported to the lead; fix: to_csv(..., lineterminator='\\r\\n') "
-                   "or quoting=csv.QUOTE_NONNUMERIC)")
 def test_a_carriage_return_in_a_cell_does_not_split_the_row():
     frame = pd.DataFrame({"name": ["\rx", "a\rb"], "value": [1.0, 2.0]})
     records = list(csv.reader(io.StringIO(emit(frame, "csv"), newline="")))

@@ -46,7 +46,7 @@ def test_renderers_escape_and_parse_back():
     md = emit(frame, "markdown")
     assert "<script>" not in md and "&lt;script&gt;" in md
     csv_text = emit(frame, "csv")
-    assert "\n'=HYPERLINK(1)," in csv_text
+    assert '\n"\'=HYPERLINK(1)",' in csv_text
     assert json.loads(emit(frame, "json"))[0] == {"kernel": "void f<float>(T*) <script>", "t": 1.5}
     table = emit(frame, "table").splitlines()
     assert table[0].split() == ["kernel", "t"] and table[2].startswith("void f<float>(T*) <script>")

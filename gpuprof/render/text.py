@@ -63,9 +63,13 @@ def _csv_safe(value: Any) -> Any:
 
 
 def csv(frame: pd.DataFrame, title: str | None = None) -> str:
+    """RFC 4180 CSV: text cells quoted (so a stray carriage return cannot split a row in a
+    spreadsheet), numbers bare, formula-like text neutralised."""
+    import csv as _csv
+
     safe = frame.map(_csv_safe) if len(frame) else frame
     buffer = io.StringIO()
-    safe.to_csv(buffer, index=False)
+    safe.to_csv(buffer, index=False, quoting=_csv.QUOTE_NONNUMERIC)
     return buffer.getvalue().rstrip("\n")
 
 
