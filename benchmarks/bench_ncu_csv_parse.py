@@ -1,7 +1,10 @@
 """How fast and how lean the Nsight Compute details-CSV reader is, against pandas.read_csv.
 
 Builds a details CSV of ``--rows`` metric rows (default 1,000,000) in a temporary directory by
-repeating the metric rows of a real fixture (one launch ID per repetition), then times
+repeating the metric rows of each of two real fixtures (one launch ID per repetition): the A100
+roofline capture, 15 metrics per launch (the worst case: every 15th row starts a launch and takes
+the general csv path), and the V100 default-sections capture, 50 metrics per launch (closer to
+real details pages, which hold 50 to several hundred metrics per launch). Then it times
 ``gpuprof.readers.ncu_csv.read`` and ``pandas.read_csv`` on it (best of three) and measures each
 one's peak Python memory with tracemalloc (each engine in its own subprocess, so one does not
 inflate the other). pandas only splits the file into string columns; the reader also converts
@@ -22,14 +25,16 @@ import time
 import tracemalloc
 from pathlib import Path
 
-FIXTURE = (Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "profiler-outputs"
-           / "ncu_csv_details_a100_roofline_printfp.csv")
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "profiler-outputs"
+SOURCES = {"A100 roofline, 15 metrics/launch": FIXTURES / "ncu_csv_details_a100_roofline_printfp.csv",
+           "V100 default sections, 50 metrics/launch": FIXTURES / "ncu_csv_details_v100_2020_kernel_time_col.log"}
 
 
-def build(path: Path, rows: int) -> int:
-    """Write a details CSV with ``rows`` metric rows; return its size in bytes."""
-    lines = FIXTURE.read_text().splitlines(keepends=True)
-    header, body = lines[0], [line for line in lines[1:] if line.startswith('"0",')]
+def build(path: Path, rows: int, fixture: Path) -> int:
+    """Write a details CSV with ``rows`` metric rows from ``fixture``'s first launch; return its size."""
+    lines = fixture.read_text().splitlines(keepends=True)
+    header = next(line for line in lines if line.startswith('"ID",'))
+    body = [line for line in lines if line.startswith('"0",')]
     with open(path, "w") as out:
         out.write(header)
         written, launch = 0, 0
@@ -87,18 +92,19 @@ def main() -> None:
     if args.child:
         print(json.dumps(measure(*args.child)))
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "details.csv"
-        size = build(path, args.rows)
-        ours, theirs = run_child("gpuprof", path), run_child("pandas", path)
-    assert ours["rows"] == theirs["rows"] == args.rows, (ours, theirs)
-    ratio = (ours["rows"] / ours["seconds"]) / (theirs["rows"] / theirs["seconds"])
-    print(f"file: {args.rows:,} rows, {size / 1e6:.1f} MB")
-    for name, result in (("gpuprof ncu_csv", ours), ("pandas.read_csv", theirs)):
-        print(f"{name:16s} {result['seconds']:6.2f} s  {result['rows'] / result['seconds']:12,.0f} rows/s  "
-              f"peak {result['peak_bytes'] / 1e6:8.1f} MB ({result['peak_bytes'] / size:.2f} x file)")
-    print(f"rows/s ratio gpuprof/pandas: {ratio:.2f} (target >= 0.5)")
-    print(f"gpuprof peak memory / file size: {ours['peak_bytes'] / size:.2f} (target <= 2)")
+    for label, fixture in SOURCES.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "details.csv"
+            size = build(path, args.rows, fixture)
+            ours, theirs = run_child("gpuprof", path), run_child("pandas", path)
+        assert ours["rows"] == theirs["rows"] == args.rows, (ours, theirs)
+        ratio = (ours["rows"] / ours["seconds"]) / (theirs["rows"] / theirs["seconds"])
+        print(f"{label}: {args.rows:,} rows, {size / 1e6:.1f} MB")
+        for name, result in (("gpuprof ncu_csv", ours), ("pandas.read_csv", theirs)):
+            print(f"  {name:16s} {result['seconds']:6.2f} s  {result['rows'] / result['seconds']:12,.0f} rows/s  "
+                  f"peak {result['peak_bytes'] / 1e6:8.1f} MB ({result['peak_bytes'] / size:.2f} x file)")
+        print(f"  rows/s ratio gpuprof/pandas: {ratio:.2f} (target >= 0.5)")
+        print(f"  gpuprof peak memory / file size: {ours['peak_bytes'] / size:.2f} (target <= 2)")
 
 
 if __name__ == "__main__":
