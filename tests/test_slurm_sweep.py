@@ -246,9 +246,13 @@ def test_gpuprof_sweep_slurm_command_end_to_end(cluster: SlurmCluster, tmp_path:
     store, folder = tmp_path / "s.sqlite", tmp_path / "cluster"
     gpuprof = Path(sys.executable).with_name("gpuprof")
     done = subprocess.run([str(gpuprof), "sweep", str(config), "--slurm", "--device", "cpu", "--store", str(store),
-                           "--slurm-dir", str(folder)], capture_output=True, text=True, timeout=60)
+                           "--slurm-dir", str(folder), "--slurm-sbatch=--comment=gpuprof-e2e"],
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert re.search(r"^Slurm job \d+ submitted \(3 point\(s\)\); 0 of 1 job\(s\) done", done.stderr, re.M)
+    submitted = re.search(r"^Slurm job (\d+) submitted \(3 point\(s\)\); 0 of 1 job\(s\) done", done.stderr, re.M)
+    assert submitted
+    # the extra sbatch option from the command line reached the job
+    assert "Comment=gpuprof-e2e" in cluster.command("scontrol", "show", "job", submitted.group(1))
     assert f"sweep 'tiny' ({load_config(config).config_hash}): 3 point(s) stored in {store}" in done.stderr
     assert sorted(_stored_keys(store)) == sorted(KEYS)
     with open_store(store) as opened:

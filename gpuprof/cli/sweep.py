@@ -80,11 +80,13 @@ class _Progress:
 @click.option("--slurm-cpus", type=int, default=None, help="sbatch --cpus-per-task.")
 @click.option("--slurm-time", type=int, default=None, help="Time limit per job, minutes.")
 @click.option("--slurm-chunk", type=int, default=None, help="Points per job (0: one job per device kind).")
+@click.option("--slurm-sbatch", multiple=True, metavar="OPTION",
+              help="More sbatch options, added to [slurm] sbatch: --slurm-sbatch=--qos=short (repeatable).")
 @store_option
 @handle_errors
 def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | None, slurm_partition: str | None,
           slurm_gpus: int | None, slurm_cpus: int | None, slurm_time: int | None, slurm_chunk: int | None,
-          store_path: str | None) -> None:
+          slurm_sbatch: tuple[str, ...], store_path: str | None) -> None:
     """Measure every point of CONFIG (a TOML sweep such as configs/quick.toml), storing each as it finishes.
 
     Ctrl-C stops after the current point; a killed sweep keeps every finished point, and --resume
@@ -113,6 +115,10 @@ def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | 
 
             options = SlurmOptions.from_table(slurm_table(config), partition=slurm_partition, gpus=slurm_gpus,
                                               cpus=slurm_cpus, time_min=slurm_time, chunk=slurm_chunk)
+            if slurm_sbatch:
+                import dataclasses
+
+                options = dataclasses.replace(options, sbatch=options.sbatch + slurm_sbatch)
             folder = slurm_dir or Path("reports") / "slurm" / settings.name
             result = sweep_on_slurm(settings, options, folder, progress, store_path, device=device, resume=resume,
                                     stop=lambda: bool(interrupted), command=command,
