@@ -29,12 +29,16 @@ ENGINES = ("numpy", "pytensor", "theano", "cupy", "cuda-kernels")
               help="GPU only: profiler to run under (default by compute capability).")
 @click.option("--clock-control", default="base", show_default=True, type=click.Choice(("base", "none")),
               help="GPU/ncu only: ncu locks clocks to base by default; 'none' leaves them free.")
+@click.option("--cache-control", default="all", show_default=True, type=click.Choice(("all", "none")),
+              help="GPU/ncu only: 'all' flushes caches before each replay pass; 'none' keeps them warm.")
+@click.option("--replay-mode", default="kernel", show_default=True, type=click.Choice(("kernel", "application")),
+              help="GPU/ncu only: replay each kernel, or rerun the whole workload, once per pass.")
 @format_option
 @store_option
 @handle_errors
 def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | None, device: str,
         repeat: int, warmup: int, cache: str, counters: bool, profiler: str | None, clock_control: str,
-        fmt: str, store_path: str | None) -> None:
+        cache_control: str, replay_mode: str, fmt: str, store_path: str | None) -> None:
     """Measure OP at one size on the CPU or a GPU, store the run, and print what it achieved."""
     from gpuprof.api import measure_and_store
     from gpuprof.measure import RunSettings
@@ -43,7 +47,8 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
     settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
                            repeat=repeat, warmup=warmup, cache=cache, counters=counters,
                            command=command_line(),
-                           gpu={"profiler": profiler, "clock_control": clock_control})
+                           gpu={"profiler": profiler, "clock_control": clock_control,
+                                "cache_control": cache_control, "replay_mode": replay_mode})
     result, where = measure_and_store(settings, store_path)
     echo(run_report(result, fmt))
     note(f"stored as run {result.run_id[:8]} in {where}")
