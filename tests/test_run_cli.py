@@ -126,3 +126,24 @@ def test_show_on_an_empty_store_says_what_to_do(tmp_path):
     result = CliRunner().invoke(main, ["show", "--store", str(tmp_path / "empty.sqlite")])
     assert result.exit_code == 0 and result.stdout == ""
     assert "no stored runs in" in result.stderr and "gpuprof run" in result.stderr
+
+
+def test_gpu_profiler_options_reach_the_gpu_session(tmp_path, monkeypatch):
+    """The CLI's ncu options are handed to the GPU session as given (the session itself is tested
+    with stand-in profilers in test_gpu_launch_pipeline.py)."""
+    from gpuprof.errors import DeviceError
+    from gpuprof.launch import gpu_session
+
+    seen = {}
+
+    def fake_run_gpu(settings, shape):
+        seen.update(settings.gpu, shape=shape)
+        raise DeviceError("stop here", "nothing to measure in this test")
+
+    monkeypatch.setattr(gpu_session, "run_gpu", fake_run_gpu)
+    result = invoke("--op", "dot", "--shape", "8", "--device", "cuda", "--profiler", "ncu",
+                    "--clock-control", "none", "--cache-control", "none", "--replay-mode", "application",
+                    store=tmp_path / "s.sqlite")
+    assert result.exit_code == 5 and "stop here" in result.output
+    assert seen == {"profiler": "ncu", "clock_control": "none", "cache_control": "none",
+                    "replay_mode": "application", "shape": (8, 8, 8)}
