@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Debian packages some tests use when present (they skip with a reason otherwise).
-set -euo pipefail
+# Debian packages some tests use when present (they skip with the reason otherwise):
+# Chromium for the HTML report screenshot test, Slurm + MariaDB for the cluster sweep test.
+# Each group is installed on its own, so one failing does not cost the other.
+set -uo pipefail
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends chromium >/dev/null
-bash .ci/install-slurm.sh
+apt-get update -qq || echo "ci: apt-get update failed"
+apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+  || echo "ci: chromium not installed; the browser test will skip"
+bash "$(dirname "$0")/install-slurm.sh" \
+  || echo "ci: Slurm not installed; the cluster tests will skip"
