@@ -7,11 +7,16 @@ Library use (every function returns Runs or pandas DataFrames; nothing prints)::
     gpuprof.summary([run])                          # one row per run
     gpuprof.results()                               # everything in the results store
     gpuprof.metrics()                               # long format: run × launch × metric
+    profile = gpuprof.read("report.ncu-rep")        # any profiler output gpuprof reads
+    gpuprof.kernels([profile])                      # per kernel: time, FLOP/s, efficiencies
+    gpuprof.stalls([profile])                       # stall reasons per device and kernel
+    gpuprof.compare(gpuprof.runs(), reference=True)  # with the study's rows
 """
 
 from __future__ import annotations
 
-from gpuprof.api import metrics, results, run, summary
+from gpuprof.api import compare, kernels, metrics, read, results, run, runs, stalls, summary
 from gpuprof.model import Launch, Metric, Run
 
-__all__ = ["Launch", "Metric", "Run", "metrics", "results", "run", "summary"]
+__all__ = ["Launch", "Metric", "Run", "compare", "kernels", "metrics", "read", "results", "run", "runs", "stalls",
+           "summary"]

@@ -47,20 +47,51 @@ def summary(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame([summary_row(r) for r in runs if r.kind == "run"])
 
 
-def results(store: str | Path | None = None) -> pd.DataFrame:
-    """Every measured run in the store, summarised (see :func:`summary`)."""
+def runs(store: str | Path | None = None) -> list[Run]:
+    """Every run in the store: measured, imported and calibration runs."""
     from gpuprof.store import open_store
 
     with open_store(store) as opened:
-        return summary([r for r in opened.runs() if r.kind == "run"])
+        return opened.runs()
+
+
+def results(store: str | Path | None = None) -> pd.DataFrame:
+    """Every measured run in the store, summarised (see :func:`summary`)."""
+    return summary(runs(store))
 
 
 def metrics(store: str | Path | None = None) -> pd.DataFrame:
     """Every stored metric in long format (one row per run × launch × metric)."""
     import pandas as pd
 
-    from gpuprof.store import open_store
-
-    with open_store(store) as opened:
-        frames = [r.metrics_frame() for r in opened.runs()]
+    frames = [r.metrics_frame() for r in runs(store)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def read(path: str | Path, fmt: str | None = None) -> Run:
+    """A profiler output file as a Run, format detected from its content (nothing stored)."""
+    from gpuprof.importing import read_file
+
+    return read_file(path, fmt)
+
+
+def kernels(runs: list[Run]) -> pd.DataFrame:
+    """One row per kernel of imported runs: time, FLOPs, FLOP/s, DRAM traffic, clock, efficiencies."""
+    from gpuprof.importing import kernel_table
+
+    return kernel_table(runs)
+
+
+def compare(runs: list[Run], reference: bool = False, dtype: str = "float32") -> pd.DataFrame:
+    """The comparison's long frame (device × op × size: MFLOP/s, efficiencies, bound, energy),
+    optionally with the reference study's published rows."""
+    from gpuprof.compare import comparison
+
+    return comparison(runs, reference=reference, dtype=dtype).rows
+
+
+def stalls(runs: list[Run]) -> pd.DataFrame:
+    """Stall reasons side by side (percent of stall cycles), one column per device and kernel."""
+    from gpuprof.derive.stalls import stall_comparison
+
+    return stall_comparison(runs)

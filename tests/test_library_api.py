@@ -24,3 +24,19 @@ def test_unsaved_run_creates_no_store(tmp_path, monkeypatch):
     monkeypatch.delenv("GPUPROF_STORE", raising=False)
     gpuprof.run("add", shape="8x8", device="cpu", repeat=1, counters=False, save=False)
     assert not (tmp_path / "reports").exists()
+
+
+def test_read_kernels_stalls_and_compare_on_a_real_nvprof_file():
+    from pathlib import Path
+
+    k40c = Path(__file__).parent / "fixtures" / "profiler-outputs" / "nvprof_csv_metrics_k40c_flop_stall.csv"
+    profile = gpuprof.read(k40c)
+    assert profile.kind == "import" and profile.device["name"] == "Tesla K40c"
+    kernels = gpuprof.kernels([profile])
+    # nvprof's Avg flop_count_sp for the FORMA kernel, read in the file
+    assert kernels.loc[0, "flop_count_sp/launch (FLOP)"] == 25264160800
+    stalls = gpuprof.stalls([profile])
+    assert list(stalls["reason"][:3]) == ["stall_sync", "stall_exec_dependency", "stall_memory_dependency"]
+    paper = gpuprof.compare([], reference=True)
+    k40_dot_5mb = paper[(paper["device"] == "K40 (paper)") & (paper["op"] == "dot") & (paper["size_MB"] == 5)]
+    assert k40_dot_5mb["MFLOP/s"].iloc[0] == pytest.approx(1527464.91)  # the study's Table 2
