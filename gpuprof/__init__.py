@@ -9,14 +9,28 @@ Library use (every function returns Runs or pandas DataFrames; nothing prints)::
     gpuprof.metrics()                               # long format: run × launch × metric
     profile = gpuprof.read("report.ncu-rep")        # any profiler output gpuprof reads
     gpuprof.kernels([profile])                      # per kernel: time, FLOP/s, efficiencies
-    gpuprof.stalls([profile])                       # stall reasons per device and kernel
-    gpuprof.compare(gpuprof.runs(), reference=True)  # with the study's rows
+    gpuprof.stall_reasons([profile])                # stall reasons per device and kernel
+    gpuprof.compare_runs(gpuprof.runs(), reference=True)   # with the study's rows
+
+Names avoid the submodules' (``gpuprof.compare``, ``gpuprof.stalls``), which importing would shadow.
 """
 
 from __future__ import annotations
 
-from gpuprof.api import compare, kernels, metrics, read, results, run, runs, stalls, summary
-from gpuprof.model import Launch, Metric, Run
+from typing import Any
 
-__all__ = ["Launch", "Metric", "Run", "compare", "kernels", "metrics", "read", "results", "run", "runs", "stalls",
-           "summary"]
+__all__ = ["Launch", "Metric", "Run", "compare_runs", "kernels", "metrics", "read", "results", "run", "runs",
+           "stall_reasons", "summary"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the library on first use, so ``gpuprof --help`` (which imports this package) stays fast."""
+    if name in ("Launch", "Metric", "Run"):
+        from gpuprof import model
+
+        return getattr(model, name)
+    if name in __all__:
+        from gpuprof import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'gpuprof' has no attribute {name!r}")

@@ -82,7 +82,7 @@ def kernels(runs: list[Run]) -> pd.DataFrame:
     return kernel_table(runs)
 
 
-def compare(runs: list[Run], reference: bool = False, dtype: str = "float32") -> pd.DataFrame:
+def compare_runs(runs: list[Run], reference: bool = False, dtype: str = "float32") -> pd.DataFrame:
     """The comparison's long frame (device × op × size: MFLOP/s, efficiencies, bound, energy),
     optionally with the reference study's published rows."""
     from gpuprof.compare import comparison
@@ -90,7 +90,7 @@ def compare(runs: list[Run], reference: bool = False, dtype: str = "float32") ->
     return comparison(runs, reference=reference, dtype=dtype).rows
 
 
-def stalls(runs: list[Run]) -> pd.DataFrame:
+def stall_reasons(runs: list[Run]) -> pd.DataFrame:
     """Stall reasons side by side (percent of stall cycles), one column per device and kernel."""
     from gpuprof.derive.stalls import stall_comparison
 

@@ -35,8 +35,8 @@ def test_read_kernels_stalls_and_compare_on_a_real_nvprof_file():
     kernels = gpuprof.kernels([profile])
     # nvprof's Avg flop_count_sp for the FORMA kernel, read in the file
     assert kernels.loc[0, "flop_count_sp/launch (FLOP)"] == 25264160800
-    stalls = gpuprof.stalls([profile])
+    stalls = gpuprof.stall_reasons([profile])
     assert list(stalls["reason"][:3]) == ["stall_sync", "stall_exec_dependency", "stall_memory_dependency"]
-    paper = gpuprof.compare([], reference=True)
+    paper = gpuprof.compare_runs([], reference=True)
     k40_dot_5mb = paper[(paper["device"] == "K40 (paper)") & (paper["op"] == "dot") & (paper["size_MB"] == 5)]
     assert k40_dot_5mb["MFLOP/s"].iloc[0] == pytest.approx(1527464.91)  # the study's Table 2
