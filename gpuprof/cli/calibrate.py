@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 
 import click
 
-from gpuprof.cli.common import echo, format_option, handle_errors, note, store_option
+from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
 
 
 @click.command()
@@ -31,7 +30,7 @@ def calibrate(quick: bool, fmt: str, store_path: str | None) -> None:
 
     with open_store(store_path) as store:  # opened first: a bad --store fails before minutes of work
         note("calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add ...")
-        run = measure_ceilings(thorough=not quick, command=" ".join(["gpuprof", *sys.argv[1:]]))
+        run = measure_ceilings(thorough=not quick, command=command_line())
         store.add(run)
         where = store.path
     echo(emit(pd.DataFrame(summary_rows(run)), fmt, title=f"Ceilings of {run.device.get('name', 'this CPU')}"))

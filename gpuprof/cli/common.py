@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-FORMATS = ("table", "markdown", "csv", "json")
-STORE_ENV = "GPUPROF_STORE"
+from gpuprof.render import FORMATS
+from gpuprof.store import STORE_ENV
 
 
 def format_option(func: Callable[..., Any]) -> Callable[..., Any]:

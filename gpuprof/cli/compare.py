@@ -6,7 +6,7 @@ import click
 
 from gpuprof.cli.common import FORMATS, echo, handle_errors, note
 
-OPS = ("add", "mul", "dot", "scalar", "sigmoid", "tanh")
+from gpuprof.ops import OPS
 
 
 @click.command()

@@ -6,15 +6,15 @@ import click
 
 from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
 
-OPS = ("add", "mul", "dot", "scalar", "sigmoid", "tanh")
-ENGINES = ("numpy", "pytensor", "theano", "cupy", "cuda-kernels")
+from gpuprof.ops import DTYPES, OPS
+from gpuprof.workloads import ENGINES
 
 
 @click.command()
 @click.option("--op", required=True, type=click.Choice(OPS), help="Operation to measure.")
 @click.option("--size", default=None, help="Total bytes of all operands (inputs + output): 6MB, 6MiB, 512KB, 1GB.")
 @click.option("--shape", default=None, help="Explicit dimensions instead of --size: ROWSxCOLS, or MxKxN for dot.")
-@click.option("--dtype", default="float32", show_default=True, type=click.Choice(("float32", "float64", "float16")))
+@click.option("--dtype", default="float32", show_default=True, type=click.Choice(sorted(DTYPES)))
 @click.option("--engine", default=None, type=click.Choice(ENGINES),
               help="Workload engine. Default: numpy on the CPU, cupy on a GPU.")
 @click.option("--device", default="auto", show_default=True, type=click.Choice(("auto", "cpu", "cuda")),

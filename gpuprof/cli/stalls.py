@@ -14,8 +14,10 @@ import click
 
 from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note
 
-OPS = ("add", "mul", "dot", "scalar", "sigmoid", "tanh")
-BASES = ("ratio", "pct", "pcsamp", "nvprof")
+from gpuprof.derive.stalls import NVPROF, PCSAMP, PCT, RATIO
+from gpuprof.ops import OPS
+
+BASES = (RATIO, PCT, PCSAMP, NVPROF)
 
 
 @click.command()

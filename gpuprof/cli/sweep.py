@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gpuprof.cli.common import handle_errors, note, store_option
+from gpuprof.cli.common import command_line, handle_errors, note, store_option
 
 if TYPE_CHECKING:
     from gpuprof.model import Run
@@ -105,7 +105,7 @@ def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | 
         note("interrupt: stopping after the current point (Ctrl-C again to stop at once)")
 
     progress = _Progress()
-    command = " ".join(["gpuprof", *sys.argv[1:]])
+    command = command_line()
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         if slurm:
