@@ -1,0 +1,151 @@
+"""The pandas fast path of the ncu details-CSV reader: it must give exactly what the
+line-by-line reader gives, and leave every file it cannot read exactly to that reader."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuprof.model import Run
+from gpuprof.readers import _ncu_csv_bulk, ncu_csv
+from gpuprof.readers._text import metric_columns, metric_maker
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
+A100 = FIXTURES / "ncu_csv_details_a100_roofline_printfp.csv"
+A100_ERRORS = FIXTURES / "ncu_csv_details_a100_with_error_lines.csv"
+B200 = FIXTURES / "ncu_csv_details_b200_setfull_with_rule_columns.log"
+V100 = FIXTURES / "ncu_csv_details_v100_2020_kernel_time_col.log"
+FAST = _ncu_csv_bulk.read
+
+
+def _contents(run: Run) -> tuple:
+    """Everything a reader decides, with NaN made comparable."""
+    def value(v: object) -> object:
+        return "nan" if isinstance(v, float) and math.isnan(v) else v
+
+    launches = [(launch.kernel, launch.index, launch.device, launch.invocations, launch.attributes,
+                 [(m.name, value(m.value), m.unit, m.canonical, m.origin, m.minimum, m.maximum)
+                  for m in launch.metrics])
+                for launch in run.launches]
+    return launches, run.notes, run.device
+
+
+def _read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bool, Run, Run]:
+    """(whether the fast path took the file, its run, the line-by-line reader's run)."""
+    taken: list[bool] = []
+
+    def spy(*args: object) -> bool:
+        taken.append(FAST(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(_ncu_csv_bulk, "read", spy)
+    run = ncu_csv.read(path)
+    monkeypatch.setattr(_ncu_csv_bulk, "read", lambda *args: False)
+    return any(taken), run, ncu_csv.read(path)
+
+
+@pytest.mark.parametrize("fixture", [A100, A100_ERRORS, B200, V100], ids=lambda p: p.name)
+def test_clean_tables_take_the_fast_path_with_the_same_result(fixture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, run, lines = _read_both(fixture, monkeypatch)
+    assert fast
+    assert _contents(run) == _contents(lines)
+
+
+def test_fast_path_values_read_by_eye(monkeypatch: pytest.MonkeyPatch) -> None:
+    """V100 launch 99 (the last) and a B200 rule row, through the fast path."""
+    fast, run, _ = _read_both(V100, monkeypatch)
+    assert fast and len(run.launches) == 100
+    last = run.launches[99]
+    assert (last.index, last.kernel, len(last.metrics)) == (99, "cuda_compute_flux", 52)
+    assert (last.metric("Duration").value, last.metric("Duration").unit) == (38560 / 1e9, "second")
+    assert (last.value("SM Frequency"), last.metric("SM Frequency").unit) == (1_229_525_414.94, "hertz")
+    assert last.value("Achieved Occupancy") == 38.79
+    assert last.attributes["time"] == "2020-Apr-09 15:40:29"
+    fast, run, _ = _read_both(B200, monkeypatch)
+    assert fast
+    assert run.launches[0].attributes["rules"].startswith("SOLBottleneck [OPT]: This workload exhibits low compute")
+
+
+def _variant(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "variant.csv"
+    path.write_bytes(text.encode())
+    return path
+
+
+def _a100() -> str:
+    return A100.read_text()
+
+
+def _with_line_after_row(text: str, row: int, line: str) -> str:
+    lines = text.splitlines(keepends=True)
+    header = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    lines.insert(header + 1 + row, line)
+    return "".join(lines)
+
+
+# (name, the file's text, whether the fast path may take it)
+VARIANTS = [
+    ("windows line ends and BOM", lambda: "\ufeff" + _a100().replace("\n", "\r\n"), True),
+    ("blank lines and messages before the header",
+     lambda: "\n==PROF== Connected to process 1\n\nprogram output, with a comma\n" + _a100(), True),
+    ("launch rows out of order", lambda: _with_line_after_row(
+        _a100(), 2, '"2","1961118","profile","127.0.0.1","void f<float>(float *, int)","1","7","(1, 1, 1)",'
+        '"(1, 1, 1)","0","8.0","Command line profiler metrics","dram__bytes.sum","byte","1.00"\n'), False),
+    ("string-valued and percent metrics", lambda: _a100().replace('"5,323,503,232.00"', '"PolicySpread"', 1)
+     .replace('"693,482,995,584.00"', '"28.05%"', 1), True),
+    ("a tool message between rows", lambda: _with_line_after_row(
+        _a100(), 20, "==PROF== Disconnected from process 1961118\n"), False),
+    ("program output after the table", lambda: _a100() + "Done.\n", False),
+    ("a row cut short", lambda: _with_line_after_row(_a100(), 5, '"0","1961118","profile"\n'), False),
+    ("an odd quote before the header", lambda: 'said "hello\n' + _a100(), False),
+    ("a quoted line break in a kernel name", lambda: _a100().replace(
+        '"void gemm_v1<float>(float *, float *, float *, int, int, int)"', '"void f<\n2>(int)"'), True),
+    ("a file cut mid-row", lambda: _a100()[:-20], False),
+    ("a row longer than the header", lambda: _a100().replace('"5,323,503,232.00"', '"5,323,503,232.00",' + ',x' * 5000, 1),
+     False),
+    ("a first row longer than the header", lambda: _with_line_after_row(_a100(), 0, '"0"' + "," * 140_000 + "\n"),
+     False),
+]
+
+
+@pytest.mark.parametrize("name, make, fast_expected", VARIANTS, ids=[v[0] for v in VARIANTS])
+def test_variants_read_the_same_either_way(name: str, make, fast_expected: bool, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, run, lines = _read_both(_variant(tmp_path, make()), monkeypatch)
+    assert fast == fast_expected
+    assert _contents(run) == _contents(lines)
+
+
+def test_data_start_counts_lines_and_refuses_what_pandas_reads_otherwise(tmp_path: Path) -> None:
+    path = tmp_path / "head.csv"
+    head = b'a\r\n\r\n"ID","x"\n'
+    path.write_bytes(head + b'"0","1"\n')
+    assert _ncu_csv_bulk.data_start(path, len(head), 2) == 3
+    assert _ncu_csv_bulk.data_start(path, len(head), 1) is None  # the first row is longer than the header
+    assert _ncu_csv_bulk.data_start(path, 2**64 + len(head), 2) is None  # a tell() cookie, not an offset
+    path.write_bytes(b'a "b\n"ID","x"\n"0","1"\n')
+    assert _ncu_csv_bulk.data_start(path, len(b'a "b\n"ID","x"\n'), 2) is None
+
+
+UNITS = ["", "%", "byte", "Kbyte", "nsecond", "usecond", "cycle/second", "cycle/nsecond", "byte/second",
+         "Gbyte/second", "register/thread", "warp"]
+TEXTS = ["0", "38560", "5,323,503,232.00", "1.3746e+11", "28.05%", "n/a", "", " 7 ", "PolicySpread",
+         "nan", "-inf", "1_000", "0.00040624"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["Duration", "dram__bytes.sum", "SM Frequency", "x"]),
+                          st.sampled_from(UNITS), st.sampled_from(TEXTS)), max_size=40))
+def test_column_conversion_equals_the_row_by_row_one(rows: list[tuple[str, str, str]]) -> None:
+    """metric_columns (the fast path's converter) gives exactly metric_maker's Metrics."""
+    names, units, texts = (list(column) for column in zip(*rows)) if rows else ([], [], [])
+    one = metric_maker()
+    assert _comparable(metric_columns()(names, units, texts)) == _comparable(map(one, names, units, texts))
+
+
+def _comparable(metrics) -> list[tuple]:
+    return [(m.name, "nan" if isinstance(m.value, float) and math.isnan(m.value) else m.value, m.unit, m.canonical,
+             m.origin) for m in metrics]
