@@ -30,22 +30,30 @@ NOT_COUNTED = ("<not counted>", "<not supported>")
 UNITS = ("msec", "ns", "us", "Joules", "MiB", "KiB", "GiB", "MB", "kB", "W")
 _GROUPING = ",.'’\u202f\u00a0"
 
-_HEADER = re.compile(r"Performance counter stats for (?P<target>.+?)(?:\s*\((?P<runs>\d+) runs\))?:?\s*$",
-                     re.MULTILINE)
-_STARTED = re.compile(r"^#\s*started on\s+(?P<when>.+?)\s*$")
+# Every pattern below runs in time linear in the line: fuzzed files hold lines of a megabyte, and a
+# pattern that can split a run of digits or blanks in many ways (a lazy group before an optional
+# tail, a value class that overlaps \s, a shadow number beside free text) took minutes on them.
+# Possessive quantifiers and atomic groups (Python 3.11+) commit where no other split could match.
+# The header line's target and '(N runs)' are cut by _header(), not by a lazy group.
+_HEADER = re.compile(r"Performance counter stats for (?P<rest>.+)")
+_DIGITS = re.compile(r"\d+")
+_STARTED = re.compile(r"^#\s*started on\s+(?P<when>\S(?:.*\S)?|\s)\s*$")
 _SECONDS = re.compile(r"^\s*(?P<value>\d[\d.,'’]*)(?:\s*\+-\s*[\d.,]+)?\s+seconds\s+(?P<what>time elapsed|user|sys)"
                       r"(?:\s*\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\))?")
 _VALUE = r"<not counted>|<not supported>|\d[\d.,'’\u202f\u00a0]*"
 _AGGREGATE = r"CPU\d+|S\d+(?:-D\d+)?(?:-(?:C|L\d|N)\d+)?|N\d+"
+# The value may end in a (narrow) no-break space that perf meant as the blank after it: the atomic
+# group lets the value give that one back, then commits (a shorter value cannot start an event).
 _HUMAN = re.compile(
     rf"^\s*(?:(?P<time>\d+[.,]\d{{6,9}})\s+)?"
     rf"(?:(?P<agg>{_AGGREGATE})\s+(?:\d+\s+)?)?"
-    rf"(?P<value>{_VALUE})\s+"
+    rf"(?>(?P<value>{_VALUE})\s+)"
     rf"(?:(?P<unit>{'|'.join(UNITS)})\s+)?"
     r"(?P<event>[A-Za-z{][^\s#(]*)(?P<rest>.*)$")
 _PCT = re.compile(r"\(\s*(?P<pct>\d[\d.,]*)\s*%\s*\)\s*$")
 _SPREAD = re.compile(r"\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\)")
-_SHADOW = re.compile(r"#\s*(?P<num>-?\d[\d.,]*)\s*(?P<text>[^(#]*?)\s*(?:\(|$)")
+# '# <number> <words>' up to a '(' or the end; the words are the text between, stripped.
+_SHADOW = re.compile(r"#\s*+(?P<num>-?\d[\d.,]*+)\s*+(?P<text>(?:[^(#\s]++(?:\s++[^(#\s]++)*+)?+)\s*+(?:\(|$)")
 _TOPDOWN = re.compile(r"tma_|TopdownL\d|--topdown|retiring\s+bad speculat|\bPipelineL\d")
 _TIME = re.compile(r"^\d+\.\d+$")
 _AGG_ONLY = re.compile(rf"^(?:{_AGGREGATE})$")
@@ -102,6 +110,25 @@ def detect_decimal(text: str) -> str:
         if match:
             return match.group(1)
     return "."
+
+
+def _header(line: str) -> tuple[str, str | None] | None:
+    """(target, runs digits or None) of a 'Performance counter stats for TARGET [(N runs)]:' line.
+
+    The target is the text after 'for ' up to a trailing '(N runs)', ':' and blanks (the shortest
+    that leaves such a tail, at least one character), cut with string operations in linear time."""
+    match = _HEADER.search(line)
+    if match is None:
+        return None
+    rest = match.group("rest")
+    body = rest.rstrip()
+    core = body.removesuffix(":")
+    if core.endswith(" runs)"):
+        opening = core.rfind("(")
+        digits = core[opening + 1:-len(" runs)")]
+        if opening > 0 and _DIGITS.fullmatch(digits):
+            return rest[:max(1, len(core[:opening].rstrip()))], digits
+    return rest[:max(1, len(core))], None
 
 
 def _value(text: str, decimal: str) -> float | str | None:
@@ -207,12 +234,15 @@ def parse_human(text: str) -> PerfStat:
     result = PerfStat([], "human", decimal=decimal)
     start = next((i for i, line in enumerate(lines) if _HEADER.search(line)), None)
     if start is not None:
-        header = _HEADER.search(lines[start])
-        assert header is not None
-        target = header.group("target").strip()
+        found = _header(lines[start])
+        assert found is not None
+        target, runs = found[0].strip(), found[1]
         quoted = len(target) > 1 and target[0] == target[-1] == "'"
         result.target = target[1:-1] if quoted else target
-        result.runs = int(header.group("runs")) if header.group("runs") else None
+        try:
+            result.runs = int(runs) if runs else None
+        except ValueError:  # more digits than int() converts (4300): not a run count
+            result.runs = None
         result.skipped_lines = sum(1 for line in lines[:start] if line.strip() and not _STARTED.match(line))
     for line in lines:
         started = _STARTED.match(line)

@@ -33,7 +33,9 @@ _TABLE_HEADER = re.compile(r"%\s+(tma_\w+)")
 _ELAPSED = re.compile(r"(?<!\d)(\d+(?:[.,]\d+)?)\s+seconds time elapsed")
 _TARGET = re.compile(r"Performance counter stats for '([^']*)'")
 _PMU = re.compile(r"TopdownL1\s+\((\w+)\)")
-_SNIFF = re.compile(r"%\s+(?:tma_)?(?:backend_bound|frontend_bound|bad_speculation)\b|^\s*retiring\s+bad speculat",
+# The indent before 'retiring' stays on its line ([^\S\n]): a \s* there ran from every line start over
+# all the blank lines after it (quadratic on a head of empty lines) for the same yes/no answer.
+_SNIFF = re.compile(r"%\s+(?:tma_)?(?:backend_bound|frontend_bound|bad_speculation)\b|^[^\S\n]*retiring\s+bad speculat",
                     re.MULTILINE)
 # perf stat options that take a value (so the workload starts after it).
 _VALUED = {"-e", "-M", "-I", "-x", "-o", "-G", "-p", "-C", "-r", "-t", "--pid", "--cpu", "--metrics",
