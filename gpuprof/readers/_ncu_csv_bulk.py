@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import warnings
 from bisect import bisect_left
+from dataclasses import dataclass
 from itertools import compress, count, islice, repeat
 from operator import ne
 from pathlib import Path
@@ -26,59 +27,98 @@ from typing import TYPE_CHECKING
 from gpuprof.model import Launch
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from gpuprof.readers.ncu_csv import _Table
 
 
 def read(table: _Table, path: Path, skip: int) -> bool:
     """Add every row after the first ``skip`` lines of ``path`` to ``table``; False, adding
     nothing, when the rows are not all plain metric and rule rows."""
+    frame = _parse(path, skip, table.columns)
+    rows = _Rows.take(frame, table) if frame is not None else None
+    del frame  # its columns of pointers: dropped before a million Metrics are built
+    if rows is None:
+        return False
+    rows.add_to(table)
+    return True
+
+
+def _parse(path: Path, skip: int, columns: int) -> pd.DataFrame | None:
     import pandas as pd
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
-            frame = pd.read_csv(path, skiprows=skip, header=None, names=range(table.columns), index_col=False,
-                                dtype=object, na_filter=False, encoding="utf-8", encoding_errors="replace",
-                                engine="c", on_bad_lines="error")
+            return pd.read_csv(path, skiprows=skip, header=None, names=range(columns), index_col=False,
+                               dtype=object, na_filter=False, encoding="utf-8", encoding_errors="replace",
+                               engine="c", on_bad_lines="error")
     except (ValueError, OSError, pd.errors.ParserWarning):  # ParserError and EmptyDataError are ValueErrors
-        return False
-    ids, names = frame[table.i_id].tolist(), frame[table.i_name].tolist()
-    if not ids or not all(map(str.isdigit, ids)):
-        return False
-    starts = [0, *compress(count(1), map(ne, ids, islice(ids, 1, None)))]
-    launch_ids = [ids[start] for start in starts]
-    if (len(set(launch_ids)) < len(launch_ids) or not "".join(launch_ids).isascii()
-            or max(map(len, launch_ids)) > 18):  # a launch in pieces, or IDs that are no plain counts
-        return False
-    rules = [row for row, name in enumerate(names) if not name] if "" in names else []
-    if rules and (table.i_rule is None or not all(frame[table.i_rule].array[row] for row in rules)):
-        return False
-    kept = _without(rules, len(names))
+        return None
 
-    def metric_column(i: int) -> list[str]:
-        column = frame[i].tolist()
-        return column if kept is None else [column[row] for row in kept]
 
-    values = metric_column(table.i_value)
-    if "" in values:  # a row cut short, or a metric ncu left empty: the line-by-line reader decides
-        return False
-    names = names if kept is None else [names[row] for row in kept]
-    metrics = table.make_many(names, metric_column(table.i_unit), values)
-    bounds = [*starts, len(ids)] if kept is None else [bisect_left(kept, row) for row in [*starts, len(ids)]]
-    pieces = list(map(slice, bounds, islice(bounds, 1, None)))
-    keys = [key for key, _ in table.attributes]
-    fields = zip(*(frame[i].to_numpy()[starts] for _, i in table.attributes)) if keys else repeat(())
-    table.launches.update(zip(launch_ids, map(
-        Launch, frame[table.i_kernel].to_numpy()[starts].tolist(), map(int, launch_ids), repeat(""), repeat(1),
-        map(dict, map(zip, repeat(keys), fields)), map(metrics.__getitem__, pieces))))
-    if table.i_section is None:
-        table.sections.update((launch_id, {}) for launch_id in launch_ids)
-    else:
-        sections = metric_column(table.i_section)
-        table.sections.update(zip(launch_ids, map(dict.fromkeys, map(sections.__getitem__, pieces))))
-    for row in rules:
-        table.add_rule(table.launches[ids[row]], [frame[i].array[row] for i in range(table.columns)])
-    return True
+@dataclass
+class _Rows:
+    """What the table needs from the parsed rows: per launch its ID, kernel, attributes and the
+    range of its metric rows; per metric row its cells; the rule rows whole."""
+
+    launch_ids: list[str]
+    kernels: list[str]
+    attributes: list[dict[str, str]]
+    bounds: list[int]  # launch k's metric rows are bounds[k]:bounds[k + 1]
+    names: list[str]
+    units: list[str]
+    values: list[str]
+    sections: list[str] | None
+    rules: list[tuple[str, list[str]]]
+
+    @classmethod
+    def take(cls, frame: pd.DataFrame, table: _Table) -> _Rows | None:
+        """The rows of ``frame``; None unless every row is a plain metric or rule row."""
+        ids, names = frame[table.i_id].tolist(), frame[table.i_name].tolist()
+        if not ids or not all(map(str.isdigit, ids)):
+            return None
+        starts = [0, *compress(count(1), map(ne, ids, islice(ids, 1, None)))]
+        launch_ids = [ids[start] for start in starts]
+        if (len(set(launch_ids)) < len(launch_ids) or not "".join(launch_ids).isascii()
+                or max(map(len, launch_ids)) > 18):  # a launch in pieces, or IDs that are no plain counts
+            return None
+        rules = [row for row, name in enumerate(names) if not name] if "" in names else []
+        if rules and (table.i_rule is None or not all(frame[table.i_rule].array[row] for row in rules)):
+            return None
+        kept = _without(rules, len(names))
+
+        def metric_column(i: int | None) -> list[str] | None:
+            if i is None:
+                return None
+            column = frame[i].tolist()
+            return column if kept is None else [column[row] for row in kept]
+
+        values = metric_column(table.i_value)
+        if "" in values:  # a row cut short, or a metric ncu left empty: the line-by-line reader decides
+            return None
+        keys = [key for key, _ in table.attributes]
+        fields = zip(*(frame[i].to_numpy()[starts] for _, i in table.attributes)) if keys else repeat(())
+        ends = [*starts, len(ids)]
+        return cls(launch_ids, frame[table.i_kernel].to_numpy()[starts].tolist(),
+                   list(map(dict, map(zip, repeat(keys), fields))),
+                   ends if kept is None else [bisect_left(kept, row) for row in ends],
+                   names if kept is None else [names[row] for row in kept],
+                   metric_column(table.i_unit), values, metric_column(table.i_section),
+                   [(ids[row], [frame[i].array[row] for i in range(table.columns)]) for row in rules])
+
+    def add_to(self, table: _Table) -> None:
+        metrics = table.make_many(self.names, self.units, self.values)
+        pieces = list(map(slice, self.bounds, islice(self.bounds, 1, None)))
+        table.launches.update(zip(self.launch_ids, map(
+            Launch, self.kernels, map(int, self.launch_ids), repeat(""), repeat(1), self.attributes,
+            map(metrics.__getitem__, pieces))))
+        if self.sections is None:
+            table.sections.update((launch_id, {}) for launch_id in self.launch_ids)
+        else:
+            table.sections.update(zip(self.launch_ids, map(dict.fromkeys, map(self.sections.__getitem__, pieces))))
+        for launch_id, row in self.rules:
+            table.add_rule(table.launches[launch_id], row)
 
 
 def _without(rows: list[int], total: int) -> list[int] | None:
