@@ -70,21 +70,23 @@ class _Rows:
     units: list[str]
     values: list[str]
     sections: list[str] | None
-    rules: list[tuple[str, list[str]]]
+    rules: list[tuple[str, tuple[str, ...]]]  # (launch ID, the whole row)
 
     @classmethod
     def take(cls, frame: pd.DataFrame, table: _Table) -> _Rows | None:
         """The rows of ``frame``; None unless every row is a plain metric or rule row."""
         ids, names = frame[table.i_id].tolist(), frame[table.i_name].tolist()
-        if not ids or not all(map(str.isdigit, ids)):
+        if not ids:
             return None
+        # Every row whose ID differs from the row before starts a run, so checking the runs' IDs
+        # checks every row's: a tool message or a line of program output has an ID of its own.
         starts = [0, *compress(count(1), map(ne, ids, islice(ids, 1, None)))]
         launch_ids = [ids[start] for start in starts]
-        if (len(set(launch_ids)) < len(launch_ids) or not "".join(launch_ids).isascii()
-                or max(map(len, launch_ids)) > 18):  # a launch in pieces, or IDs that are no plain counts
-            return None
+        if (not all(map(str.isdigit, launch_ids)) or not "".join(launch_ids).isascii()
+                or max(map(len, launch_ids)) > 18 or len(set(launch_ids)) < len(launch_ids)):
+            return None  # not plain counts, or a launch in pieces
         rules = [row for row, name in enumerate(names) if not name] if "" in names else []
-        if rules and (table.i_rule is None or not all(frame[table.i_rule].array[row] for row in rules)):
+        if rules and (table.i_rule is None or not all(frame[table.i_rule].to_numpy()[rules])):
             return None
         kept = _without(rules, len(names))
 
@@ -105,7 +107,8 @@ class _Rows:
                    ends if kept is None else [bisect_left(kept, row) for row in ends],
                    names if kept is None else [names[row] for row in kept],
                    metric_column(table.i_unit), values, metric_column(table.i_section),
-                   [(ids[row], [frame[i].array[row] for i in range(table.columns)]) for row in rules])
+                   list(zip([ids[row] for row in rules],
+                            zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))))
 
     def add_to(self, table: _Table) -> None:
         metrics = table.make_many(self.names, self.units, self.values)

@@ -349,38 +349,51 @@ def metric_columns(origin: str = MEASURED) -> Callable[[list[str], list[str], li
     """A function building the Metrics of whole columns of (name, unit, value text) cells, with the
     same results as :func:`metric_maker` row by row.
 
-    A block in which every value is a number (the usual case) is converted column-wise: one
-    ``map(float)``, one scaling pass when some unit needs it, one ``map(Metric)``, so the per-row
-    cost is a few C-level steps instead of a Python call. A block holding any other text
-    (``n/a``, string-valued metrics, ``28.05%``) goes row by row through :func:`metric_maker`.
+    Numbers are converted column-wise: one ``map(float)`` (after dropping thousands separators
+    when there are any), one scaling pass over the rows whose unit needs it, one ``map(Metric)``,
+    so the per-row cost is a few C-level steps instead of a Python call. The rows whose value is
+    no plain number (``n/a``, string-valued metrics like ``CachePreferNone``, ``28.05%``) are then
+    made again one by one with :func:`metric_maker`.
     """
     one = metric_maker(origin)
     conversions = _Lookup(_conversion)
     canonicals = _Lookup(canonical)
 
     def many(names: list[str], units: list[str], texts: list[str]) -> list[Metric]:
+        numbers = texts
+        joined = "\0".join(texts)
+        if "," in joined:  # thousands separators: '5,323,503,232.00'
+            numbers = joined.replace(",", "").split("\0")
+        others: list[int] = []
         try:
-            values = list(map(float, texts))
+            values: list[float | None] = list(map(float, numbers))
         except ValueError:
-            joined = "\0".join(texts)
-            try:  # thousands separators: '5,323,503,232.00'
-                values = list(map(float, joined.replace(",", "").split("\0"))) if "," in joined else []
-            except ValueError:
-                values = []
-            if len(values) != len(texts):
-                return list(map(one, names, units, texts))
+            values = list(map(_float_or_none, numbers))
+            others = [row for row, value in enumerate(values) if value is None]
+        if len(values) != len(texts):  # a value held the '\0' that joined them
+            return list(map(one, names, units, texts))
         kinds = {unit: conversions[unit] for unit in set(units)}
         scaled = {unit for unit, (multiply, divide, _) in kinds.items() if multiply != divide}
         if scaled:  # usually a few units (ns, Kbyte) on a few rows: find those rows at C speed
             for row in compress(count(), map(scaled.__contains__, units)):
                 multiply, divide, _ = kinds[units[row]]
-                values[row] = values[row] * multiply / divide
+                if values[row] is not None:
+                    values[row] = values[row] * multiply / divide
         bases = {unit: base for unit, (_, _, base) in kinds.items()}
-        if any(base != unit for unit, base in bases.items()):
-            units = list(map(bases.__getitem__, units))
-        return list(map(Metric, names, values, units, map(canonicals.__getitem__, names), repeat(origin)))
+        base_units = list(map(bases.__getitem__, units)) if any(b != u for u, b in bases.items()) else units
+        made = list(map(Metric, names, values, base_units, map(canonicals.__getitem__, names), repeat(origin)))
+        for row in others:
+            made[row] = one(names[row], units[row], texts[row])
+        return made
 
     return many
+
+
+def _float_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 @contextlib.contextmanager
