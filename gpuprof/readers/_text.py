@@ -360,18 +360,16 @@ def metric_columns(origin: str = MEASURED) -> Callable[[list[str], list[str], li
     canonicals = _Lookup(canonical)
 
     def many(names: list[str], units: list[str], texts: list[str]) -> list[Metric]:
-        numbers = texts
-        joined = "\0".join(texts)
-        if "," in joined:  # thousands separators: '5,323,503,232.00'
-            numbers = joined.replace(",", "").split("\0")
         others: list[int] = []
         try:
-            values: list[float | None] = list(map(float, numbers))
+            values: list[float | None] = list(map(float, texts))
         except ValueError:
-            values = list(map(_float_or_none, numbers))
-            others = [row for row, value in enumerate(values) if value is None]
-        if len(values) != len(texts):  # a value held the '\0' that joined them
-            return list(map(one, names, units, texts))
+            numbers = list(map(str.replace, texts, repeat(","), repeat("")))  # '5,323,503,232.00'
+            try:
+                values = list(map(float, numbers))
+            except ValueError:
+                values = list(map(_float_or_none, numbers))
+                others = [row for row, value in enumerate(values) if value is None]
         kinds = {unit: conversions[unit] for unit in set(units)}
         scaled = {unit for unit, (multiply, divide, _) in kinds.items() if multiply != divide}
         if scaled:  # usually a few units (ns, Kbyte) on a few rows: find those rows at C speed
