@@ -110,6 +110,20 @@ def test_counter_that_goes_down_without_a_known_range_is_flagged(tmp_path: Path)
     assert "impossible reading: negative energy delta on package-0 (5000000 -> 4000000 uJ" in meter.notes[0]
 
 
+def test_a_step_no_hardware_could_draw_is_dropped_with_a_note(tmp_path: Path) -> None:
+    """A counter that went back a little, read with a wrong (huge) wrap point, would add 9.2e12 J."""
+    root = tmp_path / "powercap"
+    counter = _zone(root, "intel-rapl:0", "package-0", 5_000_000, max_range=2**63 - 1)
+    meter, _ = open_energy("cpu", interval=60, powercap_root=root)
+    assert meter is not None
+    with meter:
+        time.sleep(0.01)
+        counter.write_text("4000000\n")
+    assert not any(m.unit == "joule" and m.value and m.value > 1 for m in meter.metrics())
+    assert any("implausible energy step on package-0 (5000000 -> 4000000 uJ" in note and "dropped" in note
+               for note in meter.notes)
+
+
 def test_counter_that_does_not_advance_is_flagged(powercap: Path) -> None:
     meter, _ = open_energy("cpu", interval=60, powercap_root=powercap)
     assert meter is not None

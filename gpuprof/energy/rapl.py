@@ -24,6 +24,10 @@ POWERCAP_ROOT = Path("/sys/class/powercap")
 POWERCAP_ENV = "GPUPROF_POWERCAP_ROOT"
 _HIDDEN = "virtual machines and containers usually hide RAPL"
 MICROJOULE = 1e-6
+# No socket or DIMM set draws this much: a step implying more over a sample (at least 1 s, since the
+# counters update in ~1 ms chunks and two quick reads can straddle one) is a reset counter or a wrong
+# max_energy_range_uj turning a small backward step into a huge forward one, and is dropped.
+PLAUSIBLE_W = 5000.0
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,11 @@ class RaplMeter(SampledMeter):
             if delta is None:
                 self._reading.problems.append(
                     f"negative energy delta on {domain.label} ({before} -> {after} uJ, max_energy_range_uj unreadable)")
+                continue
+            if delta * MICROJOULE > PLAUSIBLE_W * max(now - self._then, 1.0):
+                self._reading.problems.append(
+                    f"implausible energy step on {domain.label} ({before} -> {after} uJ with max_energy_range_uj "
+                    f"{domain.max_range_uj}: over {PLAUSIBLE_W:.0f} W); that step was dropped")
                 continue
             self._totals[i] += delta
             step += delta
