@@ -222,15 +222,16 @@ def _above_roof(frame: pd.DataFrame) -> list[str]:
 
 
 def _without_energy(frame: pd.DataFrame) -> list[str]:
-    """One line per measured device with rows that have no energy numbers, saying why."""
+    """One line per reason why measured devices have rows without energy numbers, naming them
+    (a sweep over several machines without power sources says so once, not once per machine)."""
     measured = frame[frame["energy basis"].notna()]
-    lines = []
+    devices_by_reason: dict[str, list[str]] = {}
     for device, rows in measured.groupby("device", sort=False):
         missing = rows[rows["J/call"].isna()]
         if len(missing):
             share = "" if len(missing) == len(rows) else f" in {len(missing)} of {len(rows)} row(s)"
-            lines.append(f"no energy numbers for {device}{share}: {missing['energy basis'].iloc[-1]}")
-    return lines
+            devices_by_reason.setdefault(missing["energy basis"].iloc[-1], []).append(f"{device}{share}")
+    return [f"no energy numbers for {', '.join(names)}: {reason}" for reason, names in devices_by_reason.items()]
 
 
 def devices(frame: pd.DataFrame) -> list[str]:

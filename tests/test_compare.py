@@ -179,3 +179,16 @@ def test_compare_with_nothing_to_compare_says_what_to_do(tmp_path):
     result = CliRunner().invoke(main, ["compare", "--store", str(tmp_path / "empty.sqlite")])
     assert result.exit_code == 2 and result.stdout == ""
     assert "nothing to compare" in result.stderr and "--reference paper" in result.stderr
+
+
+def test_devices_without_energy_for_one_reason_share_one_note():
+    from gpuprof.compare import _without_energy
+
+    no_rapl = "not measured: no CPU power source (virtual machines and containers usually hide RAPL)"
+    frame = pd.DataFrame({
+        "device": ["cpu A", "cpu A", "cpu B", "gpu C", "gpu C", "cpu D"],
+        "energy basis": [no_rapl, no_rapl, no_rapl, "not measured: NVML not installed", "measured: NVML", None],
+        "J/call": [None, None, None, None, 0.5, None]})
+    assert _without_energy(frame) == [
+        f"no energy numbers for cpu A, cpu B: {no_rapl}",
+        "no energy numbers for gpu C in 1 of 2 row(s): not measured: NVML not installed"]
