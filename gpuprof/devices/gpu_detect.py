@@ -91,6 +91,12 @@ def _bus_key(bus_id: str | bytes | None) -> str | None:
     return _text(bus_id).lower().split(":", 1)[-1]
 
 
+def same_bus(nvml_bus_id: str | bytes | None, cuda_bus_id: str | bytes | None) -> bool:
+    """Whether an NVML and a CUDA PCI bus ID name the same GPU (their formats differ)."""
+    key = _bus_key(nvml_bus_id)
+    return key is not None and key == _bus_key(cuda_bus_id)
+
+
 def _cuda_attributes() -> tuple[dict[str, dict[int, int]], str]:
     """CUDA attributes by PCI bus key, and which runtime read them ({} when none could)."""
     for name, read in (("CuPy", _cupy_attributes), ("cuda-python", _cuda_python_attributes)):

@@ -37,8 +37,9 @@ __all__ = ["DEFAULT_INTERVAL", "EnergyMeter", "from_record", "open_energy", "to_
 
 
 def open_energy(device_kind: str, interval: float = DEFAULT_INTERVAL, powercap_root: str | Path | None = None,
-                gpu_index: int = 0) -> tuple[EnergyMeter | None, list[str]]:
-    """A meter for ``device_kind`` ("cpu" or "cuda"), or None and the reason no power source is readable."""
+                gpu_index: int = 0, gpu_pci_bus_id: str | None = None) -> tuple[EnergyMeter | None, list[str]]:
+    """A meter for ``device_kind`` ("cpu" or "cuda"; the GPU by its PCI bus ID when given, else by
+    NVML index), or None and the reason no power source is readable."""
     if device_kind == "cpu":
         from gpuprof.energy.rapl import open_rapl
         from gpuprof.energy.rapl import powercap_root as configured_root
@@ -50,7 +51,7 @@ def open_energy(device_kind: str, interval: float = DEFAULT_INTERVAL, powercap_r
     if device_kind == "cuda":
         from gpuprof.energy.nvml_power import open_nvml
 
-        return open_nvml(gpu_index, interval)
+        return open_nvml(gpu_index, interval, gpu_pci_bus_id)
     raise ValueError(f"device kind {device_kind!r}: expected 'cpu' or 'cuda'")
 
 

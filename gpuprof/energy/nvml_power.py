@@ -86,8 +86,11 @@ class NvmlMeter(SampledMeter):
             pass
 
 
-def open_nvml(index: int, interval: float) -> tuple[NvmlMeter | None, list[str]]:
-    """An NVML meter for GPU ``index`` (NVML's order), or None and why there is none here."""
+def open_nvml(index: int, interval: float, pci_bus_id: str | None = None) -> tuple[NvmlMeter | None, list[str]]:
+    """An NVML meter for the GPU at ``pci_bus_id`` (as CUDA reports it, '0000:3B:00.0'), else for
+    NVML's GPU ``index``; or None and why there is none here. The bus ID is what ties the GPU the
+    workload runs on to NVML's: NVML numbers GPUs by PCI order, CUDA by speed unless
+    CUDA_DEVICE_ORDER=PCI_BUS_ID, and CUDA_VISIBLE_DEVICES renumbers them."""
     try:
         import pynvml
     except ImportError:
@@ -98,11 +101,13 @@ def open_nvml(index: int, interval: float) -> tuple[NvmlMeter | None, list[str]]
     except pynvml.NVMLError as error:
         return None, [(f"no GPU power source: NVML did not start ({error}; is the NVIDIA driver installed?); "
                        "energy not measured")]
+    which = f"the GPU at PCI {pci_bus_id}" if pci_bus_id else f"GPU {index}"
     try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        handle = (pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id) if pci_bus_id
+                  else pynvml.nvmlDeviceGetHandleByIndex(index))
         name = pynvml.nvmlDeviceGetName(handle)
         pynvml.nvmlDeviceGetPowerUsage(handle)
     except pynvml.NVMLError as error:
         pynvml.nvmlShutdown()
-        return None, [f"no GPU power source: NVML cannot read power of GPU {index} ({error}); energy not measured"]
+        return None, [f"no GPU power source: NVML cannot read power of {which} ({error}); energy not measured"]
     return NvmlMeter(pynvml, handle, name if isinstance(name, str) else name.decode(), interval), []

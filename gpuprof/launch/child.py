@@ -56,6 +56,7 @@ def _device(cp: Any) -> dict[str, Any]:
     name = props["name"]
     return {"name": name.decode() if isinstance(name, bytes) else name,
             "cc": f"{props['major']}.{props['minor']}",
+            "pci_bus_id": runtime.deviceGetPCIBusId(0),
             "runtime_version": runtime.runtimeGetVersion(),
             "driver_version": runtime.driverGetVersion()}
 
@@ -87,7 +88,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         call()
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     times = []
-    meter, energy_notes = open_energy("cuda")
+    meter, energy_notes = open_energy("cuda", gpu_pci_bus_id=device["pci_bus_id"])  # NVML's GPU = CUDA's device 0
     with meter if meter is not None else contextlib.nullcontext():
         for _ in range(args.repeat):
             start.record()

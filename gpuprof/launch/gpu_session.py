@@ -101,6 +101,21 @@ def _nvml_gpu() -> tuple[GpuInfo | None, str]:
     return info, f"NVML: {info.name}, compute capability {info.cc}, driver {info.driver}"
 
 
+def _matching_gpu(info: GpuInfo | None, cuda_bus_id: str | None) -> GpuInfo | None:
+    """NVML's record of the GPU the child ran on (CUDA's device 0, named by its PCI bus ID): NVML's
+    first GPU unless the bus IDs say otherwise, as they can when CUDA orders GPUs by speed or
+    CUDA_VISIBLE_DEVICES renumbers them."""
+    from gpuprof.devices import gpu_detect
+
+    if info is None or not cuda_bus_id or gpu_detect.same_bus(info.pci_bus_id, cuda_bus_id):
+        return info
+    try:
+        found = [gpu for gpu in gpu_detect.detect() if gpu_detect.same_bus(gpu.pci_bus_id, cuda_bus_id)]
+    except DeviceError:
+        return info
+    return found[0] if found else info
+
+
 def probe_gpu() -> tuple[bool, str]:
     """(usable, reason): is there a GPU gpuprof can run workloads on? For ``--device auto``."""
     _, nvml_text = _nvml_gpu()
@@ -287,5 +302,6 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
         "relative_error": record["relative_error"], "seed": settings.seed,
     }
     return Run(kind="run", format=f"cuda-{engine}", source=settings.command or shlex.join(argv),
-               device=_device_record(info, record["device"]), workload=workload, environment=environment,
+               device=_device_record(_matching_gpu(info, record["device"].get("pci_bus_id")), record["device"]),
+               workload=workload, environment=environment,
                launches=launches, notes=notes, run_id=run_id)
