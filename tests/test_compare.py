@@ -6,7 +6,6 @@ import csv
 import io
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,8 +18,8 @@ from gpuprof.importing import read_file
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.ops import get_op
 from gpuprof.store import open_store
+from fixture_paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
 # A made-up CPU: 100 GFLOP/s float32 at 2 GHz, no bandwidth; a second ceiling with 50 GB/s.
 THEORY = Peaks("Test CPU", {"float32": 100e9}, None, 2e9, "derived", "2 cores x 2 GHz x 25")
 CALIBRATED = Peaks("Test CPU", {"float32": 80e9}, 50e9, None, "calibrated", "gpuprof calibrate")

@@ -3,15 +3,14 @@ read in the fixture files (A100 roofline CSV, RTX 3080 report, A100 text summary
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from gpuprof import readers
 from gpuprof.derive import counters
 from gpuprof.model import Launch, Metric
+from fixture_paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
 
 
 @pytest.fixture(scope="module")

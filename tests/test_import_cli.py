@@ -15,13 +15,8 @@ from click.testing import CliRunner, Result
 from gpuprof.cli import main
 from gpuprof.importing import import_files, kernel_table
 from gpuprof.store import open_store
+from fixture_paths import FIXTURES, K40C, SRAD, BABEL, README, REP
 
-FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
-K40C = FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"
-SRAD = FIXTURES / "nvprof_text_metrics_gtx1070_srad.txt"
-BABEL = FIXTURES / "nvprof_text_summary_titanxp_babelstream.txt"
-README = FIXTURES / "nsys_profile_stats_text_a100_vector_add_README.md"
-REP = FIXTURES / "nsys_report_binary_gemm3.nsys-rep"
 FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -14,9 +13,8 @@ from gpuprof.errors import StoreError
 from gpuprof.merge import collect, merge
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.store import open_store
+from fixture_paths import K40C
 
-FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
-K40C = FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"
 
 
 def make_run(host: str, seconds: float = 1e-3) -> Run:

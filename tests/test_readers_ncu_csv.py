@@ -11,13 +11,8 @@ from gpuprof import readers
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.readers import ncu_csv
 from gpuprof.readers._text import ToolLog, quick_split, tool_message
+from fixture_paths import A100, A100_ERRORS, B200, V100, NO_PERMISSION
 
-FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
-A100 = FIXTURES / "ncu_csv_details_a100_roofline_printfp.csv"
-A100_ERRORS = FIXTURES / "ncu_csv_details_a100_with_error_lines.csv"
-B200 = FIXTURES / "ncu_csv_details_b200_setfull_with_rule_columns.log"
-V100 = FIXTURES / "ncu_csv_details_v100_2020_kernel_time_col.log"
-NO_PERMISSION = FIXTURES / "ncu_csv_err_nvgpuctrperm_no_kernels.txt"
 
 
 def test_a100_roofline_values_in_base_units() -> None:

@@ -13,12 +13,8 @@ from hypothesis import strategies as st
 from gpuprof.model import Run
 from gpuprof.readers import _ncu_csv_bulk, ncu_csv
 from gpuprof.readers._text import metric_columns, metric_maker
+from fixture_paths import A100, A100_ERRORS, B200, V100
 
-FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
-A100 = FIXTURES / "ncu_csv_details_a100_roofline_printfp.csv"
-A100_ERRORS = FIXTURES / "ncu_csv_details_a100_with_error_lines.csv"
-B200 = FIXTURES / "ncu_csv_details_b200_setfull_with_rule_columns.log"
-V100 = FIXTURES / "ncu_csv_details_v100_2020_kernel_time_col.log"
 FAST = _ncu_csv_bulk.read
 
 

@@ -12,10 +12,8 @@ import pytest
 from gpuprof import readers
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.readers import nsys_rep, nsys_stats
+from fixture_paths import README, REP
 
-FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
-README = FIXTURES / "nsys_profile_stats_text_a100_vector_add_README.md"
-REP = FIXTURES / "nsys_report_binary_gemm3.nsys-rep"
 VECTOR_ADD = "vectorAdd(const float *, const float *, float *, int)"
 
 

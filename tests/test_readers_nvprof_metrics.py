@@ -11,12 +11,8 @@ import pytest
 from gpuprof import readers
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.readers import nvprof_csv_metrics, nvprof_text_metrics
+from fixture_paths import K40C, SRAD, DRAM, PYRUP
 
-FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
-K40C = FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"
-SRAD = FIXTURES / "nvprof_text_metrics_gtx1070_srad.txt"
-DRAM = FIXTURES / "nvprof_text_metrics_gtx1070_dram_units.txt"
-PYRUP = FIXTURES / "nvprof_text_metrics_gtx1070_pyrup_templates.txt"
 MiB, GiB = 2.0**20, 2.0**30
 FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
 

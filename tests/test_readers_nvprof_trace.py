@@ -10,11 +10,8 @@ import pytest
 from gpuprof import readers
 from gpuprof.errors import FormatError
 from gpuprof.readers import nvprof_csv_trace, nvprof_text_summary
+from fixture_paths import TRACE, SUMMARY, BABEL
 
-FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
-TRACE = FIXTURES / "nvprof_csv_gpu_trace_titanxp_um_HEAD300.csv"
-SUMMARY = FIXTURES / "nvprof_csv_gpu_summary_titanxp_mixed_units.csv"
-BABEL = FIXTURES / "nvprof_text_summary_titanxp_babelstream.txt"
 MiB, GiB = 2.0**20, 2.0**30
 FLUX = "cuda_compute_flux(int, int*, float*, float*, float*)"
 

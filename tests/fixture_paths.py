@@ -1,0 +1,22 @@
+"""The real profiler outputs the tests read, named once (origins and quirks: SOURCES.md beside them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profiler-outputs"
+
+A100 = FIXTURES / "ncu_csv_details_a100_roofline_printfp.csv"
+A100_ERRORS = FIXTURES / "ncu_csv_details_a100_with_error_lines.csv"
+B200 = FIXTURES / "ncu_csv_details_b200_setfull_with_rule_columns.log"
+V100 = FIXTURES / "ncu_csv_details_v100_2020_kernel_time_col.log"
+NO_PERMISSION = FIXTURES / "ncu_csv_err_nvgpuctrperm_no_kernels.txt"
+K40C = FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"
+SRAD = FIXTURES / "nvprof_text_metrics_gtx1070_srad.txt"
+DRAM = FIXTURES / "nvprof_text_metrics_gtx1070_dram_units.txt"
+PYRUP = FIXTURES / "nvprof_text_metrics_gtx1070_pyrup_templates.txt"
+TRACE = FIXTURES / "nvprof_csv_gpu_trace_titanxp_um_HEAD300.csv"
+SUMMARY = FIXTURES / "nvprof_csv_gpu_summary_titanxp_mixed_units.csv"
+BABEL = FIXTURES / "nvprof_text_summary_titanxp_babelstream.txt"
+README = FIXTURES / "nsys_profile_stats_text_a100_vector_add_README.md"
+REP = FIXTURES / "nsys_report_binary_gemm3.nsys-rep"
