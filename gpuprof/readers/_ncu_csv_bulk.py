@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from itertools import compress, count, islice, repeat
 from operator import ne
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from gpuprof.model import Launch
+from gpuprof.readers._text import ends_with_newline
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -130,6 +131,15 @@ def _without(rows: list[int], total: int) -> list[int] | None:
         return None
     left_out = set(rows)
     return [row for row in range(total) if row not in left_out]
+
+
+def skip_for(path: Path, handle: TextIO, columns: int) -> int | None:
+    """:func:`read`'s ``skip`` for the rows after the header ``handle`` has just read, or None
+    when pandas cannot be given the rest of the file: not UTF-8 (the handle's position is then no
+    byte offset), cut off in the middle of a row, or see :func:`data_start`."""
+    if handle.encoding not in ("utf-8", "utf-8-sig") or not ends_with_newline(path):
+        return None
+    return data_start(path, handle.tell(), columns)
 
 
 def data_start(path: Path, offset: int, columns: int) -> int | None:

@@ -351,9 +351,10 @@ def metric_columns(origin: str = MEASURED) -> Callable[[list[str], list[str], li
 
     Numbers are converted column-wise: one ``map(float)`` (after dropping thousands separators
     when there are any), one scaling pass over the rows whose unit needs it, one ``map(Metric)``,
-    so the per-row cost is a few C-level steps instead of a Python call. The rows whose value is
-    no plain number (``n/a``, string-valued metrics like ``CachePreferNone``, ``28.05%``) are then
-    made again one by one with :func:`metric_maker`.
+    so the per-row cost is a few C-level steps instead of a Python call. A column holding other
+    text goes through :func:`number` (which also takes ``28.05%``), and the rows that are no number
+    at all (``n/a``, string-valued metrics like ``CachePreferNone``) are made again one by one with
+    :func:`metric_maker`.
     """
     one = metric_maker(origin)
     conversions = _Lookup(_conversion)
@@ -368,7 +369,7 @@ def metric_columns(origin: str = MEASURED) -> Callable[[list[str], list[str], li
             try:
                 values = list(map(float, numbers))
             except ValueError:
-                values = list(map(_float_or_none, numbers))
+                values = list(map(number, numbers))
                 others = [row for row, value in enumerate(values) if value is None]
         kinds = {unit: conversions[unit] for unit in set(units)}
         scaled = {unit for unit, (multiply, divide, _) in kinds.items() if multiply != divide}
@@ -385,13 +386,6 @@ def metric_columns(origin: str = MEASURED) -> Callable[[list[str], list[str], li
         return made
 
     return many
-
-
-def _float_or_none(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 @contextlib.contextmanager

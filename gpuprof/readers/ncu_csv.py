@@ -25,7 +25,7 @@ from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.readers import _ncu_csv_bulk as _bulk
 from gpuprof.readers._text import (
-    ToolLog, column_index, ends_with_newline, find_csv_header, gc_paused, head_has_csv_header, metric_columns,
+    ToolLog, column_index, find_csv_header, gc_paused, head_has_csv_header, metric_columns,
     metric_maker, open_text, parse_count, quick_split, split_csv_line,
 )
 
@@ -78,7 +78,7 @@ def read(path: Path) -> Run:
                 "Export the details page with `ncu --csv --page details` or `ncu --import X.ncu-rep --csv`")
         table = _Table(header)
         with gc_paused():
-            skip = _bulk.data_start(path, handle.tell(), len(header)) if _bulk_readable(path, handle) else None
+            skip = _bulk.skip_for(path, handle, len(header))
             if skip is None or not _bulk.read(table, path, skip):
                 table.read(handle, log)
     notes = log.notes() + table.notes()
@@ -91,12 +91,6 @@ def read(path: Path) -> Run:
     launches = list(table.launches.values())
     return Run(kind="import", format=NAME, source=str(path), device=run_device(launches),
                environment={"tool": "ncu"}, launches=launches, notes=notes)
-
-
-def _bulk_readable(path: Path, handle: TextIO) -> bool:
-    """Whether pandas can be given the rest of the file: UTF-8 (the handle's position is then a
-    byte offset) and not cut off in the middle of a row."""
-    return handle.encoding in ("utf-8", "utf-8-sig") and ends_with_newline(path)
 
 
 class _Table:
