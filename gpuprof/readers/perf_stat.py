@@ -57,8 +57,8 @@ _TOPDOWN = re.compile(r"tma_|TopdownL\d|--topdown|retiring\s+bad speculat|\bPipe
 _TIME = re.compile(r"^\d+\.\d+$")
 AGGREGATE = re.compile(rf"^(?:{_AGGREGATE})$")  # a whole -A/--per-core/--per-socket cell
 # perf's shadow-metric words -> (factor, base unit) for the value printed before them.
-# '-M GFLOPS' annotates the first event of its group with the metric ('# 129.3 GFLOPs'; perf 6.x
-# names it tma_info_system_gflops), computed by perf from the FP events over duration_time.
+# '-M GFLOPS' annotates the first event of its group with the metric ('# 129.3 GFLOPs'; newer perf
+# metric files name it tma_info_system_gflops), computed by perf from the FP events over duration_time.
 _SHADOW_UNITS = {"GHz": (1e9, "hertz"), "G/sec": (1e9, "event/second"), "M/sec": (1e6, "event/second"),
                  "K/sec": (1e3, "event/second"), "/sec": (1.0, "event/second"),
                  "GFLOPs": (1e9, "FLOP/second"), "tma_info_system_gflops": (1e9, "FLOP/second")}
