@@ -95,6 +95,8 @@ def test_spanish_locale_numbers(tmp_path: Path) -> None:
     ("    DRAM Frequency          cycle/nsecond         6,86", ","),
     ("    Elapsed Cycles                  cycle       14,059", "."),  # C locale grouping
     ("    SM Active Cycles                cycle    12,480.75", "."),
+    ("    SM Frequency            cycle/nsecond        1.096", "."),
+    ("    Elapsed Cycles                  cycle       38.921", "."),  # alone, not enough to decide
 ])
 def test_decimal_mark(line: str, mark: str) -> None:
     assert ncu_text.decimal_mark([line]) == mark

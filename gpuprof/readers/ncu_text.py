@@ -57,9 +57,9 @@ _DEVICE = re.compile(r"^\s*Device (?P<device>\d+)\s*$")
 _SECTION = re.compile(r"^\s*Section: (?P<section>.+?)\s*$")
 _OMITTED = re.compile(r"^\s*\[\.\.\.")
 _RULE = re.compile(r"^(?P<indent>\s*)(?P<kind>OPT|INF|WRN|ERR)\s{2,}(?P<text>\S.*?)\s*$")
-# A value printed with a decimal comma: '1.085.222,61', '6,86', '1,792525' (never ',ddd' alone,
-# which is a thousands separator in the C locale: '14,059').
-_COMMA_DECIMAL = re.compile(r"\s(?:\d{1,3}(?:\.\d{3})+(?:,\d+)?|\d+,(?:\d{1,2}|\d{4,}))\s*$")
+# A value printed with a decimal comma: '1.085.222,61', '39.173.590', '6,86', '1,792525'. Not ',ddd'
+# or '.ddd' alone: '14,059' is C-locale grouping and '1.096' a C-locale fraction.
+_COMMA_DECIMAL = re.compile(r"\s(?:\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}\.\d{3},\d+|\d+,(?:\d{1,2}|\d{4,}))\s*$")
 
 
 def sniff(path: Path, head: str) -> bool:
