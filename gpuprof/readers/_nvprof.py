@@ -24,12 +24,14 @@ from pathlib import Path
 from gpuprof import units
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
-from gpuprof.readers._text import ToolLog, csv_records, ends_with_newline, is_csv_header, open_text, parse_count
+from gpuprof.readers._text import (ToolLog, column_spans, csv_records, ends_with_newline, is_csv_header,
+                                   open_text, parse_count)
 
 TOOL = "nvprof"
 _COMMAND = re.compile(r"NVPROF is profiling process (\d+), command: (.*)$")
 _DEVICE_INDEX = re.compile(r"^(.*?)\s*\((\d+)\)$")
 _BINARY_BYTES = re.compile(r"^([KMGT])B(/s)?$")
+_UNIT_WORD = re.compile(r"^(?:%|[KMGT]?B(?:/s)?|[mun]?s)$")
 
 
 @dataclass
@@ -86,6 +88,16 @@ def csv_table(output: Output, first: tuple[str, ...]) -> tuple[list[str], list[l
             body.append(row)
         return header, [r for r in csv_records(body) if r]
     return None
+
+
+def units_row(line: str, spans: list[tuple[str, int, int]]) -> dict[str, str]:
+    """The units ``nvprof -u ms`` prints on the line under a text header, by header label: each
+    unit ends where its column's label ends. Empty when ``line`` is not such a row."""
+    words = column_spans(line)
+    ends = {end: label for label, _, end in spans}
+    if not words or any(not _UNIT_WORD.match(word) or end not in ends for word, _, end in words):
+        return {}
+    return {ends[end]: word for word, _, end in words}
 
 
 def split_device(text: str) -> tuple[str, int | None]:
