@@ -7,6 +7,8 @@ choice rests on the numbers nvprof itself prints, checked in the fixtures:
   0.015329 ms and Throughput 118.050559 GB/s. 1.853027 x 2**20 B / 15.329 us = 118.05 x 2**30 B/s;
   with decimal prefixes the throughput would read 120.88. The size is 506 x 192 x 5 floats
   (1,943,040 B = 1.853027 x 2**20), the kernel's own grid.
+* text ``--print-gpu-trace`` (TITAN Xp, BabelStream): ``1.0240us ... 2.0000KB 1.8626GB/s``;
+  2048 B / 1.024 us = 1.8626 x 2**30 B/s (decimal prefixes would print 2.0000GB/s).
 * ``--print-gpu-summary`` Unified Memory table: Avg Size 40.860352KB x Count 158 = 6.304688MB
   only with 1 MB = 1024 KB.
 * NVIDIA's own CUDA samples count MB/s the same way (bandwidthTest divides by ``1 << 20``).
