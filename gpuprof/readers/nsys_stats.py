@@ -240,7 +240,8 @@ def read(path: Path) -> Run:
             raise ProfilerError(f"{path}: nsys reported: {cuda[0]}",
                                 "profile with 'nsys profile -t cuda' an application that launches kernels")
         raise FormatError(f"{path}: no kernel, memory or CUDA API summary rows in this nsys output "
-                          "(empty or truncated)", "give the output of 'nsys stats --report cuda_gpu_kern_sum <report>'")
+                          "(empty or truncated)",
+                          "give the output of 'nsys stats --report cuda_gpu_kern_sum <report>'")
     if left_out:
         notes.append(f"skipped {left_out} CUDA API rows (host side)")
     elif launches[0].attributes["kind"] == "api":

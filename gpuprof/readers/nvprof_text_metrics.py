@@ -22,7 +22,8 @@ from gpuprof.readers._text import parse_count
 from gpuprof.readers.nvprof_csv_metrics import event, metric
 
 NAME = "nvprof-text-metrics"
-DESCRIPTION = "nvprof --metrics / --events text output (Kernel: blocks with Invocations, Metric or Event Name, Min/Max/Avg)"
+DESCRIPTION = ("nvprof --metrics / --events text output (Kernel: blocks with Invocations, Metric or Event Name, "
+               "Min/Max/Avg)")
 _METRICS = re.compile(r"^\s*Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg\s*$", re.M)
 _EVENTS = re.compile(r"^\s*Invocations\s+Event Name\s+Min\s+Max\s+Avg(\s+Total)?\s*$", re.M)
 _DEVICE = re.compile(r'^\s*Device\s+"(.*)"\s*$')
