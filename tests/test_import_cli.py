@@ -60,7 +60,7 @@ def test_json_table_per_kernel(tmp_path: Path) -> None:
     assert forma["flop_count_sp/launch (FLOP)"] == 25264160800
     assert forma["achieved_occupancy (%)"] == pytest.approx(99.7336)
     assert forma["origin"].startswith("measured by the profiler (nvprof-csv-metrics)")
-    sessions = [row for row in rows if row["file"] == README.name]
+    sessions = [row for row in rows if row["file"] == README.name and row["kernel"].startswith("vectorAdd")]
     assert [row["launches"] for row in sessions] == [1010, 1010, 1010, 110, 410]
     assert sessions[3]["session"] == "vector_add_profile_serial"
     assert sessions[0]["time total (s)"] == pytest.approx(1010 * 1813.1e-9)

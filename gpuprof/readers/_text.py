@@ -424,3 +424,12 @@ def quick_split(record: str, widths: Sequence[int]) -> list[str] | None:
         return None
     fields = body[1:-1].split('","')
     return fields if len(fields) in widths else None
+
+
+_CELL_RUN = re.compile(r"\S+(?: \S+)*")
+
+
+def column_spans(line: str) -> list[tuple[str, int, int]]:
+    """(text, start, end) of each cell of a fixed-width header or dashes line: runs of text
+    separated by two or more spaces, as nvprof and nsys lay out their console tables."""
+    return [(found.group(), found.start(), found.end()) for found in _CELL_RUN.finditer(line)]
