@@ -89,12 +89,12 @@ def peaks(name: str | None, fmt: str) -> None:
 
     One match prints every field with its status (derived / unconfirmed), the formulas and sources.
     """
-    from gpuprof.devices import gpu_table
+    from gpuprof.devices import gpu_table, table_frames
     from gpuprof.errors import InputError
     from gpuprof.render import emit
 
     if not name:
-        echo(emit(gpu_table.summary_frame(gpu_table.load().gpus), fmt))
+        echo(emit(table_frames.summary_frame(gpu_table.load().gpus), fmt))
         note("peaks in GFLOP/s and GB/s (decimal); 'formula' columns: SMs x lanes x 2 x peak clock, "
              "2 x memory clock x bus/8. 'gpuprof peaks NAME' shows one GPU's sources and flags.")
         return
@@ -102,7 +102,7 @@ def peaks(name: str | None, fmt: str) -> None:
     if not found:
         raise InputError(f"no GPU '{name}' in the device table", "list the known GPUs with 'gpuprof peaks'")
     if len(found) == 1:
-        echo(emit(gpu_table.detail_frame(found[0]), fmt, title=found[0].title))
+        echo(emit(table_frames.detail_frame(found[0]), fmt, title=found[0].title))
         return
-    echo(emit(gpu_table.summary_frame(found), fmt))
+    echo(emit(table_frames.summary_frame(found), fmt))
     note(f"'{name}' matches {len(found)} GPUs; give a key (first column) for one GPU's details")
