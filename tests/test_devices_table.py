@@ -3,11 +3,16 @@ names match the way NVML, the study and users spell them, and detection fails pl
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import sys
 import types
 
 import pytest
+from click.testing import CliRunner
 
+from gpuprof.cli import main
 from gpuprof.devices import gpu_detect, gpu_table
 from gpuprof.errors import DeviceError, InputError
 from gpuprof.model import PEAK_TABLE
@@ -351,3 +356,24 @@ def test_unconfirmed_inputs_make_a_derived_ceiling_unconfirmed() -> None:
     assert gpu_table.ceiling(gpu("l4"), "fp16", "fma").origin == gpu_table.UNCONFIRMED    # Ada FP16 rate
     assert gpu_table.memory_ceiling(gpu("gt-710m"), "l1").origin == gpu_table.UNCONFIRMED  # Fermi clock
 
+
+def test_peaks_command_prints_every_ceiling_within_a_terminal_and_whole_as_csv() -> None:
+    runner = CliRunner()
+    overview = runner.invoke(main, ["peaks", "--ceilings"])
+    assert overview.exit_code == 0, overview.output
+    lines = overview.stdout.splitlines()
+    assert len(lines) == 2 + len(gpu_table.load().gpus) and max(map(len, lines)) <= 110
+    assert lines[0].split() == ["key", "FP64", "FP32", "FP16", "TC-FP16", "TC-TF32", "TC-FP64", "TC-INT8",
+                                "TC-FP8", "L1", "L2", "DRAM"]
+    a100 = next(line for line in lines if line.startswith("a100-sxm4-40gb")).split()
+    assert a100 == ["a100-sxm4-40gb", "9.75", "19.5", "78", "312", "156", "19.5", "624", "19492*", "7219*", "1555"]
+    assert "* derived" in overview.stderr
+    detail = runner.invoke(main, ["peaks", "H100 SXM", "--ceilings"])
+    assert detail.exit_code == 0 and max(map(len, detail.stdout.splitlines()[:20])) <= 120
+    assert "132 SM x 4096 FLOP x 1830 MHz" in detail.stdout and "[2] NVIDIA H100 Tensor Core" in detail.stdout
+    rows = list(csv.DictReader(io.StringIO(runner.invoke(main, ["peaks", "--ceilings", "--format", "csv"]).stdout)))
+    assert len(rows) == sum(len(gpu_table.ceilings(g)) for g in gpu_table.load().gpus)
+    h100 = next(r for r in rows if r["key"] == "h100-sxm5" and r["ceiling"] == "FP64 tensor (DMMA)")
+    assert float(h100["value"]) == 67e12 and "hpctech" in h100["source"] and h100["clock MHz"] == "1980"
+    as_json = json.loads(runner.invoke(main, ["peaks", "a100-sxm4-40gb", "--ceilings", "--format", "json"]).stdout)
+    assert {r["ceiling"] for r in as_json} >= {"L1/shared", "L2", "DRAM", "INT8 tensor"}
