@@ -37,6 +37,7 @@ def emit_noted(frame: pd.DataFrame, fmt: str = "table", column: str = "source", 
         return emit(frame, fmt, title)
     texts = list(dict.fromkeys(frame[column]))
     numbered = frame.drop(columns=[column]).assign(note=[texts.index(s) + 1 for s in frame[column]])
-    notes = [textwrap.fill(f"[{i}] {text}", width, subsequent_indent="    ", break_on_hyphens=False)
+    notes = [textwrap.fill(f"[{i}] {text}", width, subsequent_indent="    ", break_on_hyphens=False,
+                           break_long_words=False)
              for i, text in enumerate(texts, 1)]
     return "\n\n".join([emit(numbered, fmt, title), "\n".join(notes)])
