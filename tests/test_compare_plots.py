@@ -56,3 +56,27 @@ def test_roofline_points_need_a_byte_rate():
 def test_nothing_to_draw_gives_no_figure():
     assert lines_by_op(paper_frame(), ["no such device"], "Efic.%", "y", "t") is None
     assert png(None) is None
+
+
+def test_efficiency_panels_draw_the_100_percent_line_and_reach_it():
+    fig = lines_by_op(paper_frame(), ["K40 (paper)"], "Efic.%", "Efic. (% of FLOP peak)", "t")
+    add = fig.axes[0]
+    full = [line for line in add.get_lines() if line.get_label() == "100 % (the ceiling)"]
+    assert len(full) == 1 and list(full[0].get_ydata()) == [100, 100]
+    low, high = add.get_ylim()
+    assert low < 0.22 and high > 100      # K40 add runs at 0.22-0.25 % of its FLOP peak (Table 2)
+    assert "100" in [t.get_text() for t in add.yaxis.get_ticklabels()]
+    mflops = lines_by_op(paper_frame(), ["K40 (paper)"], "MFLOP/s", "MFLOP/s", "t")
+    assert all(line.get_label() != "100 % (the ceiling)" for line in mflops.axes[0].get_lines())
+
+
+def test_series_differ_in_marker_and_colour_and_bars_in_hatch():
+    from gpuprof.render.chart_style import OKABE_ITO
+
+    devices = ["GT710M (paper)", "K40 (paper)", "GTX980 (paper)"]
+    dot = lines_by_op(paper_frame(), devices, "MFLOP/s", "MFLOP/s", "t").axes[2]
+    lines = [line for line in dot.get_lines() if line.get_label() in devices]
+    assert len({line.get_marker() for line in lines}) == 3
+    assert [line.get_color() for line in lines] == list(OKABE_ITO[:3])
+    bars = best_rate_bars(paper_frame(), devices).axes[0]
+    assert len({bar.get_hatch() for bar in bars.patches}) == 3

@@ -21,10 +21,6 @@ if TYPE_CHECKING:
 
     from gpuprof.devices.peaks import Peaks
 
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-_STYLES = ("-", "--", "-.", ":")
-
-
 def png(fig: Figure | None) -> bytes | None:
     """The figure as PNG bytes (None stays None)."""
     if fig is None:
@@ -34,33 +30,22 @@ def png(fig: Figure | None) -> bytes | None:
     return buffer.getvalue()
 
 
-def _number(value: float) -> str:
-    """1,000,000 and 0.25, never 1e+06."""
-    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
-
-
-def _plain_numbers(ax: Any, *axes: str) -> None:
-    """Log axes labelled 0.25, 1, 64 rather than 2^-2 or 2.5x10^-1: readable without the table."""
-    from matplotlib.ticker import FuncFormatter, LogFormatter
-
-    class Plain(LogFormatter):
-        def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
-            return _number(x)
-
-    for name in axes:
-        axis = getattr(ax, f"{name}axis")
-        axis.set_major_formatter(FuncFormatter(lambda v, _: _number(v)))
-        # within a decade there is no major tick: label the minor ones (2, 3, 5 ...) as plain numbers
-        axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
-
-
 def _ops(frame: pd.DataFrame) -> list[str]:
     return [op for op in ops.OPS if op in set(frame["op"])]
 
 
+def _full_scale(ax: Any, values: pd.Series) -> Any:
+    """A percent panel's 100 % line, with the axis reaching it, so the distance to the ceiling shows."""
+    ax.set_ylim(min(values.min(), 100) / 1.6, max(values.max(), 100) * 1.6)
+    return ax.axhline(100, color="black", linestyle=(0, (4, 3)), linewidth=1, label="100 % (the ceiling)")
+
+
 def lines_by_op(frame: pd.DataFrame, devices: list[str], quantity: str, ylabel: str, title: str) -> Figure | None:
-    """One panel per op: ``quantity`` against size, one line per device; None when nothing to draw."""
+    """One panel per op: ``quantity`` against size, one line per device; a percentage (``quantity``
+    ending in %) also gets its 100 % line. None when there is nothing to draw."""
     from matplotlib.figure import Figure
+
+    from gpuprof.render.chart_style import log_ticks, series
 
     data = frame[frame["device"].isin(devices) & frame[quantity].notna()]
     names = _ops(data)
@@ -75,15 +60,17 @@ def lines_by_op(frame: pd.DataFrame, devices: list[str], quantity: str, ylabel: 
         for i, device in enumerate(devices):
             mine = part[part["device"] == device].sort_values("size_MB")
             if len(mine):
-                ax.plot(mine["size_MB"], mine[quantity], marker=_MARKERS[i % len(_MARKERS)],
-                        linestyle=_STYLES[(i // len(_MARKERS)) % len(_STYLES)], label=device, color=f"C{i % 10}")
+                ax.plot(mine["size_MB"], mine[quantity], label=device, **series(i))
         ax.set_title(f"{op}: {ops.get_op(op).formula}", fontsize=10)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        if quantity.endswith("%"):
+            _full_scale(ax, part[quantity])
         ax.set_xlabel("size: data processed (MB, 10^6 bytes)")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="major", linewidth=0.4, alpha=0.6)
-        _plain_numbers(ax, "x", "y")
+        log_ticks(ax.xaxis, base=2, most=6)
+        log_ticks(ax.yaxis)
     for ax in axes[len(names):]:
         ax.set_visible(False)
     by_label: dict[str, object] = {}
@@ -101,6 +88,8 @@ def best_rate_bars(frame: pd.DataFrame, devices: list[str]) -> Figure | None:
     import numpy as np
     from matplotlib.figure import Figure
 
+    from gpuprof.render.chart_style import HATCHES, colour, log_ticks, wrap
+
     data = frame[frame["device"].isin(devices) & frame["MFLOP/s"].notna()]
     names = _ops(data)
     if not names:
@@ -112,16 +101,19 @@ def best_rate_bars(frame: pd.DataFrame, devices: list[str]) -> Figure | None:
     x = np.arange(len(names))
     for i, device in enumerate(devices):
         heights = [best.get((op, device), np.nan) for op in names]
-        ax.bar(x + (i - (len(devices) - 1) / 2) * width, heights, width, label=device, color=f"C{i % 10}")
+        ax.bar(x + (i - (len(devices) - 1) / 2) * width, heights, width, label=device, color=colour(i),
+               hatch=HATCHES[i % len(HATCHES)], edgecolor="white", linewidth=0.5)
     ax.set_xticks(x, names)
     ax.set_yscale("log")
     ax.set_xlabel("operation")
     ax.set_ylabel("best MFLOP/s over the sizes measured (10^6 FLOP/s)")
-    ax.set_title("Throughput per device. Measured runs: analytic FLOPs / timed median; paper: nvprof counts "
-                 "(for sigmoid and tanh nvprof counts 10-18 FLOPs per element, the analytic model 4 and 5)",
-                 fontsize=10)
+    title = "Throughput per device. Measured runs: analytic FLOPs / timed median"
+    if data["source"].str.startswith("paper").any():
+        title += ("; paper: nvprof counts (for sigmoid and tanh nvprof counts 10-18 FLOPs per element, "
+                  "the analytic model 4 and 5)")
+    fig.suptitle(wrap(title, fig, 10), fontsize=10)
     ax.grid(True, axis="y", which="major", linewidth=0.4, alpha=0.6)
-    _plain_numbers(ax, "y")
+    log_ticks(ax.yaxis)
     fig.legend(loc="outside lower center", ncols=min(4, len(devices)), fontsize=8, title="device")
     return fig
 
