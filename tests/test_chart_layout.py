@@ -158,14 +158,12 @@ def test_roofline_of_real_profiles_reads_cleanly(tmp_path: Path, saved: list[lis
     assert_readable(saved, 2)   # PNG and SVG
 
 
-@pytest.mark.xfail(reason="today's roofline labels can cover points (where depends on this CPU): fixed with the roofline")
 def test_roofline_of_cpu_runs_reads_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
     store = stored(tmp_path / "s.sqlite", cpu_runs)
     invoke("roofline", "--store", str(store), "--out", str(tmp_path / "out"))
     assert_readable(saved, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="today's report: the study rooflines' labels cover other points")
 def test_html_report_charts_read_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
     store = stored(tmp_path / "s.sqlite", cpu_runs)
     invoke("compare", "--store", str(store), "--reference", "paper", "--import", str(A100), "--import", str(RTX3080),
@@ -173,7 +171,6 @@ def test_html_report_charts_read_cleanly(tmp_path: Path, saved: list[list[str]],
     assert_readable(saved, 8)   # efficiency, roofline-relative, bars, five rooflines
 
 
-@pytest.mark.xfail(reason="the CPU roofline's labels can still cover points (CPU timings vary): fixed with the roofline")
 def test_html_report_of_this_machine_alone_reads_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
     store = stored(tmp_path / "s.sqlite", cpu_runs)
     invoke("compare", "--store", str(store), "--html", str(tmp_path / "r.html"))

@@ -11,13 +11,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from matplotlib.text import Text
 
 from gpuprof import ops
 from gpuprof.cli import main
 from gpuprof.derive.roofline import POINT_COLUMNS, device_ceilings, points
 from gpuprof.devices import gpu_table
 from gpuprof.model import TIMED, Launch, Metric, Run
-from gpuprof.render.roofline_plot import plot
+from gpuprof.render.roofline_plot import figure, plot
 from gpuprof.store import open_store
 
 K40 = "Tesla K40c"
@@ -50,10 +51,10 @@ def study_points(gpu: str) -> pd.DataFrame:
     rows = []
     for r in study[(study.gpu == gpu) & study.op.isin(["add", "mul", "dot"])].itertuples():
         shape = ops.shape_for_size(r.op, int(r.size_mb * 1e6), "float32")
-        rows.append({"device": gpu, "label": f"{r.op} {r.size_mb} MB", "op": r.op, "dtype": "float32",
-                     "ai": ops.flops(r.op, shape) / ops.bytes_moved(r.op, shape, "float32"),
-                     "flop_rate": r.mflops_per_s * 1e6, "origin": "the study's nvprof MFLOP/s",
-                     "run_id": ""})
+        rows.append({"device": gpu, "kernel": r.op, "label": f"{r.op} {r.size_mb:g} MB", "op": r.op,
+                     "precision": "fp32", "ai": ops.flops(r.op, shape) / ops.bytes_moved(r.op, shape, "float32"),
+                     "ai_l2": float("nan"), "ai_l1": float("nan"), "flop_rate": r.mflops_per_s * 1e6,
+                     "time": float("nan"), "origin": "the study's nvprof MFLOP/s", "run_id": ""})
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
 
@@ -74,8 +75,8 @@ def test_imported_launch_point_uses_counted_flops_and_dram_bytes() -> None:
     [point] = frame.to_dict("records")
     assert point["ai"] == pytest.approx(2.0e9 / 4.0e8)
     assert point["flop_rate"] == pytest.approx(2.0e9 / 2.0e-3)        # per-invocation averages
-    assert point["dtype"] == "float32" and point["origin"].startswith("measured")
-    assert len(skipped) == 1 and "no FLOPs, bytes and time" in skipped[0]
+    assert point["precision"] == "fp32" and point["origin"].startswith("measured")
+    assert len(skipped) == 1 and "no FLOPs, DRAM bytes and time" in skipped[0]
 
 
 def test_ceilings_come_from_the_device_table_when_the_run_stored_none() -> None:
@@ -84,28 +85,105 @@ def test_ceilings_come_from_the_device_table_when_the_run_stored_none() -> None:
     assert peaks.flops["float32"] == 4291e9 and peaks.bandwidth == 288e9
 
 
-def test_chart_has_both_ceilings_with_units_and_every_point_labelled(tmp_path: Path) -> None:
-    frame = study_points("K40")
+def svg_texts(path: Path) -> list[str]:
+    """The texts of a chart as drawn (SVG text stays text), unescaped."""
+    import html
+    import re
+
+    return [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", path.read_text())]
+
+
+def test_chart_draws_the_table_ceilings_with_origins_and_numbers_every_point(tmp_path: Path) -> None:
     peaks = {"K40": [gpu_table.peaks(gpu_table.match("K40"))]}
-    written = plot(frame, peaks, tmp_path)
+    written = plot(study_points("K40"), peaks, tmp_path)
     assert sorted(p.name for p in written) == ["roofline-k40.png", "roofline-k40.svg"]
     png = (tmp_path / "roofline-k40.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 20_000
-    svg = (tmp_path / "roofline-k40.svg").read_text()
-    assert "DRAM 288 GB/s (peak-table)" in svg
-    assert "FP32 peak 4.29 TFLOP/s @ 745 MHz (peak-table)" in svg
-    assert "Arithmetic intensity (FLOP/byte)" in svg and "GFLOP/s" in svg
-    # every size appears, coincident points sharing one label
-    for size in (5, 9, 17, 33, 65):
-        assert f"dot {size} MB" in svg
-    assert "add 6, 12, 24, 48, 96 MB" in svg
+    texts = svg_texts(tmp_path / "roofline-k40.svg")
+    # ceilings on their lines, with the table's origin; the notes give the clock each assumes
+    assert {"DRAM 288 GB/s (published)", "FP32 FMA (published): 4.29 TFLOP/s",
+            "FP32 no-FMA (derived): 2.15 TFLOP/s"} <= set(texts)
+    assert any("FP32 FMA 4.29 TFLOP/s published (745 MHz base)" in t for t in texts)
+    # coincident points share a number, numbered left to right; the key names each with its values
+    assert "1  add 6, 12, 24, 48, 96 MB; mul 6, 12, 24, 48, 96 MB" in texts
+    assert "2  dot 5 MB: 1.53 TFLOP/s, AI 108 FLOP/byte" in texts   # Table 2: K40 dot 5 MB, 1525.69 GFLOP/s
+    assert [t for t in texts if t.isdigit() and int(t) < 10][-6:] == ["1", "2", "3", "4", "5", "6"]
+    assert not any("no memory ceiling" in t for t in texts)
 
 
-def test_chart_without_a_bandwidth_says_so(tmp_path: Path) -> None:
-    cpu = gpu_table.peaks(gpu_table.match("K40"))
-    no_bandwidth = type(cpu)(cpu.device, cpu.flops, None, cpu.clock_hz, "derived", "test")
-    plot(study_points("K40"), {"K40": [no_bandwidth]}, tmp_path)
-    assert "no memory ceiling" in (tmp_path / "roofline-k40.svg").read_text()
+def test_no_memory_ceiling_is_said_only_where_none_is_drawn(tmp_path: Path) -> None:
+    table = gpu_table.peaks(gpu_table.match("K40"))
+    no_bandwidth = type(table)(table.device, table.flops, None, table.clock_hz, "derived", "test")
+    plot(study_points("K40"), {"K40": [no_bandwidth]}, tmp_path / "none")
+    assert any(t.startswith("no memory ceiling: the derived peaks of this device have no bandwidth")
+               for t in svg_texts(tmp_path / "none" / "roofline-k40.svg"))
+    plot(study_points("K40"), {"K40": [table, no_bandwidth]}, tmp_path / "both")
+    texts = svg_texts(tmp_path / "both" / "roofline-k40.svg")
+    assert "DRAM 288 GB/s (published)" in texts and not any("no memory ceiling" in t for t in texts)
+
+
+def with_cache_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """counters.frame as it will be with the derive step's L1 and L2 columns: the raw ncu counts."""
+    from gpuprof.derive import counters
+
+    real = counters.frame
+    names = {"l1tex__t_bytes.sum": "l1_bytes", "lts__t_bytes.sum": "l2_bytes"}
+    monkeypatch.setattr(counters, "frame", lambda run, extra=(): real(run, (*extra, *names)).rename(columns=names))
+
+
+def test_kernels_get_three_points_when_cache_traffic_is_counted(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    """ncu_csv_details_a100_roofline_printfp.csv, ID 2 gemm_v1<float>: 2 x ffma 34,359,738,368,000
+    FLOP over dram 807,658,682,624, lts 40,927,345,510,272 and l1tex 38,708,392,755,200 bytes."""
+    from gpuprof.readers import read
+
+    with_cache_bytes(monkeypatch)
+    run = read(Path(__file__).parent / "fixtures/profiler-outputs/ncu_csv_details_a100_roofline_printfp.csv")
+    frame, _ = points([run], "fp32")
+    [gemm] = frame[frame.op == "gemm_v1<float>"].to_dict("records")
+    flops = 2 * 34_359_738_368_000
+    assert gemm["ai"] == pytest.approx(flops / 807_658_682_624)            # 85.08
+    assert gemm["ai_l2"] == pytest.approx(flops / 40_927_345_510_272)      # 1.679
+    assert gemm["ai_l1"] == pytest.approx(flops / 38_708_392_755_200)      # 1.775
+    [random_init] = frame[frame.op == "randomInit<float>"].to_dict("records")
+    assert random_init["label"] == "randomInit<float> (2 launches)"        # IDs 0 and 1, summed
+    assert random_init["ai_l1"] == pytest.approx(2 * 838_860_800 * 2 / (16_840_298_332_000 + 16_869_658_460_160))
+    fig = figure(frame, gemm["device"], [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))], "fp32")
+    joined = [line for line in fig.axes[0].get_lines() if len(line.get_xdata()) == 3]
+    assert sorted(joined[-1].get_xdata()) == pytest.approx(sorted([gemm["ai_l1"], gemm["ai_l2"], gemm["ai"]]))
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert {"L1/shared 19.5 TB/s (derived)", "L2 7.22 TB/s (derived)", "DRAM 1.55 TB/s (published)",
+            "AI at L1", "AI at L2", "AI at DRAM"} <= set(texts)
+
+
+def test_a_level_the_table_lacks_is_left_out_and_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuprof.readers import read
+
+    with_cache_bytes(monkeypatch)
+    run = read(Path(__file__).parent / "fixtures/profiler-outputs/ncu_csv_details_a100_roofline_printfp.csv")
+    frame, _ = points([run], "fp32")
+    fig = figure(frame, "K40 stand-in", [gpu_table.peaks(gpu_table.match("K40"))], "fp32")
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert "L1/shared 2.86 TB/s (derived)" in texts and not any(t.startswith("L2 ") for t in texts)
+    assert "L2: the device table has no L2 bandwidth for this GPU" in " ".join(texts).replace("\n", " ")
+
+
+def test_precision_picks_the_flops_and_the_ceilings(tmp_path: Path) -> None:
+    from gpuprof.readers import read
+
+    run = read(Path(__file__).parent / "fixtures/profiler-outputs/ncu_csv_details_a100_roofline_printfp.csv")
+    every, _ = points([run])
+    fp16, _ = points([run], "fp16")
+    [gemm] = every[every.op == "gemm_v1<float>"].to_dict("records")
+    assert gemm["precision"] == "fp32+fp16"
+    assert gemm["ai"] == pytest.approx(2 * (34_359_738_368_000 + 2_149_161_369_600) / 807_658_682_624)
+    assert fp16["op"].tolist() == ["gemm_v1<float>"]                       # randomInit has no FP16 work
+    fig = figure(fp16, gemm["device"], [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))], "fp16")
+    texts = {t.get_text() for t in fig.findobj(Text)}
+    assert "FP16 FMA (half2) (derived): 78 TFLOP/s" in texts      # 108 SM x 256 lanes x 2 x 1410 MHz
+    assert not any(t.startswith("FP32") for t in texts)
+    with pytest.raises(ValueError, match="precision must be"):
+        points([run], "fp8")
 
 
 def test_roofline_command_writes_charts_from_the_store(tmp_path: Path) -> None:
@@ -120,6 +198,35 @@ def test_roofline_command_writes_charts_from_the_store(tmp_path: Path) -> None:
     assert result.stdout.split() == [str(out / "roofline-tesla-k40c.png"), str(out / "roofline-tesla-k40c.svg")]
     svg = (out / "roofline-tesla-k40c.svg").read_text()
     assert "sgemm_128x64_nn" in svg and "dot 9 MB" in svg
+
+
+def test_roofline_command_filters_by_kernel_run_and_op_and_writes_the_file_named(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    add, dot = measured_run("add", 6 * 10**6, [1.1e-3]), measured_run("dot", 9 * 10**6, [2.0e-3])
+    with open_store(store) as s:
+        for run in (add, dot, imported_run()):
+            s.add(run)
+    fixture = Path(__file__).parent / "fixtures/profiler-outputs/ncu_csv_details_a100_roofline_printfp.csv"
+    runner = CliRunner()
+    assert runner.invoke(main, ["import", "--store", str(store), str(fixture)]).exit_code == 0
+
+    def drawn(*options: str) -> list[str]:
+        out = tmp_path / "one.svg"
+        result = runner.invoke(main, ["roofline", "--store", str(store), "--out", str(out), *options])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.split() == [str(out)]
+        return [t.split(":")[0] for t in svg_texts(out) if t[:1].isdigit() and "  " in t]   # the key
+
+    assert drawn("--kernel", "GEMM_v1", "--peaks", "a100-pcie-40gb") == ["1  gemm_v1<float>"]
+    assert drawn("--op", "dot") == ["1  dot 9 MB"]
+    assert drawn("--run", add.run_id[:8], "--run", dot.run_id[:6]) == ["1  add 6 MB", "2  dot 9 MB"]
+    assert drawn("--device", "k40", "--kernel", "sgemm") == ["1  sgemm_128x64_nn (3 launches)"]
+    bad = runner.invoke(main, ["roofline", "--store", str(store), "--kernel", "gemm_v1<float>("])
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: --kernel 'gemm_v1<float>(' is not a regular")
+    pdf = runner.invoke(main, ["roofline", "--store", str(store), "--out", str(tmp_path / "r.pdf")])
+    assert pdf.exit_code == 2 and "name a .png or .svg file, or a directory" in pdf.stderr
+    none = runner.invoke(main, ["roofline", "--store", str(store), "--op", "tanh"])
+    assert none.exit_code == 2 and "for op tanh" in none.stderr
 
 
 def test_roofline_command_on_an_empty_store_is_one_error_line(tmp_path: Path) -> None:
@@ -160,7 +267,7 @@ def test_real_ncu_roofline_profile_gives_the_gemm_point_and_its_run_clock_effici
     from gpuprof.readers import read
 
     run = read(Path(__file__).parent / "fixtures/profiler-outputs/ncu_csv_details_a100_roofline_printfp.csv")
-    frame, _ = points([run])
+    frame, _ = points([run], "fp32")
     [gemm] = frame[frame.op == "gemm_v1<float>"].to_dict("records")
     flops = 2 * 34_359_738_368_000
     seconds = 25_610_472_227.46 / 764_999_999.31

@@ -1,27 +1,36 @@
-"""``gpuprof roofline``: roofline charts of stored runs, one PNG and one SVG per device."""
+"""``gpuprof roofline``: roofline charts of stored runs, one per device, redrawn from the store."""
 
 from __future__ import annotations
 
 import click
 
 from gpuprof.cli.common import echo, handle_errors, note, store_option
+from gpuprof.derive.roofline import PRECISIONS
 
 
 @click.command()
 @store_option
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="reports/roofline",
-              show_default=True, help="Directory for roofline-<device>.png and .svg.")
+@click.option("--out", "out", type=click.Path(), default="reports/roofline", show_default=True,
+              help="A directory (roofline-<device>.png and .svg in it) or a .png or .svg file.")
+@click.option("--precision", type=click.Choice(("all", *PRECISIONS)), default="all", show_default=True,
+              help="FLOPs counted: all precisions and the tensor cores together, or one of them "
+                   "(with its own ceilings).")
+@click.option("--kernel", "kernel_pattern", default=None,
+              help="Only kernels whose name matches this regular expression (case-insensitive).")
+@click.option("--run", "run_ids", multiple=True, help="Only this run (an id or its first characters; repeatable).")
+@click.option("--op", "op_names", multiple=True, help="Only measured runs of this op (repeatable).")
 @click.option("--device", "device_filter", default=None,
               help="Only devices whose name contains this text (case-insensitive).")
 @click.option("--peaks", "peaks_name", default=None,
               help="Device-table GPU (e.g. a100-sxm4-40gb) whose ceilings to draw for devices the "
                    "profile does not name (ncu CSVs give only the compute capability).")
 @handle_errors
-def roofline(store_path: str | None, out_dir: str, device_filter: str | None, peaks_name: str | None) -> None:
-    """Plot every stored kernel as (FLOP/byte, FLOP/s) under its device's memory and compute roofs."""
+def roofline(store_path: str | None, out: str, precision: str, kernel_pattern: str | None, run_ids: tuple[str, ...],
+             op_names: tuple[str, ...], device_filter: str | None, peaks_name: str | None) -> None:
+    """Plot stored kernels under their device's memory (L1, L2, DRAM) and compute ceilings."""
     from pathlib import Path
 
-    from gpuprof.derive.roofline import device_ceilings, points
+    from gpuprof.derive.roofline import device_ceilings, points, select
     from gpuprof.devices import gpu_table
     from gpuprof.errors import InputError
     from gpuprof.render.roofline_plot import plot
@@ -30,18 +39,21 @@ def roofline(store_path: str | None, out_dir: str, device_filter: str | None, pe
     with open_store(store_path) as store:
         runs = store.runs()
         where = store.path
-    frame, skipped = points(runs)
+    runs = [r for r in runs if not run_ids or any(r.run_id.startswith(i) for i in run_ids)]
+    frame, skipped = points(runs, precision)
     for line in skipped:
         note(f"skipped {line}")
-    if device_filter:
-        frame = frame[frame["device"].str.contains(device_filter, case=False, regex=False)]
+    frame = select(frame, kernel_pattern, op_names, device_filter)
     if frame.empty:
-        raise InputError(f"no stored run in {where} has FLOPs, bytes and a time to plot"
-                         + (f" for a device matching '{device_filter}'" if device_filter else ""),
+        wanted = ", ".join(f"{name} {value}" for name, value in (
+            ("run", "/".join(run_ids)), ("kernel", kernel_pattern), ("op", "/".join(op_names)),
+            ("device", device_filter)) if value)
+        raise InputError(f"no stored run in {where} has {'' if precision == 'all' else precision + ' '}FLOPs, "
+                         f"bytes and a time to plot" + (f" for {wanted}" if wanted else ""),
                          "measure with 'gpuprof run' or import a profile with FLOP and DRAM counters")
     fallback = [gpu_table.peaks(gpu_table.match(peaks_name))] if peaks_name else None
     ceilings = device_ceilings(runs, fallback)
     for device in sorted(set(frame["device"]) - {d for d, p in ceilings.items() if p}):
         note(f"no peaks known for '{device}': its chart has points but no ceilings (give --peaks GPU)")
-    for path in plot(frame, ceilings, Path(out_dir)):
+    for path in plot(frame, ceilings, Path(out), precision):
         echo(str(path))

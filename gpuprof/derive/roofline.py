@@ -1,11 +1,16 @@
-"""Roofline points from stored runs: one (arithmetic intensity, FLOP/s) point per kernel.
+"""Roofline points from stored runs: one point per kernel, at its arithmetic intensity at L1, L2 and
+DRAM where the counters give the traffic of each level (NERSC's hierarchical roofline).
 
-A measured run (kind ``run``) gives its point from the op's analytic FLOPs and bytes over the
-median timed kernel duration. An imported profile gives one point per launch that has counted
-FLOPs, DRAM bytes and a duration (:mod:`gpuprof.derive.counters`). The ceilings a point is
-drawn under are the peaks stored with the run, else the device table's row for the run's device.
+A measured run (kind ``run``) gives one DRAM-level point from the op's analytic FLOPs and bytes
+over the median timed kernel duration. An imported profile gives one point per kernel and run:
+the launches of a kernel summed (FLOPs, bytes and time; :mod:`gpuprof.derive.counters`), so a
+kernel launched a thousand times is one point, as in NERSC's charts. ``precision`` picks the FLOPs
+counted: one of ``PRECISIONS``, or ``all`` (every precision and the tensor cores together).
 
-The frame is long and plain (``POINT_COLUMNS``) so the plot and any table read the same thing.
+The frame is long and plain (``POINT_COLUMNS``) so the plot and any table read the same thing:
+``ai`` is the DRAM intensity, ``ai_l2`` and ``ai_l1`` are NaN where that traffic was not counted,
+``precision`` names what the FLOPs count ("fp32", "fp16+tensor"), ``time`` the kernel's seconds,
+``kernel`` its full name (a measured run's: its op).
 """
 
 from __future__ import annotations
@@ -15,13 +20,19 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprof import ops
 from gpuprof.devices.peaks import Peaks
-from gpuprof.errors import GpuprofError
-from gpuprof.model import ANALYTIC, MEASURED, Run
+from gpuprof.errors import GpuprofError, InputError
+from gpuprof.model import ANALYTIC, MEASURED, PEAK_TABLE, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-POINT_COLUMNS = ["device", "label", "op", "dtype", "ai", "flop_rate", "origin", "run_id"]
+    from gpuprof.devices.gpu_table import Ceiling
+
+POINT_COLUMNS = ["device", "kernel", "label", "op", "precision", "ai", "ai_l2", "ai_l1", "flop_rate", "time", "origin",
+                 "run_id"]
+PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
+DTYPE_PRECISION = {"float64": "fp64", "float32": "fp32", "float16": "fp16"}
+_COUNTER_SUFFIX = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}       # derive.counters' column names
 
 
 def device_name(run: Run, launch_device: str = "") -> str:
@@ -48,7 +59,7 @@ def short_kernel_name(kernel: str, width: int = 40) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def _size_text(size: float) -> str:
+def size_text(size: float) -> str:
     """'6 MB', '1.5 GB', '512 KB': decimal units as --size reads them, no trailing zeros."""
     for unit, factor in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if size >= factor:
@@ -56,8 +67,10 @@ def _size_text(size: float) -> str:
     return f"{size:.0f} B"
 
 
-def _run_point(run: Run) -> dict[str, Any] | None:
-    """The point of a measured run: analytic FLOPs and bytes, median timed duration."""
+def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
+    """The point of a measured run: analytic FLOPs and bytes (DRAM level), median timed duration."""
+    import math
+
     from gpuprof.derive.stats import timing_stats
     from gpuprof.derive.summary import timings
 
@@ -65,57 +78,93 @@ def _run_point(run: Run) -> dict[str, Any] | None:
     times = timings(run)
     if not times or not {"op", "shape", "dtype"} <= w.keys():
         return None
+    mine = DTYPE_PRECISION.get(w["dtype"], w["dtype"])
+    if precision not in ("all", mine):
+        return None
     shape = tuple(w["shape"])
     flops = ops.flops(w["op"], shape)
     moved = ops.bytes_moved(w["op"], shape, w["dtype"])
     size = w.get("size_bytes") or moved
     op = w["op"] if w["dtype"] == "float32" else f"{w['op']} ({w['dtype']})"
-    return {"device": device_name(run), "label": f"{op} {_size_text(size)}",
-            "op": op, "dtype": w["dtype"], "ai": flops / moved,
-            "flop_rate": flops / timing_stats(times).median,
-            "origin": f"{ANALYTIC} FLOPs and bytes / timed median", "run_id": run.run_id}
+    median = timing_stats(times).median
+    return {"device": device_name(run), "kernel": w["op"], "label": f"{op} {size_text(size)}", "op": op,
+            "precision": mine, "ai": flops / moved, "ai_l2": math.nan, "ai_l1": math.nan, "flop_rate": flops / median,
+            "time": median, "origin": f"{ANALYTIC} FLOPs and bytes / timed median", "run_id": run.run_id}
 
 
-_PRECISIONS = {"sp": "float32", "dp": "float64", "hp": "float16"}
+def _kernel_sums(run: Run) -> pd.DataFrame:
+    """Per device and kernel of an imported run, its launches summed (weighted by invocations):
+    seconds, FLOPs per precision (and in all, where the derive step gives its total) and bytes per
+    level. A sum is NaN when any launch of the kernel lacks the value, so no AI mixes launches
+    that have a count with launches that do not."""
+    import numpy as np
+    import pandas as pd
 
-
-def _launch_points(run: Run) -> list[dict[str, Any]]:
-    """An imported run's points, one per launch: counted FLOP/s of its busiest precision over its
-    DRAM bandwidth (``gpuprof.derive.counters``: nvprof counts or ncu instruction sums alike)."""
     from gpuprof.derive import counters
 
     derived = counters.frame(run)
-    rates = [(derived[f"flop_rate_{p}"].tolist(), dtype) for p, dtype in _PRECISIONS.items()]
+    nothing = pd.Series(np.nan, index=derived.index)
+    weight = run.launch_table["invocations"].to_numpy(dtype=float)
+    flops = {p: derived[f"flops_{s}"] for p, s in _COUNTER_SUFFIX.items()}
+    flops["tensor"] = derived.get("flops_tensor", nothing)
+    each = pd.DataFrame({f"flops_{p}": column for p, column in flops.items()})
+    total = derived["flops_total"] if "flops_total" in derived else each.sum(axis=1, min_count=1)
+    values = pd.DataFrame({
+        "time": derived["time"], **each, "flops_all": total,
+        "bytes_dram": derived["dram_bytes"].fillna(derived["dram_bandwidth"] * derived["time"]),
+        "bytes_l2": derived.get("l2_bytes", nothing), "bytes_l1": derived.get("l1_bytes", nothing),
+    }).mul(weight, axis=0)
+    keys = [pd.Series(launch_devices(run), name="device"),
+            run.launch_table["kernel"].reset_index(drop=True).rename("kernel")]
+    grouped = values.groupby(keys, sort=False)
+    sums = grouped.sum().where(grouped.count() == grouped.size().to_numpy()[:, None])
+    sums["launches"] = pd.Series(weight).groupby(keys, sort=False).sum()
+    return sums.reset_index()
+
+
+def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
+    """An imported run's points, one per kernel: its ``precision`` FLOPs (or all of them) over its
+    seconds and over its bytes at each level (:func:`_kernel_sums`)."""
+    sums = _kernel_sums(run)
+    column = f"flops_{precision}"
     points = []
-    for row, (kernel, device, bandwidth) in enumerate(zip(
-            run.launch_table["kernel"].tolist(), launch_devices(run), derived["dram_bandwidth"].tolist())):
-        found = [(rate[row], dtype) for rate, dtype in rates if rate[row] > 0]  # NaN compares False
-        if not found or not bandwidth > 0:
+    for row in sums.itertuples(index=False):
+        work = getattr(row, column)
+        if not work > 0 or not row.time > 0:                          # NaN compares False
             continue
-        rate, dtype = max(found)
-        name = short_kernel_name(kernel)
-        points.append({"device": device, "label": name, "op": name, "dtype": dtype, "ai": rate / bandwidth,
-                       "flop_rate": rate, "origin": f"{MEASURED} FLOPs, DRAM bytes and duration",
+        used = "+".join(p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0)
+        launches = int(row.launches)
+        name = short_kernel_name(str(row.kernel))
+        label = name + (f" ({launches} launches)" if launches > 1 else "")
+        points.append({"device": row.device, "kernel": row.kernel, "label": label, "op": name,
+                       "precision": precision if precision != "all" else used or "all",
+                       "ai": work / row.bytes_dram, "ai_l2": work / row.bytes_l2, "ai_l1": work / row.bytes_l1,
+                       "flop_rate": work / row.time, "time": row.time,
+                       "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed",
                        "run_id": run.run_id})
     return points
 
 
-def points(runs: list[Run]) -> tuple[pd.DataFrame, list[str]]:
-    """Roofline points of ``runs``, and one line per run that gave none (and why)."""
+def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[str]]:
+    """Roofline points of ``runs`` counting ``precision`` FLOPs ("all" or one of ``PRECISIONS``),
+    and one line per run that gave none (and why)."""
     import pandas as pd
 
+    if precision != "all" and precision not in PRECISIONS:
+        raise ValueError(f"precision must be 'all' or one of {', '.join(PRECISIONS)}, not {precision!r}")
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     for run in runs:
         try:
-            found = [_run_point(run)] if run.kind == "run" else _launch_points(run)
+            found = [_run_point(run, precision)] if run.kind == "run" else _launch_points(run, precision)
         except (GpuprofError, ValueError, KeyError, TypeError) as error:
             skipped.append(f"run {run.run_id[:8]}: {error}")
             continue
         found = [p for p in found if p is not None and p["ai"] > 0 and p["flop_rate"] > 0]
         if not found:
-            skipped.append(f"run {run.run_id[:8]} ({run.format}): no FLOPs, bytes and time to place")
-        rows.extend(p for p in found if p is not None)
+            what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
+            skipped.append(f"run {run.run_id[:8]} ({run.format}): no {what}, DRAM bytes and time to place")
+        rows.extend(found)
     return pd.DataFrame(rows, columns=POINT_COLUMNS), skipped
 
 
@@ -148,3 +197,48 @@ def device_ceilings(runs: list[Run], fallback: list[Peaks] | None = None) -> dic
                 if all((p.origin, p.source) != (peaks.origin, peaks.source) for p in known):
                     known.append(peaks)
     return {name: known or list(fallback or []) for name, known in out.items()}
+
+
+def select(frame: pd.DataFrame, kernel: str | None = None, op_names: tuple[str, ...] = (),
+           device: str | None = None) -> pd.DataFrame:
+    """The points whose kernel name matches the regular expression ``kernel`` (case-insensitive),
+    whose op is one of ``op_names`` and whose device name contains ``device``; None keeps all."""
+    if kernel:
+        try:
+            re.compile(kernel)
+        except re.error as error:
+            raise InputError(f"--kernel '{kernel}' is not a regular expression: {error}",
+                             "escape special characters, e.g. 'gemm_v1<float>' or 'sgemm.*_nn'") from None
+        frame = frame[frame["kernel"].str.contains(kernel, case=False, regex=True)]
+    if op_names:
+        frame = frame[frame["op"].isin(op_names)]
+    if device:
+        frame = frame[frame["device"].str.contains(device, case=False, regex=False)]
+    return frame
+
+
+def roofs(peaks: list[Peaks]) -> list[Ceiling]:
+    """The ceilings to draw for ``peaks``: a device-table GPU's every roof (each precision with and
+    without FMA, tensor, L1, L2, DRAM: ``gpu_table.ceilings``), other peaks (a CPU's theoretical
+    or calibrated ones, a GPU's at its live clock) as they are: a FLOP roof per dtype, and DRAM."""
+    from gpuprof.devices import gpu_table
+
+    found: list[Ceiling] = []
+    for each in peaks:
+        rows = [g for g in gpu_table.load().gpus if g.title == each.device] if each.origin == PEAK_TABLE else []
+        for roof in gpu_table.ceilings(rows[0]) if rows else _as_ceilings(each):
+            if all((r.name, r.value, r.origin) != (roof.name, roof.value, roof.origin) for r in found):
+                found.append(roof)
+    return found
+
+
+def _as_ceilings(peaks: Peaks) -> list[Ceiling]:
+    from gpuprof.devices.gpu_table import FMA, Ceiling
+
+    clock = peaks.clock_hz / 1e6 if peaks.clock_hz else None
+    found = [Ceiling(f"{DTYPE_PRECISION[dtype].upper()} peak", DTYPE_PRECISION[dtype], FMA, value, "FLOP/s",
+                     peaks.origin, peaks.source, clock, "")
+             for dtype, value in peaks.flops.items() if dtype in DTYPE_PRECISION]
+    if peaks.bandwidth:
+        found.append(Ceiling("DRAM", "", "dram", peaks.bandwidth, "byte/s", peaks.origin, peaks.source, None, ""))
+    return found

@@ -120,17 +120,20 @@ def best_rate_bars(frame: pd.DataFrame, devices: list[str]) -> Figure | None:
 
 def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
     """Roofline points (the frame :mod:`gpuprof.render.roofline_plot` draws) from comparison rows
-    whose intensity is known: FLOP/s over bytes/s."""
+    whose intensity is known: FLOP/s over bytes/s, at DRAM (the rows count no cache traffic)."""
+    import numpy as np
     import pandas as pd
 
-    from gpuprof.derive.roofline import POINT_COLUMNS
-    from gpuprof.sizes import format_bytes
+    from gpuprof.derive.roofline import DTYPE_PRECISION, POINT_COLUMNS, size_text
 
     known = frame[frame["GB/s"].notna() & (frame["GB/s"] > 0) & frame["MFLOP/s"].notna()]
     return pd.DataFrame({
-        "device": known["device"], "label": [f"{o} {format_bytes(s * 1e6)}" for o, s in zip(known["op"], known["size_MB"])],
-        "op": known["op"], "dtype": known["dtype"], "ai": known["MFLOP/s"] * 1e6 / (known["GB/s"] * 1e9),
-        "flop_rate": known["MFLOP/s"] * 1e6, "origin": known["MFLOP/s origin"], "run_id": known["run"],
+        "device": known["device"], "kernel": known["op"],
+        "label": [f"{o} {size_text(s * 1e6)}" for o, s in zip(known["op"], known["size_MB"])],
+        "op": known["op"], "precision": known["dtype"].map(DTYPE_PRECISION),
+        "ai": known["MFLOP/s"] * 1e6 / (known["GB/s"] * 1e9), "ai_l2": np.nan, "ai_l1": np.nan,
+        "flop_rate": known["MFLOP/s"] * 1e6, "time": np.nan, "origin": known["MFLOP/s origin"],
+        "run_id": known["run"],
     }, columns=POINT_COLUMNS)
 
 

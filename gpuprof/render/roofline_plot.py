@@ -1,108 +1,172 @@
-"""Roofline charts: one log-log PNG and SVG per device, every kernel point labelled.
+"""Roofline charts, one per device, hierarchical where the counters allow (NERSC's style).
 
-Input is the plain frame of :mod:`gpuprof.derive.roofline` (device, label, op, dtype, ai,
-flop_rate) and the peaks per device; nothing here reads the store. Matplotlib's object API (no
-pyplot) renders through Agg, so no display and no global state are involved.
+A kernel is up to three points at its FLOP/s: its arithmetic intensity at L1 (hollow marker), L2
+(half-filled) and DRAM (filled), joined by a thin line, under the device's memory ceilings (one per
+level drawn, in its points' colour) and the compute ceilings of the precisions counted (with and
+without FMA, tensor). Points that coincide share a number; the key under the chart names each with
+its values, and the notes say where points and ceilings come from (origin, formula, clock) and
+what was left out. Labels are placed by measured extents (:mod:`gpuprof.render.placement`).
+
+Input is the frame of :mod:`gpuprof.derive.roofline` and the peaks per device; nothing here reads
+the store. Matplotlib's object API through Agg: no display, no global state.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import textwrap
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from gpuprof.devices.peaks import Peaks
+from gpuprof.errors import InputError
 from gpuprof.units import human
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-_DTYPE_NAMES = {"float32": "FP32", "float64": "FP64", "float16": "FP16"}
-_LINESTYLES = ("-", "--", ":", "-.")
-_CHAR_PX = 4.0  # width (points) of one character of a 7-point label, for keeping labels apart
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-_LABEL_OFFSETS = ((6, 6), (6, -12), (-6, 14), (-6, -16), (10, 20), (10, -24), (-10, 26), (-10, -30))
+    from gpuprof.devices.gpu_table import Ceiling
+    from gpuprof.devices.peaks import Peaks
+    from gpuprof.render.placement import Placer
+
+MAX_KERNELS = 30
+SUFFIXES = (".png", ".svg")
+# level, its AI column, name, colour (Okabe-Ito), marker fill: hollow, half, full tell them apart in grey
+LEVELS = (("l1", "ai_l1", "L1", "#0072B2", "none"), ("l2", "ai_l2", "L2", "#D55E00", "bottom"),
+          ("dram", "ai", "DRAM", "#009E73", "full"))
+_COMPUTE_STYLE = {"fma": "-", "no-fma": "--", "tensor": "-.", "tensor-f16acc": "-."}
+_PRECISION_TEXT = {"all": "every precision and the tensor cores", "fp64": "FP64 only",
+                   "fp32": "FP32 only", "fp16": "FP16 only (CUDA cores)", "tensor": "tensor cores only"}
+_BACKING = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75}
+_PLOT_HEIGHT = 4.8       # inches of the plot area itself
 
 
 def slug(device: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "device"
 
 
-def _clock_text(peaks: Peaks) -> str:
-    return f" @ {human(peaks.clock_hz, 'hertz')}" if peaks.clock_hz else ""
+@dataclass
+class Cluster:
+    """Points that coincide on the chart: one number, one line in the key."""
+
+    number: int
+    rows: list[Any]
 
 
-def _x_range(frame: pd.DataFrame, ridges: list[float]) -> tuple[float, float]:
-    values = [v for v in [*frame["ai"], *ridges] if v > 0]
-    return min(values) / 4, max(values) * 4
+def _levels(frame: pd.DataFrame) -> list[tuple[str, str, str, str, str]]:
+    """The levels any point has an intensity for, DRAM always."""
+    return [level for level in LEVELS if level[0] == "dram" or frame[level[1]].notna().any()]
 
 
-Box = tuple[float, float, float, float]   # a label's extent in pixels: left, right, bottom, top
+def _precisions(frame: pd.DataFrame) -> list[str]:
+    return sorted({p for text in frame["precision"] for p in str(text).split("+")})
 
 
-def _text_box(ax: Axes, xy: tuple[float, float], offset: tuple[float, float], text: str,
-              right_aligned: bool) -> Box:
-    """Where a 7-8 point label will sit, in pixels (an estimate from its length)."""
-    scale = ax.figure.dpi / 72
-    width = _CHAR_PX * scale * len(text)
-    px, py = ax.transData.transform(xy)
-    x, y = px + offset[0] * scale, py + offset[1] * scale
-    left = x - width if right_aligned else x
-    return left, left + width, y - 5 * scale, y + 5 * scale
+def _compute_roofs(roofs: list[Ceiling], precisions: list[str]) -> tuple[list[Ceiling], list[str]]:
+    """The compute ceilings of the precisions counted, and a note for what the table lacks."""
+    chosen, notes = [], []
+    for precision in precisions:
+        if precision == "tensor":
+            found = [r for r in roofs if r.kind == "tensor" and r.precision == "fp16"]
+            if found:
+                notes.append("tensor roof: FP16 tensor with FP32 accumulate (the counters do not say which "
+                             "tensor type ran)")
+        else:
+            found = [r for r in roofs if r.precision == precision and r.kind in ("fma", "no-fma")]
+        if not found:
+            notes.append(f"no {precision.upper()} compute ceiling known for this device")
+        chosen += found
+    return chosen, notes
 
 
-def _draw_ceilings(ax: Axes, peaks: Peaks, dtypes: list[str], xlim: tuple[float, float],
-                   style: str) -> list[Box]:
-    """Memory slope and compute roofs for ``dtypes``; returns the boxes of their labels."""
-    import numpy as np
-
-    boxes: list[Box] = []
-    x = np.geomspace(*xlim, 200)
-    bandwidth = peaks.bandwidth
-    ridges = []
-    for dtype in dtypes:
-        peak = peaks.flops_for(dtype)
-        if not peak:
-            continue
-        roof = np.minimum(peak, bandwidth * x) if bandwidth else np.full_like(x, peak)
-        ax.plot(x, roof / 1e9, color="black", linestyle=style, linewidth=1.6)
-        text = (f"{_DTYPE_NAMES.get(dtype, dtype)} peak {human(peak, 'FLOP/second', 3)}"
-                f"{_clock_text(peaks)} ({peaks.origin})")
-        ax.annotate(text, xy=(xlim[1], peak / 1e9), xytext=(-4, 4), textcoords="offset points",
-                    ha="right", va="bottom", fontsize=8)
-        boxes.append(_text_box(ax, (xlim[1], peak / 1e9), (-4, 9), text, right_aligned=True))
-        if bandwidth:
-            ridges.append(peak / bandwidth)
-    if bandwidth:
-        # the middle of the slope (in log space), away from the low-intensity points at its foot
-        x0 = math.sqrt(xlim[0] * min(ridges or [xlim[1]]))
-        y0 = bandwidth * x0 / 1e9
-        display = ax.transData.transform([(x0, y0), (x0 * 10, y0 * 10)])
-        angle = math.degrees(math.atan2(display[1][1] - display[0][1], display[1][0] - display[0][0]))
-        ax.annotate(f"DRAM {human(bandwidth, 'byte/second', 3)} ({peaks.origin})", xy=(x0, y0),
-                    xytext=(0, 5), textcoords="offset points", rotation=angle,
-                    rotation_mode="anchor", fontsize=8)
-    else:
-        ax.text(0.01, 0.99, f"no memory ceiling: {peaks.origin} peaks of this device have no bandwidth",
-                transform=ax.transAxes, ha="left", va="top", fontsize=8, style="italic")
-    return boxes
+def _memory_roofs(roofs: list[Ceiling], levels: list[tuple[str, ...]]) -> tuple[list[tuple[Ceiling, str]], list[str]]:
+    """(ceiling, colour) per level drawn, and a note for each level the peaks lack."""
+    chosen, notes = [], []
+    for level, _, name, colour, _ in levels:
+        found = [r for r in roofs if r.kind == level]
+        if found:
+            chosen += [(r, colour) for r in found]
+        elif level != "dram":
+            notes.append(f"{name}: the device table has no {name} bandwidth for this GPU (NVIDIA publishes "
+                         f"none), so its {name} points have no roof")
+    if not any(r.kind == "dram" for r in roofs):
+        origins = ", ".join(sorted({r.origin for r in roofs})) or "no"
+        notes.append(f"no memory ceiling: the {origins} peaks of this device have no bandwidth"
+                     " (for this CPU: run 'gpuprof calibrate')")
+    return chosen, notes
 
 
-def _clusters(ax: Axes, frame: pd.DataFrame) -> list[tuple[float, float, list[tuple[str, str]]]]:
-    """Points closer than a few pixels share one label: (ai, GFLOP/s, [(op, label)...]) each."""
-    groups: list[tuple[float, float, float, float, list[tuple[str, str]]]] = []
+def _value_text(roof: Ceiling) -> str:
+    unit = "byte/second" if roof.unit == "byte/s" else roof.unit.replace("/s", "/second")
+    return human(roof.value, unit, 3)
+
+
+def _roof_note(roof: Ceiling) -> str:
+    """'FP32 FMA 19.5 TFLOP/s published, 1410 MHz boost' or, derived, with the formula it came from."""
+    clock = f"{roof.clock_mhz:g} MHz {roof.clock}".strip() if roof.clock_mhz else ""
+    how = "; ".join(part for part in (roof.formula, clock) if part)
+    return f"{roof.name} {_value_text(roof)} {roof.origin}" + (f" ({how})" if how else "")
+
+
+def _limits(frame: pd.DataFrame, compute: list[Ceiling], memory: list[tuple[Ceiling, str]],
+            levels: list[tuple[str, ...]]) -> tuple[tuple[float, float], tuple[float, float]]:
+    ais = [v for level in levels for v in frame[level[1]] if v > 0]
+    top = max((c.value for c in compute), default=0)
+    ridges = [top / m.value for m, _ in memory if top]
+    xlim = (min(ais + ridges) / 4, max(ais + ridges) * 4)
+    rates = list(frame["flop_rate"])
+    ylim = (min(rates) / 6, max(rates + [top]) * 4)
+    return xlim, ylim
+
+
+def _draw_roofs(ax: Axes, compute: list[Ceiling], memory: list[tuple[Ceiling, str]],
+                xlim: tuple[float, float]) -> None:
+    """Memory slopes from the left edge up to the highest compute roof; compute roofs from where
+    they meet the fastest memory level to the right edge (NERSC's hierarchical layout)."""
+    top = max((c.value for c in compute), default=None)
+    fastest = max((m.value for m, _ in memory), default=None)
+    for roof, colour in memory:
+        end = top / roof.value if top else xlim[1]
+        ax.plot([xlim[0], end], [roof.value * xlim[0], roof.value * end], color=colour, linewidth=1.6)
+    for roof in compute:
+        start = roof.value / fastest if fastest else xlim[0]
+        ax.plot([start, xlim[1]], [roof.value] * 2, color="black", linewidth=1.3,
+                linestyle=_COMPUTE_STYLE.get(roof.kind, "-"))
+
+
+def _clusters(ax: Axes, frame: pd.DataFrame) -> list[Cluster]:
+    """Points within a few pixels of each other (at DRAM) share a number; numbered left to right."""
+    groups: list[tuple[float, float, list[Any]]] = []
     for row in frame.sort_values(["ai", "flop_rate"]).itertuples():
-        px, py = ax.transData.transform((row.ai, row.flop_rate / 1e9))
-        for gx, gy, _, _, members in groups:
-            if abs(px - gx) < 8 and abs(py - gy) < 8:
-                members.append((str(row.op), str(row.label)))
+        px, py = ax.transData.transform((row.ai, row.flop_rate))
+        for gx, gy, members in groups:
+            if abs(px - gx) < 7 and abs(py - gy) < 7:
+                members.append(row)
                 break
         else:
-            groups.append((px, py, row.ai, row.flop_rate / 1e9, [(str(row.op), str(row.label))]))
-    return [(ai, gflops, members) for _, _, ai, gflops, members in groups]
+            groups.append((px, py, [row]))
+    return [Cluster(i, members) for i, (_, _, members) in enumerate(groups, 1)]
+
+
+def _draw_points(ax: Axes, frame: pd.DataFrame, levels: list[tuple[str, ...]], styles: dict[str, dict[str, Any]],
+                 hierarchical: bool) -> list[tuple[float, float]]:
+    """Every kernel's points (joined across levels); returns their display positions."""
+    drawn = []
+    for row in frame.itertuples():
+        style = styles[row.op]
+        xs = [getattr(row, column) for _, column, *_ in levels if getattr(row, column) > 0]
+        if len(xs) > 1:
+            ax.plot(xs, [row.flop_rate] * len(xs), color="0.55", linewidth=0.8, zorder=2)
+        for _, column, _, colour, fill in levels:
+            x = getattr(row, column)
+            if x > 0:
+                ax.plot([x], [row.flop_rate], linestyle="", marker=style["marker"], markersize=7, zorder=3,
+                        color=colour if hierarchical else style["color"], fillstyle=fill if hierarchical else "full",
+                        markeredgewidth=1.3)
+                drawn.append(tuple(ax.transData.transform((x, row.flop_rate))))
+    return drawn
 
 
 def _size_order(member: tuple[str, str]) -> tuple[str, float]:
@@ -114,89 +178,223 @@ def _size_order(member: tuple[str, str]) -> tuple[str, float]:
         return op, 0.0
 
 
-def _cluster_text(members: list[tuple[str, str]]) -> str:
-    """'add 6 MB; add 12 MB; mul 6 MB' -> 'add 6, 12 MB; mul 6 MB' (labels are 'op size unit')."""
+def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
+    """'add 6, 12 MB; mul 6 MB' for coincident sizes (labels 'op size unit'); one kernel with its values."""
+    if len(rows) == 1:
+        row = rows[0]
+        ais = [f"{getattr(row, column):.3g} {name}" for _, column, name, *_ in reversed(LEVELS)
+               if getattr(row, column) > 0]
+        where = f"AI {', '.join(ais)}" if hierarchical else f"AI {row.ai:.3g}"
+        return f"{row.label}: {human(row.flop_rate, 'FLOP/second', 3)}, {where} FLOP/byte"
     by_op: dict[str, list[str]] = {}
-    for op, label in sorted(members, key=_size_order):
+    for op, label in sorted(((str(r.op), str(r.label)) for r in rows), key=_size_order):
         by_op.setdefault(op, []).append(label[len(op):].strip() if label.startswith(op) else label)
     parts = []
     for op, rests in by_op.items():
-        if not any(rests):                      # a kernel without a size, launched several times
-            parts.append(op if len(rests) == 1 else f"{op} ×{len(rests)}")
-            continue
         units = {r.rpartition(" ")[2] for r in rests}
-        if len(units) == 1 and all(" " in r for r in rests):
+        if not any(rests):
+            parts.append(op if len(rests) == 1 else f"{op} ×{len(rests)}")
+        elif len(units) == 1 and all(" " in r for r in rests):
             parts.append(f"{op} {', '.join(r.rpartition(' ')[0] for r in rests)} {units.pop()}")
         else:
             parts.append(f"{op} {', '.join(rests)}".strip())
     return "; ".join(parts)
 
 
-def _label_points(ax: Axes, frame: pd.DataFrame, placed: list[Box]) -> None:
-    """Every point's label (coincident points share one), moved off the labels already placed."""
-    box = ax.bbox
+def _label_roofs(placer: Placer, compute: list[Ceiling], memory: list[tuple[Ceiling, str]],
+                 xlim: tuple[float, float], ylim: tuple[float, float]) -> None:
+    """Each compute roof's name and value on its line (coincident roofs share one label), then each
+    memory slope's along it, at the first spot clear of the others."""
+    ax = placer.ax
+    fastest = max((m.value for m, _ in memory), default=None)
+    groups: list[list[Ceiling]] = []
+    for roof in sorted(compute, key=lambda r: -r.value):
+        if groups and abs(groups[-1][0].value / roof.value - 1) < 0.005:
+            groups[-1].append(roof)
+        else:
+            groups.append([roof])
+    for group in groups:
+        value = group[0].value
+        text = " = ".join(f"{r.name} ({r.origin})" for r in group) + f": {_value_text(group[0])}"
+        start = value / fastest if fastest else xlim[0]
+        middle = math.sqrt(max(start, xlim[0]) * xlim[1])
+        spots = [((xlim[1], value), (-4, dy), {"ha": "right"}) for dy in (3, -3)]
+        spots += [((middle, value), (0, dy), {"ha": "center"}) for dy in (3, -3)]
+        placer.label(text, spots, fontsize=8, bbox=_BACKING)
+    top = max((c.value for c in compute), default=ylim[1])
+    for roof, colour in memory:
+        low = max(xlim[0], ylim[0] / roof.value)
+        high = min(top / roof.value, ylim[1] / roof.value, xlim[1])
+        if high <= low:
+            continue
+        (x0, y0), (x1, y1) = ax.transData.transform([(low, roof.value * low), (high, roof.value * high)])
+        angle = math.degrees(math.atan2(y1 - y0, x1 - x0))
+        spots = []
+        for share in (0.06, 0.2, 0.35, 0.5, 0.65, 0.8):
+            x = low * (high / low) ** share
+            spots += [((x, roof.value * x), (0, dy), {"rotation": angle, "rotation_mode": "anchor",
+                                                      "va": "bottom" if dy > 0 else "top", "ha": "left"})
+                      for dy in (3, -3)]
+        placer.label(f"{roof.name} {_value_text(roof)} ({roof.origin})", spots, fontsize=8, color=colour,
+                     bbox=_BACKING)
 
-    def fits(r: Box) -> bool:
-        inside = box.x0 <= r[0] and r[1] <= box.x1
-        return inside and all(r[1] < q[0] or q[1] < r[0] or r[3] < q[2] or q[3] < r[2] for q in placed)
 
-    for ai, gflops, members in _clusters(ax, frame):
-        text = _cluster_text(members)
-        boxes = [(c, _text_box(ax, (ai, gflops), c, text, right_aligned=c[0] < 0)) for c in _LABEL_OFFSETS]
-        offset, where = next(((c, r) for c, r in boxes if fits(r)), boxes[0])
-        placed.append(where)
-        ax.annotate(text, xy=(ai, gflops), xytext=offset, textcoords="offset points",
-                    fontsize=7, ha="left" if offset[0] > 0 else "right", va="center")
+def _number_points(placer: Placer, clusters: list[Cluster]) -> None:
+    """Each cluster's number beside its DRAM point, further out (with a leader) when crowded."""
+    from gpuprof.render.placement import ring
+
+    for cluster in clusters:
+        row = cluster.rows[0]
+        spots = [((row.ai, row.flop_rate), offset, {}) for radius in (5, 9, 16, 24, 34) for offset in ring(radius)]
+        placer.label(str(cluster.number), spots, fontsize=8, fontweight="bold")
 
 
-def plot_device(frame: pd.DataFrame, device: str, peaks: list[Peaks], out_dir: Path) -> list[Path]:
-    """Write ``roofline-<device>.png`` and ``.svg`` for the points of one device."""
+def _styles(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    from gpuprof.render.chart_style import series
+
+    return {op: series(i) for i, op in enumerate(dict.fromkeys(frame.sort_values("ai")["op"]))}
+
+
+def _key(key_ax: Axes, clusters: list[Cluster], styles: dict[str, dict[str, Any]], hierarchical: bool) -> Any:
+    """The numbered key: each cluster's marker, number and what it holds."""
+    from matplotlib.lines import Line2D
+
+    handles, labels = [], []
+    for cluster in clusters:
+        style = styles[cluster.rows[0].op]
+        handles.append(Line2D([], [], linestyle="", marker=style["marker"], markersize=6,
+                              color="0.2" if hierarchical else style["color"]))
+        text = _cluster_text(cluster.rows, hierarchical)
+        labels.append(f"{cluster.number}  {text if len(text) <= 110 else text[:109] + '…'}")
+    columns = 1 if max(map(len, labels)) > 52 else 2
+    return key_ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(0, 1), borderaxespad=0, frameon=False,
+                         ncols=columns, fontsize=8, handletextpad=0.3, columnspacing=1.5, alignment="left")
+
+
+def _level_legend(ax: Axes) -> None:
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], linestyle="", marker="o", markersize=7, color=colour, fillstyle=fill,
+                      markeredgewidth=1.3) for _, _, _, colour, fill in LEVELS]
+    ax.legend(handles, [f"AI at {name}" for _, _, name, _, _ in LEVELS], loc="upper left",
+              bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize=8, title="points", title_fontsize=8)
+
+
+def _shown(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """At most MAX_KERNELS points, the longest-running first; a note when some are left out."""
+    if len(frame) <= MAX_KERNELS:
+        return frame, []
+    kept = frame.sort_values("time", ascending=False, na_position="last").head(MAX_KERNELS)
+    return kept, [f"{len(frame) - MAX_KERNELS} more kernels (the shortest) are not drawn: "
+                  "choose with --kernel, --run or --op"]
+
+
+def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str = "all") -> Figure:
+    """The roofline chart of one device's points (``gpuprof.derive.roofline.points`` rows)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    frame = frame[(frame["ai"] > 0) & (frame["flop_rate"] > 0)]
-    dtypes = sorted(set(frame["dtype"]))
-    ridges = [p.flops_for(d) / p.bandwidth for p in peaks for d in dtypes
-              if p.bandwidth and p.flops_for(d)]
-    xlim = _x_range(frame, ridges)
-    fig = Figure(figsize=(9, 6))
-    # Fixed margins (not constrained layout) keep the data-to-pixel transform stable, so the
-    # label nudging and the slope angle computed below hold in the saved file.
-    fig.subplots_adjust(left=0.09, right=0.97, bottom=0.09, top=0.9)
-    ax = fig.add_subplot()
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(*xlim)
-    tops = [p.flops_for(d) or 0 for p in peaks for d in dtypes] + list(frame["flop_rate"])
-    lows = [r for r in frame["flop_rate"]] + [p.bandwidth * xlim[0] for p in peaks if p.bandwidth]
-    ax.set_ylim(min(lows) / 1e9 / 4, max(tops) / 1e9 * 3)
-    placed: list[Box] = []
-    for style, ceiling in zip(_LINESTYLES, peaks):
-        placed += _draw_ceilings(ax, ceiling, dtypes, xlim, style)
-    for marker, (op, group) in zip(_MARKERS * len(frame), frame.groupby("op", sort=True)):
-        ax.scatter(group["ai"], group["flop_rate"] / 1e9, s=30, zorder=3, marker=marker, alpha=0.8,
-                   label=str(op))
-    _label_points(ax, frame, placed)
-    ax.set_xlabel("Arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("Performance (GFLOP/s)")
+    from gpuprof.derive.roofline import roofs
+    from gpuprof.render.chart_style import log_ticks, wrap
+    from gpuprof.render.placement import Placer
+
+    frame, notes = _shown(frame[(frame["ai"] > 0) & (frame["flop_rate"] > 0)])
+    levels = _levels(frame)
+    hierarchical = len(levels) > 1
+    ceilings = roofs(peaks)
+    compute, compute_notes = _compute_roofs(ceilings, _precisions(frame))
+    memory, memory_notes = _memory_roofs(ceilings, levels)
+    xlim, ylim = _limits(frame, compute, memory, levels)
+
+    fig = Figure(figsize=(10, _PLOT_HEIGHT + 2), layout="constrained")
+    FigureCanvasAgg(fig)
+    grid = fig.add_gridspec(2, 1, height_ratios=[_PLOT_HEIGHT, 1])
+    ax, key_ax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+    key_ax.set_axis_off()
+    ax.set(xscale="log", yscale="log", xlim=xlim, ylim=ylim, xlabel="Arithmetic intensity (FLOP/byte)",
+           ylabel="Performance (FLOP/s)")
+    counted = _PRECISION_TEXT.get(precision, precision)
+    if precision == "all":
+        counted += f" (here: {' + '.join(p.upper() for p in _precisions(frame))})"
+    ax.set_title(f"Roofline: {device}\nFLOPs counted: {counted}", fontsize=10)
+    ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
+    _draw_roofs(ax, compute, memory, xlim)
+    styles = _styles(frame)
+    if hierarchical:
+        _level_legend(ax)
+    log_ticks(ax.xaxis)
+    log_ticks(ax.yaxis)
+    ax.yaxis.set_major_formatter(_rate_formatter())
+
     origins = "; ".join(sorted(set(frame["origin"])))
-    ceilings_note = ", ".join(f"{p.origin}" for p in peaks) or "none known"
-    subtitle = textwrap.fill(f"points: {origins}; ceilings: {ceilings_note}", 110)
-    ax.set_title(f"Roofline: {device}\n{subtitle}", fontsize=10)
-    ax.grid(True, which="major", linewidth=0.4, alpha=0.6)
-    ax.legend(title="op", fontsize=8, loc="lower right")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"roofline-{slug(device)}.{ext}" for ext in ("png", "svg")]
+    roof_notes = "; ".join(_roof_note(r) for r in [*compute, *(m for m, _ in memory)]) or "none known"
+    notes = [f"Points: {origins}.", f"Ceilings: {roof_notes}.", *compute_notes, *memory_notes, *notes]
+    fig.get_layout_engine().execute(fig)   # a first layout, so points cluster by where they will sit
+    clusters = _clusters(ax, frame)
+    key = _key(key_ax, clusters, styles, hierarchical)
+    note_text = key_ax.text(0, 0, wrap("\n".join(notes), fig, 7, share=0.88), transform=key_ax.transAxes,
+                            fontsize=7, color="0.3", va="bottom", ha="left")
+    _fit_key(fig, grid, key, note_text)
+    positions = _draw_points(ax, frame, levels, styles, hierarchical)
+    placer = Placer(ax)
+    placer.marker_boxes(positions)
+    _label_roofs(placer, compute, memory, xlim, ylim)
+    _number_points(placer, clusters)
+    return fig
+
+
+def _rate_formatter() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: human(v, "FLOP/second", 3))
+
+
+def _fit_key(fig: Figure, grid: Any, key: Any, notes: Any) -> None:
+    """Give the key row the height its legend and notes need (the margins the layout found kept),
+    then fix the layout so labels placed afterwards by measured extents stay where measured."""
+    engine = fig.get_layout_engine()
+    engine.execute(fig)
+    renderer = fig.canvas.get_renderer()
+    needed = (key.get_window_extent(renderer).height + notes.get_window_extent(renderer).height) / fig.dpi + 0.15
+    chart, key_row = (ax.get_position().height * fig.get_figheight() for ax in fig.axes[:2])
+    margins = fig.get_figheight() - chart - key_row
+    fig.set_figheight(margins + _PLOT_HEIGHT + needed)
+    grid.set_height_ratios([_PLOT_HEIGHT, needed])
+    engine.execute(fig)
+    fig.set_layout_engine("none")
+
+
+def save(fig: Figure, paths: list[Path]) -> list[Path]:
+    """Write ``fig`` to each of ``paths`` (PNG at 150 dpi; SVG with its text kept as text)."""
     import matplotlib
 
     with matplotlib.rc_context({"svg.fonttype": "none"}):   # SVG text stays text: searchable, small
         for path in paths:
+            path.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(path, dpi=150)
     return paths
 
 
-def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out_dir: Path) -> list[Path]:
-    """One chart per device in ``frame``; returns the files written."""
+def plot_device(frame: pd.DataFrame, device: str, peaks: list[Peaks], out_dir: Path,
+                precision: str = "all") -> list[Path]:
+    """Write ``roofline-<device>.png`` and ``.svg`` for the points of one device."""
+    paths = [out_dir / f"roofline-{slug(device)}.{ext}" for ext in ("png", "svg")]
+    return save(figure(frame, device, peaks, precision), paths)
+
+
+def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path,
+         precision: str = "all") -> list[Path]:
+    """One chart per device in ``frame``: into directory ``out`` as PNG and SVG, or, when ``out``
+    names a .png or .svg file, to that file (``<stem>-<device>`` when there are several devices)."""
+    devices = sorted(set(frame["device"]))
+    if out.suffix and out.suffix.lower() not in SUFFIXES:
+        raise InputError(f"cannot write a roofline to '{out.name}'", "name a .png or .svg file, or a directory")
     written: list[Path] = []
-    for device, group in frame.groupby("device", sort=True):
-        written += plot_device(group, str(device), peaks_by_device.get(str(device), []), out_dir)
+    for device in devices:
+        mine, peaks = frame[frame["device"] == device], peaks_by_device.get(device, [])
+        if not out.suffix:
+            written += plot_device(mine, device, peaks, out, precision)
+            continue
+        path = out if len(devices) == 1 else out.with_name(f"{out.stem}-{slug(device)}{out.suffix}")
+        written += save(figure(mine, device, peaks, precision), [path])
     return written
