@@ -68,6 +68,7 @@ def test_plot_written(tmp_path: Path, suffix: str, magic: bytes) -> None:
     assert path.read_bytes().startswith(magic)
     if suffix == ".svg":
         assert "Synchronization" in path.read_text()
+        assert "int, int, int, float*)" in path.read_text()   # the K40c kernel's name whole, on a second line
 
 
 def test_bad_plot_suffix_is_one_line() -> None:
