@@ -111,6 +111,7 @@ def _charts(comparison: Comparison, shown: list[str], limits: Limits, trimmed: l
     import pandas as pd
 
     from gpuprof.render import compare_plots
+    from gpuprof.render.roofline_plot import slug
 
     frame = comparison.rows
     parts = [
@@ -134,7 +135,8 @@ def _charts(comparison: Comparison, shown: list[str], limits: Limits, trimmed: l
         points = pd.concat([points, imported[imported["device"].isin(found[:room])]], ignore_index=True)
         devices += [d for d in found[:room] if d not in devices]
     for device, png in compare_plots.rooflines(points, comparison.peaks, devices).items():
-        parts.append(f"<h3>Roofline: {_esc(device)}</h3>" + _image(png, f"roofline of {device}"))
+        parts.append(f'<h3 id="roofline-{slug(device)}">Roofline: {_esc(device)}</h3>'
+                     + _image(png, f"roofline of {device}"))
     return parts
 
 
@@ -166,7 +168,7 @@ def build(comparison: Comparison, title: str, sources: list[str], limits: Limits
         parts.append('<p class="note">No measured or reference rows match.</p>')
     for heading, table in studies:
         parts.append(f"<h3>{_esc(heading)}</h3>" + _capped(table, heading.split(":")[0], limits, trimmed, shown))
-    parts += ["<h2>Charts</h2>", *_charts(comparison, shown, limits, trimmed)]
+    parts += ['<h2 id="charts">Charts</h2>', *_charts(comparison, shown, limits, trimmed)]
     for heading, table in compare.detail_sections(comparison, stalls, shown):
         anchor = ' id="sources"' if heading.startswith("Sources") else ""
         parts.append(f"<h2{anchor}>{_esc(heading)}</h2>" + _capped(table, heading.split(":")[0], limits, trimmed))
