@@ -52,7 +52,8 @@ def study_points(gpu: str) -> pd.DataFrame:
     for r in study[(study.gpu == gpu) & study.op.isin(["add", "mul", "dot"])].itertuples():
         shape = ops.shape_for_size(r.op, int(r.size_mb * 1e6), "float32")
         rows.append({"device": gpu, "kernel": r.op, "label": f"{r.op} {r.size_mb:g} MB", "op": r.op,
-                     "precision": "fp32", "ai": ops.flops(r.op, shape) / ops.bytes_moved(r.op, shape, "float32"),
+                     "precision": "fp32", "tensor_kind": "",
+                     "ai": ops.flops(r.op, shape) / ops.bytes_moved(r.op, shape, "float32"),
                      "ai_l2": float("nan"), "ai_l1": float("nan"), "flop_rate": r.mflops_per_s * 1e6,
                      "time": float("nan"), "origin": "the study's nvprof MFLOP/s", "run_id": ""})
     return pd.DataFrame(rows, columns=POINT_COLUMNS)

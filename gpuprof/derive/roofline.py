@@ -10,7 +10,8 @@ counted: one of ``PRECISIONS``, or ``all`` (every precision and the tensor cores
 The frame is long and plain (``POINT_COLUMNS``) so the plot and any table read the same thing:
 ``ai`` is the DRAM intensity, ``ai_l2`` and ``ai_l1`` are NaN where that traffic was not counted,
 ``precision`` names what the FLOPs count ("fp32", "fp16+tensor"), ``time`` the kernel's seconds,
-``kernel`` its full name (a measured run's: its op).
+``kernel`` its full name (a measured run's: its op), ``tensor_kind`` the ceiling its tensor work is
+judged against ("fp16/tensor", "" where the derive step does not say).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
 
     from gpuprof.devices.gpu_table import Ceiling
 
-POINT_COLUMNS = ["device", "kernel", "label", "op", "precision", "ai", "ai_l2", "ai_l1", "flop_rate", "time", "origin",
-                 "run_id"]
+POINT_COLUMNS = ["device", "kernel", "label", "op", "precision", "tensor_kind", "ai", "ai_l2", "ai_l1", "flop_rate",
+                 "time", "origin", "run_id"]
 PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 DTYPE_PRECISION = {"float64": "fp64", "float32": "fp32", "float16": "fp16"}
 _COUNTER_SUFFIX = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}       # derive.counters' column names
@@ -88,7 +89,7 @@ def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
     op = w["op"] if w["dtype"] == "float32" else f"{w['op']} ({w['dtype']})"
     median = timing_stats(times).median
     return {"device": device_name(run), "kernel": w["op"], "label": f"{op} {size_text(size)}", "op": op,
-            "precision": mine, "ai": flops / moved, "ai_l2": math.nan, "ai_l1": math.nan, "flop_rate": flops / median,
+            "precision": mine, "tensor_kind": "", "ai": flops / moved, "ai_l2": math.nan, "ai_l1": math.nan, "flop_rate": flops / median,
             "time": median, "origin": f"{ANALYTIC} FLOPs and bytes / timed median", "run_id": run.run_id}
 
 
@@ -119,6 +120,8 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
     grouped = values.groupby(keys, sort=False)
     sums = grouped.sum().where(grouped.count() == grouped.size().to_numpy()[:, None])
     sums["launches"] = pd.Series(weight).groupby(keys, sort=False).sum()
+    kinds = derived.get("tensor_kind", pd.Series("", index=derived.index)).fillna("").astype(str)
+    sums["tensor_kind"] = kinds.groupby(keys, sort=False).agg(lambda k: next((x for x in k if x), ""))
     return sums.reset_index()
 
 
@@ -138,6 +141,7 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
         label = name + (f" ({launches} launches)" if launches > 1 else "")
         points.append({"device": row.device, "kernel": row.kernel, "label": label, "op": name,
                        "precision": precision if precision != "all" else used or "all",
+                       "tensor_kind": row.tensor_kind if row.flops_tensor > 0 else "",
                        "ai": work / row.bytes_dram, "ai_l2": work / row.bytes_l2, "ai_l1": work / row.bytes_l1,
                        "flop_rate": work / row.time, "time": row.time,
                        "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed",

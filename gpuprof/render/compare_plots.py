@@ -130,7 +130,7 @@ def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "device": known["device"], "kernel": known["op"],
         "label": [f"{o} {size_text(s * 1e6)}" for o, s in zip(known["op"], known["size_MB"])],
-        "op": known["op"], "precision": known["dtype"].map(DTYPE_PRECISION),
+        "op": known["op"], "precision": known["dtype"].map(DTYPE_PRECISION), "tensor_kind": "",
         "ai": known["MFLOP/s"] * 1e6 / (known["GB/s"] * 1e9), "ai_l2": np.nan, "ai_l1": np.nan,
         "flop_rate": known["MFLOP/s"] * 1e6, "time": np.nan, "origin": known["MFLOP/s origin"],
         "run_id": known["run"],

@@ -64,15 +64,18 @@ def _precisions(frame: pd.DataFrame) -> list[str]:
     return sorted({p for text in frame["precision"] for p in str(text).split("+")})
 
 
-def _compute_roofs(roofs: list[Ceiling], precisions: list[str]) -> tuple[list[Ceiling], list[str]]:
-    """The compute ceilings of the precisions counted, and a note for what the table lacks."""
+def _compute_roofs(roofs: list[Ceiling], frame: pd.DataFrame) -> tuple[list[Ceiling], list[str]]:
+    """The compute ceilings of the precisions counted, and a note for what the table lacks. Tensor
+    work is judged against the tensor type the derive step names, else FP16 with FP32 accumulate."""
     chosen, notes = [], []
-    for precision in precisions:
+    for precision in _precisions(frame):
         if precision == "tensor":
-            found = [r for r in roofs if r.kind == "tensor" and r.precision == "fp16"]
-            if found:
-                notes.append("tensor roof: FP16 tensor with FP32 accumulate (the counters do not say which "
-                             "tensor type ran)")
+            named = sorted({k for k in frame["tensor_kind"] if k})
+            found = [r for r in roofs if f"{r.precision}/{r.kind}" in named]
+            if not named:
+                found = [r for r in roofs if (r.precision, r.kind) == ("fp16", "tensor")]
+                notes += ["tensor roof: FP16 tensor with FP32 accumulate (the counters do not say which tensor "
+                          "type ran)"] if found else []
         else:
             found = [r for r in roofs if r.precision == precision and r.kind in ("fma", "no-fma")]
         if not found:
@@ -94,7 +97,7 @@ def _memory_roofs(roofs: list[Ceiling], levels: list[tuple[str, ...]]) -> tuple[
     if not any(r.kind == "dram" for r in roofs):
         origins = ", ".join(sorted({r.origin for r in roofs})) or "no"
         notes.append(f"no memory ceiling: the {origins} peaks of this device have no bandwidth"
-                     " (for this CPU: run 'gpuprof calibrate')")
+                     " (a CPU gets one from 'gpuprof calibrate')")
     return chosen, notes
 
 
@@ -302,7 +305,7 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     levels = _levels(frame)
     hierarchical = len(levels) > 1
     ceilings = roofs(peaks)
-    compute, compute_notes = _compute_roofs(ceilings, _precisions(frame))
+    compute, compute_notes = _compute_roofs(ceilings, frame)
     memory, memory_notes = _memory_roofs(ceilings, levels)
     xlim, ylim = _limits(frame, compute, memory, levels)
 
