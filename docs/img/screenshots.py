@@ -23,7 +23,7 @@ WIDTH, HEIGHT = 1400, 16000
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
 # image name -> (the heading id it starts at, "" for the top; the id prefix of the heading it stops at)
-SLICES = {"report-top.png": ("", "charts"), "report-charts.png": ("charts", "roofline-"),
+SLICES = {"report-charts.png": ("charts", "roofline-"),
           "report-roofline-k40-paper.png": ("roofline-k40-paper", ""),
           "report-roofline-a100.png": ("roofline-device-0-cc-8-0-unnamed-in-ncu-csv", "")}
 POSITIONS = """<script>document.body.dataset.positions = JSON.stringify(Object.fromEntries(
@@ -64,8 +64,8 @@ def main() -> None:
             top = positions[start] if start else 0
             bottom = min(y for key, y in positions.items() if key.startswith(stop) and y > top + 1)
             top, bottom = int(top), int(bottom)
-            page.crop((0, max(0, top - 8), WIDTH, min(bottom, page.height))).save(ROOT / "docs" / "img" / name,
-                                                                                  optimize=True)
+            part = page.crop((0, max(0, top - 8), WIDTH, min(bottom, page.height))).convert("RGB")
+            part.quantize(256).save(ROOT / "docs" / "img" / name, optimize=True)   # 256 colours: a third the size
             print(f"docs/img/{name}: {WIDTH} x {bottom - top} px of the report (y {top}-{bottom})")
 
 

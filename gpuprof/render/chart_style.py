@@ -41,14 +41,14 @@ def number(value: float) -> str:
 
 def log_ticks(axis: Axis, base: int = 10, most: int = 8) -> None:
     """Plain, distinct tick labels (at most about ``most``) on a log ``axis``: decades when the
-    axis spans two or more, else 1-2-5 steps (base 10) or powers (base 2); never repeated labels
+    axis spans 2.5 or more, else 1-2-5 steps (base 10) or powers (base 2); never repeated labels
     such as "3, 3, 2" from rounding the minor ticks. Call it after the data or limits are set."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     low, high = sorted(getattr(axis.axes, f"get_{axis.axis_name}lim")())
     decades = math.log(high / low, base) if low > 0 else 0.0
     subs: tuple[float, ...] = (1.0,)
-    if base == 10 and decades < 2:
+    if base == 10 and decades < 2.5:
         subs = (1.0, 2.0, 5.0) if decades >= 0.7 else (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
     axis.set_major_locator(LogLocator(base=base, subs=subs, numticks=most))
     axis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))

@@ -95,7 +95,8 @@ def best_rate_bars(frame: pd.DataFrame, devices: list[str]) -> Figure | None:
     if not names:
         return None
     best = data.groupby(["op", "device"])["MFLOP/s"].max()
-    fig = Figure(figsize=(max(7.0, 1.6 * len(names) + 0.35 * len(names) * len(devices)), 5.2), layout="constrained")
+    inches = min(12.5, max(7.0, 1.6 * len(names) + 0.35 * len(names) * len(devices)))   # the report: 1500 px
+    fig = Figure(figsize=(inches, 5.2), layout="constrained")
     ax = fig.add_subplot()
     width = 0.8 / len(devices)
     x = np.arange(len(names))
