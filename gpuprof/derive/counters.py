@@ -10,7 +10,8 @@ of them raises on missing data. Metrics are read by canonical name (see
 Nsight Compute (weighted instruction sums) imports.
 
 Nsight Compute formulas used (as in its roofline section):
-- FLOPs = fadd + fmul + 2 * ffma (thread instructions, predicated on), per precision;
+- FLOPs = fadd + fmul + 2 * ffma (thread instructions, predicated on), per precision, read under
+  ncu's ``smsp__`` names or NERSC's ``sm__`` ones (the same sums);
 - when only the ``.sum.per_cycle_elapsed`` rates were collected (the roofline set), FLOP/s =
   (fadd + fmul + 2 * ffma).per_cycle_elapsed * SM clock;
 - peak FLOP/s at the measured clock = ``sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained``
@@ -47,7 +48,13 @@ def _aliases(key: str) -> tuple[str, ...]:
     """The names a key may appear under, in the catalog's order of preference
     (``smsp__cycles_elapsed.avg.per_second`` before the GPC clock), not the tool's order."""
     entry = catalog.entries().get(key)
-    return (*entry.ncu, *entry.labels, *entry.nvprof, key) if entry else (key,)
+    return (*entry.ncu, *entry.also, *entry.labels, *entry.nvprof, key) if entry else (key,)
+
+
+def spellings(key: str) -> tuple[str, ...]:
+    """The ncu names of a canonical key: ncu's own first, then the other spellings files carry."""
+    entry = catalog.entries()[key]
+    return (*entry.ncu, *entry.also)
 
 
 @functools.cache
@@ -59,8 +66,8 @@ def _keys() -> tuple[str, ...]:
         names += _aliases(key)
     for precision, letter in PRECISIONS.items():
         names += _aliases(f"flop_count_{precision}")
-        for name in _flop_weights(precision):
-            names += [*_aliases(name), *_aliases(name + _PER_CYCLE)]
+        for key in _flop_weights(precision):
+            names += [*_aliases(key), *(name + _PER_CYCLE for name in spellings(key))]
         names += [alias for name in _peak_names(letter) for alias in _aliases(name)]
     return tuple(dict.fromkeys(names))
 
@@ -70,12 +77,16 @@ class Counters:
 
     Built from a run (one pass over its metric table for every name the derivations need, plus
     ``extra`` names) or from Launch objects. ``raw(key)`` finds a value as :meth:`Launch.value`
-    does; ``number(key)`` also tries the catalog's aliases of a canonical name.
+    does; ``number(key)`` also tries the catalog's aliases of a canonical name. ``cc`` is each
+    launch's compute capability ("7.0", "" when unknown), which some counting rules depend on.
     """
 
     def __init__(self, lookup: Callable[[Sequence[str]], tuple[np.ndarray, list[str | None]]], launches: int,
-                 extra: Sequence[str] = ()) -> None:
+                 extra: Sequence[str] = (), cc: Sequence[str] | None = None) -> None:
+        import numpy as np
+
         self.launches = launches
+        self.cc = np.array(list(cc) if cc is not None else [""] * launches, dtype=object)
         self._lookup = lookup
         self._columns: dict[str, np.ndarray] = {}
         self._units: dict[str, str | None] = {}
@@ -83,7 +94,7 @@ class Counters:
 
     @classmethod
     def of_run(cls, run: Run, extra: Sequence[str] = ()) -> Counters:
-        return cls(run.lookup, len(run.launch_table), extra)
+        return cls(run.lookup, len(run.launch_table), extra, launch_cc(run))
 
     @classmethod
     def of_launches(cls, launches: Sequence[Launch], extra: Sequence[str] = ()) -> Counters:
@@ -101,7 +112,7 @@ class Counters:
                         units[column] = found.unit
             return values, units
 
-        return cls(lookup, len(launches), extra)
+        return cls(lookup, len(launches), extra, [launch.attributes.get("cc", "") for launch in launches])
 
     def _fetch(self, keys: Sequence[str]) -> None:
         missing = [key for key in dict.fromkeys(keys) if key not in self._columns]
@@ -124,17 +135,30 @@ class Counters:
     def number(self, key: str) -> np.ndarray:
         """A number by canonical or tool name; for a canonical name the catalog's aliases are tried
         in its order of preference, launch by launch."""
-        import numpy as np
+        return self.first_of(_aliases(key))
 
-        names = _aliases(key)
+    def first_of(self, names: Sequence[str]) -> np.ndarray:
+        """Per launch, the value of the first of ``names`` (tool or canonical) it has."""
         self._fetch(names)
-        found = self._columns[names[0]].copy()
-        for name in names[1:]:
-            found = np.where(np.isnan(found), self._columns[name], found)
-        return found
+        return _first(*(self._columns[name] for name in names))
 
 
-def _also_per_launch(unit: str) -> Callable[[Callable[..., np.ndarray]], Callable[..., Any]]:
+def launch_cc(run: Run) -> list[str]:
+    """Each launch's compute capability: its ``cc`` attribute (ncu CSV, raw page), else the run's,
+    else that of the device table's row for its device name when the name fixes one ("V100": 7.0)."""
+    from gpuprof.devices import gpu_table
+
+    names = [d or str(run.device.get("name", "")) for d in run.launch_table["device"].tolist()]
+    by_name: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        found = {gpu.cc for gpu in gpu_table.find(name)} if name else set()
+        by_name[name] = found.pop() if len(found) == 1 else ""
+    fallback = str(run.device.get("cc", ""))
+    return [attributes.get("cc") or fallback or by_name[name]
+            for attributes, name in zip(run.launch_table["attributes"].tolist(), names)]
+
+
+def also_per_launch(unit: str) -> Callable[[Callable[..., np.ndarray]], Callable[..., Any]]:
     """Let a derivation over :class:`Counters` also take one Launch and give (value, unit) or None."""
     def wrap(derive: Callable[..., np.ndarray]) -> Callable[..., Any]:
         @functools.wraps(derive)
@@ -156,19 +180,28 @@ def _nonzero(values: np.ndarray) -> np.ndarray:
 
 def _first(*columns: np.ndarray) -> np.ndarray:
     """Per launch, the first of ``columns`` that is not NaN."""
+    return choose(*columns)[0]
+
+
+def choose(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per launch, the first of ``columns`` that is not NaN, and which one it was (-1: none), so a
+    derivation can say which of its alternatives each launch's value came from."""
     import numpy as np
 
-    found = columns[0]
-    for column in columns[1:]:
-        found = np.where(np.isnan(found), column, found)
-    return found
+    found, which = columns[0].copy(), np.where(np.isnan(columns[0]), -1, 0)
+    for position, column in enumerate(columns[1:], 1):
+        take = np.isnan(found) & ~np.isnan(column)
+        found[take], which[take] = column[take], position
+    return found, which
 
 
 def _weighted_sum(c: Counters, weights: dict[str, float], suffix: str = "") -> np.ndarray:
-    """Sum of weight * metric over ``weights``' metric names (+ suffix); NaN where any is missing."""
+    """Sum of weight * value over ``weights``' canonical names, each read under any of its
+    spellings (with ``suffix``, under its ncu spellings); NaN where any is missing."""
     total = 0.0
-    for name, weight in weights.items():
-        total = total + weight * c.number(name + suffix)
+    for key, weight in weights.items():
+        value = c.first_of([name + suffix for name in spellings(key)]) if suffix else c.number(key)
+        total = total + weight * value
     return total  # type: ignore[return-value]
 
 
@@ -179,11 +212,13 @@ def _op_letter(precision: str) -> str:
 
 
 def _flop_weights(precision: str) -> dict[str, float]:
+    """NVIDIA's weights (add + mul + 2 fma) keyed by the canonical name of each instruction count."""
     _op_letter(precision)
-    return catalog.entries()[f"flop_count_{precision}"].ncu_sum
+    weights = catalog.entries()[f"flop_count_{precision}"].ncu_sum
+    return {catalog.canonical(name) or name: weight for name, weight in weights.items()}
 
 
-@_also_per_launch("hertz")
+@also_per_launch("hertz")
 def sm_clock(c: Counters) -> np.ndarray:
     """SM clock during the kernel, as the profiler measured it (hertz)."""
     return _nonzero(c.number("sm_clock"))
@@ -194,14 +229,14 @@ def _elapsed_cycles(c: Counters) -> np.ndarray:
     return _first(_nonzero(c.number(_ELAPSED[0])), c.number(_ELAPSED[1]))
 
 
-@_also_per_launch("second")
+@also_per_launch("second")
 def kernel_time(c: Counters) -> np.ndarray:
     """Kernel duration: measured (``gpu__time_duration.sum``, nvprof Duration) or elapsed cycles /
     SM clock when only those were collected."""
     return _first(c.number("kernel_duration"), _elapsed_cycles(c) / sm_clock(c))
 
 
-@_also_per_launch("FLOP")
+@also_per_launch("FLOP")
 def flops(c: Counters, precision: str = "sp") -> np.ndarray:
     """Floating-point operations of one precision: nvprof's ``flop_count_<p>``, ncu's weighted
     instruction sum, or ncu's per-cycle rate * elapsed cycles (or * clock * time)."""
@@ -211,26 +246,26 @@ def flops(c: Counters, precision: str = "sp") -> np.ndarray:
                   _weighted_sum(c, weights, _PER_CYCLE) * cycles)
 
 
-@_also_per_launch("FLOP/second")
+@also_per_launch("FLOP/second")
 def flop_rate(c: Counters, precision: str = "sp") -> np.ndarray:
     """Achieved FLOP/s of one precision: per-cycle rate * SM clock, or FLOPs / kernel time."""
     per_cycle = _weighted_sum(c, _flop_weights(precision), _PER_CYCLE)
     return _first(per_cycle * sm_clock(c), flops(c, precision) / _nonzero(kernel_time(c)))
 
 
-@_also_per_launch("byte")
+@also_per_launch("byte")
 def dram_bytes(c: Counters) -> np.ndarray:
     """Bytes moved between DRAM and L2: ``dram__bytes.sum``, or read + write."""
     return _first(c.number("dram_bytes"), c.number("dram_read_bytes") + c.number("dram_write_bytes"))
 
 
-@_also_per_launch("byte/second")
+@also_per_launch("byte/second")
 def dram_bandwidth(c: Counters) -> np.ndarray:
     """DRAM bandwidth: the measured ``dram__bytes.sum.per_second`` or DRAM bytes / kernel time."""
     return _first(c.number("dram_throughput"), dram_bytes(c) / _nonzero(kernel_time(c)))
 
 
-@_also_per_launch("FLOP/second")
+@also_per_launch("FLOP/second")
 def peak_flop_rate(c: Counters, precision: str = "sp") -> np.ndarray:
     """Peak FLOP/s of one precision at the SM clock measured during this kernel: the FMA pipe's
     ``*.sum.peak_sustained`` (thread instructions per cycle, whole GPU) * clock * 2."""
@@ -238,7 +273,7 @@ def peak_flop_rate(c: Counters, precision: str = "sp") -> np.ndarray:
     return per_cycle * sm_clock(c) * 2.0
 
 
-@_also_per_launch("%")
+@also_per_launch("%")
 def flop_efficiency(c: Counters, precision: str = "sp") -> np.ndarray:
     """Achieved FLOP/s as a percentage of the peak at the measured clock."""
     return 100.0 * flop_rate(c, precision) / _nonzero(peak_flop_rate(c, precision))
