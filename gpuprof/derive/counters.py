@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpuprof import catalog
@@ -44,7 +44,7 @@ def _peak_names(letter: str) -> tuple[str, ...]:
                  for unit in ("sm", "smsp"))
 
 
-def _aliases(key: str) -> tuple[str, ...]:
+def aliases(key: str) -> tuple[str, ...]:
     """The names a key may appear under, in the catalog's order of preference
     (``smsp__cycles_elapsed.avg.per_second`` before the GPC clock), not the tool's order."""
     entry = catalog.entries().get(key)
@@ -63,12 +63,12 @@ def _keys() -> tuple[str, ...]:
     names: list[str] = []
     for key in ("kernel_duration", "sm_clock", "dram_bytes", "dram_read_bytes", "dram_write_bytes",
                 "dram_throughput", *_ELAPSED):
-        names += _aliases(key)
+        names += aliases(key)
     for precision, letter in PRECISIONS.items():
-        names += _aliases(f"flop_count_{precision}")
+        names += aliases(f"flop_count_{precision}")
         for key in _flop_weights(precision):
-            names += [*_aliases(key), *(name + _PER_CYCLE for name in spellings(key))]
-        names += [alias for name in _peak_names(letter) for alias in _aliases(name)]
+            names += [*aliases(key), *(name + _PER_CYCLE for name in spellings(key))]
+        names += [alias for name in _peak_names(letter) for alias in aliases(name)]
     return tuple(dict.fromkeys(names))
 
 
@@ -79,22 +79,33 @@ class Counters:
     ``extra`` names) or from Launch objects. ``raw(key)`` finds a value as :meth:`Launch.value`
     does; ``number(key)`` also tries the catalog's aliases of a canonical name. ``cc`` is each
     launch's compute capability ("7.0", "" when unknown), which some counting rules depend on.
+
+    The derivations try many spellings of each value, most of which a given file lacks: names the
+    table does not hold (``present``, when known) are not looked up, and columns no launch has are
+    skipped when alternatives are tried, so the cost follows the counters a file has.
     """
 
     def __init__(self, lookup: Callable[[Sequence[str]], tuple[np.ndarray, list[str | None]]], launches: int,
-                 extra: Sequence[str] = (), cc: Sequence[str] | None = None) -> None:
+                 extra: Sequence[str] = (), cc: Sequence[str] | None = None,
+                 present: Collection[str] | None = None) -> None:
         import numpy as np
 
         self.launches = launches
         self.cc = np.array(list(cc) if cc is not None else [""] * launches, dtype=object)
         self._lookup = lookup
+        self._present = present
         self._columns: dict[str, np.ndarray] = {}
         self._units: dict[str, str | None] = {}
-        self._fetch((*_keys(), *extra))
+        self._empty: set[str] = set()  # keys no launch has a number for
+        self._nothing = np.full(launches, np.nan)
+        self._nothing.flags.writeable = False
+        self.fetch((*_keys(), *extra))
 
     @classmethod
     def of_run(cls, run: Run, extra: Sequence[str] = ()) -> Counters:
-        return cls(run.lookup, len(run.launch_table), extra, launch_cc(run))
+        metrics = run.metric_table
+        present = {*metrics["metric"].cat.categories, *metrics["canonical"].cat.categories}
+        return cls(run.lookup, len(run.launch_table), extra, launch_cc(run), present)
 
     @classmethod
     def of_launches(cls, launches: Sequence[Launch], extra: Sequence[str] = ()) -> Counters:
@@ -114,33 +125,43 @@ class Counters:
 
         return cls(lookup, len(launches), extra, [launch.attributes.get("cc", "") for launch in launches])
 
-    def _fetch(self, keys: Sequence[str]) -> None:
+    def fetch(self, keys: Sequence[str]) -> None:
+        """Read ``keys`` (tool or canonical names) in one pass over the table, where not read yet."""
+        import numpy as np
+
         missing = [key for key in dict.fromkeys(keys) if key not in self._columns]
-        if missing:
-            values, units = self._lookup(missing)
-            for column, key in enumerate(missing):
-                self._columns[key] = values[:, column]
+        wanted = [key for key in missing if self._present is None or key in self._present]
+        for key in set(missing).difference(wanted):
+            self._columns[key], self._units[key] = self._nothing, None
+            self._empty.add(key)
+        if wanted:
+            values, units = self._lookup(wanted)
+            for column, key in enumerate(wanted):
+                self._columns[key] = np.ascontiguousarray(values[:, column])
                 self._units[key] = units[column]
+                if np.isnan(self._columns[key]).all():
+                    self._empty.add(key)
 
     def raw(self, key: str) -> np.ndarray:
         """The value of the first metric whose canonical or tool name is ``key``, NaN where none."""
-        self._fetch((key,))
+        self.fetch((key,))
         return self._columns[key]
 
     def unit(self, key: str) -> str | None:
         """The unit of ``key``'s values (that of the first launch having it), None when no launch has it."""
-        self._fetch((key,))
+        self.fetch((key,))
         return self._units[key]
 
     def number(self, key: str) -> np.ndarray:
         """A number by canonical or tool name; for a canonical name the catalog's aliases are tried
         in its order of preference, launch by launch."""
-        return self.first_of(_aliases(key))
+        return self.first_of(aliases(key))
 
     def first_of(self, names: Sequence[str]) -> np.ndarray:
         """Per launch, the value of the first of ``names`` (tool or canonical) it has."""
-        self._fetch(names)
-        return _first(*(self._columns[name] for name in names))
+        self.fetch(names)
+        found = [self._columns[name] for name in names if name not in self._empty]
+        return _first(*found) if found else self._nothing
 
 
 def launch_cc(run: Run) -> list[str]:
@@ -188,6 +209,8 @@ def choose(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     derivation can say which of its alternatives each launch's value came from."""
     import numpy as np
 
+    shape = np.broadcast_shapes(*(np.shape(column) for column in columns))
+    columns = tuple(np.broadcast_to(np.asarray(column, dtype=float), shape) for column in columns)
     found, which = columns[0].copy(), np.where(np.isnan(columns[0]), -1, 0)
     for position, column in enumerate(columns[1:], 1):
         take = np.isnan(found) & ~np.isnan(column)
@@ -229,11 +252,21 @@ def _elapsed_cycles(c: Counters) -> np.ndarray:
     return _first(_nonzero(c.number(_ELAPSED[0])), c.number(_ELAPSED[1]))
 
 
+TIME_RULES = ("time measured by the profiler (gpu__time_duration.sum, Duration)",
+              "time derived = elapsed cycles / SM clock (sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second,"
+              " or their smsp__ forms)")
+
+
+def time_parts(c: Counters) -> tuple[np.ndarray, np.ndarray]:
+    """Kernel duration per launch and which of :data:`TIME_RULES` gave it (-1: none)."""
+    return choose(c.number("kernel_duration"), _elapsed_cycles(c) / sm_clock(c))
+
+
 @also_per_launch("second")
 def kernel_time(c: Counters) -> np.ndarray:
     """Kernel duration: measured (``gpu__time_duration.sum``, nvprof Duration) or elapsed cycles /
     SM clock when only those were collected."""
-    return _first(c.number("kernel_duration"), _elapsed_cycles(c) / sm_clock(c))
+    return time_parts(c)[0]
 
 
 @also_per_launch("FLOP")
@@ -279,21 +312,83 @@ def flop_efficiency(c: Counters, precision: str = "sp") -> np.ndarray:
     return 100.0 * flop_rate(c, precision) / _nonzero(peak_flop_rate(c, precision))
 
 
+def total_flops(vector: Sequence[np.ndarray], tensor: np.ndarray, rule: np.ndarray) -> np.ndarray:
+    """Vector FLOPs of every precision counted plus tensor FLOPs (NERSC's total); NaN where the
+    tensor pipe ran but its work was not counted, or where nothing was counted."""
+    import numpy as np
+
+    from gpuprof.derive.tensor import UNCOUNTED
+
+    stacked = np.vstack([*vector, tensor])
+    total = np.where(np.isnan(stacked).all(axis=0), np.nan, np.nansum(stacked, axis=0))
+    return np.where(rule == UNCOUNTED, np.nan, total)
+
+
 def frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     """Every derivation above for each launch of ``run``, one row per launch (NaN where a launch
-    lacks the inputs), with the raw values of ``extra`` metric names after them."""
+    lacks the inputs), with the raw values of ``extra`` metric names after them.
+
+    Besides time, FLOPs, FLOP/s and peaks per precision, DRAM traffic and the clock, the
+    hierarchical roofline: ``flops_tensor`` and ``flops_total`` (FLOP), ``flop_rate_total``
+    (FLOP/s), ``l1_bytes`` and ``l2_bytes`` (byte), ``ai_l1``/``ai_l2``/``ai_dram`` (FLOP/byte),
+    ``ai_check`` (text: which byte counter looks wrong, "" when consistent), ``tensor_kind`` and
+    ``dominant`` (the ceiling kind of the tensor work and of all work, "fp16/tensor"),
+    ``binding_ceiling`` (FLOP/s), ``binding_name`` (text) and ``binding_percent`` (%); ``basis``
+    (text) says which rule gave the time, the tensor FLOPs and the cache bytes.
+    """
+    import numpy as np
     import pandas as pd
 
+    from gpuprof.derive import levels, tensor
+
     c = Counters.of_run(run, extra)
-    columns: dict[str, np.ndarray] = {"time": kernel_time(c)}
+    c.fetch([*tensor.names(), *levels.names()])
+    time, time_rule = time_parts(c)
+    columns: dict[str, np.ndarray] = {"time": time}
     for p in PRECISIONS:
         columns[f"flops_{p}"] = flops(c, p)
+    tensor_flops, tensor_rule, tensor_kind = tensor.parts(c)
+    columns["flops_tensor"] = tensor_flops
+    columns["flops_total"] = total_flops([columns[f"flops_{p}"] for p in PRECISIONS], tensor_flops, tensor_rule)
     for p in PRECISIONS:
         columns[f"flop_rate_{p}"] = flop_rate(c, p)
         columns[f"peak_flop_rate_{p}"] = peak_flop_rate(c, p)
         columns[f"flop_efficiency_{p}"] = flop_efficiency(c, p)
     columns.update(dram_bytes=dram_bytes(c), dram_bandwidth=dram_bandwidth(c), sm_clock=sm_clock(c))
-    columns.update({name: c.raw(name) for name in extra})
+    l1, l1_rule = levels.level_parts(c, "l1")
+    l2, l2_rule = levels.level_parts(c, "l2")
+    columns.update(l1_bytes=l1, l2_bytes=l2, tensor_kind=tensor_kind)
     out = pd.DataFrame(columns)
+    devices = [d or str(run.device.get("name", "")) for d in run.launch_table["device"].tolist()]
+    out = out.join(levels.roofline_columns(out, devices))
+    counted = ~pd.isna(out[[f"flops_{p}" for p in PRECISIONS]]).all(axis=1).to_numpy()
+    out["basis"] = _bases(time_rule, np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1),
+                          tensor.sparse(c), l1_rule, l2_rule)
+    for name in extra:
+        out[name] = c.raw(name)
     out.attrs["units"] = {name: c.unit(name) for name in extra}
     return out
+
+
+def _bases(time_rule: np.ndarray, tensor_rule: np.ndarray, sparse: np.ndarray, l1_rule: np.ndarray,
+           l2_rule: np.ndarray) -> np.ndarray:
+    """Per launch, the rules its time, tensor FLOPs and cache bytes came from, as one text (NERSC's
+    own byte counters, the first rule of each level, go unsaid)."""
+    import numpy as np
+
+    from gpuprof.derive.levels import LEVEL_RULES
+    from gpuprof.derive.tensor import RULES
+
+    codes = np.vstack([time_rule, tensor_rule, sparse.astype(int), l1_rule, l2_rule]).astype(np.int64) + 1
+    key = np.zeros(len(time_rule), dtype=np.int64)
+    for column in codes:  # one integer per combination: every code is below 16
+        key = key * 16 + column
+    found, inverse = np.unique(key, return_index=True, return_inverse=True)[1:]
+    texts = []
+    for time, rule, is_sparse, l1, l2 in (codes[:, found] - 1).T.tolist():
+        parts = [TIME_RULES[time]] if time >= 0 else []
+        parts += [RULES[rule]] if rule >= 0 else []
+        parts += ["sparse (2:4) tensor ops included as ncu counts them"] if is_sparse else []
+        parts += [LEVEL_RULES[level][code] for level, code in (("l1", l1), ("l2", l2)) if code > 0]
+        texts.append("; ".join(parts))
+    return np.array(texts, dtype=object)[inverse.ravel()]
