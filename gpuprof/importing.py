@@ -18,6 +18,7 @@ from gpuprof.errors import FormatError
 from gpuprof.model import MEASURED, Run
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 # Metrics shown as the profiler reported them, after the derived columns, when a file has them.
@@ -26,16 +27,25 @@ KEY_METRICS = ("achieved_occupancy", "sm_efficiency", "dram_read_throughput", "d
 
 
 def _derived_columns() -> list[tuple[str, str]]:
-    """(column title, :func:`gpuprof.derive.counters.frame` column) of the per-kernel table."""
+    """(column title, :func:`gpuprof.derive.counters.frame` column) of the per-kernel table's
+    averaged columns."""
     from gpuprof.derive.counters import PRECISIONS
 
     columns = [("time/launch (s)", "time")]
     columns += [(f"flop_count_{p}/launch (FLOP)", f"flops_{p}") for p in PRECISIONS]
+    columns += [("tensor FLOP/launch", "flops_tensor"), ("total FLOP/launch", "flops_total")]
     for p in PRECISIONS:
         columns += [(f"FLOP/s {p}", f"flop_rate_{p}"), (f"peak FLOP/s {p} at run clock", f"peak_flop_rate_{p}"),
                     (f"efficiency {p} at run clock (%)", f"flop_efficiency_{p}")]
     return columns + [("DRAM bytes/launch", "dram_bytes"), ("DRAM bandwidth (byte/s)", "dram_bandwidth"),
-                      ("SM clock (Hz)", "sm_clock")]
+                      ("SM clock (Hz)", "sm_clock"), ("L1 bytes/launch", "l1_bytes"), ("L2 bytes/launch", "l2_bytes")]
+
+
+# The hierarchical roofline per kernel (gpuprof.derive.levels), from the kernel's sums.
+_ROOFLINE_COLUMNS = [("FLOP/s total", "flop_rate_total"), ("AI L1 (FLOP/byte)", "ai_l1"),
+                     ("AI L2 (FLOP/byte)", "ai_l2"), ("AI DRAM (FLOP/byte)", "ai_dram"),
+                     ("binding ceiling (FLOP/s)", "binding_ceiling"), ("% of binding ceiling", "binding_percent"),
+                     ("binding ceiling", "binding_name"), ("AI check", "ai_check")]
 
 
 def read_file(path: str | Path, fmt: str | None = None) -> Run:
@@ -109,11 +119,36 @@ def _weighted_means(values: pd.DataFrame, weights: pd.Series, groups: pd.Series)
     return totals / counts.where(counts > 0)
 
 
+def _sum_ratio(derived: pd.DataFrame, weights: pd.Series, groups: pd.Series) -> Callable[[str, str], np.ndarray]:
+    """A ratio of two columns per group: the sum of one over the sum of the other, over the launches
+    that have both (invocations counted), as NERSC's method divides a kernel's FLOPs by its bytes."""
+    import numpy as np
+
+    def ratio(top: str, bottom: str) -> np.ndarray:
+        both = derived[[top, bottom]].notna().all(axis=1)
+        sums = derived[[top, bottom]].mul(weights, axis=0)[both].groupby(groups[both], sort=False).sum()
+        sums = sums.reindex(groups.unique())
+        bottoms = sums[bottom].to_numpy(dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(bottoms > 0, sums[top].to_numpy(dtype=float) / bottoms, np.nan)
+    return ratio
+
+
+def _distinct_texts(texts: pd.Series, groups: pd.Series) -> pd.Series:
+    """Per group, the distinct non-empty texts of its launches, joined by ' | '."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"group": groups, "text": texts})
+    frame = frame[frame["text"] != ""].drop_duplicates()
+    joined = frame.groupby("group", sort=False)["text"].agg(" | ".join)
+    return joined.reindex(groups.unique())
+
+
 def _run_kernels(run: Run) -> pd.DataFrame:
     """The per-kernel rows of one run, columns titled as in :func:`kernel_table`."""
     import pandas as pd
 
-    from gpuprof.derive import counters
+    from gpuprof.derive import counters, levels
 
     launches = run.launch_table
     derived = counters.frame(run, KEY_METRICS)
@@ -133,6 +168,12 @@ def _run_kernels(run: Run) -> pd.DataFrame:
     out.insert(0, "file", Path(run.source).name)
     out["launches"] = launches["invocations"].groupby(groups, sort=False).sum()
     out = out.join(means)
+    kernels = means.rename(columns={title: column for column, title in titles.items()})
+    kernels["tensor_kind"] = _distinct_texts(derived["tensor_kind"], groups).reindex(kernels.index).fillna("")
+    roofline = levels.roofline_columns(kernels, out["device"].tolist(), _sum_ratio(derived, weights, groups))
+    out = out.join(roofline.rename(columns={column: title for title, column in _ROOFLINE_COLUMNS})
+                   [[title for title, _ in _ROOFLINE_COLUMNS]])
+    out["basis"] = _distinct_texts(derived["basis"], groups)
     if "time/launch (s)" in out:
         out.insert(out.columns.get_loc("time/launch (s)") + 1, "time total (s)",
                    out["time/launch (s)"] * out["launches"])
@@ -145,19 +186,24 @@ def _run_kernels(run: Run) -> pd.DataFrame:
 
 def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:
     """One row per (file, session, device, kernel): launches, then what the counters give —
-    time, FLOPs, FLOP/s, the peak at the clock the SMs ran at and the efficiency against it,
-    DRAM traffic, the clock — then efficiency against the device table's datasheet peak when the
-    device is known, then key metrics as the profiler reported them. Averages are weighted by
-    invocations and taken over the launches that have the value; columns appear only when some
-    row has the value; units are in the titles. Computed column-wise, per run."""
+    time, FLOPs per precision, tensor and in total, FLOP/s, the peak at the clock the SMs ran at
+    and the efficiency against it, DRAM, L2 and L1 traffic, the clock — then the hierarchical
+    roofline (FLOP/s and arithmetic intensity per level from the kernel's sums, the binding
+    ceiling of the device table and the percent of it, the AI check), efficiency against the
+    datasheet peak when the device is known, key metrics as the profiler reported them, and the
+    basis of each derived value. Averages are weighted by invocations and taken over the launches
+    that have the value; columns appear only when some row has the value; units are in the
+    titles. Computed column-wise, per run."""
     import pandas as pd
 
     frames = [_run_kernels(run) for run in runs]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    frame = frame.replace("", None)  # a text column with nothing in it goes, like an empty number column
     frame = frame.dropna(axis=1, how="all")
     leading = ("file", "session", "kernel", "device", "launches", "time/launch (s)", "time total (s)",
-               *(title for title, _ in _derived_columns() if title != "time/launch (s)"),
+               *(title for title, _ in [*_derived_columns(), *_ROOFLINE_COLUMNS] if title != "time/launch (s)"),
                "efficiency sp vs datasheet peak (%)")
+    trailing = [c for c in ("basis", "origin") if c in frame.columns]
     first = [c for c in leading if c in frame.columns]
-    rest = [c for c in frame.columns if c not in first and c != "origin"]
-    return frame[first + rest + (["origin"] if "origin" in frame.columns else [])]
+    rest = [c for c in frame.columns if c not in first and c not in trailing]
+    return frame[first + rest + trailing]

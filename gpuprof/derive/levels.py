@@ -15,7 +15,7 @@ each level's bandwidth x that level's intensity, all from the device table
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gpuprof import catalog
@@ -193,17 +193,22 @@ def _groups(*columns: np.ndarray) -> list[tuple[object, np.ndarray]]:
     return [(key, codes == i) for i, key in enumerate(uniques)]
 
 
-def roofline_columns(frame: pd.DataFrame, devices: Sequence[str]) -> pd.DataFrame:
+def roofline_columns(frame: pd.DataFrame, devices: Sequence[str],
+                     ratio: Callable[[str, str], np.ndarray] | None = None) -> pd.DataFrame:
     """The hierarchical-roofline columns of a frame of FLOPs (``flops_dp/sp/hp/tensor/total``,
     ``tensor_kind``), bytes (``l1_bytes``, ``l2_bytes``, ``dram_bytes``) and kernel ``time``, per
     launch or per kernel: FLOP/s, intensity per level, the AI check, the dominant work and the
-    binding ceiling with the percent of it."""
+    binding ceiling with the percent of it. ``ratio(top, bottom)`` divides two of the frame's
+    columns (row by row unless given: a per-kernel table divides sums over the same launches)."""
     import pandas as pd
 
-    flops = frame["flops_total"].to_numpy(dtype=float)
-    out = pd.DataFrame({"flop_rate_total": _ratio(flops, frame["time"].to_numpy(dtype=float))}, index=frame.index)
+    def row_ratio(top: str, bottom: str) -> np.ndarray:
+        return _ratio(frame[top].to_numpy(dtype=float), frame[bottom].to_numpy(dtype=float))
+
+    ratio = ratio or row_ratio
+    out = pd.DataFrame({"flop_rate_total": ratio("flops_total", "time")}, index=frame.index)
     for level in LEVELS:
-        out[f"ai_{level}"] = _ratio(flops, frame[f"{level}_bytes"].to_numpy(dtype=float))
+        out[f"ai_{level}"] = ratio("flops_total", f"{level}_bytes")
     out["ai_check"] = consistency(*(frame[f"{level}_bytes"].to_numpy(dtype=float) for level in LEVELS))
     out["dominant"] = dominant(frame)
     value, text, percent = binding(out, devices)
