@@ -10,7 +10,7 @@ file is.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,8 @@ from gpuprof.model import MEASURED, Run
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    from gpuprof.devices import gpu_table
 
 # Metrics shown as the profiler reported them, after the derived columns, when a file has them.
 KEY_METRICS = ("achieved_occupancy", "sm_efficiency", "dram_read_throughput", "dram_write_throughput",
@@ -49,48 +51,89 @@ _ROOFLINE_COLUMNS = [("FLOP/s total", "flop_rate_total"), ("AI L1 (FLOP/byte)", 
 
 
 def read_file(path: str | Path, fmt: str | None = None) -> Run:
-    """One file as a Run (nothing stored): its format detected from its content unless ``fmt``."""
+    """One file as a Run (nothing stored): its format detected from its content unless ``fmt``;
+    its notes say where its kernel times cannot be trusted as they stand (:mod:`gpuprof.derive.skew`)."""
     from gpuprof import readers
+    from gpuprof.derive import skew
 
     path = Path(path)
     if path.is_file() and path.stat().st_size == 0:
         raise FormatError(f"{path}: the file is empty",
                           "give the file the profiler wrote (did the profiling run fail or not finish?)")
-    return readers.read(path, fmt)
+    run = readers.read(path, fmt)
+    run.notes += skew.notes(run)
+    return run
 
 
-def content_id(path: str | Path, fmt: str) -> str:
-    """The run id of an imported file: a hash of its bytes and format, so importing the same file
-    again finds the run already stored instead of counting its kernels twice."""
+def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
+    """The run id of an imported file (or of files read as one): a hash of the bytes and the
+    format, so importing the same file again finds the run already stored instead of counting
+    its kernels twice."""
     digest = hashlib.sha256(fmt.encode())
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    for one in [path] if isinstance(path, (str, Path)) else path:
+        with open(one, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()[:32]
 
 
 def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,
                  fmt: str | None = None,
-                 on_stored: Callable[[Run, bool], None] | None = None) -> list[Run]:
+                 on_stored: Callable[[Run, bool], None] | None = None, *,
+                 join: bool = False, gpu: str | None = None) -> list[Run]:
     """Read each file and store its Run; returns the runs in order.
+
+    With ``join``, the files are one application's, each holding some of the metrics
+    (:mod:`gpuprof.joining`): they are stored as one run, or, when one cannot be read, not at
+    all. ``gpu`` names the GPU (a device-table name or key) for files that do not name theirs.
 
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
-    file; ``added`` is False when the same file was already in the store.
+    run is stored; ``added`` is False when the same file was already in the store.
     """
+    from gpuprof import joining
+    from gpuprof.devices import gpu_table
     from gpuprof.store import open_store
 
+    spec = gpu_table.match(gpu) if gpu else None
+    tag = f"|gpu={spec.key}" if spec else ""
+    paths = list(paths)
     runs: list[Run] = []
     with open_store(store_path) as store:
-        for path in paths:
-            run = read_file(path, fmt)
-            run.run_id = content_id(path, run.format)
+        if join:
+            run = joining.join([read_file(path, fmt) for path in paths])
+            batches = [(run, content_id(paths, f"join|{run.format}{tag}"))]
+        else:
+            batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
+        for run, run_id in batches:
+            if spec:
+                name_device(run, spec)
+            run.run_id = run_id
             added = run.run_id not in store.run_ids()
             store.add(run)
             runs.append(run)
             if on_stored:
                 on_stored(run, added)
     return runs
+
+
+def name_device(run: Run, gpu: gpu_table.GpuSpec) -> None:
+    """Give ``run`` the GPU the user named, when the file names none (an ncu CSV gives at most its
+    compute capability, which must then agree); say so in its notes."""
+    from gpuprof.errors import InputError
+
+    named = {d for d in run.launch_table["device"].tolist() if d} | {str(run.device.get("name") or "")} - {""}
+    if named:
+        run.notes.append(f"--gpu {gpu.key} not used: the file names its GPU ({', '.join(sorted(named))})")
+        return
+    stated = {a.get("cc", "") for a in run.launch_table["attributes"].tolist()} | {str(run.device.get("cc", ""))}
+    stated -= {""}
+    if stated and stated != {gpu.cc}:
+        raise InputError(f"{run.source}: the file says compute capability {', '.join(sorted(stated))}, but "
+                         f"--gpu {gpu.key} ({gpu.title}) is {gpu.cc}", "name the GPU the file was profiled on")
+    run.device = {**run.device, "name": gpu.title, "cc": gpu.cc}
+    run.notes.append(f"GPU named on the command line (--gpu): {gpu.title}, compute capability {gpu.cc}; "
+                     "the file does not name it")
 
 
 def _label(name: str, unit: str) -> str:

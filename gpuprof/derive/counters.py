@@ -252,14 +252,20 @@ def _elapsed_cycles(c: Counters) -> np.ndarray:
     return _first(_nonzero(c.number(_ELAPSED[0])), c.number(_ELAPSED[1]))
 
 
-TIME_RULES = ("time measured by the profiler (gpu__time_duration.sum, Duration)",
-              "time derived = elapsed cycles / SM clock (sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second,"
-              " or their smsp__ forms)")
+_CYCLE_RULE = ("time derived = elapsed cycles / SM clock (sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second,"
+               " or their smsp__ forms)")
+TIME_RULES = ("time measured by the profiler (gpu__time_duration.sum, Duration)", _CYCLE_RULE,
+              _CYCLE_RULE + ", unchecked: the file also counts SASS instructions (see the run's notes)")
+
+
+def cycle_time(c: Counters) -> np.ndarray:
+    """Elapsed cycles / SM clock: NERSC's kernel time, where no duration was measured."""
+    return _elapsed_cycles(c) / sm_clock(c)
 
 
 def time_parts(c: Counters) -> tuple[np.ndarray, np.ndarray]:
     """Kernel duration per launch and which of :data:`TIME_RULES` gave it (-1: none)."""
-    return choose(c.number("kernel_duration"), _elapsed_cycles(c) / sm_clock(c))
+    return choose(c.number("kernel_duration"), cycle_time(c))
 
 
 @also_per_launch("second")
@@ -317,11 +323,11 @@ def total_flops(vector: Sequence[np.ndarray], tensor: np.ndarray, rule: np.ndarr
     tensor pipe ran but its work was not counted, or where nothing was counted."""
     import numpy as np
 
-    from gpuprof.derive.tensor import UNCOUNTED
+    from gpuprof.derive.tensor import NOT_COUNTED
 
     stacked = np.vstack([*vector, tensor])
     total = np.where(np.isnan(stacked).all(axis=0), np.nan, np.nansum(stacked, axis=0))
-    return np.where(rule == UNCOUNTED, np.nan, total)
+    return np.where(np.isin(rule, NOT_COUNTED), np.nan, total)
 
 
 def frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
@@ -339,11 +345,13 @@ def frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    from gpuprof.derive import levels, tensor
+    from gpuprof.derive import levels, skew, tensor
 
     c = Counters.of_run(run, extra)
     c.fetch([*tensor.names(), *levels.names()])
     time, time_rule = time_parts(c)
+    if skew.cycles_unchecked(run):
+        time_rule = np.where(time_rule == 1, 2, time_rule)
     columns: dict[str, np.ndarray] = {"time": time}
     for p in PRECISIONS:
         columns[f"flops_{p}"] = flops(c, p)

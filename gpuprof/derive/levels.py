@@ -37,7 +37,10 @@ _SOURCES = {
 }
 # The vector work of each precision and the ceiling it meets (gpu_table's "precision/kind").
 VECTOR_KINDS = {"flops_dp": "fp64/fma", "flops_sp": "fp32/fma", "flops_hp": "fp16/fma"}
-SLACK = 0.01  # bytes of an inner level may fall short of the outer one's by this much (counter noise)
+# Bytes of an inner level may fall short of the outer one's by this much before the check says so:
+# counters taken in different passes, and L2 write-backs of lines earlier kernels left dirty, move
+# a few percent (a V100 transpose in the NERSC fixtures: DRAM 1.2 % above L2).
+SLACK = 0.05
 
 
 def _rule(level: str, key: str, per_second: bool) -> str:

@@ -29,8 +29,11 @@ RULES = (
     "tensor pipe active but its work not counted (no FLOP factor for this chip's tensor-pipe "
     "instruction count, only Volta's 512 is documented; collect sm__ops_path_tensor_*): total FLOPs left empty",
     "tensor FLOPs = 0: the tensor pipe was idle",
+    "tensor pipe active but its work not counted: the file does not say which GPU ran it, and 512 FLOP per "
+    "tensor-pipe instruction holds on Volta only (name the GPU: gpuprof import --gpu): total FLOPs left empty",
 )
-NONE, OPS, VOLTA, NO_INST, UNCOUNTED, IDLE = range(len(RULES))
+NONE, OPS, VOLTA, NO_INST, UNCOUNTED, IDLE, UNKNOWN_GPU = range(len(RULES))
+NOT_COUNTED = (UNCOUNTED, UNKNOWN_GPU)
 _SPARSE = "_sparsity_on.sum"
 _ACTIVITY = ("tensor_precision_fu_utilization", "tensor_pipe_active")
 
@@ -82,6 +85,7 @@ def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for code, where, value in (
             (IDLE, activity == 0, 0.0),
             (UNCOUNTED, (activity > 0) | (inst > 0), np.nan),
+            (UNKNOWN_GPU, (inst > 0) & (c.cc == ""), np.nan),
             (NO_INST, inst == 0, 0.0),
             (VOLTA, (inst > 0) & ~np.isnan(per_inst), inst * per_inst),
             (OPS, ~np.isnan(ops), ops)):  # later rules take precedence
