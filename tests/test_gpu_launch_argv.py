@@ -59,6 +59,9 @@ def test_ncu_metrics_come_from_the_catalog_and_are_metric_names():
                  "smsp__cycles_elapsed.avg.per_second"):
         assert name in names
     assert any(n.startswith("smsp__warp_issue_stalled_") for n in names)
+    # the FMA-pipe ceilings that make efficiency at the measured clock possible (derive.counters.peak_flop_rate)
+    for op in ("ffma", "dfma", "hfma"):
+        assert f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained" in names
     assert "Duration" not in names  # a details-page title, not a collectable metric
 
 
