@@ -19,6 +19,7 @@ from typing import Any
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import DeviceError
 from gpuprof.model import PEAK_TABLE
+from gpuprof.workloads import CUDA_INSTALL
 
 # cudaDeviceAttr values (CUDA 13.0 driver_types.h); the same numbers in CUDA 11 and 12.
 ATTR_CLOCK_RATE = 13          # cudaDevAttrClockRate, kHz ("Peak clock frequency")
@@ -64,7 +65,7 @@ def _nvml() -> Any:
         import pynvml
     except ImportError:
         raise DeviceError("no NVIDIA GPU support: NVML bindings (nvidia-ml-py) are not installed",
-                          "pip install 'gpuprof-hpc[cuda]', or " + _NO_GPU_FIX) from None
+                          f"{CUDA_INSTALL}, or {_NO_GPU_FIX}") from None
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as error:

@@ -80,7 +80,9 @@ def _cupy_state() -> tuple[bool, str]:
     try:
         import cupy
     except ImportError:
-        return False, "CuPy: not installed (pip install 'gpuprof-hpc[cuda]')"
+        from gpuprof.workloads import CUDA_INSTALL
+
+        return False, f"CuPy: not installed ({CUDA_INSTALL})"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except cupy.cuda.runtime.CUDARuntimeError as error:
