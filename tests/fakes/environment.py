@@ -20,15 +20,27 @@ def search_path(*dirs: Path | str) -> str:
     return os.pathsep.join([*map(str, dirs), PYTHON_DIR])
 
 
-def use_stand_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Put the stand-in profilers first on PATH with fresh probe caches; the file recording their calls."""
-    from gpuprof.launch import nvprof, profilers
+def isolate_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the standard install places (/opt/nvidia/nsight-compute, $CUDA_HOME, /usr/local/cuda) into
+    ``tmp_path`` with fresh probe caches, so a real NVIDIA tool on this machine is never found; the root."""
+    from gpuprof.launch import discovery, profilers
 
+    root = tmp_path / "install-root"
+    monkeypatch.setattr(discovery, "NSIGHT_COMPUTE_ROOT", root / "opt" / "nvidia" / "nsight-compute")
+    monkeypatch.setattr(discovery, "CUDA_DEFAULT", root / "usr" / "local" / "cuda")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    profilers._probe_executable.cache_clear()
+    profilers.listed.cache_clear()
+    return root
+
+
+def use_stand_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Put the stand-in profilers first on PATH, nothing in the standard places, fresh probe caches;
+    the file recording their calls."""
     record = tmp_path / "calls.jsonl"
+    isolate_discovery(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", search_path(FAKES))
     monkeypatch.setenv("GPUPROF_FAKE_RECORD", str(record))
-    profilers._probe_executable.cache_clear()
-    nvprof.offered.cache_clear()
     return record
 
 
