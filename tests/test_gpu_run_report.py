@@ -1,0 +1,122 @@
+"""``gpuprof run --device cuda`` reports what the profiler counted for one call of the op: kernel time
+beside the event time, counted FLOPs and their ratio to the analytic count, DRAM bytes, the SM clock,
+and efficiency against the FMA pipe at that clock, the datasheet peak and the roofline.
+
+The stand-in ncu replays converted/ncu_raw_page_rtx3080_montecarlo_FROM_REPORT.csv: the real RTX 3080 report's
+two kernels (initRNG, computeValue) laid out as ncu's raw page, every value copied from the report
+(fixtures/converted/README.md; the first test checks that). They play one call of the op that launches two kernels, as
+a GEMM with a split-K reduction does. NVML and CuPy are stand-ins naming that GPU; the child's result
+is a stand-in whose event times are plumbing values, asserted only where they pass through.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from fakes.environment import FIXTURES, use_stand_ins
+
+from gpuprof import readers
+from gpuprof.cli import main
+from gpuprof.devices import gpu_table
+from gpuprof.devices.gpu_detect import GpuInfo
+from gpuprof.launch import gpu_session
+
+RAW = FIXTURES.parent / "converted" / "ncu_raw_page_rtx3080_montecarlo_FROM_REPORT.csv"
+REPORT = FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
+EVENT_TIME = 0.09  # plumbing value for the stand-in child result
+# the report's own values (kernel initRNG, then computeValue)
+TIMES = (77686368e-9, 7597056e-9)
+CLOCKS = (1442244014.9875154, 1440009489.8989975)
+DRAM = (3237481600.0, 52452992.0)  # dram__bytes_read.sum + dram__bytes_write.sum
+FFMA_PEAK = 8704.0  # sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained, inst/cycle
+COUNTED = 70_000_000.0  # computeValue: (fadd 2.742... + fmul 3.656...) per cycle x clock x time; initRNG: 0
+
+
+def test_the_raw_page_holds_the_reports_values() -> None:
+    pytest.importorskip("ncu_report")
+    raw, report = readers.read(RAW), readers.read(REPORT)
+    assert [launch.kernel for launch in raw.launches] == [launch.kernel for launch in report.launches]
+    for mine, theirs in zip(raw.launches, report.launches):
+        expected = {m.name: (m.value, m.unit) for m in theirs.metrics}
+        assert len(mine.metrics) == len(expected) == 609
+        assert {m.name: (m.value, m.unit) for m in mine.metrics} == expected
+
+
+def _rtx3080() -> GpuInfo:
+    return GpuInfo(index=0, name="NVIDIA GeForce RTX 3080", pci_bus_id=None, cc="8.6", sm_count=None,
+                   sm_count_source="unknown", cores=None, max_sm_clock_hz=None, sm_clock_hz=None,
+                   max_memory_clock_hz=None, bus_width_bits=None, memory_bytes=None, l2_bytes=None, driver=None)
+
+
+@pytest.fixture
+def rtx3080_run(tmp_path, monkeypatch):
+    use_stand_ins(tmp_path, monkeypatch)
+    monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (_rtx3080(), "NVML: stand-in"))
+    monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
+    child = tmp_path / "child-stand-in.json"
+    child.write_text(json.dumps({"schema": 1, "times": [EVENT_TIME] * 3, "batch": 1, "engine": "cupy",
+                                 "device": {"name": "NVIDIA GeForce RTX 3080", "cc": "8.6"},
+                                 "engine_version": "stand-in", "relative_error": 0.0, "kernel": None,
+                                 "timer": "stand-in"}))
+    monkeypatch.setenv("GPUPROF_FAKE_CHILD", str(child))
+    monkeypatch.setenv("GPUPROF_FAKE_LOG", str(RAW))
+    monkeypatch.chdir(tmp_path)
+
+    def run(fmt: str) -> str:
+        result = CliRunner().invoke(main, ["run", "--op", "add", "--shape", "4096x4096", "--device", "cuda",
+                                           "--profiler", "ncu", "--profiled", "1", "--repeat", "3",
+                                           "--format", fmt, "--store", str(tmp_path / "s.sqlite")])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    return run
+
+
+def test_run_prints_counted_flops_their_ratio_the_clock_and_three_efficiencies(rtx3080_run) -> None:
+    rows = {row["quantity"]: row for row in json.loads(rtx3080_run("json"))}
+    time = sum(TIMES)
+    clock = sum(c * t for c, t in zip(CLOCKS, TIMES)) / time
+    analytic = 4096 * 4096  # add: one FLOP per element
+
+    assert rows["time (profiler)"]["value"] == pytest.approx(time)
+    assert rows["time (profiler)"]["origin"] == "measured"
+    assert "2 kernel(s) summed, mean of 1 profiled call(s)" in rows["time (profiler)"]["basis"]
+    assert f"profiler / event = {time / EVENT_TIME:.3f}" in rows["time (profiler)"]["basis"]
+    assert "locked to base by ncu --clock-control base" in rows["time (profiler)"]["basis"]
+
+    assert rows["FLOPs counted (FP32)"]["value"] == pytest.approx(COUNTED)
+    assert rows["FLOPs counted (FP32)"]["origin"] == "measured"
+    assert rows["FLOPs counted / analytic"]["value"] == pytest.approx(COUNTED / analytic)
+    assert "above 1" in rows["FLOPs counted / analytic"]["basis"]  # 4.17: this page is not an add
+    assert rows["DRAM bytes (counted)"]["value"] == pytest.approx(sum(DRAM))
+    assert rows["SM clock (profiled)"]["value"] == pytest.approx(clock)
+
+    rate = COUNTED / time
+    at_clock = rows["efficiency: counted FLOP/s vs peak at run clock"]
+    peak = sum(FFMA_PEAK * 2 * c * t for c, t in zip(CLOCKS, TIMES)) / time
+    assert at_clock["value"] == pytest.approx(100 * rate / peak)
+    assert "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained x 2 x SM clock" in at_clock["basis"]
+    datasheet = gpu_table.peaks(gpu_table.find("NVIDIA GeForce RTX 3080")[0])
+    vs_peak = rows["efficiency: counted FLOP/s vs peak"]
+    assert vs_peak["value"] == pytest.approx(100 * rate / datasheet.flops["float32"])
+    assert "peak-table" in vs_peak["basis"] and "29.77 TFLOP/s" in vs_peak["basis"]
+    [roofline] = [row for name, row in rows.items() if name.startswith("efficiency: counted roofline (")]
+    intensity = COUNTED / sum(DRAM)
+    ceiling = min(datasheet.flops["float32"], intensity * datasheet.bandwidth)
+    assert roofline["value"] == pytest.approx(100 * rate / ceiling)
+    assert "memory-bound" in roofline["basis"] or "compute-bound" in roofline["basis"]
+    # the analytic rows stay, event-timed
+    assert rows["FLOPs"]["value"] == analytic and rows["FLOPs"]["origin"] == "analytic"
+    assert rows["time (median)"]["value"] == pytest.approx(EVENT_TIME)
+
+
+def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run) -> None:
+    text = rtx3080_run("table")
+    assert "note:     profiler: ncu 0.0.0-fake (" in text and "found by PATH)" in text
+    for label in ("time (profiler)", "FLOPs counted (FP32)", "FLOPs counted / analytic", "SM clock (profiled)",
+                  "efficiency: counted FLOP/s vs peak at run clock", "efficiency: counted FLOP/s vs peak ",
+                  "efficiency: counted roofline ("):
+        assert label in text
+    assert "70 MFLOP" in text and "1.442 GHz" in text and "85.28 ms" in text
