@@ -120,3 +120,48 @@ def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run) -> None
                   "efficiency: counted roofline ("):
         assert label in text
     assert "70 MFLOP" in text and "1.442 GHz" in text and "85.28 ms" in text
+
+
+def test_nvprof_counts_reach_the_report_with_event_time(tmp_path, monkeypatch) -> None:
+    """Kepler: nvprof's flop_count_sp (the real K40c output: 3 invocations of one kernel) per profiled
+    call; nvprof's metric mode reports no durations, so counted rates use the CUDA-event time."""
+    use_stand_ins(tmp_path, monkeypatch)
+    k40c = GpuInfo(**{**_rtx3080().__dict__, "name": "Tesla K40c", "cc": "3.5"})
+    monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (k40c, "NVML: stand-in"))
+    monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
+    child = tmp_path / "child.json"
+    child.write_text(json.dumps({"schema": 1, "times": [EVENT_TIME] * 3, "batch": 1, "engine": "cupy",
+                                 "device": {"name": "Tesla K40c", "cc": "3.5"}, "engine_version": "stand-in",
+                                 "relative_error": 0.0, "kernel": None, "timer": "stand-in"}))
+    monkeypatch.setenv("GPUPROF_FAKE_CHILD", str(child))
+    monkeypatch.setenv("GPUPROF_FAKE_LOG", str(FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"))
+    result = CliRunner().invoke(main, ["run", "--op", "dot", "--shape", "1024", "--device", "cuda", "--repeat", "3",
+                                       "--format", "json", "--store", str(tmp_path / "s.sqlite")])
+    assert result.exit_code == 0, result.output
+    rows = {row["quantity"]: row for row in json.loads(result.stdout)}
+    counted = 25264160800.0  # flop_count_sp, Avg per invocation; 3 invocations = the 3 profiled calls
+    assert rows["FLOPs counted (FP32)"]["value"] == counted
+    assert rows["FLOPs counted / analytic"]["value"] == pytest.approx(counted / (2 * 1024**3))
+    assert "time (profiler)" not in rows and "SM clock (profiled)" not in rows  # nvprof's metric mode has neither
+    k40 = gpu_table.peaks(gpu_table.find("Tesla K40c")[0])
+    vs_peak = rows["efficiency: counted FLOP/s vs peak"]
+    assert vs_peak["value"] == pytest.approx(100 * counted / EVENT_TIME / k40.flops["float32"])
+    assert "FLOPs counted / CUDA-event time" in vs_peak["basis"]
+
+
+def test_nvprofs_own_efficiency_is_the_run_clock_one() -> None:
+    """nvprof's flop_sp_efficiency divides by the peak at the clock the kernel ran at: reported as
+    measured when one kernel makes the call (a synthesized launch; no captured file has the metric)."""
+    from gpuprof.derive import profiled
+    from gpuprof.model import Launch, Metric, Run
+
+    launch = Launch("sgemm", 3, "Tesla V100", 3, {"phase": "profiled"},
+                    [Metric("flop_count_sp", 2.0e9, "FLOP", "flop_count_sp"),
+                     Metric("flop_sp_efficiency", 61.25, "%", "flop_sp_efficiency")])
+    run = Run(kind="run", format="cuda-cupy", source="test", environment={"kernels_per_call": 1, "profiler": "nvprof"},
+              workload={"op": "dot", "dtype": "float32", "shape": [1000, 1000, 1000], "profiled": 3},
+              launches=[launch])
+    [row] = [q for q in profiled.quantities(run, 2e9, 12e6, 1e-3) if "run clock" in q.name]
+    assert (row.value, row.origin) == (61.25, "measured")
+    assert row.basis.startswith("nvprof flop_sp_efficiency: achieved / peak FP32 FLOP/s at the clock")
+    assert profiled.per_call(run).flops["sp"] == 2.0e9  # 3 invocations x 2e9 / 3 calls
