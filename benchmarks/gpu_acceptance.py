@@ -1,6 +1,6 @@
 """GPU acceptance: run gpuprof's GPU path on a real GPU and write what it measured and which checks held.
 
-    python benchmarks/gpu_acceptance.py OUT [--part kernels|cupy|extra|all] [--deadline-s 540]
+    python benchmarks/gpu_acceptance.py OUT [--part kernels|cupy|extra|all] [--deadline-s 420] [--pack DIR]
     python benchmarks/gpu_acceptance.py OUT --merge PART_DIR [PART_DIR ...]
     python benchmarks/gpu_acceptance.py OUT --self-check
 
@@ -14,11 +14,14 @@ pandas, CuPy and nvidia-ml-py) it runs, through the ``gpuprof`` command:
   time, bandwidth against the DRAM peak), the same kernels under a direct ``ncu`` command for a
   cross-check of the counts, a small sweep (event timing), ``gpuprof compare`` and ``gpuprof stalls``.
 
-Each part stays under 10 minutes (the lent GPU machine's limit per command): a case that would
-start after ``--deadline-s`` is listed as not run. OUT gets ``summary.md`` (device, driver, ncu
-version, one row per case, pass/fail per check), ``summary.csv``, ``results.json`` (for
-``--merge``), the store ``acceptance.sqlite``, each case's stdout/stderr under ``cases/`` and the
-raw profiler reports under ``reports/<run-id>/``.
+Each part stays under 10 minutes (the lent GPU machine's limit per command): nothing starts after
+``--deadline-s`` (it is listed as not run) and a case gets ``CASE_TIMEOUT_S``. OUT gets
+``summary.md`` (device, driver, ncu version, one row per case, pass/fail per check),
+``summary.csv``, ``results.json`` (for ``--merge``), the store ``acceptance.sqlite``, each case's
+stdout/stderr under ``cases/`` and the raw profiler reports under ``reports/<run-id>/``. ``--pack
+DIR`` also copies the summaries to DIR with two archives, ``raw.tar.gz`` (everything but the
+``.ncu-rep`` files) and ``ncu-rep.tar.gz`` (as many ``.ncu-rep`` as fit in 15 MiB, the rest named in
+``packed.txt``): six files, within what the lent machine hands back from ``$OUT``.
 
 Checks (docs/gpu.md explains each bound): counted/analytic FLOPs = 1.000 (within 0.1 %) for add,
 mul, scalar and dot on ``cuda-kernels`` (all shapes here are multiples of 16); sigmoid and tanh
@@ -57,7 +60,8 @@ EXACT_OPS = ("add", "mul", "scalar", "dot")
 RATIO_RANGES = {"float32": (1.5, 5.0), "float16": (1.5, 5.0), "float64": (3.0, 16.0)}
 TIME_BOUND = 0.15       # |event / profiler - 1| at the large sizes
 BANDWIDTH_RANGE = (70.0, 100.0)
-CASE_TIMEOUT_S = 240
+CASE_TIMEOUT_S = 150
+PACK_LIMIT = 15 * 2**20
 SHAPES = {"dot": "1024x1024x1024", "elementwise": "2048x2048"}
 PASS, FAIL, NOT_EVALUATED = "pass", "FAIL", "not evaluated (self-check)"
 
@@ -414,28 +418,57 @@ def run(out: Path, part: str, deadline_s: float, self_check: bool) -> tuple[str,
     major = int((env.get("cc") or "0").split(".")[0])
     nvprof = profilers.probe("nvprof").usable and 0 < major < 8  # nvprof supports compute capability < 8.0
     started = time.monotonic()
-    results: list[Result] = []
-    for case in plan(part, nvprof):
-        if time.monotonic() - started > deadline_s:
-            results.append(Result(case, None))
-            continue
-        results.append(run_case(gpuprof, case, store))
+
+    def late() -> bool:
+        return time.monotonic() - started > deadline_s
+
+    results = [Result(case, None) if late() else run_case(gpuprof, case, store) for case in plan(part, nvprof)]
     found = {r.case.name: checks(r, self_check) for r in results}
     other: list[tuple[str, str, str]] = []
     if part in ("extra", "all"):
         for case in (_case("add", "cuda-kernels", "float32"), _case("dot", "cuda-kernels", "float32")):
+            if late():
+                other.append((f"direct ncu: {case.name}", "not run", "deadline reached"))
+                continue
             mine = run_case(gpuprof, case, store)
             other.append(cross_check(gpuprof, env.get("ncu_path", ""), case, mine, self_check))
-        other += extras(gpuprof, store, results, self_check)
+        other += [("sweep, compare, stalls", "not run", "deadline reached")] if late() else \
+            extras(gpuprof, store, results, self_check)
     return write_summary(out, env, results, found, other)
+
+
+def pack(out: Path, into: Path) -> None:
+    """The summaries and two archives of ``out`` in ``into`` (see the module docstring)."""
+    import shutil
+    import tarfile
+
+    into.mkdir(parents=True, exist_ok=True)
+    for name in ("summary.md", "summary.csv", "results.json"):
+        shutil.copy(out / name, into / name)
+    reps = sorted(out.rglob("*.ncu-rep"))
+    with tarfile.open(into / "raw.tar.gz", "w:gz") as archive:
+        archive.add(out, arcname=out.name, filter=lambda info: None if info.name.endswith(".ncu-rep") else info)
+    kept, left, size = [], [], 0
+    with tarfile.open(into / "ncu-rep.tar.gz", "w:gz") as archive:
+        for rep in reps:
+            if size + rep.stat().st_size > PACK_LIMIT:
+                left.append(rep)
+                continue
+            size += rep.stat().st_size
+            kept.append(rep)
+            archive.add(rep, arcname=str(rep.relative_to(out.parent)))
+    (into / "packed.txt").write_text("".join(f"ncu-rep.tar.gz: {r.relative_to(out)}\n" for r in kept) +
+                                     "".join(f"left out (over {PACK_LIMIT >> 20} MiB): {r.relative_to(out)}\n"
+                                             for r in left))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the summary and the raw reports")
     parser.add_argument("--part", choices=("kernels", "cupy", "extra", "all"), default="all")
-    parser.add_argument("--deadline-s", type=float, default=540.0,
-                        help="start no case after this many seconds (the lent machine allows 600 s a command)")
+    parser.add_argument("--deadline-s", type=float, default=420.0,
+                        help="start nothing after this many seconds (the lent machine allows 600 s a command)")
+    parser.add_argument("--pack", type=Path, metavar="DIR", help="copy the summaries and two archives to DIR")
     parser.add_argument("--self-check", action="store_true", help="no GPU: stand-in profilers, nothing measured")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="PART_DIR", help="merge parts' results.json")
     args = parser.parse_args(argv)
@@ -447,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
             text, bad = run(args.out.resolve(), args.part, args.deadline_s, True)
     else:
         text, bad = run(args.out.resolve(), args.part, args.deadline_s, False)
+    if args.pack:
+        pack(args.out.resolve(), args.pack)
     print(text)
     return 1 if bad else 0
 

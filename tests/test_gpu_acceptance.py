@@ -21,7 +21,7 @@ spec.loader.exec_module(acceptance)
 @pytest.fixture(scope="module")
 def self_check(tmp_path_factory) -> tuple[int, Path]:
     out = tmp_path_factory.mktemp("acceptance")
-    return acceptance.main([str(out), "--self-check"]), out
+    return acceptance.main([str(out), "--self-check", "--pack", str(out / "packed")]), out
 
 
 def test_self_check_runs_every_case_and_says_no_gpu_ran(self_check) -> None:
@@ -94,3 +94,22 @@ def test_parts_merge_into_one_summary(tmp_path) -> None:
     text, bad = acceptance.merge(tmp_path / "all", [tmp_path / "a", tmp_path / "b"])
     assert bad == 0 and "add-cuda-kernels-float32-2048x2048" in text and "mul-cuda-kernels-float32-2048x2048" in text
     assert "| other a | pass |" in text and "| other b | pass |" in text and "6 pass, 0 FAIL" in text  # 2 x (ran, ratio) + 2 others
+
+
+def test_the_pack_fits_what_the_lent_machine_hands_back(self_check, tmp_path, monkeypatch) -> None:
+    _, out = self_check
+    packed = sorted(p.name for p in (out / "packed").iterdir())
+    assert packed == ["ncu-rep.tar.gz", "packed.txt", "raw.tar.gz", "results.json", "summary.csv", "summary.md"]
+    assert all((out / "packed" / name).stat().st_size < 16 * 2**20 for name in packed)  # 8 files of <= 16 MiB come back
+    # .ncu-rep files go into their own archive until it holds 15 MiB; the rest are named, not lost silently
+    reports = tmp_path / "run" / "reports"
+    for name, size in (("a", 6), ("b", 6), ("c", 6)):
+        (reports / name).mkdir(parents=True)
+        (reports / name / "report.ncu-rep").write_bytes(b"x" * size)
+    monkeypatch.setattr(acceptance, "PACK_LIMIT", 12)
+    for name in ("summary.md", "summary.csv", "results.json"):
+        (tmp_path / "run" / name).write_text("")
+    acceptance.pack(tmp_path / "run", tmp_path / "packed")
+    assert (tmp_path / "packed" / "packed.txt").read_text() == (
+        "ncu-rep.tar.gz: reports/a/report.ncu-rep\nncu-rep.tar.gz: reports/b/report.ncu-rep\n"
+        "left out (over 0 MiB): reports/c/report.ncu-rep\n")
