@@ -362,15 +362,11 @@ def stand_ins(out: Path) -> Iterator[None]:
     from unittest import mock
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from fakes.environment import FAKES, search_path
+    from fakes.environment import FAKES, search_path, stand_in_gpu
 
-    from gpuprof.devices.gpu_detect import GpuInfo
     from gpuprof.launch import discovery, gpu_session, profilers
 
-    gpu = GpuInfo(index=0, name="NVIDIA GeForce RTX 3080", pci_bus_id=None, cc="8.6", sm_count=None,
-                  sm_count_source="unknown", cores=None, max_sm_clock_hz=None, sm_clock_hz=None,
-                  max_memory_clock_hz=None, bus_width_bits=None, memory_bytes=None, l2_bytes=None,
-                  driver="stand-in")
+    gpu = stand_in_gpu("NVIDIA GeForce RTX 3080", "8.6", driver="stand-in")
     child = out / "stand-in-child.json"
     child.write_text(json.dumps({"schema": 1, "times": [1e-3] * 5, "batch": 1, "engine": "stand-in",
                                  "device": {"name": gpu.name, "cc": gpu.cc}, "engine_version": "stand-in",

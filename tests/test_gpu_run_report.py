@@ -15,12 +15,11 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from fakes.environment import FIXTURES, use_stand_ins
+from fakes.environment import FIXTURES, stand_in_gpu, use_stand_ins
 
 from gpuprof import readers
 from gpuprof.cli import main
 from gpuprof.devices import gpu_table
-from gpuprof.devices.gpu_detect import GpuInfo
 from gpuprof.launch import gpu_session
 
 RAW = FIXTURES.parent / "converted" / "ncu_raw_page_rtx3080_montecarlo_FROM_REPORT.csv"
@@ -44,16 +43,10 @@ def test_the_raw_page_holds_the_reports_values() -> None:
         assert {m.name: (m.value, m.unit) for m in mine.metrics} == expected
 
 
-def _rtx3080() -> GpuInfo:
-    return GpuInfo(index=0, name="NVIDIA GeForce RTX 3080", pci_bus_id=None, cc="8.6", sm_count=None,
-                   sm_count_source="unknown", cores=None, max_sm_clock_hz=None, sm_clock_hz=None,
-                   max_memory_clock_hz=None, bus_width_bits=None, memory_bytes=None, l2_bytes=None, driver=None)
-
-
 @pytest.fixture
 def rtx3080_run(tmp_path, monkeypatch):
     use_stand_ins(tmp_path, monkeypatch)
-    monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (_rtx3080(), "NVML: stand-in"))
+    monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (stand_in_gpu("NVIDIA GeForce RTX 3080", "8.6"), "NVML: stand-in"))
     monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
     child = tmp_path / "child-stand-in.json"
     child.write_text(json.dumps({"schema": 1, "times": [EVENT_TIME] * 3, "batch": 1, "engine": "cupy",
@@ -126,8 +119,7 @@ def test_nvprof_counts_reach_the_report_with_event_time(tmp_path, monkeypatch) -
     """Kepler: nvprof's flop_count_sp (the real K40c output: 3 invocations of one kernel) per profiled
     call; nvprof's metric mode reports no durations, so counted rates use the CUDA-event time."""
     use_stand_ins(tmp_path, monkeypatch)
-    k40c = GpuInfo(**{**_rtx3080().__dict__, "name": "Tesla K40c", "cc": "3.5"})
-    monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (k40c, "NVML: stand-in"))
+    monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (stand_in_gpu("Tesla K40c", "3.5"), "NVML: stand-in"))
     monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
     child = tmp_path / "child.json"
     child.write_text(json.dumps({"schema": 1, "times": [EVENT_TIME] * 3, "batch": 1, "engine": "cupy",

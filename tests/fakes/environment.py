@@ -15,6 +15,15 @@ FIXTURES = FAKES.parent / "fixtures" / "profiler-outputs"
 PYTHON_DIR = str(Path(sys.executable).parent)  # the stand-ins' '#!/usr/bin/env python3' finds this
 
 
+def stand_in_gpu(name: str, cc: str, driver: str | None = None) -> Any:
+    """NVML's record of a GPU as a stand-in gives it: name and compute capability, nothing else known."""
+    from gpuprof.devices.gpu_detect import GpuInfo
+
+    return GpuInfo(index=0, name=name, pci_bus_id=None, cc=cc, sm_count=None, sm_count_source="unknown",
+                   cores=None, max_sm_clock_hz=None, sm_clock_hz=None, max_memory_clock_hz=None,
+                   bus_width_bits=None, memory_bytes=None, l2_bytes=None, driver=driver)
+
+
 def search_path(*dirs: Path | str) -> str:
     """A PATH with ``dirs`` first and only a Python after them: no real NVIDIA tool can be found."""
     return os.pathsep.join([*map(str, dirs), PYTHON_DIR])
