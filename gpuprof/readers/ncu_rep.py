@@ -10,12 +10,16 @@ have per-instance values only (``memory_access_type`` ...), which have no single
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gpuprof import tables
 from gpuprof.errors import FormatError
-from gpuprof.model import Launch, Run
-from gpuprof.readers._text import metric_maker
+from gpuprof.model import Run
+from gpuprof.readers._text import metric_columns
 from gpuprof.readers.ncu_csv import run_device
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME = "ncu-rep"
 DESCRIPTION = "Nsight Compute binary report (.ncu-rep), through NVIDIA's ncu_report module"
@@ -65,39 +69,57 @@ def _load(path: Path) -> Any:
 
 def read(path: Path) -> Run:
     module, report = _load(path)
-    make = metric_maker()
-    launches: list[Launch] = []
+    columns = _Columns()
     for range_index in range(report.num_ranges()):
         profiled_range = report.range_by_idx(range_index)
         for action_index in range(profiled_range.num_actions()):
-            action = profiled_range.action_by_idx(action_index)
-            launches.append(_launch(module, action, len(launches), make))
-    if not launches:
+            columns.add(module, profiled_range.action_by_idx(action_index))
+    if not columns.kernels:
         raise FormatError(f"{path}: the report holds no profiled kernels (empty or truncated)",
                           "Re-export it from Nsight Compute, or profile again")
-    return Run(kind="import", format=NAME, source=str(path), device=run_device(launches),
-               environment={"tool": "ncu"}, launches=launches)
+    return Run(kind="import", format=NAME, source=str(path), device=run_device(columns.devices, columns.attributes),
+               environment={"tool": "ncu"}, tables=columns.tables())
 
 
-def _launch(module: Any, action: Any, index: int, make: Any) -> Launch:
-    string_kind = module.IMetric.ValueKind_STRING
-    values: dict[str, Any] = {}
-    launch = Launch(kernel=action.name(module.IAction.NameBase_DEMANGLED) or action.name(), index=index)
-    for name in action.metric_names():
-        if name.startswith(("group:", "breakdown:")):
-            continue
-        try:
-            metric = action.metric_by_name(name)
-        except TypeError:  # a name read from damaged bytes, which ncu_report cannot take back
-            continue
-        if metric is None or not metric.has_value():
-            continue
-        value = metric.as_string() if metric.kind() == string_kind else metric.as_double()
-        values[name] = value
-        launch.metrics.append(make(name, metric.unit(), value if isinstance(value, str) else repr(value)))
-    launch.device = str(values.get("device__attribute_display_name", ""))
-    launch.attributes = _attributes(values, action.name())
-    return launch
+class _Columns:
+    """Every action's metrics as columns (name, unit, value as text), launches in report order."""
+
+    def __init__(self) -> None:
+        self.kernels: list[str] = []
+        self.devices: list[str] = []
+        self.attributes: list[dict[str, str]] = []
+        self.launch: list[int] = []
+        self.names: list[str] = []
+        self.units: list[str] = []
+        self.texts: list[str] = []
+
+    def add(self, module: Any, action: Any) -> None:
+        string_kind = module.IMetric.ValueKind_STRING
+        position = len(self.kernels)
+        values: dict[str, Any] = {}
+        for name in action.metric_names():
+            if name.startswith(("group:", "breakdown:")):
+                continue
+            try:
+                metric = action.metric_by_name(name)
+            except TypeError:  # a name read from damaged bytes, which ncu_report cannot take back
+                continue
+            if metric is None or not metric.has_value():
+                continue
+            value = metric.as_string() if metric.kind() == string_kind else metric.as_double()
+            values[name] = value
+            self.launch.append(position)
+            self.names.append(name)
+            self.units.append(metric.unit())
+            self.texts.append(value if isinstance(value, str) else repr(value))
+        self.kernels.append(action.name(module.IAction.NameBase_DEMANGLED) or action.name())
+        self.devices.append(str(values.get("device__attribute_display_name", "")))
+        self.attributes.append(_attributes(values, action.name()))
+
+    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        count = len(self.kernels)
+        return (tables.launch_table(self.kernels, range(count), self.devices, [1] * count, self.attributes),
+                tables.metric_table(self.launch, **metric_columns(self.names, self.units, self.texts)))
 
 
 def _attributes(values: dict[str, Any], short_name: str) -> dict[str, str]:
