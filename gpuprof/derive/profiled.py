@@ -11,15 +11,18 @@ from :mod:`gpuprof.derive.counters`. Pure functions of a stored Run, like :mod:`
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpuprof.derive import counters
 from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
 from gpuprof.derive.summary import Quantity, run_peaks
 from gpuprof.devices.peaks import Peaks
-from gpuprof.model import DERIVED, MEASURED, Launch, Run
+from gpuprof.model import DERIVED, MEASURED, Run
 from gpuprof.units import human
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PRECISIONS = {"sp": "FP32", "dp": "FP64", "hp": "FP16"}
 DTYPE_PRECISION = {"float32": "sp", "float64": "dp", "float16": "hp"}
@@ -41,46 +44,45 @@ class PerCall:
     tool_efficiency: dict[str, float]  # precision -> the tool's own flop_<p>_efficiency, one-kernel calls
 
 
-def _total(launches: list[Launch], value: Callable[[Launch], tuple[float, str] | None]) -> float | None:
-    found = [value(launch) for launch in launches]
-    if any(q is None for q in found):
-        return None
-    return sum(q[0] * launch.invocations for q, launch in zip(found, launches))  # type: ignore[index]
+def _per_call_total(values: np.ndarray, invocations: np.ndarray, calls: int) -> float | None:
+    """Sum over the launches (each aggregate counted ``invocations`` times) per call; None where any
+    launch lacks the value."""
+    import numpy as np
+
+    return None if not len(values) or np.isnan(values).any() else float((values * invocations).sum()) / calls
 
 
-def _time_weighted(launches: list[Launch], value: Callable[[Launch], tuple[float, str] | None]) -> float | None:
+def _time_weighted(values: np.ndarray, times: np.ndarray, invocations: np.ndarray) -> float | None:
     """Mean of a per-launch rate (clock, peak) weighted by kernel time, plain mean without times."""
-    pairs = [(value(launch), counters.kernel_time(launch), launch.invocations) for launch in launches]
-    if not pairs or any(v is None for v, _, _ in pairs):
+    import numpy as np
+
+    if not len(values) or np.isnan(values).any():
         return None
-    if any(t is None for _, t, _ in pairs):
-        return sum(v[0] * n for v, _, n in pairs) / sum(n for _, _, n in pairs)  # type: ignore[index]
-    weight = sum(t[0] * n for _, t, n in pairs)  # type: ignore[index]
-    return sum(v[0] * t[0] * n for v, t, n in pairs) / weight if weight else None  # type: ignore[index]
+    weights = invocations if np.isnan(times).any() else times * invocations
+    return float((values * weights).sum() / weights.sum()) if weights.sum() else None
 
 
 def per_call(run: Run) -> PerCall | None:
     """The profiler's per-call numbers, or None without checked profiled launches."""
+    import numpy as np
+
     kernels = run.environment.get("kernels_per_call")
     calls = int((run.workload or {}).get("profiled") or 0)
     launches = [launch for launch in run.launches if launch.attributes.get("phase") == "profiled"]
     if not kernels or not calls or not launches:
         return None
-
-    def mean(value: Callable[[Launch], tuple[float, str] | None]) -> float | None:
-        total = _total(launches, value)
-        return total / calls if total is not None else None
-
-    flops = {p: v for p in PRECISIONS if (v := mean(lambda launch, p=p: counters.flops(launch, p))) is not None}
+    own_keys = [f"flop_{p}_efficiency" for p in PRECISIONS]
+    c = counters.Counters.of_launches(launches, extra=own_keys)
+    n = np.array([launch.invocations for launch in launches], dtype=float)
+    times = counters.kernel_time(c)
+    flops = {p: v for p in PRECISIONS if (v := _per_call_total(counters.flops(c, p), n, calls)) is not None}
     peaks = {p: v for p in PRECISIONS
-             if (v := _time_weighted(launches, lambda launch, p=p: counters.peak_flop_rate(launch, p))) is not None}
-    own = {}
-    if len(launches) == 1:
-        own = {p: float(v) for p in PRECISIONS
-               if isinstance(v := launches[0].value(f"flop_{p}_efficiency"), (int, float))}
+             if (v := _time_weighted(counters.peak_flop_rate(c, p), times, n)) is not None}
+    own = {p: float(c.number(key)[0]) for p, key in zip(PRECISIONS, own_keys)
+           if len(launches) == 1 and not np.isnan(c.number(key)[0])}
     return PerCall(kernels, calls, str(run.environment.get("profiler", "profiler")), flops,
-                   mean(counters.kernel_time), mean(counters.dram_bytes),
-                   _time_weighted(launches, counters.sm_clock), peaks, own)
+                   _per_call_total(times, n, calls), _per_call_total(counters.dram_bytes(c), n, calls),
+                   _time_weighted(counters.sm_clock(c), times, n), peaks, own)
 
 
 def _clock_text(run: Run) -> str:
