@@ -62,8 +62,10 @@ def rtx3080_run(tmp_path, monkeypatch):
                                            "--profiler", "ncu", "--profiled", "1", "--repeat", "3",
                                            "--format", fmt, "--store", str(tmp_path / "s.sqlite")])
         assert result.exit_code == 0, result.output
+        run.stored = result.stderr.split("stored as run ")[1].split()[0]
         return result.stdout
 
+    run.store = tmp_path / "s.sqlite"
     return run
 
 
@@ -103,6 +105,10 @@ def test_run_prints_counted_flops_their_ratio_the_clock_and_three_efficiencies(r
     # the analytic rows stay, event-timed
     assert rows["FLOPs"]["value"] == analytic and rows["FLOPs"]["origin"] == "analytic"
     assert rows["time (median)"]["value"] == pytest.approx(EVENT_TIME)
+
+    # the store keeps what these rows are derived from: 'gpuprof show' prints the same
+    shown = CliRunner().invoke(main, ["show", rtx3080_run.stored, "--format", "json", "--store", str(rtx3080_run.store)])
+    assert {row["quantity"]: row for row in json.loads(shown.stdout)} == rows
 
 
 def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run) -> None:
