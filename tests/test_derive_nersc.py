@@ -88,6 +88,9 @@ def test_a100_softmax_tensor_instructions_are_not_multiplied_by_volta_512() -> N
     run.device = {"name": "A100, SXM4 40 GB", "cc": "8.0"}
     assert tensor.RULES[tensor.UNCOUNTED] in counters.frame(run).iloc[1]["basis"]
     assert derived.iloc[0]["flops_tensor"] == 0  # ID 6: 0 tensor-pipe instructions, 0 work anywhere
+    # FP16 weights: nvprof's and NERSC's, with ncu's 2025 half2 weighting named beside them
+    assert softmax["flops_hp"] == 6_400 and counters.HALF_NOTE in softmax["basis"]
+    assert counters.HALF_NOTE not in derived.iloc[0]["basis"]
 
 
 @pytest.fixture(scope="module")

@@ -371,32 +371,38 @@ def frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     out = out.join(levels.roofline_columns(out, devices))
     counted = ~pd.isna(out[[f"flops_{p}" for p in PRECISIONS]]).all(axis=1).to_numpy()
     out["basis"] = _bases(time_rule, np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1),
-                          tensor.sparse(c), l1_rule, l2_rule)
+                          tensor.sparse(c), out["flops_hp"].to_numpy() > 0, l1_rule, l2_rule)
     for name in extra:
         out[name] = c.raw(name)
     out.attrs["units"] = {name: c.unit(name) for name in extra}
     return out
 
 
-def _bases(time_rule: np.ndarray, tensor_rule: np.ndarray, sparse: np.ndarray, l1_rule: np.ndarray,
-           l2_rule: np.ndarray) -> np.ndarray:
+HALF_NOTE = ("FP16 FLOPs = hadd + hmul + 2 hfma (nvprof's mapping, NERSC); ncu's 2025 half-precision roofline "
+             "counts 2 hadd + 2 hmul + 4 hfma (each a half2), twice this for packed code")
+
+
+def _bases(time_rule: np.ndarray, tensor_rule: np.ndarray, sparse: np.ndarray, half: np.ndarray,
+           l1_rule: np.ndarray, l2_rule: np.ndarray) -> np.ndarray:
     """Per launch, the rules its time, tensor FLOPs and cache bytes came from, as one text (NERSC's
-    own byte counters, the first rule of each level, go unsaid)."""
+    own byte counters, the first rule of each level, go unsaid), and the FP16 weights where it ran
+    FP16 instructions (docs/tensor-cores.md section 6)."""
     import numpy as np
 
     from gpuprof.derive.levels import LEVEL_RULES
     from gpuprof.derive.tensor import RULES
 
-    codes = np.vstack([time_rule, tensor_rule, sparse.astype(int), l1_rule, l2_rule]).astype(np.int64) + 1
+    codes = np.vstack([time_rule, tensor_rule, sparse, half, l1_rule, l2_rule]).astype(np.int64) + 1
     key = np.zeros(len(time_rule), dtype=np.int64)
     for column in codes:  # one integer per combination: every code is below 16
         key = key * 16 + column
     found, inverse = np.unique(key, return_index=True, return_inverse=True)[1:]
     texts = []
-    for time, rule, is_sparse, l1, l2 in (codes[:, found] - 1).T.tolist():
+    for time, rule, is_sparse, is_half, l1, l2 in (codes[:, found] - 1).T.tolist():
         parts = [TIME_RULES[time]] if time >= 0 else []
         parts += [RULES[rule]] if rule >= 0 else []
         parts += ["sparse (2:4) tensor ops included as ncu counts them"] if is_sparse else []
+        parts += [HALF_NOTE] if is_half else []
         parts += [LEVEL_RULES[level][code] for level, code in (("l1", l1), ("l2", l2)) if code > 0]
         texts.append("; ".join(parts))
     return np.array(texts, dtype=object)[inverse.ravel()]
