@@ -155,11 +155,22 @@ def _datasheet_efficiency(device: str, rate: float) -> float | None:
 
 
 def _weighted_means(values: pd.DataFrame, weights: pd.Series, groups: pd.Series) -> pd.DataFrame:
-    """Per group, the invocation-weighted mean of each column over the launches that have a value."""
-    known = values.notna()
-    totals = values.mul(weights, axis=0).where(known).groupby(groups, sort=False).sum(min_count=1)
-    counts = known.mul(weights, axis=0).groupby(groups, sort=False).sum()
-    return totals / counts.where(counts > 0)
+    """Per group (``groups`` numbers them 0, 1, ...), the invocation-weighted mean of each column
+    over the launches that have a value; NaN where none has."""
+    import numpy as np
+    import pandas as pd
+
+    codes, w = groups.to_numpy(), weights.to_numpy(dtype=float)
+    count = int(codes.max()) + 1 if len(codes) else 0
+    means = {}
+    for column in values.columns:
+        x = values[column].to_numpy(dtype=float)
+        known = ~np.isnan(x)
+        totals = np.bincount(codes[known], weights=(w * x)[known], minlength=count)
+        counts = np.bincount(codes[known], weights=w[known], minlength=count)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            means[column] = np.where(counts > 0, totals / np.where(counts > 0, counts, 1.0), np.nan)
+    return pd.DataFrame(means, index=pd.RangeIndex(count), columns=values.columns)
 
 
 def _sum_ratio(derived: pd.DataFrame, weights: pd.Series, groups: pd.Series) -> Callable[[str, str], np.ndarray]:
@@ -167,24 +178,34 @@ def _sum_ratio(derived: pd.DataFrame, weights: pd.Series, groups: pd.Series) -> 
     that have both (invocations counted), as NERSC's method divides a kernel's FLOPs by its bytes."""
     import numpy as np
 
+    codes, w = groups.to_numpy(), weights.to_numpy(dtype=float)
+    count = int(codes.max()) + 1 if len(codes) else 0
+
     def ratio(top: str, bottom: str) -> np.ndarray:
-        both = derived[[top, bottom]].notna().all(axis=1)
-        sums = derived[[top, bottom]].mul(weights, axis=0)[both].groupby(groups[both], sort=False).sum()
-        sums = sums.reindex(groups.unique())
-        bottoms = sums[bottom].to_numpy(dtype=float)
+        x, y = derived[top].to_numpy(dtype=float), derived[bottom].to_numpy(dtype=float)
+        both = ~np.isnan(x) & ~np.isnan(y)
+        tops = np.bincount(codes[both], weights=(w * x)[both], minlength=count)
+        bottoms = np.bincount(codes[both], weights=(w * y)[both], minlength=count)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(bottoms > 0, sums[top].to_numpy(dtype=float) / bottoms, np.nan)
+            return np.where(bottoms > 0, tops / np.where(bottoms > 0, bottoms, 1.0), np.nan)
     return ratio
 
 
 def _distinct_texts(texts: pd.Series, groups: pd.Series) -> pd.Series:
-    """Per group, the distinct non-empty texts of its launches, joined by ' | '."""
+    """Per group (numbered 0, 1, ...), the distinct non-empty texts of its launches, in launch order,
+    joined by ' | '."""
+    import numpy as np
     import pandas as pd
 
-    frame = pd.DataFrame({"group": groups, "text": texts})
-    frame = frame[frame["text"] != ""].drop_duplicates()
-    joined = frame.groupby("group", sort=False)["text"].agg(" | ".join)
-    return joined.reindex(groups.unique())
+    codes, uniques = pd.factorize(texts.to_numpy(dtype=object))
+    count = int(groups.max()) + 1 if len(groups) else 0
+    pairs, first = np.unique(groups.to_numpy() * len(uniques) + codes, return_index=True)
+    found: list[list[str]] = [[] for _ in range(count)]
+    for pair in pairs[np.argsort(first, kind="stable")].tolist():
+        text = uniques[pair % len(uniques)]
+        if text:
+            found[pair // len(uniques)].append(text)
+    return pd.Series([" | ".join(parts) or None for parts in found], dtype=object)
 
 
 def _run_kernels(run: Run) -> pd.DataFrame:
@@ -194,7 +215,7 @@ def _run_kernels(run: Run) -> pd.DataFrame:
     from gpuprof.derive import counters, levels
 
     launches = run.launch_table
-    derived = counters.frame(run, KEY_METRICS)
+    derived = counters.launch_values(run, KEY_METRICS)
     units = derived.attrs["units"]
     default_device = str(run.device.get("name", ""))
     # One file may hold several profiling sessions (nsys --stats logs): kept apart.
@@ -212,7 +233,8 @@ def _run_kernels(run: Run) -> pd.DataFrame:
     out["launches"] = launches["invocations"].groupby(groups, sort=False).sum()
     out = out.join(means)
     kernels = means.rename(columns={title: column for column, title in titles.items()})
-    kernels["tensor_kind"] = _distinct_texts(derived["tensor_kind"], groups).reindex(kernels.index).fillna("")
+    # a kernel whose launches ran different tensor kinds is judged by its first launch's
+    kernels["tensor_kind"] = _distinct_texts(derived["tensor_kind"], groups).fillna("").str.split(" | ").str[0]
     roofline = levels.roofline_columns(kernels, out["device"].tolist(), _sum_ratio(derived, weights, groups))
     out = out.join(roofline.rename(columns={column: title for title, column in _ROOFLINE_COLUMNS})
                    [[title for title, _ in _ROOFLINE_COLUMNS]])

@@ -78,7 +78,8 @@ class Counters:
     Built from a run (one pass over its metric table for every name the derivations need, plus
     ``extra`` names) or from Launch objects. ``raw(key)`` finds a value as :meth:`Launch.value`
     does; ``number(key)`` also tries the catalog's aliases of a canonical name. ``cc`` is each
-    launch's compute capability ("7.0", "" when unknown), which some counting rules depend on.
+    launch's compute capability ("7.0", "" when unknown), which some counting rules depend on
+    (given as a list, or a function that makes it when a rule first asks).
 
     The derivations try many spellings of each value, most of which a given file lacks: names the
     table does not hold (``present``, when known) are not looked up, and columns no launch has are
@@ -86,12 +87,12 @@ class Counters:
     """
 
     def __init__(self, lookup: Callable[[Sequence[str]], tuple[np.ndarray, list[str | None]]], launches: int,
-                 extra: Sequence[str] = (), cc: Sequence[str] | None = None,
+                 extra: Sequence[str] = (), cc: Sequence[str] | Callable[[], Sequence[str]] | None = None,
                  present: Collection[str] | None = None) -> None:
         import numpy as np
 
         self.launches = launches
-        self.cc = np.array(list(cc) if cc is not None else [""] * launches, dtype=object)
+        self._cc = cc
         self._lookup = lookup
         self._present = present
         self._columns: dict[str, np.ndarray] = {}
@@ -105,7 +106,7 @@ class Counters:
     def of_run(cls, run: Run, extra: Sequence[str] = ()) -> Counters:
         metrics = run.metric_table
         present = {*metrics["metric"].cat.categories, *metrics["canonical"].cat.categories}
-        return cls(run.lookup, len(run.launch_table), extra, launch_cc(run), present)
+        return cls(run.lookup, len(run.launch_table), extra, lambda: launch_cc(run), present)
 
     @classmethod
     def of_launches(cls, launches: Sequence[Launch], extra: Sequence[str] = ()) -> Counters:
@@ -124,6 +125,13 @@ class Counters:
             return values, units
 
         return cls(lookup, len(launches), extra, [launch.attributes.get("cc", "") for launch in launches])
+
+    @functools.cached_property
+    def cc(self) -> np.ndarray:
+        import numpy as np
+
+        found = self._cc() if callable(self._cc) else self._cc
+        return np.array(list(found) if found is not None else [""] * self.launches, dtype=object)
 
     def fetch(self, keys: Sequence[str]) -> None:
         """Read ``keys`` (tool or canonical names) in one pass over the table, where not read yet."""
@@ -342,13 +350,31 @@ def frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     ``binding_ceiling`` (FLOP/s), ``binding_name`` (text) and ``binding_percent`` (%); ``basis``
     (text) says which rule gave the time, the tensor FLOPs and the cache bytes.
     """
+    from gpuprof.derive import levels
+
+    values = launch_values(run, extra)
+    roofline = levels.roofline_columns(values, launch_device_names(run))
+    at = values.columns.get_loc("basis")
+    out = values.iloc[:, :at].join(roofline).join(values.iloc[:, at:])
+    out.attrs["units"] = values.attrs["units"]
+    return out
+
+
+def launch_device_names(run: Run) -> list[str]:
+    """Each launch's device name, the run's where the launch names none."""
+    return [d or str(run.device.get("name", "")) for d in run.launch_table["device"].tolist()]
+
+
+def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
+    """:func:`frame` without the columns that combine a launch's values into its roofline point
+    (FLOP/s total, intensities, the AI check, the binding ceiling): what a per-kernel table sums
+    before it places each kernel's own point."""
     import numpy as np
     import pandas as pd
 
     from gpuprof.derive import levels, skew, tensor
 
-    c = Counters.of_run(run, extra)
-    c.fetch([*tensor.names(), *levels.names()])
+    c = Counters.of_run(run, (*extra, *tensor.names(), *levels.names()))  # one pass over the table
     time, time_rule = time_parts(c)
     if skew.cycles_unchecked(run):
         time_rule = np.where(time_rule == 1, 2, time_rule)
@@ -366,14 +392,11 @@ def frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     l1, l1_rule = levels.level_parts(c, "l1")
     l2, l2_rule = levels.level_parts(c, "l2")
     columns.update(l1_bytes=l1, l2_bytes=l2, tensor_kind=tensor_kind)
+    counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in PRECISIONS])).all(axis=0)
+    columns["basis"] = _bases(time_rule, np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1),
+                              tensor.sparse(c), columns["flops_hp"] > 0, l1_rule, l2_rule)
+    columns.update({name: c.raw(name) for name in extra})
     out = pd.DataFrame(columns)
-    devices = [d or str(run.device.get("name", "")) for d in run.launch_table["device"].tolist()]
-    out = out.join(levels.roofline_columns(out, devices))
-    counted = ~pd.isna(out[[f"flops_{p}" for p in PRECISIONS]]).all(axis=1).to_numpy()
-    out["basis"] = _bases(time_rule, np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1),
-                          tensor.sparse(c), out["flops_hp"].to_numpy() > 0, l1_rule, l2_rule)
-    for name in extra:
-        out[name] = c.raw(name)
     out.attrs["units"] = {name: c.unit(name) for name in extra}
     return out
 

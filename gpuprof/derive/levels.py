@@ -152,48 +152,40 @@ def binding(frame: pd.DataFrame, devices: Sequence[str]) -> tuple[np.ndarray, np
     work: a memory roof alone would be an upper bound that hides that. Above 100 % the text says so.
     """
     import numpy as np
+    import pandas as pd
 
-    specs = _devices(devices)
     rows = len(frame)
-    candidates, labels = [], []
-    compute = np.full(rows, np.nan)
-    compute_text = np.full(rows, "", dtype=object)
-    device = np.array(list(devices), dtype=object)
-    kind = frame["dominant"].to_numpy(dtype=object)
-    for (name, work), where in _groups(device, kind):
-        spec = specs[name]
-        found = gpu_table.ceiling(spec, *work.split("/")) if spec and "/" in work else None
+    device_code, names = pd.factorize(np.asarray(devices, dtype=object))
+    kind_code, kinds = pd.factorize(frame["dominant"].to_numpy(dtype=object))
+    specs = _devices(list(names))
+    candidates = [np.full(rows, np.nan) for _ in range(1 + len(LEVELS))]
+    labels = [np.full(rows, "", dtype=object) for _ in range(1 + len(LEVELS))]
+    pairs = np.unique(device_code * max(len(kinds), 1) + kind_code)
+    for pair in pairs.tolist():
+        name, work = names[pair // max(len(kinds), 1)], kinds[pair % max(len(kinds), 1)]
+        found = gpu_table.ceiling(specs[name], *work.split("/")) if specs[name] and "/" in work else None
         if found:
-            compute[where], compute_text[where] = found.value, _ceiling_text(found)
-    candidates.append(compute)
-    labels.append(compute_text)
-    for level in LEVELS:
-        bandwidth = np.full(rows, np.nan)
-        text = np.full(rows, "", dtype=object)
-        for name, where in _groups(device):
+            where = (device_code * max(len(kinds), 1) + kind_code) == pair
+            candidates[0][where], labels[0][where] = found.value, _ceiling_text(found)
+    for i, level in enumerate(LEVELS, 1):
+        for code, name in enumerate(names):
             found = gpu_table.memory_ceiling(specs[name], level) if specs[name] else None
             if found:
-                bandwidth[where], text[where] = found.value, _ceiling_text(found) + f" x AI {LABELS[level]}"
-        candidates.append(bandwidth * frame[f"ai_{level}"].to_numpy(dtype=float))
-        labels.append(text)
+                where = device_code == code
+                candidates[i][where] = found.value
+                labels[i][where] = _ceiling_text(found) + f" x AI {LABELS[level]}"
+        candidates[i] = candidates[i] * frame[f"ai_{level}"].to_numpy(dtype=float)
+    compute = candidates[0]
     stacked = np.vstack(candidates)
     lowest = np.nan_to_num(stacked, nan=np.inf).argmin(axis=0)
     value = np.where(np.isnan(compute), np.nan, stacked[lowest, np.arange(rows)])
-    percent = 100.0 * frame["flop_rate_total"].to_numpy(dtype=float) / value
+    with np.errstate(divide="ignore", invalid="ignore"):
+        percent = 100.0 * frame["flop_rate_total"].to_numpy(dtype=float) / value
     text = np.where(np.isnan(value), "", np.vstack(labels)[lowest, np.arange(rows)])
     over = percent > 100
     text[over] = text[over] + (" - above 100 %: this ceiling (at the clock it states) is below what ran,"
                                " or a counter is wrong (see the AI check)")
     return value, text, percent
-
-
-def _groups(*columns: np.ndarray) -> list[tuple[object, np.ndarray]]:
-    """(key, row mask) of each distinct value (or tuple of values) of ``columns``."""
-    import pandas as pd
-
-    keys = pd.MultiIndex.from_arrays(columns) if len(columns) > 1 else pd.Index(columns[0])
-    codes, uniques = pd.factorize(keys)
-    return [(key, codes == i) for i, key in enumerate(uniques)]
 
 
 def roofline_columns(frame: pd.DataFrame, devices: Sequence[str],

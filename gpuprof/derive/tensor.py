@@ -78,16 +78,18 @@ def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     kind = np.where(np.nan_to_num(ops) > 0, np.array(list(types), dtype=object)[stacked.argmax(axis=0)], "")
     inst = c.number("tensor_inst")
     entry = catalog.entries()["tensor_inst"]
-    per_inst = pd.Series(c.cc).map(entry.flop_per_inst).astype(float).to_numpy()
+    counted = inst > 0
+    cc = c.cc if counted.any() else np.full(c.launches, "", dtype=object)  # the rules below need it only then
+    per_inst = pd.Series(cc).map(entry.flop_per_inst).astype(float).to_numpy()
     activity = _present_sum([c.number(key) for key in _ACTIVITY])
     flops = np.full(c.launches, np.nan)
     rule = np.full(c.launches, NONE)
     for code, where, value in (
             (IDLE, activity == 0, 0.0),
-            (UNCOUNTED, (activity > 0) | (inst > 0), np.nan),
-            (UNKNOWN_GPU, (inst > 0) & (c.cc == ""), np.nan),
+            (UNCOUNTED, (activity > 0) | counted, np.nan),
+            (UNKNOWN_GPU, counted & (cc == ""), np.nan),
             (NO_INST, inst == 0, 0.0),
-            (VOLTA, (inst > 0) & ~np.isnan(per_inst), inst * per_inst),
+            (VOLTA, counted & ~np.isnan(per_inst), inst * per_inst),
             (OPS, ~np.isnan(ops), ops)):  # later rules take precedence
         flops = np.where(where, value, flops)
         rule = np.where(where, code, rule)
