@@ -234,7 +234,8 @@ def _run_kernels(run: Run) -> pd.DataFrame:
     out = out.join(means)
     kernels = means.rename(columns={title: column for column, title in titles.items()})
     # a kernel whose launches ran different tensor kinds is judged by its first launch's
-    kernels["tensor_kind"] = _distinct_texts(derived["tensor_kind"], groups).fillna("").str.split(" | ", regex=False).str[0]
+    kinds = _distinct_texts(derived["tensor_kind"], groups).fillna("")
+    kernels["tensor_kind"] = kinds.str.split(" | ", regex=False).str[0]
     roofline = levels.roofline_columns(kernels, out["device"].tolist(), _sum_ratio(derived, weights, groups))
     out = out.join(roofline.rename(columns={column: title for title, column in _ROOFLINE_COLUMNS})
                    [[title for title, _ in _ROOFLINE_COLUMNS]])

@@ -19,7 +19,8 @@ def test_cycles_that_disagree_with_the_duration_are_noted_and_the_duration_kept(
     """6b with ID 0's sm__cycles_elapsed.avg edited from 7,556.52 to 755,652.00 (x 100, as an
     instrumented pass would give): the note names the launch and the ratio; time stays 7,488 ns."""
     text = A100_SGEMM.read_text()
-    edited = text.replace('"sm__cycles_elapsed.avg","cycle","7,556.52"', '"sm__cycles_elapsed.avg","cycle","755,652.00"')
+    edited = text.replace('"sm__cycles_elapsed.avg","cycle","7,556.52"',
+                          '"sm__cycles_elapsed.avg","cycle","755,652.00"')
     assert edited != text
     path = tmp_path / "skewed.csv"
     path.write_text(edited)
@@ -37,14 +38,16 @@ def test_two_files_of_the_same_launches_that_disagree(tmp_path: Path) -> None:
     """The V100 cycles file joined with a copy of itself whose ID 123 reads 100 x more cycles
     (18,075,890.00 instead of 180,758.90): the join keeps the first and says they disagree."""
     text = V100_CYCLES.read_text()
-    edited = text.replace('"sm__cycles_elapsed.avg","cycle","180758.90"', '"sm__cycles_elapsed.avg","cycle","18075890.00"')
+    edited = text.replace('"sm__cycles_elapsed.avg","cycle","180758.90"',
+                          '"sm__cycles_elapsed.avg","cycle","18075890.00"')
     assert edited != text
     copy = tmp_path / "second_pass.csv"
     copy.write_text(edited)
     run = joining.join([readers.read(V100_CYCLES), readers.read(copy)])
     note = next(note for note in run.notes if "differ by more than 5%" in note)
     assert note.startswith("1 metric value(s)") and "sm__cycles_elapsed.avg of ID 123: 180759 and 1.80759e+07" in note
-    assert run.launches[[launch.index for launch in run.launches].index(123)].value("sm__cycles_elapsed.avg") == 180_758.90
+    gemm = run.launches[run.launch_table["index"].tolist().index(123)]
+    assert gemm.value("sm__cycles_elapsed.avg") == 180_758.90
 
 
 def test_cycles_from_separate_runs_are_not_called_unchecked() -> None:

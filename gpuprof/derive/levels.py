@@ -119,7 +119,8 @@ def consistency(l1: np.ndarray, l2: np.ndarray, dram: np.ndarray) -> np.ndarray:
         (dram_high, "AI L2 > AI DRAM: DRAM counted more bytes than L2; the DRAM counter looks high or the L2 one low"),
         (dram_high & l1_dram, "AI L2 > AI DRAM: DRAM counted more bytes than L2 and L1; the DRAM counter looks high"),
         (l1_low & dram_high, "AI falls from L1 to L2 to DRAM: the byte counters look swapped or from different runs"),
-        (l1_dram & no_l2, "AI L1 > AI DRAM: L1 counted fewer bytes than DRAM; the L1 counter looks low or the DRAM one high"),
+        (l1_dram & no_l2,
+         "AI L1 > AI DRAM: L1 counted fewer bytes than DRAM; the L1 counter looks low or the DRAM one high"),
     )
     for where, message in cases:
         text[where] = message
