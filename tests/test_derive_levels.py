@@ -114,3 +114,20 @@ def test_binding_above_100_percent_says_so() -> None:
     value, text, percent = levels.binding(frame, ["Tesla K40c"])
     assert value[0] == gpu_table.ceiling(gpu_table.match("Tesla K40c"), "fp32", "fma").value == 4.291e12
     assert percent[0] > 100 and "above 100 %" in text[0]
+
+
+def test_report_without_a_duration_takes_its_time_from_cycles_and_says_so() -> None:
+    """Item 3 for .ncu-rep files: the RTX 3080 report with its gpu__time_duration.sum rows taken out
+    by the test (no public report without one was found) gives computeValue's time as ncu's
+    'Elapsed Cycles' (gpc__cycles_elapsed.max; the report has no *__cycles_elapsed.avg) / SM
+    clock, labelled derived: 10,939,877 / 1,440,009,489.9 Hz = 7.5970 ms, the duration it had."""
+    pytest.importorskip("ncu_report")
+    run = readers.read(REPORT)
+    cycles = run.launches[1].value("gpc__cycles_elapsed.max")  # 10,939,877 'Elapsed Cycles'
+    clock = run.launches[1].value("smsp__cycles_elapsed.avg.per_second")
+    metrics = run.metric_table[run.metric_table["metric"] != "gpu__time_duration.sum"].reset_index(drop=True)
+    without = Run("import", run.format, run.source, run.device, tables=(run.launch_table, metrics))
+    compute = counters.frame(without).iloc[1]
+    assert cycles == 10_939_877
+    assert compute["time"] == pytest.approx(cycles / clock) == pytest.approx(7_597_056e-9, rel=1e-4)
+    assert compute["basis"].startswith(counters.TIME_RULES[2] + "; " + counters.UNCHECKED)  # it counts SASS too

@@ -260,20 +260,28 @@ def _elapsed_cycles(c: Counters) -> np.ndarray:
     return _first(_nonzero(c.number(_ELAPSED[0])), c.number(_ELAPSED[1]))
 
 
-_CYCLE_RULE = ("time derived = elapsed cycles / SM clock (sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second,"
-               " or their smsp__ forms)")
-TIME_RULES = ("time measured by the profiler (gpu__time_duration.sum, Duration)", _CYCLE_RULE,
-              _CYCLE_RULE + ", unchecked: the file also counts SASS instructions (see the run's notes)")
+TIME_RULES = ("time measured by the profiler (gpu__time_duration.sum, Duration)",
+              "time derived = elapsed cycles / SM clock (sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second,"
+              " or their smsp__ forms)",
+              "time derived = elapsed cycles / SM clock (gpc__cycles_elapsed.max, ncu's Elapsed Cycles, / SM clock)")
+UNCHECKED = "that time unchecked: the file also counts SASS instructions (see the run's notes)"
+
+
+def _cycle_times(c: Counters) -> tuple[np.ndarray, np.ndarray]:
+    """Elapsed cycles / SM clock, as NERSC's method takes them and from ncu's 'Elapsed Cycles'
+    (the maximum over GPCs, which a report may hold alone)."""
+    elapsed = _nonzero(c.first_of(("gpc__cycles_elapsed.max", "Elapsed Cycles")))
+    return _elapsed_cycles(c) / sm_clock(c), elapsed / sm_clock(c)
 
 
 def cycle_time(c: Counters) -> np.ndarray:
-    """Elapsed cycles / SM clock: NERSC's kernel time, where no duration was measured."""
-    return _elapsed_cycles(c) / sm_clock(c)
+    """Elapsed cycles / SM clock: the kernel time where no duration was measured."""
+    return _first(*_cycle_times(c))
 
 
 def time_parts(c: Counters) -> tuple[np.ndarray, np.ndarray]:
     """Kernel duration per launch and which of :data:`TIME_RULES` gave it (-1: none)."""
-    return choose(c.number("kernel_duration"), cycle_time(c))
+    return choose(c.number("kernel_duration"), *_cycle_times(c))
 
 
 @also_per_launch("second")
@@ -376,8 +384,7 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
 
     c = Counters.of_run(run, (*extra, *tensor.names(), *levels.names()))  # one pass over the table
     time, time_rule = time_parts(c)
-    if skew.cycles_unchecked(run):
-        time_rule = np.where(time_rule == 1, 2, time_rule)
+    unchecked = (time_rule > 0) & skew.cycles_unchecked(run)
     columns: dict[str, np.ndarray] = {"time": time}
     for p in PRECISIONS:
         columns[f"flops_{p}"] = flops(c, p)
@@ -393,8 +400,9 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     l2, l2_rule = levels.level_parts(c, "l2")
     columns.update(l1_bytes=l1, l2_bytes=l2, tensor_kind=tensor_kind)
     counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in PRECISIONS])).all(axis=0)
-    columns["basis"] = _bases(time_rule, np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1),
-                              tensor.sparse(c), columns["flops_hp"] > 0, l1_rule, l2_rule)
+    tensor_said = np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1)
+    columns["basis"] = _bases(time_rule, unchecked, tensor_said, tensor.sparse(c), columns["flops_hp"] > 0,
+                              l1_rule, l2_rule)
     columns.update({name: c.raw(name) for name in extra})
     out = pd.DataFrame(columns)
     out.attrs["units"] = {name: c.unit(name) for name in extra}
@@ -405,8 +413,8 @@ HALF_NOTE = ("FP16 FLOPs = hadd + hmul + 2 hfma (nvprof's mapping, NERSC); ncu's
              "counts 2 hadd + 2 hmul + 4 hfma (each a half2), twice this for packed code")
 
 
-def _bases(time_rule: np.ndarray, tensor_rule: np.ndarray, sparse: np.ndarray, half: np.ndarray,
-           l1_rule: np.ndarray, l2_rule: np.ndarray) -> np.ndarray:
+def _bases(time_rule: np.ndarray, unchecked: np.ndarray, tensor_rule: np.ndarray, sparse: np.ndarray,
+           half: np.ndarray, l1_rule: np.ndarray, l2_rule: np.ndarray) -> np.ndarray:
     """Per launch, the rules its time, tensor FLOPs and cache bytes came from, as one text (NERSC's
     own byte counters, the first rule of each level, go unsaid), and the FP16 weights where it ran
     FP16 instructions (docs/tensor-cores.md section 6)."""
@@ -415,14 +423,15 @@ def _bases(time_rule: np.ndarray, tensor_rule: np.ndarray, sparse: np.ndarray, h
     from gpuprof.derive.levels import LEVEL_RULES
     from gpuprof.derive.tensor import RULES
 
-    codes = np.vstack([time_rule, tensor_rule, sparse, half, l1_rule, l2_rule]).astype(np.int64) + 1
+    codes = np.vstack([time_rule, unchecked, tensor_rule, sparse, half, l1_rule, l2_rule]).astype(np.int64) + 1
     key = np.zeros(len(time_rule), dtype=np.int64)
     for column in codes:  # one integer per combination: every code is below 16
         key = key * 16 + column
     found, inverse = np.unique(key, return_index=True, return_inverse=True)[1:]
     texts = []
-    for time, rule, is_sparse, is_half, l1, l2 in (codes[:, found] - 1).T.tolist():
+    for time, is_unchecked, rule, is_sparse, is_half, l1, l2 in (codes[:, found] - 1).T.tolist():
         parts = [TIME_RULES[time]] if time >= 0 else []
+        parts += [UNCHECKED] if is_unchecked else []
         parts += [RULES[rule]] if rule >= 0 else []
         parts += ["sparse (2:4) tensor ops included as ncu counts them"] if is_sparse else []
         parts += [HALF_NOTE] if is_half else []

@@ -26,8 +26,8 @@ RULES = (
     "tensor FLOPs = sum of the sm__ops_path_tensor_* counters",
     "tensor FLOPs = 512 x tensor-pipe warp instructions (Volta)",
     "tensor FLOPs = 0: no tensor-pipe instruction",
-    "tensor pipe active but its work not counted (no FLOP factor for this chip's tensor-pipe "
-    "instruction count, only Volta's 512 is documented; collect sm__ops_path_tensor_*): total FLOPs left empty",
+    "tensor pipe active but its work not counted (only Volta's 512 FLOP per tensor-pipe instruction is "
+    "documented; later chips' work is counted by sm__ops_path_tensor_*, not in the file): total FLOPs left empty",
     "tensor FLOPs = 0: the tensor pipe was idle",
     "tensor pipe active but its work not counted: the file does not say which GPU ran it, and 512 FLOP per "
     "tensor-pipe instruction holds on Volta only (name the GPU: gpuprof import --gpu): total FLOPs left empty",
@@ -63,7 +63,7 @@ def by_kind(c: Counters) -> dict[str, np.ndarray]:
     """Tensor ops per type (ceiling "precision/kind", or the catalog key of a type without one),
     from the ``sm__ops_path_tensor_*`` counters; NaN where a launch has none of a type's counters."""
     c.fetch(names())
-    return {ceiling or key: _present_sum([c.raw(name) for name in names]) for key, ceiling, names in kinds()}
+    return {ceiling or key: _present_sum([c.raw(name) for name in counted]) for key, ceiling, counted in kinds()}
 
 
 def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
