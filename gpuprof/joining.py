@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DISAGREE = 0.05  # relative difference between two files' values of one metric and launch
-_ELAPSED = {"sm__cycles_elapsed.avg", "smsp__cycles_elapsed.avg"}
+_ELAPSED = {"sm__cycles_elapsed.avg", "smsp__cycles_elapsed.avg", "gpc__cycles_elapsed.max", "Elapsed Cycles"}
 
 
 def source_text(sources: Sequence[str]) -> str:
