@@ -217,8 +217,11 @@ def choose(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     derivation can say which of its alternatives each launch's value came from."""
     import numpy as np
 
-    shape = np.broadcast_shapes(*(np.shape(column) for column in columns))
-    columns = tuple(np.broadcast_to(np.asarray(column, dtype=float), shape) for column in columns)
+    arrays = [np.asarray(column, dtype=float) for column in columns]
+    if any(array.shape != arrays[0].shape for array in arrays):  # a scalar among the columns
+        shape = np.broadcast_shapes(*(array.shape for array in arrays))
+        arrays = [np.broadcast_to(array, shape) for array in arrays]
+    columns = tuple(arrays)
     found, which = columns[0].copy(), np.where(np.isnan(columns[0]), -1, 0)
     for position, column in enumerate(columns[1:], 1):
         take = np.isnan(found) & ~np.isnan(column)
