@@ -10,9 +10,13 @@ where NVIDIA documents a formula, an ncu weighted sum (``flop_count_sp = fadd + 
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+
+_NVPROF_METRIC = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -57,11 +61,50 @@ def canonical(name: str) -> str | None:
     return _aliases().get(name)
 
 
-def ncu_metrics() -> list[str]:
-    """Every ncu metric the catalog needs, for building an ``ncu --metrics`` list."""
+def _chosen(keys: Sequence[str] | None) -> list[Entry]:
+    """The catalog entries named by ``keys`` (every entry when None); KeyError for an unknown key."""
+    table = entries()
+    return list(table.values()) if keys is None else [table[key] for key in keys]
+
+
+def ncu_metrics(keys: Sequence[str] | None = None) -> list[str]:
+    """The ncu metric names of the entries ``keys`` names (all entries by default), for building an
+    ``ncu --metrics`` list."""
     names: list[str] = []
-    for entry in entries().values():
+    for entry in _chosen(keys):
         for name in (*entry.ncu, *entry.ncu_sum):
             if name not in names:
                 names.append(name)
     return names
+
+
+def nvprof_metrics(keys: Sequence[str] | None = None) -> list[str]:
+    """The nvprof metric names of the entries ``keys`` names (all by default); trace column names
+    such as Duration are left out (they are not metrics ``--metrics`` accepts)."""
+    names: list[str] = []
+    for entry in _chosen(keys):
+        names += [n for n in entry.nvprof if _NVPROF_METRIC.match(n) and n not in names]
+    return names
+
+
+@dataclass(frozen=True)
+class MetricSet:
+    """A ``gpuprof profile --set``: the catalog entries each profiler collects to answer one question
+    (None: every entry), and whether the answer needs kernel durations."""
+
+    name: str
+    question: str
+    ncu: tuple[str, ...] | None
+    nvprof: tuple[str, ...] | None
+    durations: bool
+
+
+@functools.cache
+def metric_sets() -> dict[str, MetricSet]:
+    """The sets in ``gpuprof/data/metric_sets.toml``, by name."""
+    data = tomllib.loads(resources.files("gpuprof.data").joinpath("metric_sets.toml").read_text())
+    return {name: MetricSet(name, spec["question"],
+                            tuple(spec["ncu"]) if "ncu" in spec else None,
+                            tuple(spec["nvprof"]) if "nvprof" in spec else None,
+                            bool(spec["durations"]))
+            for name, spec in data.items()}
