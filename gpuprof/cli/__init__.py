@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("compare", "compare", "Compare devices in the reference study's tables (text, CSV, JSON, HTML)."),
     "merge": ("merge", "merge", "Combine results stores and run files from several machines."),
     "export": ("merge", "export", "Write a store's runs to a JSON-lines run file."),
+    "profile": ("profile", "profile", "Run any command under ncu, nvprof or perf; store and print its kernels."),
+    "doctor": ("doctor", "doctor", "Check what profiling needs here (driver, counters, profilers, perf, energy)."),
 }
 
 

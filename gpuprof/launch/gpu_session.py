@@ -177,10 +177,12 @@ def _child_record(run_dir: Path, code: int) -> dict[str, Any]:
     return record
 
 
-def _device_record(info: GpuInfo | None, child_device: dict[str, Any]) -> dict[str, Any]:
-    """NVML's view (name, clocks, driver) with the CUDA runtime's (versions) and the peaks."""
+def device_record(info: GpuInfo | None, child_device: dict[str, Any] | None = None) -> dict[str, Any]:
+    """NVML's view (name, clocks, driver) with the peaks, and the CUDA runtime's (versions) when the
+    workload child reported it."""
     from gpuprof.devices import gpu_detect, gpu_table
 
+    child_device = child_device or {}
     device: dict[str, Any] = {"kind": "gpu", "name": child_device.get("name"), "cc": child_device.get("cc")}
     peaks = []
     if info is not None:
@@ -189,7 +191,8 @@ def _device_record(info: GpuInfo | None, child_device: dict[str, Any]) -> dict[s
         if len(table) == 1:
             peaks.append(gpu_table.peaks(table[0]))
         peaks.append(gpu_detect.runtime_peaks(info))
-    device["cuda_runtime"] = child_device
+    if child_device:
+        device["cuda_runtime"] = child_device
     device["peaks"] = [dataclasses.asdict(p) for p in peaks]
     return device
 
@@ -296,6 +299,6 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
         "relative_error": record["relative_error"], "seed": settings.seed,
     }
     return Run(kind="run", format=f"cuda-{engine}", source=settings.command or shlex.join(argv),
-               device=_device_record(_matching_gpu(info, record["device"].get("pci_bus_id")), record["device"]),
+               device=device_record(_matching_gpu(info, record["device"].get("pci_bus_id")), record["device"]),
                workload=workload, environment=environment,
                launches=launches, notes=notes, run_id=run_id)

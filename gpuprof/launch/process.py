@@ -50,11 +50,12 @@ def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
         pass
 
 
-def run_group(argv: list[str], run_dir: Path, timeout: float, grace: float = GRACE_S) -> Finished:
-    """Run ``argv`` in its own process group with stdout/stderr in ``run_dir``; stop it (and
-    everything it started) at ``timeout`` seconds or on Ctrl-C, giving it ``grace`` seconds after a
-    SIGINT to write what it has. Raises OSError when ``argv[0]`` cannot be executed."""
-    with open(run_dir / STDOUT, "wb") as out, open(run_dir / STDERR, "wb") as err:
+def run_group(argv: list[str], run_dir: Path, timeout: float, grace: float = GRACE_S, prefix: str = "") -> Finished:
+    """Run ``argv`` in its own process group with stdout/stderr in ``run_dir`` (as ``<prefix>stdout.txt``
+    and ``<prefix>stderr.txt``); stop it (and everything it started) at ``timeout`` seconds or on
+    Ctrl-C, giving it ``grace`` seconds after a SIGINT to write what it has. Raises OSError when
+    ``argv[0]`` cannot be executed."""
+    with open(run_dir / f"{prefix}{STDOUT}", "wb") as out, open(run_dir / f"{prefix}{STDERR}", "wb") as err:
         start = time.perf_counter_ns()
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, process_group=0)
         stopped = None

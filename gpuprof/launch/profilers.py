@@ -40,7 +40,7 @@ NCU_MIN_CC = (7, 0)
 NVPROF_MAX_CC = (8, 0)  # exclusive
 PROBE_TIMEOUT_S = 60
 _VERSION = re.compile(r"(?:Release\s+)?[Vv]ersion\s+(\S+)")
-_INSTALL = {
+INSTALL = {
     "ncu": "install Nsight Compute (it ships with the CUDA toolkit), or give its path: --profiler /path/to/ncu",
     "nvprof": "install a CUDA toolkit of version 11 or older (nvprof), or give its path: --profiler /path/to/nvprof",
 }
@@ -175,7 +175,7 @@ def _require(name: str, cc: tuple[int, int] | None) -> Probe:
     found = probe(name)
     if not found.usable:
         raise ProfilerError(f"--profiler {name}: {found.problem}",
-                            f"{_INSTALL[name]}, or use --profiler none (CUDA-event timing only)")
+                            f"{INSTALL[name]}, or use --profiler none (CUDA-event timing only)")
     return found
 
 
@@ -214,7 +214,7 @@ def choose(requested: str | None, cc: tuple[int, int] | None) -> Choice:
         tried.append(f"{name}: {found.problem}")
     names = " or ".join(candidates(cc))
     return Choice("none", f"no profiler for compute capability {_cc_text(cc)} ({'; '.join(tried)}), so "
-                          f"time is from CUDA events and FLOPs are analytic; {_INSTALL[candidates(cc)[0]]} "
+                          f"time is from CUDA events and FLOPs are analytic; {INSTALL[candidates(cc)[0]]} "
                           f"to get {names} counters", fallback=True)
 
 
