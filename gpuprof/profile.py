@@ -373,9 +373,10 @@ def _kept(plan_: Plan, launches: int) -> str:
     return f"{launches} kernel launch(es) read and kept; files in {plan_.run_dir}"
 
 
-def _gpu_problem(plan_: Plan, back: Readback, finished: process.Finished) -> GpuprofError | None:
+def _gpu_problem(plan_: Plan, back: Readback, done: list[process.Finished]) -> GpuprofError | None:
     """The one thing to report about a GPU profile (module docstring of gpu_profile for the inputs)."""
-    tool, settings = plan_.tool, plan_.settings
+    tool, settings, finished = plan_.tool, plan_.settings, done[-1]
+    stderr_file = plan_.run_dir / f"{plan_.steps[len(done) - 1].prefix}{process.STDERR}"
     kept = _kept(plan_, back.launches)
     if finished.stopped == process.INTERRUPTED:
         return Interrupted(f"interrupted: {tool} and the command were stopped as one process group; the partial "
@@ -390,9 +391,8 @@ def _gpu_problem(plan_: Plan, back: Readback, finished: process.Finished) -> Gpu
                              f"to enable counters {profilers.PERMISSION_FIX}")
     code = back.app_code if back.app_code is not None else finished.code
     if code:
-        stderr = process.tail(plan_.run_dir / process.STDERR, 3)
-        return CommandFailed(f"{settings.command[0]} exited with code {code} (stderr: {stderr}); the partial report "
-                             f"was read ({kept})", f"see {plan_.run_dir / process.STDERR}")
+        return CommandFailed(f"{settings.command[0]} exited with code {code} (stderr: {process.tail(stderr_file, 3)}); "
+                             f"the partial report was read ({kept})", f"see {stderr_file}")
     if not back.launches and back.no_kernels:
         listed = f"; kernels {tool} saw: {', '.join(back.available)}" if back.available else ""
         if settings.filters:
@@ -443,13 +443,12 @@ def execute(plan_: Plan) -> Outcome:
     from gpuprof.launch import gpu_profile
 
     done = _run_steps(plan_)
-    finished = done[-1]
     if plan_.device == "cpu":
         run, problem = _cpu_run(plan_, done)
         return Outcome((run,), problem)
     traced = plan_.tool == "nvprof" and len(plan_.steps) > 1
     back = (gpu_profile.read_nvprof(plan_.run_dir, traced) if plan_.tool == "nvprof"
             else gpu_profile.read_ncu(plan_.run_dir))
-    problem = _gpu_problem(plan_, back, finished)
+    problem = _gpu_problem(plan_, back, done)
     runs, said = _gpu_runs(plan_, back, done, problem)
     return Outcome(tuple(runs), problem, tuple(said))

@@ -11,7 +11,8 @@ leaves no launches and a note, never an exception: a partial report is read as f
 * nvprof with ``--profile-child-processes`` writes one log per process (``nvprof.<pid>.csv``). Its
   metric mode reports no durations, so the kernel times come from the ``--print-gpu-trace`` run of
   the same command: per kernel name, the mean duration over its traced launches (origin measured,
-  Min/Max kept), added to the metric run's row for that kernel.
+  Min/Max kept), added to the metric run's row for that kernel. The two runs are two executions with
+  different process IDs, so the traced durations are pooled over all traced processes by kernel name.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuprof.errors import GpuprofError
-from gpuprof.launch import gpu_readback, ncu, nvprof, profilers
+from gpuprof.launch import gpu_readback, ncu, nvprof, process, profilers
 from gpuprof.model import MEASURED, Launch, Metric
 
 NO_KERNELS = "No kernels were profiled"
@@ -103,10 +104,10 @@ def read_ncu(run_dir: Path) -> Readback:
 
 
 def _logs(run_dir: Path, single: str, per_process: str) -> dict[str, Path]:
-    """Process ID -> log: the one log, or one per process (``name.<pid>.csv``)."""
+    """Process ID -> log: one per process (``name.<pid>.csv``), or the one log ("" -> it); {} when none was written."""
     pattern = per_process.replace("%p", "*")
     found = {match.group(1): path for path in sorted(run_dir.glob(pattern)) if (match := _PID.search(path.name))}
-    return found or {"": run_dir / single}
+    return found or ({"": run_dir / single} if (run_dir / single).is_file() else {})
 
 
 def with_durations(launches: list[Launch], traced: list[Launch]) -> tuple[list[Launch], list[str]]:
@@ -136,22 +137,23 @@ def read_nvprof(run_dir: Path, traced: bool) -> Readback:
     """nvprof's metric log(s) in ``run_dir``, one per process, with durations from the trace run."""
     logs = _logs(run_dir, nvprof.LOG_NAME, nvprof.PER_PROCESS)
     traces = _logs(run_dir, nvprof.TRACE_NAME, nvprof.TRACE_PER_PROCESS) if traced else {}
-    texts, processes, notes, reader = [], {}, [], ""
+    traced_launches = [launch for trace in traces.values() for launch in _read(trace)[0]]
+    processes: dict[str, list[Launch]] = {}
+    reader = ""
+    notes = [] if logs else [f"nvprof wrote no metric log ({nvprof.PER_PROCESS} or {nvprof.LOG_NAME} in {run_dir})"]
     for pid, log in logs.items():
-        texts.append(gpu_readback.profiler_text(log, run_dir))
         launches, fmt, why = _read(log)
         reader = reader or fmt
         if why:
             notes.append(f"nvprof's log {log.name} could not be read ({why})")
         if traced and launches:
-            trace = traces.get(pid) or traces.get("")
-            trace_launches = _read(trace)[0] if trace else []
-            launches, unmatched = with_durations(launches, trace_launches)
+            launches, unmatched = with_durations(launches, traced_launches)
             if unmatched:
                 notes.append(f"no duration in the trace run for {len(unmatched)} kernel(s) "
                              f"({unmatched[0][:60]} ...): FLOP/s not derived for them")
         if launches:
             processes[pid] = launches
-    text = "\n".join(texts)
+    text = "\n".join(path.read_text(errors="replace") for path in (*logs.values(), run_dir / process.STDERR)
+                     if path.is_file())
     return Readback(processes, reader, notes=notes, passes_source="not reported by nvprof",
                     **_common(text))  # type: ignore[arg-type]
