@@ -15,6 +15,8 @@ It never runs the workload it is given (that needs a GPU). Environment variables
                            ``==PID==`` lines name (else 4001, 4002 ...)
 * ``GPUPROF_FAKE_TRACE``   real ``--print-gpu-trace`` output, copied to the log of a trace call
                            (``GPUPROF_FAKE_TRACES``: one per process, as ``GPUPROF_FAKE_LOGS``)
+* ``GPUPROF_FAKE_CONSOLE`` real console output printed to stdout by a profiling call that names no
+                           ``--log-file`` (as the profiler prints its results there)
 * ``GPUPROF_FAKE_RUN``     set: run the command after the profiler's options, as the profiler would,
                            and exit with its exit code (``gpuprof profile`` tests, with commands that
                            need no GPU); the recorded output is written first, so it is there when
@@ -94,6 +96,10 @@ def main(tool: str) -> int:
         source = os.environ.get(variable)
         if source and target:
             shutil.copyfile(source, target)
+    console = os.environ.get("GPUPROF_FAKE_CONSOLE")
+    if console and "--log-file" not in argv:
+        with open(console) as recorded:
+            sys.stdout.write(recorded.read())
     code = 0
     if os.environ.get("GPUPROF_FAKE_RUN"):
         try:
