@@ -44,6 +44,9 @@ def test_a_numpy_command_is_counted_as_far_as_this_machine_allows_timed_and_stor
     [launch] = run.launches
     wall = launch.metric("wall time")
     assert wall.origin == "timed" and wall.value > 0 and run.kind == "profile"
+    shown = CliRunner().invoke(main, ["show", run.run_id[:8], "--store", str(tmp_path / "s.sqlite")])
+    assert shown.exit_code == 0 and "CPU profile (perf stat around the whole command)" in shown.stdout
+    assert "wall time" in shown.stdout  # the stored run prints the same table again
     expected = plan_cpu()
     assert tuple(run.notes[:len(expected.notes)]) == expected.notes  # each thing perf cannot count here, said once
     for line in expected.notes:

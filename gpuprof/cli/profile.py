@@ -46,8 +46,7 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
     Top-Down level 1, as far as the machine allows. Whatever goes wrong, what was collected is stored.
     """
     from gpuprof import profile as library
-    from gpuprof.render import emit
-    from gpuprof.render.profile_report import cpu_frame, kernel_frame
+    from gpuprof.render.profile_report import profile_report
     from gpuprof.store import open_store
 
     settings = library.ProfileSettings(
@@ -69,14 +68,9 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
         for run in outcome.runs:
             store.add(run)
         where = store.path
-    if plan.device == "cpu":
-        echo(emit(cpu_frame(outcome.runs[0], people=fmt in ("table", "markdown")), fmt,
-                  title="CPU profile (perf stat around the whole command)"))
-    else:
-        frame = kernel_frame(outcome.runs)
-        if not frame.empty:
-            echo(emit(frame, fmt, title=f"Profiled kernels (measured by {plan.tool}; base units; averages "
-                                        "weighted by launches)"))
+    table = profile_report(outcome.runs, fmt)
+    if table:
+        echo(table)
     for line in dict.fromkeys(line for run in outcome.runs for line in run.notes):
         if line not in plan.before and not line.startswith("problem: "):
             note(f"note: {line}")

@@ -1,5 +1,6 @@
-"""What ``gpuprof profile`` prints: per kernel for a GPU profile (``importing.kernel_table`` plus the
-top stall reasons), every counted and derived quantity with its origin for a CPU profile."""
+"""What ``gpuprof profile`` (and ``gpuprof show`` of a profile) prints: per kernel for a GPU profile
+(``importing.kernel_table`` plus the top stall reasons), every counted and derived quantity with its
+origin for a CPU profile."""
 
 from __future__ import annotations
 
@@ -96,3 +97,17 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
         for share in breakdown.shares:
             rows.append(_row(f"Top-Down: {share.label}", share.percent, "%", MEASURED, BASIS, people))
     return pd.DataFrame(rows)
+
+
+def profile_report(runs: Sequence[Run], fmt: str) -> str:
+    """The table of one profile's runs (one per process), in ``fmt``; "" when a GPU profile read no kernel."""
+    from gpuprof.render import emit
+
+    if runs and runs[0].device.get("kind") == "cpu":
+        return emit(cpu_frame(runs[0], people=fmt in ("table", "markdown")), fmt,
+                    title="CPU profile (perf stat around the whole command)")
+    frame = kernel_frame(runs)
+    if frame.empty:
+        return ""
+    tool = runs[0].environment.get("profiler", "the profiler")
+    return emit(frame, fmt, title=f"Profiled kernels (measured by {tool}; base units; averages weighted by launches)")
