@@ -153,28 +153,24 @@ def test_a_failing_command_keeps_its_exit_code_stderr_and_the_partial_report(tmp
     assert "flash_fwd_kernel" in result.stdout  # the table of what was read is still printed
 
 
-def test_counters_refused_keep_the_wall_time_and_give_the_fix(tmp_path, gpu):
-    gpu("NVIDIA A100-SXM4-40GB", "8.0", REFUSED)
-    result = invoke(tmp_path, "--launch-count", "1", "--", *QUIET)
+@pytest.mark.parametrize("gpu_name, cc, log, args, error", [
+    ("NVIDIA A100-SXM4-40GB", "8.0", REFUSED, ("--launch-count", "1"),
+     "error: counters refused (ERR_NVGPUCTRPERM: the driver lets only admin users read GPU performance counters); "
+     "only the command's wall time was kept. to enable counters run as root or load the nvidia module with "
+     "NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"),
+    ("NVIDIA GeForce RTX 4090", "8.9", NO_MATCH, ("--kernel", "::wmma_gemm_kernel"),
+     "error: no kernel matched the filters (--kernel ::wmma_gemm_kernel); kernels ncu saw: Kernel2, "
+     "wmma_gemm_kernel. --kernel is a regular expression on the demangled kernel name; check the filters "
+     "against the names, or drop them"),
+], ids=["counters refused", "no kernel matched"])
+def test_a_profile_without_kernels_says_why_in_one_line_and_keeps_the_wall_time(tmp_path, gpu, gpu_name, cc, log,
+                                                                                 args, error):
+    gpu(gpu_name, cc, log)
+    result = invoke(tmp_path, *args, "--", *QUIET)
     assert result.exit_code == ProfilerError.exit_code
-    assert result.stderr.splitlines()[-1] == (
-        "error: counters refused (ERR_NVGPUCTRPERM: the driver lets only admin users read GPU performance counters); "
-        "only the command's wall time was kept. to enable counters run as root or load the nvidia module with "
-        "NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+    assert result.stderr.splitlines()[-1] == error
     [run] = stored(tmp_path)
     assert len(run.launches) == 0 and run.environment["wall_time"]["value"] > 0
-
-
-def test_no_kernel_matching_the_filters_names_the_kernels_that_ran(tmp_path, gpu):
-    gpu("NVIDIA GeForce RTX 4090", "8.9", NO_MATCH)
-    result = invoke(tmp_path, "--kernel", "::wmma_gemm_kernel", "--", *QUIET)
-    assert result.exit_code == ProfilerError.exit_code
-    assert result.stderr.splitlines()[-1] == (
-        "error: no kernel matched the filters (--kernel ::wmma_gemm_kernel); kernels ncu saw: Kernel2, "
-        "wmma_gemm_kernel. --kernel is a regular expression on the demangled kernel name; check the filters "
-        "against the names, or drop them")
-    [run] = stored(tmp_path)
-    assert len(run.launches) == 0
 
 
 def _wait_for(path: Path, seconds: float = 30) -> None:
