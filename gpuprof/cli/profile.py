@@ -63,6 +63,7 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
             echo(line)
         return
     note(f"running: {library.commands(plan)[-1]}")
+    note(f"the command's own output goes to {plan.run_dir}/stdout.txt and stderr.txt")
     outcome = library.execute(plan)
     with open_store(store_path) as store:
         for run in outcome.runs:
