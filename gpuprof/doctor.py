@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,11 +84,13 @@ def _cc(info: GpuInfo) -> tuple[int, int] | None:
 
 
 def driver(machine: Machine) -> Check:
+    from gpuprof.workloads import CUDA_INSTALL
+
     name = "NVIDIA driver and GPUs"
     if not machine.gpus:
         return Check(name, FAIL, f"NVML: {machine.no_gpu}",
-                     "install the NVIDIA driver (and nvidia-ml-py: pip install -e '.[cuda13]' or '.[cuda12]'); "
-                     "without a GPU use --device cpu or 'gpuprof import' of profiles recorded elsewhere")
+                     f"install the NVIDIA driver and NVML's bindings ({CUDA_INSTALL}); without a GPU use "
+                     "--device cpu, or 'gpuprof import' profiles recorded elsewhere")
     listed = "; ".join(f"GPU {g.index} {g.name} (compute capability {g.cc})" for g in machine.gpus)
     return Check(name, OK, f"driver {machine.gpus[0].driver or 'version unknown'}, {len(machine.gpus)} GPU(s): {listed}")
 
@@ -97,8 +100,6 @@ def _trial(machine: Machine) -> Check | None:
     found = profilers.probe("ncu")
     if not found.usable or not found.path:
         return None
-    import sys
-
     program = [sys.executable, "-c", "import cupy; print(int((cupy.arange(4) + 1).sum()))"]
     try:
         done = subprocess.run([found.path, "--metrics", "gpu__time_duration.sum", "--launch-count", "1", *program],

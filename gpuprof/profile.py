@@ -134,8 +134,8 @@ def _executable(command: tuple[str, ...]) -> None:
     """InputError when the command cannot be found or run: said before any profiler starts."""
     program = command[0]
     if shutil.which(program) is None:
-        where = "no such file" if "/" in program and not Path(program).exists() else (
-            "not executable" if Path(program).exists() else "not found on PATH")
+        where = ("not found on PATH" if "/" not in program else
+                 "not executable" if Path(program).exists() else "no such file")
         raise InputError(f"command not found: {program} ({where})",
                          "check the name and PATH, or give the program's path; the command goes after '--'")
 
@@ -176,8 +176,9 @@ def _choose(settings: ProfileSettings, info: GpuInfo) -> profilers.Choice:
 
 
 def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Path
-               ) -> tuple[profilers.ProfileOptions, tuple[Step, ...], list[str]]:
-    """The profiler options, the process(es) to run, and what the set and the profiler will do."""
+               ) -> tuple[profilers.ProfileOptions, tuple[Step, ...], list[str], list[str]]:
+    """The profiler options, the process(es) to run, what the set and the profiler will do, and the
+    notes stored with the runs (the clock control, the metrics this GPU lacks)."""
     from gpuprof.launch import nvprof
 
     metric_set = catalog.metric_sets()[settings.metric_set]
@@ -195,12 +196,14 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
     steps = [Step(module.command(exe, command, run_dir, options))]
     collected = (nvprof.metrics(exe, options.metrics)[0] if nvprof_used
                  else module.to_collect(exe, options.metrics)[0])
-    lines = [f"metric set {metric_set.name} ({metric_set.question}): {len(collected)} {choice.backend} metric(s)"]
+    notes = nvprof.lacking(options, exe) if nvprof_used else module.notes(options, exe)
+    lines = [f"metric set {metric_set.name} ({metric_set.question}): {len(collected)} {choice.backend} metric(s)",
+             *notes]
     if nvprof_used and metric_set.durations:
         steps.insert(0, Step(nvprof.trace_command(exe, command, run_dir, options), TRACE_PREFIX))
         lines.append("nvprof runs the command twice: --print-gpu-trace for the kernel durations (its metric "
                      "mode reports none), then the metrics")
-    return options, tuple(steps), lines
+    return options, tuple(steps), lines, notes
 
 
 def _history(store_path: str | Path | None, device: str, tool: str, metric_set: str) -> Run | None:
@@ -256,17 +259,13 @@ def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Pla
         return _cpu_plan(settings, run_id, run_dir, why)
     info = gpus[0]
     choice = _choose(settings, info)
-    options, steps, lines = _gpu_steps(settings, choice, run_dir)
-    module = choice.module()
-    exe = choice.probe.path if choice.probe else ""
-    notes = tuple(module.notes(options, exe)) if choice.backend == "ncu" else tuple(
-        note for note in module.notes(options, exe) if "does not offer" in note)
+    options, steps, lines, notes = _gpu_steps(settings, choice, run_dir)
     before = (f"device: {info.name} (compute capability {info.cc}, NVML){'' if len(gpus) == 1 else f', the first of {len(gpus)} GPUs'}",
-              f"profiler: {choice.probe.described if choice.probe else choice.backend}", *lines, *notes,
+              f"profiler: {choice.probe.described if choice.probe else choice.backend}", *lines,
               *expectations(_history(store_path, info.name, choice.backend, settings.metric_set), settings,
                             choice.backend))
     return Plan(settings, "cuda", run_id, run_dir, steps, before, tuple(_unfiltered(settings, choice.backend)),
-                notes, info, choice, options)
+                tuple(notes), info, choice, options)
 
 
 def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -> Plan:

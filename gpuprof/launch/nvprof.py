@@ -108,10 +108,13 @@ def settings(options: ProfileOptions) -> dict[str, Any]:
             "replay_mode": options.replay_mode}
 
 
-def notes(options: ProfileOptions, exe: str) -> list[str]:
-    out = ["nvprof: kernel time from CUDA events around unprofiled launches (nvprof's metric mode "
-           "reports no durations); counters from the profiled launches, clocks as the driver set them"]
+def lacking(options: ProfileOptions, exe: str) -> list[str]:
+    """One note naming the metrics asked for that this GPU does not offer, if any."""
     _, missing = metrics(exe, options.metrics)
-    if missing:
-        out.append(f"nvprof on this GPU does not offer: {', '.join(missing)}")
-    return out
+    return [f"nvprof on this GPU does not offer: {', '.join(missing)}"] if missing else []
+
+
+def notes(options: ProfileOptions, exe: str) -> list[str]:
+    return ["nvprof: kernel time from CUDA events around unprofiled launches (nvprof's metric mode "
+            "reports no durations); counters from the profiled launches, clocks as the driver set them",
+            *lacking(options, exe)]
