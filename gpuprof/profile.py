@@ -207,7 +207,7 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
 
 
 def _history(store_path: str | Path | None, device: str, tool: str, metric_set: str) -> Run | None:
-    """The newest stored profile of the same GPU, profiler and metric set that recorded its passes."""
+    """The newest stored profile of the same GPU, profiler and metric set that profiled a launch."""
     from gpuprof.store import default_path, open_store
 
     path = Path(store_path) if store_path else default_path()
@@ -216,27 +216,31 @@ def _history(store_path: str | Path | None, device: str, tool: str, metric_set: 
     with open_store(path) as store:
         found = [run for run in store.runs() if run.kind == KIND and run.device.get("name") == device
                  and run.environment.get("profiler") == tool and run.environment.get("metric_set") == metric_set
-                 and run.environment.get("replay_passes")]
+                 and len(run.launch_table)]
     return max(found, key=lambda run: run.created) if found else None
 
 
 def expectations(earlier: Run | None, settings: ProfileSettings, tool: str) -> list[str]:
     """The replay passes and overhead to expect, from an earlier profile measured here (or why not known)."""
-    if earlier is None:
-        return [f"replay passes: not known before {tool} has profiled set {settings.metric_set} on this GPU (they "
-                "depend on the chip's counters); this run records them, and the next plan shows them"]
-    passes = max(earlier.environment["replay_passes"])
+    passes = earlier.environment.get("replay_passes") if earlier else None
+    if tool == "nvprof":
+        lines = ["replay passes: nvprof does not report them (it replays each kernel until its metrics are collected)"]
+    elif passes:
+        lines = [f"replay passes: {max(passes)} per profiled launch (measured by {tool} for set {settings.metric_set} "
+                 f"on this GPU, run {earlier.run_id[:8]} of {earlier.created})"]  # type: ignore[union-attr]
+    else:
+        lines = [f"replay passes: not known before {tool} has profiled set {settings.metric_set} on this GPU (they "
+                 "depend on the chip's counters); this run records them, and the next plan shows them"]
+    wall = earlier.environment.get("wall_time", {}).get("value") if earlier else None
+    if earlier is None or not wall:
+        return lines + ["overhead: each profiled launch runs once per pass, with the memory it writes saved and "
+                        "restored between passes; this run's time per launch is shown before the next one"]
     launches = len(earlier.launch_table)
-    wall = earlier.environment.get("wall_time", {}).get("value")
-    lines = [f"replay passes: {passes} per profiled launch (measured by {tool} for set {settings.metric_set} on "
-             f"this GPU, run {earlier.run_id[:8]} of {earlier.created})"]
-    if wall and launches:
-        per = wall / launches
-        total = (f"; with --launch-count {settings.launch_count}, about {per * settings.launch_count:.3g} s"
-                 if settings.launch_count else "; every launch the filters keep adds as much")
-        lines.append(f"overhead: about {per:.3g} s per profiled launch (run {earlier.run_id[:8]}: {launches} "
-                     f"launch(es) in {wall:.3g} s, timed){total}")
-    return lines
+    per = wall / launches
+    total = (f"; with --launch-count {settings.launch_count}, about {per * settings.launch_count:.3g} s"
+             if settings.launch_count else "; every launch the filters keep adds as much")
+    return lines + [f"overhead: about {per:.3g} s per profiled launch (run {earlier.run_id[:8]}: {launches} "
+                    f"launch(es) in {wall:.3g} s, timed){total}"]
 
 
 def _unfiltered(settings: ProfileSettings, tool: str) -> list[str]:

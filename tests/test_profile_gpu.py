@@ -116,6 +116,7 @@ def test_no_filter_warns_and_the_next_plan_knows_the_passes_measured(tmp_path, g
     assert first.exit_code == 0, first.output
     assert "warning: no --kernel, --nvtx, --launch-count: every kernel launch of the command is profiled" in first.stderr
     assert "plan: replay passes: not known before ncu has profiled set roofline on this GPU" in first.stderr
+    assert "plan: overhead: each profiled launch runs once per pass" in first.stderr
     [run] = stored(tmp_path)
     wall = run.environment["wall_time"]["value"]
 
@@ -249,6 +250,7 @@ def test_nvprof_runs_the_trace_then_the_metrics_one_log_per_process(tmp_path, gp
     assert metrics == ["--profile-child-processes", "--csv", "--log-file", f"reports/{run.run_id}/nvprof.%p.csv",
                        "--kernels", "::forma:", "--metrics", roofline, "--replay-mode", "kernel", *QUIET]
     assert run.format == "nvprof-csv-metrics" and run.environment["process"] == "21206"
+    assert "plan: replay passes: nvprof does not report them" in result.stderr
     [launch] = run.launches
     assert launch.value("flop_count_sp") == 25264160800 and launch.invocations == 3
     # the trace (another program's kernels) has no forma kernel: no duration, said, never invented
