@@ -61,28 +61,29 @@ def canonical(name: str) -> str | None:
     return _aliases().get(name)
 
 
-def _chosen(keys: Sequence[str] | None) -> list[Entry]:
-    """The catalog entries named by ``keys`` (every entry when None); KeyError for an unknown key."""
-    table = entries()
-    return list(table.values()) if keys is None else [table[key] for key in keys]
-
-
-def ncu_metrics(keys: Sequence[str] | None = None) -> list[str]:
-    """The ncu metric names of the entries ``keys`` names (all entries by default), for building an
-    ``ncu --metrics`` list."""
+def ncu_metrics() -> list[str]:
+    """Every ncu metric the catalog needs, for building an ``ncu --metrics`` list."""
     names: list[str] = []
-    for entry in _chosen(keys):
+    for entry in entries().values():
         for name in (*entry.ncu, *entry.ncu_sum):
             if name not in names:
                 names.append(name)
     return names
 
 
+def ncu_metrics_of(keys: Sequence[str]) -> list[str]:
+    """The part of :func:`ncu_metrics` that the entries ``keys`` name, in its order (KeyError for an
+    unknown key)."""
+    wanted = {name for key in keys for name in (*entries()[key].ncu, *entries()[key].ncu_sum)}
+    return [name for name in ncu_metrics() if name in wanted]
+
+
 def nvprof_metrics(keys: Sequence[str] | None = None) -> list[str]:
     """The nvprof metric names of the entries ``keys`` names (all by default); trace column names
     such as Duration are left out (they are not metrics ``--metrics`` accepts)."""
+    chosen = entries().values() if keys is None else [entries()[key] for key in keys]
     names: list[str] = []
-    for entry in _chosen(keys):
+    for entry in chosen:
         names += [n for n in entry.nvprof if _NVPROF_METRIC.match(n) and n not in names]
     return names
 

@@ -76,7 +76,7 @@ def test_ncu_profile_runs_the_command_stores_the_run_and_prints_the_kernels(tmp_
     [run] = stored(tmp_path)
     folder = tmp_path / "reports" / run.run_id
     [argv] = profiling_calls(record)
-    metrics = ",".join(catalog.ncu_metrics(catalog.metric_sets()["roofline"].ncu))
+    metrics = ",".join(catalog.ncu_metrics_of(catalog.metric_sets()["roofline"].ncu))
     assert argv == ["--kernel-name", "regex:flash", "--kernel-name-base", "demangled", "--launch-count", "20",
                     "--target-processes", "all", "--metrics", metrics, "--clock-control", "base",
                     "--cache-control", "all", "--replay-mode", "kernel", "--export", f"reports/{run.run_id}/report",
@@ -105,7 +105,7 @@ def test_dry_run_prints_the_exact_command_and_runs_nothing(tmp_path, gpu):
     [line] = result.stdout.splitlines()
     argv = shlex.split(line)
     assert argv[0].endswith("/fakes/ncu") and argv[1:4] == ["--nvtx", "--nvtx-include", "step 3/"]
-    assert argv[argv.index("--metrics") + 1].split(",") == catalog.ncu_metrics(catalog.metric_sets()["stalls"].ncu)
+    assert argv[argv.index("--metrics") + 1].split(",") == catalog.ncu_metrics_of(catalog.metric_sets()["stalls"].ncu)
     assert argv[-len(QUIET):] == QUIET
     assert profiling_calls(record) == [] and not (tmp_path / "reports").exists() and not (tmp_path / "s.sqlite").exists()
 

@@ -61,7 +61,7 @@ CLOCK_TEXT = {
 
 def metrics(keys: tuple[str, ...] | None = None) -> list[str]:
     """The ``--metrics`` list: the ncu names of the catalog entries ``keys`` (all by default)."""
-    return catalog.ncu_metrics(keys)
+    return catalog.ncu_metrics() if keys is None else catalog.ncu_metrics_of(keys)
 
 
 def offered(exe: str) -> frozenset[str] | None:
