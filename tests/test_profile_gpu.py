@@ -302,3 +302,20 @@ def test_traced_durations_are_the_mean_of_each_kernels_traced_launches():
     assert duration.value == pytest.approx(sum(durations) / 21) and duration.origin == "measured"
     assert (duration.minimum, duration.maximum) == (min(durations), max(durations))
     assert timed.attributes["traced_launches"] == "21"
+
+
+def test_each_metric_set_names_catalog_entries_and_roofline_asks_ncu_for_17_counters():
+    sets = catalog.metric_sets()
+    assert list(sets) == ["roofline", "stalls", "full"]
+    for metric_set in sets.values():  # a name the catalog lacks would be a KeyError here
+        for keys in (metric_set.ncu, metric_set.nvprof):
+            if keys is not None:
+                assert catalog.ncu_metrics_of(keys) is not None and catalog.nvprof_metrics(keys) is not None
+    assert sets["full"].ncu is None and sets["full"].nvprof is None  # the whole catalog, as gpuprof run
+    assert catalog.ncu_metrics_of(sets["roofline"].ncu) == [
+        "gpu__time_duration.sum", "smsp__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second",
+        "gpc__cycles_elapsed.avg.per_second",
+        *(f"smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum" for p in "fdh" for op in ("add", "mul", "fma")),
+        "dram__bytes.sum",
+        *(f"sm__sass_thread_inst_executed_op_{p}fma_pred_on.sum.peak_sustained" for p in "fdh")]
+    assert catalog.nvprof_metrics(sets["stalls"].nvprof) == list(sets["stalls"].nvprof)  # stall_* are nvprof's names
