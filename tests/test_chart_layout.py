@@ -134,28 +134,34 @@ def invoke(*args: str) -> None:
     assert result.exit_code == 0, result.output
 
 
-def stored(path: Path, runs: list[gpuprof.model.Run] = (), files: list[Path] = ()) -> Path:
+def stored(path: Path, runs: list[gpuprof.model.Run] = (), files: list[Path] = (), *options: str) -> Path:
     with open_store(path) as store:
         for run in runs:
             store.add(run)
     if files:
-        invoke("import", "--store", str(path), *map(str, files))
+        invoke("import", "--store", str(path), *options, *map(str, files))
     return path
 
 
+V100_NERSC = sorted(FIXTURES.glob("ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.*.csv"))
+# name: (files, import options, roofline options); each chart is drawn for every FLOP count it has
 ROOFLINES = {
-    "a100-ncu-csv": ([A100], ["--peaks", "a100-pcie-40gb"]),
-    "a100-nersc-method": ([A100_SGEMM, A100_BERT, A100], ["--peaks", "a100-pcie-40gb"]),
-    "rtx3080-ncu-rep": ([RTX3080], []),
+    "a100-ncu-csv": ([A100], [], ["--peaks", "a100-pcie-40gb"]),
+    "a100-nersc-method": ([A100_SGEMM, A100_BERT, A100], [], ["--peaks", "a100-pcie-40gb"]),
+    "v100-nersc-joined": (V100_NERSC, ["--join", "--gpu", "v100-sxm2"], []),
+    "rtx3080-ncu-rep": ([RTX3080], [], []),
 }
 
 
-@pytest.mark.parametrize("files, options", ROOFLINES.values(), ids=ROOFLINES.keys())
-def test_roofline_of_real_profiles_reads_cleanly(tmp_path: Path, saved: list[list[str]],
-                                                 files: list[Path], options: list[str]) -> None:
-    store = stored(tmp_path / "s.sqlite", files=files)
-    invoke("roofline", "--store", str(store), "--out", str(tmp_path / "out"), *options)
-    assert_readable(saved, 2)   # PNG and SVG
+@pytest.mark.parametrize("files, imports, options", ROOFLINES.values(), ids=ROOFLINES.keys())
+def test_roofline_of_real_profiles_reads_cleanly(tmp_path: Path, saved: list[list[str]], files: list[Path],
+                                                 imports: list[str], options: list[str]) -> None:
+    store = stored(tmp_path / "s.sqlite", (), files, *imports)
+    for precision in ("all", "fp32", "fp16"):
+        result = CliRunner().invoke(main, ["roofline", "--store", str(store), "--out", str(tmp_path / precision),
+                                           "--precision", precision, *options])
+        assert result.exit_code == 0 or "no stored run" in result.stderr, result.output
+    assert_readable(saved, 4)   # PNG and SVG of two counts at least
 
 
 def test_roofline_of_cpu_runs_reads_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:

@@ -15,7 +15,7 @@ from matplotlib.text import Text
 
 from gpuprof import ops
 from gpuprof.cli import main
-from gpuprof.derive.roofline import POINT_COLUMNS, device_ceilings, points
+from gpuprof.derive.roofline import POINT_COLUMNS, device_ceilings, drawable, points
 from gpuprof.devices import gpu_table
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.render.roofline_plot import figure, plot
@@ -55,7 +55,8 @@ def study_points(gpu: str) -> pd.DataFrame:
                      "precision": "fp32", "tensor_kind": "",
                      "ai": ops.flops(r.op, shape) / ops.bytes_moved(r.op, shape, "float32"),
                      "ai_l2": float("nan"), "ai_l1": float("nan"), "flop_rate": r.mflops_per_s * 1e6,
-                     "time": float("nan"), "origin": "the study's nvprof MFLOP/s", "run_id": ""})
+                     "time": float("nan"), "origin": "the study's nvprof MFLOP/s", "run_id": "", "ai_check": "",
+                     "left_out": ""})
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
 
@@ -123,62 +124,100 @@ def test_no_memory_ceiling_is_said_only_where_none_is_drawn(tmp_path: Path) -> N
     assert "DRAM 288 GB/s (published)" in texts and not any("no memory ceiling" in t for t in texts)
 
 
-def with_cache_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """counters.frame as it will be with the derive step's L1 and L2 columns: the raw ncu counts."""
-    from gpuprof.derive import counters
-
-    real = counters.frame
-    names = {"l1tex__t_bytes.sum": "l1_bytes", "lts__t_bytes.sum": "l2_bytes"}
-    monkeypatch.setattr(counters, "frame", lambda run, extra=(): real(run, (*extra, *names)).rename(columns=names))
+PROFILES = Path(__file__).parent / "fixtures" / "profiler-outputs"
+A100_PRINTFP = PROFILES / "ncu_csv_details_a100_roofline_printfp.csv"
+V100_NERSC = sorted(PROFILES.glob("ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.*.csv"))
 
 
-def test_kernels_get_three_points_when_cache_traffic_is_counted(monkeypatch: pytest.MonkeyPatch,
-                                                                tmp_path: Path) -> None:
-    """ncu_csv_details_a100_roofline_printfp.csv, ID 2 gemm_v1<float>: 2 x ffma 34,359,738,368,000
-    FLOP over dram 807,658,682,624, lts 40,927,345,510,272 and l1tex 38,708,392,755,200 bytes."""
-    from gpuprof.readers import read
+def imported(tmp_path: Path, *args: str) -> list[Run]:
+    """Runs as 'gpuprof import ARGS' stores them."""
+    store = tmp_path / "import.sqlite"
+    result = CliRunner().invoke(main, ["import", "--store", str(store), *args])
+    assert result.exit_code == 0, result.output
+    with open_store(store) as opened:
+        return opened.runs()
 
-    with_cache_bytes(monkeypatch)
-    run = read(Path(__file__).parent / "fixtures/profiler-outputs/ncu_csv_details_a100_roofline_printfp.csv")
-    frame, _ = points([run], "fp32")
-    [gemm] = frame[frame.op == "gemm_v1<float>"].to_dict("records")
-    flops = 2 * 34_359_738_368_000
-    assert gemm["ai"] == pytest.approx(flops / 807_658_682_624)            # 85.08
-    assert gemm["ai_l2"] == pytest.approx(flops / 40_927_345_510_272)      # 1.679
-    assert gemm["ai_l1"] == pytest.approx(flops / 38_708_392_755_200)      # 1.775
-    [random_init] = frame[frame.op == "randomInit<float>"].to_dict("records")
-    assert random_init["label"] == "randomInit<float> (2 launches)"        # IDs 0 and 1, summed
-    assert random_init["ai_l1"] == pytest.approx(2 * 838_860_800 * 2 / (16_840_298_332_000 + 16_869_658_460_160))
-    fig = figure(frame, gemm["device"], [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))], "fp32")
+
+def test_nersc_v100_gemm_is_three_points_at_its_summed_flops_under_the_fp16_tensor_roof(tmp_path: Path) -> None:
+    """SOURCES.md 6a, IDs 123 and 124 (one kernel): 512 x (7,077,888 + 3,538,944) tensor + fmul
+    (28,311,552 + 14,155,776) = 5,478,285,312 FLOP in 180,758.90 / 1,297,716,360.00 +
+    94,587.12 / 1,299,887,048.19 s; dram 70,852,192 + 28,344,480, lts 107,347,328 + 32,189,120,
+    l1tex 112,917,760 + 35,165,312 byte."""
+    runs = imported(tmp_path, "--join", "--gpu", "v100-sxm2", *map(str, V100_NERSC))
+    frame, _ = points(runs)
+    [gemm] = frame[frame.kernel == "volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn"].to_dict("records")
+    flops = 5_478_285_312
+    seconds = 180_758.90 / 1_297_716_360.00 + 94_587.12 / 1_299_887_048.19
+    assert gemm["flop_rate"] == pytest.approx(flops / seconds, rel=1e-3) == pytest.approx(2.583e13, rel=1e-3)
+    assert gemm["ai"] == pytest.approx(flops / (70_852_192 + 28_344_480), rel=1e-3)      # 55.23
+    assert gemm["ai_l2"] == pytest.approx(flops / (107_347_328 + 32_189_120), rel=1e-3)  # 39.26
+    assert gemm["ai_l1"] == pytest.approx(flops / (112_917_760 + 35_165_312), rel=1e-3)  # 36.99
+    assert gemm["label"].endswith("(2 launches)") and gemm["precision"] == "fp32+tensor"
+    assert gemm["tensor_kind"] == "fp16/tensor" and gemm["ai_check"] == ""
+    fig = figure(frame[frame.device == gemm["device"]], gemm["device"], device_ceilings(runs)[gemm["device"]])
     joined = [line for line in fig.axes[0].get_lines() if len(line.get_xdata()) == 3]
-    assert sorted(joined[-1].get_xdata()) == pytest.approx(sorted([gemm["ai_l1"], gemm["ai_l2"], gemm["ai"]]))
-    texts = [t.get_text() for t in fig.findobj(Text)]
-    assert {"L1/shared 19.5 TB/s (derived)", "L2 7.22 TB/s (derived)", "DRAM 1.55 TB/s (published)",
-            "AI at L1", "AI at L2", "AI at DRAM"} <= set(texts)
+    assert any(sorted(line.get_xdata()) == pytest.approx(sorted([gemm["ai_l1"], gemm["ai_l2"], gemm["ai"]]))
+               for line in joined)
+    texts = {t.get_text() for t in fig.findobj(Text)}
+    assert {"FP16 tensor, FP32 acc (published): 125 TFLOP/s",
+            "FP16 no-FMA (half2) (derived) = FP32 FMA (published): 15.7 TFLOP/s",  # equal roofs, one label
+            "L1/shared 15.7 TB/s (derived)", "L2 3.13 TB/s (derived)", "DRAM 900 GB/s (published)",
+            "AI at L1", "AI at L2", "AI at DRAM"} <= texts
 
 
-def test_a_level_the_table_lacks_is_left_out_and_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nersc_a100_sgemm_points_and_the_counter_that_looks_wrong(tmp_path: Path) -> None:
+    """SOURCES.md 6c, ID 6 ampere_sgemm_32x32_sliced1x4_tn: SP 8,847,360 FLOP in 9,523.07 /
+    991,986,882.72 s over dram 303,360, lts 1,952,544, l1tex 1,015,808 byte (AI 29.16 / 4.531 /
+    8.710); ID 19 softmax: 160 tensor-pipe instructions on a GPU whose factor no source gives."""
+    runs = imported(tmp_path, str(PROFILES / "ncu_csv_a100_nersc_rule_columns_unnamed_ns_bert_EXCERPT.csv"))
+    every, skipped = points(runs)
+    [sgemm] = drawable(every).to_dict("records")
+    assert sgemm["flop_rate"] == pytest.approx(8_847_360 / (9_523.07 / 991_986_882.72), rel=1e-3)   # 9.216e11
+    assert (sgemm["ai"], sgemm["ai_l2"], sgemm["ai_l1"]) == (pytest.approx(29.16, rel=1e-3),
+                                                           pytest.approx(4.531, rel=1e-3),
+                                                           pytest.approx(8.710, rel=1e-3))
+    assert sgemm["ai_check"].startswith("AI L1 > AI L2: L1 counted fewer bytes than L2")
+    [softmax_left_out] = skipped
+    assert "softmax_warp_forward" in softmax_left_out and "total FLOPs unknown" in softmax_left_out
+    assert every.left_out.tolist() == ["", softmax_left_out.split(": ", 2)[2]]       # a row, without a place
+    fp32, _ = points(runs, "fp32")
+    assert fp32.op.tolist() == ["ampere_sgemm_32x32_sliced1x4_tn",
+                                "<unnamed>::softmax_warp_forward<float, float, float, (int)5…"]
+    fig = figure(every, sgemm["device"], [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))])
+    notes = " ".join(t.get_text() for t in fig.findobj(Text)).replace("\n", " ")
+    assert "1 ampere_sgemm_32x32_sliced1x4_tn: AI L1 > AI L2: L1 counted fewer bytes than L2" in notes
+    assert "(int)5…: total FLOPs unknown (tensor work not counted" in notes
+
+
+def test_a_level_the_table_lacks_is_left_out_and_said_so() -> None:
     from gpuprof.readers import read
 
-    with_cache_bytes(monkeypatch)
-    run = read(Path(__file__).parent / "fixtures/profiler-outputs/ncu_csv_details_a100_roofline_printfp.csv")
-    frame, _ = points([run], "fp32")
+    frame, _ = points([read(A100_PRINTFP)], "fp32")
     fig = figure(frame, "K40 stand-in", [gpu_table.peaks(gpu_table.match("K40"))], "fp32")
     texts = [t.get_text() for t in fig.findobj(Text)]
     assert "L1/shared 2.86 TB/s (derived)" in texts and not any(t.startswith("L2 ") for t in texts)
     assert "L2: the device table has no L2 bandwidth for this GPU" in " ".join(texts).replace("\n", " ")
 
 
-def test_precision_picks_the_flops_and_the_ceilings(tmp_path: Path) -> None:
+def test_precision_picks_the_flops_and_the_ceilings() -> None:
+    """ncu_csv_details_a100_roofline_printfp.csv, ID 2 gemm_v1<float>: ffma 34,359,738,368,000,
+    hfma 2,149,161,369,600 and 67,161,292,800 tensor-pipe instructions, whose work no source
+    counts on an A100: its total is unknown, its FP32 and FP16 parts are not."""
     from gpuprof.readers import read
 
-    run = read(Path(__file__).parent / "fixtures/profiler-outputs/ncu_csv_details_a100_roofline_printfp.csv")
-    every, _ = points([run])
+    run = read(A100_PRINTFP)
+    every, skipped = points([run])
+    assert drawable(every).op.tolist() == ["randomInit<float>"]
+    assert any("gemm_v1<float>: total FLOPs unknown" in line and "--precision fp32" in line for line in skipped)
+    fp32, _ = points([run], "fp32")
+    [gemm] = fp32[fp32.op == "gemm_v1<float>"].to_dict("records")
+    flops = 2 * 34_359_738_368_000
+    assert (gemm["ai"], gemm["ai_l2"], gemm["ai_l1"]) == (pytest.approx(flops / 807_658_682_624),
+                                                        pytest.approx(flops / 40_927_345_510_272),
+                                                        pytest.approx(flops / 38_708_392_755_200))
     fp16, _ = points([run], "fp16")
-    [gemm] = every[every.op == "gemm_v1<float>"].to_dict("records")
-    assert gemm["precision"] == "fp32+fp16"
-    assert gemm["ai"] == pytest.approx(2 * (34_359_738_368_000 + 2_149_161_369_600) / 807_658_682_624)
-    assert fp16["op"].tolist() == ["gemm_v1<float>"]                       # randomInit has no FP16 work
+    assert fp16.op.tolist() == ["gemm_v1<float>"]                       # randomInit has no FP16 work
+    assert fp16.iloc[0]["ai"] == pytest.approx(2 * 2_149_161_369_600 / 807_658_682_624)
     fig = figure(fp16, gemm["device"], [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))], "fp16")
     texts = {t.get_text() for t in fig.findobj(Text)}
     assert "FP16 FMA (half2) (derived): 78 TFLOP/s" in texts      # 108 SM x 256 lanes x 2 x 1410 MHz
@@ -218,12 +257,12 @@ def test_roofline_command_filters_by_kernel_run_and_op_and_writes_the_file_named
         assert result.stdout.split() == [str(out)]
         return [t.split(":")[0] for t in svg_texts(out) if t[:1].isdigit() and "  " in t]   # the key
 
-    assert drawn("--kernel", "GEMM_v1", "--peaks", "a100-pcie-40gb") == ["1  gemm_v1<float>"]
+    assert drawn("--kernel", "GEMM_v1", "--peaks", "a100-pcie-40gb", "--precision", "fp32") == ["1  gemm_v1<float>"]
     assert drawn("--op", "dot") == ["1  dot 9 MB"]
     assert drawn("--run", add.run_id[:8], "--run", dot.run_id[:6]) == ["1  add 6 MB", "2  dot 9 MB"]
     assert drawn("--device", "k40", "--kernel", "sgemm") == ["1  sgemm_128x64_nn (3 launches)"]
     bad = runner.invoke(main, ["roofline", "--store", str(store), "--kernel", "gemm_v1<float>("])
-    assert bad.exit_code == 2 and bad.stderr.startswith("error: --kernel 'gemm_v1<float>(' is not a regular")
+    assert bad.exit_code == 2 and "error: --kernel 'gemm_v1<float>(' is not a regular" in bad.stderr
     pdf = runner.invoke(main, ["roofline", "--store", str(store), "--out", str(tmp_path / "r.pdf")])
     assert pdf.exit_code == 2 and "name a .png or .svg file, or a directory" in pdf.stderr
     none = runner.invoke(main, ["roofline", "--store", str(store), "--op", "tanh"])

@@ -30,7 +30,7 @@ def roofline(store_path: str | None, out: str, precision: str, kernel_pattern: s
     """Plot stored kernels under their device's memory (L1, L2, DRAM) and compute ceilings."""
     from pathlib import Path
 
-    from gpuprof.derive.roofline import device_ceilings, points, select
+    from gpuprof.derive.roofline import device_ceilings, drawable, points, select
     from gpuprof.devices import gpu_table
     from gpuprof.errors import InputError
     from gpuprof.render.roofline_plot import plot
@@ -44,7 +44,7 @@ def roofline(store_path: str | None, out: str, precision: str, kernel_pattern: s
     for line in skipped:
         note(f"skipped {line}")
     frame = select(frame, kernel_pattern, op_names, device_filter)
-    if frame.empty:
+    if drawable(frame).empty:
         wanted = ", ".join(f"{name} {value}" for name, value in (
             ("run", "/".join(run_ids)), ("kernel", kernel_pattern), ("op", "/".join(op_names)),
             ("device", device_filter)) if value)

@@ -11,7 +11,9 @@ The frame is long and plain (``POINT_COLUMNS``) so the plot and any table read t
 ``ai`` is the DRAM intensity, ``ai_l2`` and ``ai_l1`` are NaN where that traffic was not counted,
 ``precision`` names what the FLOPs count ("fp32", "fp16+tensor"), ``time`` the kernel's seconds,
 ``kernel`` its full name (a measured run's: its op), ``tensor_kind`` the ceiling its tensor work is
-judged against ("fp16/tensor", "" where the derive step does not say).
+judged against ("fp16/tensor", "" where the derive step does not say), ``ai_check`` which byte
+counter looks wrong where AI(L1) <= AI(L2) <= AI(DRAM) fails (:func:`gpuprof.derive.levels.consistency`),
+``left_out`` why a kernel has no place (its total FLOPs unknown; its ``ai`` and ``flop_rate`` NaN).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from gpuprof.devices.gpu_table import Ceiling
 
 POINT_COLUMNS = ["device", "kernel", "label", "op", "precision", "tensor_kind", "ai", "ai_l2", "ai_l1", "flop_rate",
-                 "time", "origin", "run_id"]
+                 "time", "origin", "run_id", "ai_check", "left_out"]
 PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 DTYPE_PRECISION = {"float64": "fp64", "float32": "fp32", "float16": "fp16"}
 _COUNTER_SUFFIX = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}       # derive.counters' column names
@@ -54,9 +56,17 @@ def launch_devices(run: Run) -> list[str]:
     return [device_name(run, device) for device in run.launch_table["device"].tolist()]
 
 
-def short_kernel_name(kernel: str, width: int = 40) -> str:
-    """'void gemm_v1<float>(float *, int)' -> 'gemm_v1<float>': what a chart label has room for."""
-    name = re.sub(r"^(void|__global__)\s+", "", kernel.strip()).split("(")[0].strip() or kernel
+def short_kernel_name(kernel: str, width: int = 60) -> str:
+    """'void gemm_v1<float>(float *, int)' -> 'gemm_v1<float>': what a chart label has room for. The
+    parameter list is the first '(' outside template brackets ('softmax<float, (int)5>(...)')."""
+    name = re.sub(r"^(void|__global__)\s+", "", kernel.strip())
+    depth = 0
+    for i, char in enumerate(name):
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if char == "(" and depth == 0:
+            name = name[:i]
+            break
+    name = name.strip() or kernel
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
@@ -89,8 +99,9 @@ def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
     op = w["op"] if w["dtype"] == "float32" else f"{w['op']} ({w['dtype']})"
     median = timing_stats(times).median
     return {"device": device_name(run), "kernel": w["op"], "label": f"{op} {size_text(size)}", "op": op,
-            "precision": mine, "tensor_kind": "", "ai": flops / moved, "ai_l2": math.nan, "ai_l1": math.nan, "flop_rate": flops / median,
-            "time": median, "origin": f"{ANALYTIC} FLOPs and bytes / timed median", "run_id": run.run_id}
+            "precision": mine, "tensor_kind": "", "ai": flops / moved, "ai_l2": math.nan, "ai_l1": math.nan,
+            "flop_rate": flops / median, "time": median, "origin": f"{ANALYTIC} FLOPs and bytes / timed median",
+            "run_id": run.run_id}
 
 
 def _kernel_sums(run: Run) -> pd.DataFrame:
@@ -127,32 +138,45 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
 
 def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
     """An imported run's points, one per kernel: its ``precision`` FLOPs (or all of them) over its
-    seconds and over its bytes at each level (:func:`_kernel_sums`)."""
+    seconds and over its bytes at each level (:func:`_kernel_sums`). A kernel whose total is unknown
+    (tensor work the counters did not measure) is a row without a place that says so."""
     sums = _kernel_sums(run)
     column = f"flops_{precision}"
     points = []
     for row in sums.itertuples(index=False):
         work = getattr(row, column)
-        if not work > 0 or not row.time > 0:                          # NaN compares False
-            continue
         used = "+".join(p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0)
+        counted = work > 0 and row.time > 0                             # NaN compares False
+        if not counted and not (precision == "all" and used and row.time > 0):
+            continue
         launches = int(row.launches)
         name = short_kernel_name(str(row.kernel))
-        label = name + (f" ({launches} launches)" if launches > 1 else "")
-        points.append({"device": row.device, "kernel": row.kernel, "label": label, "op": name,
+        nowhere = float("nan")
+        points.append({"device": row.device, "kernel": row.kernel, "op": name,
+                       "label": name + (f" ({launches} launches)" if launches > 1 else ""),
                        "precision": precision if precision != "all" else used or "all",
                        "tensor_kind": row.tensor_kind if row.flops_tensor > 0 else "",
-                       "ai": work / row.bytes_dram, "ai_l2": work / row.bytes_l2, "ai_l1": work / row.bytes_l1,
-                       "flop_rate": work / row.time, "time": row.time,
+                       "ai": work / row.bytes_dram if counted else nowhere, "ai_l2": work / row.bytes_l2,
+                       "ai_l1": work / row.bytes_l1, "flop_rate": work / row.time if counted else nowhere,
+                       "time": row.time, "run_id": run.run_id,
                        "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed",
-                       "run_id": run.run_id})
+                       "left_out": "" if counted else (
+                           f"total FLOPs unknown (tensor work not counted; 'gpuprof import' says why), not drawn; "
+                           f"--precision {used.split('+')[0]} draws its counted part")})
     return points
+
+
+def drawable(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a :func:`points` frame that have a place on the chart."""
+    return frame[(frame["ai"] > 0) & (frame["flop_rate"] > 0)]
 
 
 def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[str]]:
     """Roofline points of ``runs`` counting ``precision`` FLOPs ("all" or one of ``PRECISIONS``),
-    and one line per run that gave none (and why)."""
+    and one line per run that gave none, or per kernel left out (``left_out``), and why."""
     import pandas as pd
+
+    from gpuprof.derive.levels import consistency
 
     if precision != "all" and precision not in PRECISIONS:
         raise ValueError(f"precision must be 'all' or one of {', '.join(PRECISIONS)}, not {precision!r}")
@@ -164,12 +188,18 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
         except (GpuprofError, ValueError, KeyError, TypeError) as error:
             skipped.append(f"run {run.run_id[:8]}: {error}")
             continue
-        found = [p for p in found if p is not None and p["ai"] > 0 and p["flop_rate"] > 0]
-        if not found:
+        placed = [p for p in found if p is not None and p["ai"] > 0 and p["flop_rate"] > 0]
+        left = [p for p in found if p is not None and p.get("left_out")]
+        skipped += [f"run {run.run_id[:8]}: {p['label']}: {p['left_out']}" for p in left]
+        if not placed and not left:
             what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
             skipped.append(f"run {run.run_id[:8]} ({run.format}): no {what}, DRAM bytes and time to place")
-        rows.extend(found)
-    return pd.DataFrame(rows, columns=POINT_COLUMNS), skipped
+        rows += placed + left
+    frame = pd.DataFrame(rows, columns=POINT_COLUMNS)
+    frame["left_out"] = frame["left_out"].astype(object).fillna("")
+    # bytes per FLOP at each level, which is what the check compares (a point's FLOPs are the same at all three)
+    frame["ai_check"] = consistency(*(1 / frame[c].to_numpy(dtype=float) for c in ("ai_l1", "ai_l2", "ai")))
+    return frame, skipped
 
 
 def ceilings(run: Run) -> list[Peaks]:

@@ -1,8 +1,9 @@
 """Charts of a comparison: efficiency against size per op, best MFLOP/s per device, and rooflines.
 
-Input is the long frame of :mod:`gpuprof.compare`; output is a Matplotlib figure (:func:`png` turns it
-into bytes to embed in the HTML report or write to a file). Matplotlib's object API through Agg: no display, no global state. The
-roofline charts are drawn by :mod:`gpuprof.render.roofline_plot` (one per device), not here.
+Input is the long frame of :mod:`gpuprof.compare`; output is a Matplotlib figure (:func:`png` turns
+it into bytes to embed in the HTML report or write to a file). Matplotlib's object API through Agg:
+no display, no global state. The roofline charts are drawn by :mod:`gpuprof.render.roofline_plot`
+(one per device), not here.
 """
 
 from __future__ import annotations
@@ -134,19 +135,20 @@ def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
         "op": known["op"], "precision": known["dtype"].map(DTYPE_PRECISION), "tensor_kind": "",
         "ai": known["MFLOP/s"] * 1e6 / (known["GB/s"] * 1e9), "ai_l2": np.nan, "ai_l1": np.nan,
         "flop_rate": known["MFLOP/s"] * 1e6, "time": np.nan, "origin": known["MFLOP/s origin"],
-        "run_id": known["run"],
+        "run_id": known["run"], "ai_check": "", "left_out": "",
     }, columns=POINT_COLUMNS)
 
 
 def rooflines(points: pd.DataFrame, peaks: dict[str, list[Peaks]], devices: list[str]) -> dict[str, bytes]:
     """Roofline PNG of each device in ``devices`` that has points, drawn by ``roofline_plot``."""
+    from gpuprof.derive.roofline import drawable
     from gpuprof.render import roofline_plot
 
     out: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="gpuprof-roofline-") as tmp:
         for device in devices:
             mine = points[points["device"] == device]
-            if mine.empty:
+            if drawable(mine).empty:
                 continue
             paths = roofline_plot.plot_device(mine, device, peaks.get(device, []), Path(tmp))
             out[device] = next(p for p in paths if p.suffix == ".png").read_bytes()

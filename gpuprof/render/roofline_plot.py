@@ -40,6 +40,7 @@ _COMPUTE_STYLE = {"fma": "-", "no-fma": "--", "tensor": "-.", "tensor-f16acc": "
 _PRECISION_TEXT = {"all": "every precision and the tensor cores", "fp64": "FP64 only",
                    "fp32": "FP32 only", "fp16": "FP16 only (CUDA cores)", "tensor": "tensor cores only"}
 _BACKING = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75}
+_KEY_WIDTH = 118         # characters of a key line: a kernel's name gives way to its values
 _PLOT_HEIGHT = 4.8       # inches of the plot area itself
 
 
@@ -181,6 +182,10 @@ def _size_order(member: tuple[str, str]) -> tuple[str, float]:
         return op, 0.0
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
     """'add 6, 12 MB; mul 6 MB' for coincident sizes (labels 'op size unit'); one kernel with its values."""
     if len(rows) == 1:
@@ -188,7 +193,8 @@ def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
         ais = [f"{getattr(row, column):.3g} {name}" for _, column, name, *_ in reversed(LEVELS)
                if getattr(row, column) > 0]
         where = f"AI {', '.join(ais)}" if hierarchical else f"AI {row.ai:.3g}"
-        return f"{row.label}: {human(row.flop_rate, 'FLOP/second', 3)}, {where} FLOP/byte"
+        values = f": {human(row.flop_rate, 'FLOP/second', 3)}, {where} FLOP/byte"
+        return _cut(str(row.label), _KEY_WIDTH - len(values)) + values
     by_op: dict[str, list[str]] = {}
     for op, label in sorted(((str(r.op), str(r.label)) for r in rows), key=_size_order):
         by_op.setdefault(op, []).append(label[len(op):].strip() if label.startswith(op) else label)
@@ -268,7 +274,7 @@ def _key(key_ax: Axes, clusters: list[Cluster], styles: dict[str, dict[str, Any]
         handles.append(Line2D([], [], linestyle="", marker=style["marker"], markersize=6,
                               color="0.2" if hierarchical else style["color"]))
         text = _cluster_text(cluster.rows, hierarchical)
-        labels.append(f"{cluster.number}  {text if len(text) <= 110 else text[:109] + '…'}")
+        labels.append(f"{cluster.number}  {_cut(text, _KEY_WIDTH)}")
     columns = 1 if max(map(len, labels)) > 52 else 2
     return key_ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(0, 1), borderaxespad=0, frameon=False,
                          ncols=columns, fontsize=8, handletextpad=0.3, columnspacing=1.5, alignment="left")
@@ -297,11 +303,12 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from gpuprof.derive.roofline import roofs
+    from gpuprof.derive.roofline import drawable, roofs
     from gpuprof.render.chart_style import log_ticks, wrap
     from gpuprof.render.placement import Placer
 
-    frame, notes = _shown(frame[(frame["ai"] > 0) & (frame["flop_rate"] > 0)])
+    left_out = [f"{row.label}: {row.left_out}" for row in frame.itertuples() if row.left_out]
+    frame, notes = _shown(drawable(frame))
     levels = _levels(frame)
     hierarchical = len(levels) > 1
     ceilings = roofs(peaks)
@@ -318,7 +325,7 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
            ylabel="Performance (FLOP/s)")
     counted = _PRECISION_TEXT.get(precision, precision)
     if precision == "all":
-        counted += f" (here: {' + '.join(p.upper() for p in _precisions(frame))})"
+        counted += f" (here: {' + '.join(p.upper() if p != 'tensor' else 'tensor' for p in _precisions(frame))})"
     ax.set_title(f"Roofline: {device}\nFLOPs counted: {counted}", fontsize=10)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
     _draw_roofs(ax, compute, memory, xlim)
@@ -331,9 +338,11 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
 
     origins = "; ".join(sorted(set(frame["origin"])))
     roof_notes = "; ".join(_roof_note(r) for r in [*compute, *(m for m, _ in memory)]) or "none known"
-    notes = [f"Points: {origins}.", f"Ceilings: {roof_notes}.", *compute_notes, *memory_notes, *notes]
+    notes = [f"Points: {origins}.", f"Ceilings: {roof_notes}.", *compute_notes, *memory_notes, *notes, *left_out]
     fig.get_layout_engine().execute(fig)   # a first layout, so points cluster by where they will sit
     clusters = _clusters(ax, frame)
+    notes += [f"{c.number} {row.label}: {row.ai_check}" for c in clusters for row in c.rows
+              if isinstance(row.ai_check, str) and row.ai_check]
     key = _key(key_ax, clusters, styles, hierarchical)
     note_text = key_ax.text(0, 0, wrap("\n".join(notes), fig, 7, share=0.88), transform=key_ax.transAxes,
                             fontsize=7, color="0.3", va="bottom", ha="left")
@@ -389,7 +398,9 @@ def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path
          precision: str = "all") -> list[Path]:
     """One chart per device in ``frame``: into directory ``out`` as PNG and SVG, or, when ``out``
     names a .png or .svg file, to that file (``<stem>-<device>`` when there are several devices)."""
-    devices = sorted(set(frame["device"]))
+    from gpuprof.derive.roofline import drawable
+
+    devices = sorted(set(drawable(frame)["device"]))
     if out.suffix and out.suffix.lower() not in SUFFIXES:
         raise InputError(f"cannot write a roofline to '{out.name}'", "name a .png or .svg file, or a directory")
     written: list[Path] = []
