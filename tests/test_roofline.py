@@ -55,7 +55,7 @@ def study_points(gpu: str) -> pd.DataFrame:
                      "precision": "fp32", "tensor_kind": "",
                      "ai": ops.flops(r.op, shape) / ops.bytes_moved(r.op, shape, "float32"),
                      "ai_l2": float("nan"), "ai_l1": float("nan"), "flop_rate": r.mflops_per_s * 1e6,
-                     "time": float("nan"), "origin": "the study's nvprof MFLOP/s", "run_id": "", "ai_check": "",
+                     "time": float("nan"), "clock": float("nan"), "origin": "the study's nvprof MFLOP/s", "run_id": "", "ai_check": "",
                      "left_out": ""})
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
@@ -154,6 +154,7 @@ def test_nersc_v100_gemm_is_three_points_at_its_summed_flops_under_the_fp16_tens
     assert gemm["ai_l1"] == pytest.approx(flops / (112_917_760 + 35_165_312), rel=1e-3)  # 36.99
     assert gemm["label"].endswith("(2 launches)") and gemm["precision"] == "fp32+tensor"
     assert gemm["tensor_kind"] == "fp16/tensor" and gemm["ai_check"] == ""
+    assert gemm["clock"] == pytest.approx((180_758.90 + 94_587.12) / seconds, rel=1e-3)   # 1.298 GHz, time-weighted
     fig = figure(frame[frame.device == gemm["device"]], gemm["device"], device_ceilings(runs)[gemm["device"]])
     joined = [line for line in fig.axes[0].get_lines() if len(line.get_xdata()) == 3]
     assert any(sorted(line.get_xdata()) == pytest.approx(sorted([gemm["ai_l1"], gemm["ai_l2"], gemm["ai"]]))

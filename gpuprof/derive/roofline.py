@@ -10,6 +10,7 @@ counted: one of ``PRECISIONS``, or ``all`` (every precision and the tensor cores
 The frame is long and plain (``POINT_COLUMNS``) so the plot and any table read the same thing:
 ``ai`` is the DRAM intensity, ``ai_l2`` and ``ai_l1`` are NaN where that traffic was not counted,
 ``precision`` names what the FLOPs count ("fp32", "fp16+tensor"), ``time`` the kernel's seconds,
+``clock`` the clock it ran at (Hz: the profiler's SM clock, time-weighted; a CPU run's; NaN unknown),
 ``kernel`` its full name (a measured run's: its op), ``tensor_kind`` the ceiling its tensor work is
 judged against ("fp16/tensor", "" where the derive step does not say), ``ai_check`` which byte
 counter looks wrong where AI(L1) <= AI(L2) <= AI(DRAM) fails (:func:`gpuprof.derive.levels.consistency`),
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from gpuprof.devices.gpu_table import Ceiling
 
 POINT_COLUMNS = ["device", "kernel", "label", "op", "precision", "tensor_kind", "ai", "ai_l2", "ai_l1", "flop_rate",
-                 "time", "origin", "run_id", "ai_check", "left_out"]
+                 "time", "clock", "origin", "run_id", "ai_check", "left_out"]
 PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 DTYPE_PRECISION = {"float64": "fp64", "float32": "fp32", "float16": "fp16"}
 _COUNTER_SUFFIX = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}       # derive.counters' column names
@@ -100,14 +101,14 @@ def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
     median = timing_stats(times).median
     return {"device": device_name(run), "kernel": w["op"], "label": f"{op} {size_text(size)}", "op": op,
             "precision": mine, "tensor_kind": "", "ai": flops / moved, "ai_l2": math.nan, "ai_l1": math.nan,
-            "flop_rate": flops / median, "time": median, "origin": f"{ANALYTIC} FLOPs and bytes / timed median",
-            "run_id": run.run_id}
+            "flop_rate": flops / median, "time": median, "clock": run.device.get("clock_during_run_hz") or math.nan,
+            "origin": f"{ANALYTIC} FLOPs and bytes / timed median", "run_id": run.run_id}
 
 
 def _kernel_sums(run: Run) -> pd.DataFrame:
     """Per device and kernel of an imported run, its launches summed (weighted by invocations):
-    seconds, FLOPs per precision (and in all, where the derive step gives its total) and bytes per
-    level. A sum is NaN when any launch of the kernel lacks the value, so no AI mixes launches
+    seconds, clock x seconds, FLOPs per precision (and in all, where the derive step gives its
+    total) and bytes per level. A sum is NaN when any launch of the kernel lacks the value, so no AI mixes launches
     that have a count with launches that do not."""
     import numpy as np
     import pandas as pd
@@ -122,7 +123,7 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
     each = pd.DataFrame({f"flops_{p}": column for p, column in flops.items()})
     total = derived["flops_total"] if "flops_total" in derived else each.sum(axis=1, min_count=1)
     values = pd.DataFrame({
-        "time": derived["time"], **each, "flops_all": total,
+        "time": derived["time"], "clock_time": derived["sm_clock"] * derived["time"], **each, "flops_all": total,
         "bytes_dram": derived["dram_bytes"].fillna(derived["dram_bandwidth"] * derived["time"]),
         "bytes_l2": derived.get("l2_bytes", nothing), "bytes_l1": derived.get("l1_bytes", nothing),
     }).mul(weight, axis=0)
@@ -158,7 +159,7 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
                        "tensor_kind": row.tensor_kind if row.flops_tensor > 0 else "",
                        "ai": work / row.bytes_dram if counted else nowhere, "ai_l2": work / row.bytes_l2,
                        "ai_l1": work / row.bytes_l1, "flop_rate": work / row.time if counted else nowhere,
-                       "time": row.time, "run_id": run.run_id,
+                       "time": row.time, "clock": row.clock_time / row.time, "run_id": run.run_id,
                        "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed",
                        "left_out": "" if counted else (
                            f"total FLOPs unknown (tensor work not counted; 'gpuprof import' says why), not drawn; "

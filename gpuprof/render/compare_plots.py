@@ -134,7 +134,7 @@ def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
         "label": [f"{o} {size_text(s * 1e6)}" for o, s in zip(known["op"], known["size_MB"])],
         "op": known["op"], "precision": known["dtype"].map(DTYPE_PRECISION), "tensor_kind": "",
         "ai": known["MFLOP/s"] * 1e6 / (known["GB/s"] * 1e9), "ai_l2": np.nan, "ai_l1": np.nan,
-        "flop_rate": known["MFLOP/s"] * 1e6, "time": np.nan, "origin": known["MFLOP/s origin"],
+        "flop_rate": known["MFLOP/s"] * 1e6, "time": np.nan, "clock": np.nan, "origin": known["MFLOP/s origin"],
         "run_id": known["run"], "ai_check": "", "left_out": "",
     }, columns=POINT_COLUMNS)
 

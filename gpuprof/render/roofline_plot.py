@@ -193,7 +193,8 @@ def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
         ais = [f"{getattr(row, column):.3g} {name}" for _, column, name, *_ in reversed(LEVELS)
                if getattr(row, column) > 0]
         where = f"AI {', '.join(ais)}" if hierarchical else f"AI {row.ai:.3g}"
-        values = f": {human(row.flop_rate, 'FLOP/second', 3)}, {where} FLOP/byte"
+        clock = f" at {human(row.clock, 'hertz', 3)}" if row.clock > 0 else ""
+        values = f": {human(row.flop_rate, 'FLOP/second', 3)}{clock}, {where} FLOP/byte"
         return _cut(str(row.label), _KEY_WIDTH - len(values)) + values
     by_op: dict[str, list[str]] = {}
     for op, label in sorted(((str(r.op), str(r.label)) for r in rows), key=_size_order):
