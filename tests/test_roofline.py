@@ -198,6 +198,9 @@ def test_a_level_the_table_lacks_is_left_out_and_said_so() -> None:
     texts = [t.get_text() for t in fig.findobj(Text)]
     assert "L1/shared 2.86 TB/s (derived)" in texts and not any(t.startswith("L2 ") for t in texts)
     assert "L2: the device table has no L2 bandwidth for this GPU" in " ".join(texts).replace("\n", " ")
+    unnamed = " ".join(t.get_text() for t in figure(frame, "device 0", [], "fp32").findobj(Text))
+    assert "no ceilings: no peaks are known for this device" in unnamed.replace("\n", " ")
+    assert "bandwidth for this GPU" not in unnamed and "compute ceiling" not in unnamed
 
 
 def test_precision_picks_the_flops_and_the_ceilings() -> None:

@@ -79,7 +79,7 @@ def _compute_roofs(roofs: list[Ceiling], frame: pd.DataFrame) -> tuple[list[Ceil
                           "type ran)"] if found else []
         else:
             found = [r for r in roofs if r.precision == precision and r.kind in ("fma", "no-fma")]
-        if not found:
+        if not found and roofs:
             notes.append(f"no {precision.upper()} compute ceiling known for this device")
         chosen += found
     return chosen, notes
@@ -87,6 +87,9 @@ def _compute_roofs(roofs: list[Ceiling], frame: pd.DataFrame) -> tuple[list[Ceil
 
 def _memory_roofs(roofs: list[Ceiling], levels: list[tuple[str, ...]]) -> tuple[list[tuple[Ceiling, str]], list[str]]:
     """(ceiling, colour) per level drawn, and a note for each level the peaks lack."""
+    if not roofs:
+        return [], ["no ceilings: no peaks are known for this device (a profile that does not name its GPU: "
+                    "'gpuprof roofline --peaks GPU' names one)"]
     chosen, notes = [], []
     for level, _, name, colour, _ in levels:
         found = [r for r in roofs if r.kind == level]
@@ -96,7 +99,7 @@ def _memory_roofs(roofs: list[Ceiling], levels: list[tuple[str, ...]]) -> tuple[
             notes.append(f"{name}: the device table has no {name} bandwidth for this GPU (NVIDIA publishes "
                          f"none), so its {name} points have no roof")
     if not any(r.kind == "dram" for r in roofs):
-        origins = ", ".join(sorted({r.origin for r in roofs})) or "no"
+        origins = ", ".join(sorted({r.origin for r in roofs}))
         notes.append(f"no memory ceiling: the {origins} peaks of this device have no bandwidth"
                      " (a CPU gets one from 'gpuprof calibrate')")
     return chosen, notes
@@ -195,7 +198,9 @@ def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
         where = f"AI {', '.join(ais)}" if hierarchical else f"AI {row.ai:.3g}"
         clock = f" at {human(row.clock, 'hertz', 3)}" if row.clock > 0 else ""
         values = f": {human(row.flop_rate, 'FLOP/second', 3)}{clock}, {where} FLOP/byte"
-        return _cut(str(row.label), _KEY_WIDTH - len(values)) + values
+        name, _, launches = str(row.label).partition(" (")       # 'gemm (2 launches)': the name gives way
+        launches = f" ({launches}" if launches else ""
+        return _cut(name, _KEY_WIDTH - len(values) - len(launches)) + launches + values
     by_op: dict[str, list[str]] = {}
     for op, label in sorted(((str(r.op), str(r.label)) for r in rows), key=_size_order):
         by_op.setdefault(op, []).append(label[len(op):].strip() if label.startswith(op) else label)
