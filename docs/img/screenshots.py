@@ -3,7 +3,7 @@
 Run from the repository root with the project's virtual environment:
 ``.venv/bin/python docs/img/screenshots.py`` (needs ``chromium``: ``.ci/system-packages.sh``).
 The report is the one ``gpuprof compare --html`` writes for this machine's CPU runs, the study's
-published rows and two real profiles; each image is a slice of one full-page screenshot, cut at
+published rows and three real profiles (NERSC's V100 files joined as ``gpuprof import --join`` does); each image is a slice of one full-page screenshot, cut at
 the report's own headings (their positions read back from the page Chromium laid out).
 """
 
@@ -19,13 +19,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "profiler-outputs"
 IMPORTS = ["ncu_csv_details_a100_roofline_printfp.csv", "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"]
+NERSC_V100 = "ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.*.csv"   # 12 one-metric runs, joined
 WIDTH, HEIGHT = 1400, 16000
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
 # image name -> (the heading id it starts at, "" for the top; the id prefix of the heading it stops at)
 SLICES = {"report-charts.png": ("charts", "roofline-"),
           "report-roofline-k40-paper.png": ("roofline-k40-paper", ""),
-          "report-roofline-a100.png": ("roofline-device-0-cc-8-0-unnamed-in-ncu-csv", "")}
+          "report-roofline-v100.png": ("roofline-tesla-v100-sxm2-16-32-gb", "")}
 POSITIONS = """<script>document.body.dataset.positions = JSON.stringify(Object.fromEntries(
   [...document.querySelectorAll('[id]')].map(e => [e.id, e.getBoundingClientRect().top + window.scrollY])
   .concat([['', document.body.scrollHeight]])));</script></body>"""   # '' = the end of the page
@@ -49,6 +50,8 @@ def main() -> None:
         for op, size in [("add", "6MB"), ("add", "24MB"), ("mul", "6MB"), ("dot", "6MB"), ("dot", "24MB"),
                          ("scalar", "6MB"), ("sigmoid", "6MB"), ("tanh", "6MB")]:
             gpuprof("run", "--op", op, "--size", size, "--device", "cpu", "--store", str(store))
+        gpuprof("import", "--store", str(store), "--join", "--gpu", "v100-sxm2",
+                *map(str, sorted(FIXTURES.glob(NERSC_V100))))
         report = work / "report.html"
         gpuprof("compare", "--store", str(store), "--reference", "paper", "--html", str(report),
                 *[f"--import={FIXTURES / name}" for name in IMPORTS])
