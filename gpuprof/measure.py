@@ -252,7 +252,7 @@ def _calibrated_peaks(info: dict[str, Any], store_path: str | None) -> Any:
     from gpuprof.store import default_path, open_store
 
     path = Path(store_path) if store_path else default_path()
-    if not path.exists():  # reading a calibration never creates a store
+    if not path.exists():  # no store yet: nothing calibrated
         return None
-    with open_store(path) as store:
+    with open_store(path, read_only=True) as store:
         return load_calibration(store, info.get("host") or platform.node())

@@ -35,7 +35,7 @@ def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | 
     from gpuprof.merge import collect
     from gpuprof.render import emit
 
-    runs, sources, notes = collect(list(stores), list(imports))
+    runs, sources, notes = collect(list(stores), list(imports), store_optional=reference == "paper")
     if not runs and reference != "paper":
         from gpuprof.errors import InputError
 

@@ -27,7 +27,7 @@ def roofline(store_path: str | None, out_dir: str, device_filter: str | None, pe
     from gpuprof.render.roofline_plot import plot
     from gpuprof.store import open_store
 
-    with open_store(store_path) as store:
+    with open_store(store_path, read_only=True) as store:
         runs = store.runs()
         where = store.path
     frame, skipped = points(runs)
