@@ -191,8 +191,12 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     counters, counter_notes = _counters(settings)
     meter, energy_notes = open_energy("cpu")
     notes += counter_notes + energy_notes
-    times = time_calls(calls, settings.warmup, settings.repeat,
-                       around=[c for c in (counters, meter) if c is not None])
+    try:
+        times = time_calls(calls, settings.warmup, settings.repeat,
+                           around=[c for c in (counters, meter) if c is not None])
+    finally:
+        if counters is not None:  # stops perf and removes its FIFOs and log, Ctrl-C or not
+            counters.close()
 
     info = cpu.describe()
     kernel = f"{engine.NAME}:{settings.op}"
