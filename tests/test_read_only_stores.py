@@ -5,8 +5,6 @@ read-only folder, another user's file) and never create or change a file, not ev
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from click.testing import CliRunner
 
 from gpuprof.cli import main
 from gpuprof.store import open_store
+import read_only
 from test_compare import measured
 
 
@@ -30,25 +29,9 @@ def _store(path: Path) -> Path:
 
 @pytest.fixture
 def read_only_folder(tmp_path):
-    """A folder holding a store, which this process cannot change: a tmpfs remounted read-only when
-    running as root (root ignores permission bits), else a folder and file without write permission."""
-    folder = tmp_path / "shared"
-    folder.mkdir()
-    if os.geteuid() == 0:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
-                              capture_output=True, text=True, timeout=30)
-        if done.returncode:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-        _store(folder / "results.sqlite")
-        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True, timeout=30)
+    """A folder holding a store, which this process cannot change."""
+    with read_only.read_only_folder(tmp_path / "shared", lambda folder: _store(folder / "results.sqlite")) as folder:
         yield folder
-        subprocess.run(["umount", "-l", str(folder)], check=True, timeout=30)
-        return
-    _store(folder / "results.sqlite")
-    (folder / "results.sqlite").chmod(0o444)
-    folder.chmod(0o555)
-    yield folder
-    folder.chmod(0o755)
 
 
 READERS = [

@@ -73,7 +73,8 @@ def test_plot_written(tmp_path: Path, suffix: str, magic: bytes) -> None:
 def test_bad_plot_suffix_is_one_line() -> None:
     result = _invoke(str(K40C), "--plot", "x.pdf")
     assert result.exit_code == 2
-    assert result.stderr.strip() == "error: cannot write a plot to 'x.pdf'. use a .png or .svg file name"
+    assert result.stderr.strip() == ("error: Invalid value for '--plot': 'x.pdf' is not a .png or .svg file name. "
+                                     "see 'main stalls --help'")
 
 
 def test_file_without_stall_metrics_is_one_line() -> None:

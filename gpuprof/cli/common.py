@@ -10,6 +10,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -26,6 +27,42 @@ def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
 def store_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
                         help=f"Results store (SQLite). Default: ${STORE_ENV} or reports/gpuprof.sqlite.")(func)
+
+
+def _writable(ctx: click.Context, param: click.Parameter, value: str | None, folder: bool,
+              suffixes: tuple[str, ...]) -> str | None:
+    """``value`` when gpuprof can write it; a one-line usage error before any work otherwise.
+
+    A file's folder must exist (a typo in it should not cost a measurement); a folder is created
+    later, so its nearest existing parent must be a folder this process can write.
+    """
+    if value is None:
+        return None
+    path = Path(value)
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise click.BadParameter(f"'{path.name}' is not a {' or '.join(suffixes)} file name", ctx, param)
+    target = path if folder else path.parent
+    existing = next(p for p in (target, *target.parents) if p.exists())  # '.' or '/' at the latest
+    if not folder and existing != target:
+        raise click.BadParameter(f"folder {target} does not exist: create it or give another path", ctx, param)
+    if not existing.is_dir():
+        raise click.BadParameter(f"{existing} is a file, not a folder: give another path", ctx, param)
+    if not os.access(existing, os.W_OK):
+        raise click.BadParameter(f"folder {existing} cannot be written (read-only, or another user's): "
+                                 "give another path", ctx, param)
+    if not folder and path.exists() and not os.access(path, os.W_OK):
+        raise click.BadParameter(f"{path} cannot be written: give another path", ctx, param)
+    return value
+
+
+def output_file(*suffixes: str) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
+    """Click callback: the option names a file to write (with one of ``suffixes``, when given)."""
+    return functools.partial(_writable, folder=False, suffixes=suffixes)
+
+
+def output_folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: the option names a folder to write into, created when missing."""
+    return _writable(ctx, param, value, folder=True, suffixes=())
 
 
 def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:

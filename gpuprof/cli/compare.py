@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import FORMATS, echo, handle_errors, note
+from gpuprof.cli.common import FORMATS, echo, handle_errors, note, output_file
 
 from gpuprof.ops import OPS
 
@@ -20,7 +20,7 @@ from gpuprof.ops import OPS
 @click.option("--dtype", default="float32", show_default=True, type=click.Choice(("float32", "float64", "float16")))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="table/markdown: one table per op in the study's layout; csv/json: the long frame.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, callback=output_file(),
               help="Also write a self-contained HTML report (tables and charts) to this file.")
 @click.option("--stalls", is_flag=True, help="Also compare warp-stall reasons of imported GPU profiles.")
 @click.option("--max-rows", default=200, show_default=True, type=click.IntRange(1), help="HTML: rows per table.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import handle_errors, note, store_option
+from gpuprof.cli.common import handle_errors, note, output_file, store_option
 
 
 @click.command()
@@ -32,7 +32,7 @@ def merge(out_store: str, inputs: tuple[str, ...]) -> None:
 
 
 @click.command()
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("out", type=click.Path(dir_okay=False), callback=output_file())
 @click.option("--kind", type=click.Choice(("run", "import", "all")), default="all", show_default=True,
               help="Which stored runs to export.")
 @click.option("--append", is_flag=True, help="Add to OUT's runs instead of replacing the file.")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import echo, handle_errors, note, store_option
+from gpuprof.cli.common import echo, handle_errors, note, output_folder, store_option
 
 
 @click.command()
 @store_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="reports/roofline",
-              show_default=True, help="Directory for roofline-<device>.png and .svg.")
+              callback=output_folder, show_default=True, help="Directory for roofline-<device>.png and .svg.")
 @click.option("--device", "device_filter", default=None,
               help="Only devices whose name contains this text (case-insensitive).")
 @click.option("--peaks", "peaks_name", default=None,

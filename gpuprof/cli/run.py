@@ -43,12 +43,14 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
     from gpuprof.api import measure_and_store
     from gpuprof.measure import RunSettings
     from gpuprof.render.run_report import run_report
+    from gpuprof.store import open_store
 
     settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
                            repeat=repeat, warmup=warmup, cache=cache, counters=counters,
                            command=command_line(),
                            gpu={"profiler": profiler, "clock_control": clock_control,
                                 "cache_control": cache_control, "replay_mode": replay_mode})
+    open_store(store_path).close()  # a store that cannot be written fails now, not after the measurement
     result, where = measure_and_store(settings, store_path)
     echo(run_report(result, fmt))
     note(f"stored as run {result.run_id[:8]} in {where}")
