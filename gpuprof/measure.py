@@ -44,7 +44,7 @@ class RunSettings:
     counters: bool = True
     seed: int = 0
     command: str = ""
-    gpu: dict[str, Any] = dataclasses.field(default_factory=dict)  # profiler options for the GPU path
+    gpu: dict[str, Any] = dataclasses.field(default_factory=dict)  # GPU profiler options the user gave
 
     def __post_init__(self) -> None:
         ops.get_op(self.op)
@@ -57,6 +57,14 @@ class RunSettings:
             raise InputError(f"unknown cache mode '{self.cache}'", f"choose one of: {', '.join(CACHE_MODES)}")
         if self.device not in DEVICES:
             raise InputError(f"unknown device '{self.device}'", f"choose one of: {', '.join(DEVICES)}")
+        if self.device == "cpu" and self.gpu:
+            raise InputError(f"{self.gpu_options()} {'applies' if len(self.gpu) == 1 else 'apply'} to GPU runs "
+                             "only, and --device cpu measures on the CPU",
+                             "drop them (on the CPU gpuprof counts with perf: --counters), or use --device cuda")
+
+    def gpu_options(self) -> str:
+        """The GPU-only options given, as typed: '--profiler ncu, --replay-mode application'."""
+        return ", ".join(f"--{key.replace('_', '-')} {value}" for key, value in self.gpu.items())
 
     def resolved_shape(self) -> tuple[int, ...]:
         if self.shape is not None:
@@ -179,6 +187,8 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     sets = _buffer_sets(settings, footprint)
     _check_memory(settings, shape, sets)
     engine, notes = _load_engine(settings)
+    if settings.gpu:  # --device auto found no GPU
+        notes.append(f"{settings.gpu_options()} ignored: no GPU was used, so no GPU profiler ran")
     rng = np.random.default_rng(settings.seed)
     out_shape = (shape[0], shape[2]) if settings.op == "dot" else shape
     operand_sets = [make_inputs(settings.op, shape, settings.dtype, rng) for _ in range(sets)]

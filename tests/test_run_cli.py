@@ -118,7 +118,7 @@ def test_missing_power_source_is_explained(tmp_path):
 
 def test_a_gpu_engine_means_the_gpu_and_fails_plainly_without_one(tmp_path):
     result = invoke("--op", "dot", "--size", "6MB", "--engine", "cuda-kernels", store=tmp_path / "s.sqlite")
-    assert result.exit_code == 5 and "no usable NVIDIA GPU" in result.output and "--device cpu" in result.output
+    assert result.exit_code == 5 and "no usable NVIDIA GPU" in result.output and "--engine numpy" in result.output
     assert "Traceback" not in result.output
 
 

@@ -19,8 +19,21 @@ from gpuprof.render import FORMATS
 from gpuprof.store import STORE_ENV
 
 
+class FormatChoice(click.Choice):
+    """--format: a Choice that sends 'html' to the option that writes HTML."""
+
+    def __init__(self) -> None:
+        super().__init__(FORMATS)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if str(value).lower() == "html":
+            self.fail("'html' is not a --format: HTML reports are written by "
+                      "'gpuprof compare --html FILE' (tables and charts in one file)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+    return click.option("--format", "fmt", type=FormatChoice(), default="table",
                         show_default=True, help="How to print results.")(func)
 
 

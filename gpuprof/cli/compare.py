@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import FORMATS, echo, handle_errors, note, output_file
+from gpuprof.cli.common import FormatChoice, echo, handle_errors, note, output_file
 
 from gpuprof.ops import OPS
 
@@ -18,7 +18,7 @@ from gpuprof.ops import OPS
               help="Add the reference study's published rows (GT710M, K40, GTX980).")
 @click.option("--op", "ops_wanted", multiple=True, type=click.Choice(OPS), help="Ops to show (repeatable). Default: all.")
 @click.option("--dtype", default="float32", show_default=True, type=click.Choice(("float32", "float64", "float16")))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+@click.option("--format", "fmt", type=FormatChoice(), default="table", show_default=True,
               help="table/markdown: one table per op in the study's layout; csv/json: the long frame.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, callback=output_file(),
               help="Also write a self-contained HTML report (tables and charts) to this file.")

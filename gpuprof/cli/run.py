@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
 
@@ -45,11 +46,13 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
     from gpuprof.render.run_report import run_report
     from gpuprof.store import open_store
 
+    given = click.get_current_context().get_parameter_source
+    gpu = {name: value for name, value in (("profiler", profiler), ("clock_control", clock_control),
+                                           ("cache_control", cache_control), ("replay_mode", replay_mode))
+           if given(name) is not ParameterSource.DEFAULT}
     settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
                            repeat=repeat, warmup=warmup, cache=cache, counters=counters,
-                           command=command_line(),
-                           gpu={"profiler": profiler, "clock_control": clock_control,
-                                "cache_control": cache_control, "replay_mode": replay_mode})
+                           command=command_line(), gpu=gpu)
     open_store(store_path).close()  # a store that cannot be written fails now, not after the measurement
     result, where = measure_and_store(settings, store_path)
     echo(run_report(result, fmt))

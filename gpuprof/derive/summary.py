@@ -79,8 +79,7 @@ def quantities(run: Run) -> list[Quantity]:
         Quantity("time (median)", stats.median, "second", TIMED,
                  f"{stats.count} repeats after {w.get('warmup', 0)} warm-up, {cache}; {timer}"),
         Quantity("time (min)", stats.minimum, "second", TIMED, "fastest repeat"),
-        Quantity("time spread", 100 * stats.spread, "%", TIMED,
-                 "interquartile range / median" + ("" if stats.stable else " — UNSTABLE, numbers vary")),
+        Quantity("time spread", 100 * stats.spread if stats.count > 1 else None, "%", TIMED, _spread_basis(stats)),
         Quantity("FLOPs", float(flops), "FLOP", ANALYTIC, f"{op}: {_FLOP_BASIS[op]}"),
     ]
     counted = measured_flops(run)
@@ -99,6 +98,14 @@ def quantities(run: Run) -> list[Quantity]:
     from gpuprof.derive.energy import energy_quantities
 
     return out + energy_quantities(run)
+
+
+def _spread_basis(stats: TimingStats) -> str:
+    """How the spread was measured, and whether it can be at all."""
+    if stats.count == 1:
+        return "n/a: one repeat has no spread (give --repeat 4 or more)"
+    what = "interquartile range / median" if stats.count >= 4 else f"range / median of {stats.count} repeats"
+    return what + ("" if stats.stable else " — UNSTABLE, numbers vary")
 
 
 def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) -> list[Quantity]:
