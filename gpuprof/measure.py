@@ -178,7 +178,7 @@ def _environment(settings: RunSettings, engine: Any) -> dict[str, Any]:
 def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str | None) -> Run:
     import numpy as np
 
-    from gpuprof.devices import cpu
+    from gpuprof.devices import clock_probe, cpu
     from gpuprof.energy import open_energy
     from gpuprof.timing import time_calls
     from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
@@ -207,13 +207,14 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     finally:
         if counters is not None:  # stops perf and removes its FIFOs and log, Ctrl-C or not
             counters.close()
+    probed = clock_probe.probe()  # at once, while the cores are still at the clock of the repeats
 
     info = cpu.describe()
     kernel = f"{engine.NAME}:{settings.op}"
     launches = [Launch(kernel, i, info.get("name", "cpu"), 1, {"buffer_set": str((settings.warmup + i) % sets)},
                        [Metric("wall_time", t, "second", "kernel_duration", TIMED)])
                 for i, t in enumerate(times)]
-    clock = cpu.current_clock_hz()
+    clock = (probed.hz, f"{probed.method} (measured)") if probed.hz else None
     for session, scope in ((counters, "perf stat"), (meter, "energy")):
         if session is None:
             continue
@@ -230,6 +231,8 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     device = {**info, "kind": "cpu", "peaks": [dataclasses.asdict(p) for p in peaks]}
     if clock is not None:
         device["clock_during_run_hz"], device["clock_during_run_source"] = clock
+    else:
+        device["clock_during_run_source"] = f"unknown: perf counted no cycles here, and {probed.method}"
     workload = {
         "op": settings.op, "formula": ops.get_op(settings.op).formula, "dtype": settings.dtype,
         "shape": list(shape), "size_bytes": footprint, "requested": settings.size or settings.shape,
@@ -269,4 +272,4 @@ def _calibrated_peaks(info: dict[str, Any], store_path: str | None) -> Any:
     if not path.exists():  # no store yet: nothing calibrated
         return None
     with open_store(path, read_only=True) as store:
-        return load_calibration(store, info.get("host") or platform.node())
+        return load_calibration(store, info.get("host") or platform.node(), info.get("name"))
