@@ -21,6 +21,7 @@ from gpuprof import ops
 from gpuprof.errors import EngineError, InputError
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.sizes import format_bytes, parse_size
+from gpuprof.timing import Progress
 
 CACHE_MODES = ("warm", "cold")
 DEVICES = ("auto", "cpu", "cuda")
@@ -45,6 +46,7 @@ class RunSettings:
     seed: int = 0
     command: str = ""
     gpu: dict[str, Any] = dataclasses.field(default_factory=dict)  # GPU profiler options the user gave
+    progress: Progress | None = dataclasses.field(default=None, compare=False, repr=False)  # hears each call
 
     def __post_init__(self) -> None:
         ops.get_op(self.op)
@@ -203,7 +205,7 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     notes += counter_notes + energy_notes
     try:
         times = time_calls(calls, settings.warmup, settings.repeat,
-                           around=[c for c in (counters, meter) if c is not None])
+                           around=[c for c in (counters, meter) if c is not None], progress=settings.progress)
     finally:
         if counters is not None:  # stops perf and removes its FIFOs and log, Ctrl-C or not
             counters.close()
