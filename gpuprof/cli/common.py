@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from gpuprof.render import FORMATS
+from gpuprof.render import FORMATS, WIDE
 from gpuprof.store import STORE_ENV
 
 
@@ -32,7 +32,19 @@ class FormatChoice(click.Choice):
         return super().convert(value, param, ctx)
 
 
+def _wide(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    ctx.meta[WIDE] = value
+
+
+def wide_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--wide: tables with every row on one line instead of fitting the terminal's width."""
+    return click.option("--wide", is_flag=True, expose_value=False, callback=_wide,
+                        help="Print tables with every row on one line (default: fit the terminal's width, "
+                             "long explanations as numbered notes under the table).")(func)
+
+
 def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = wide_option(func)
     return click.option("--format", "fmt", type=FormatChoice(), default="table",
                         show_default=True, help="How to print results.")(func)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import FormatChoice, echo, handle_errors, note, output_file
+from gpuprof.cli.common import FormatChoice, echo, handle_errors, note, output_file, wide_option
 
 from gpuprof.ops import OPS
 
@@ -22,6 +22,7 @@ from gpuprof.ops import OPS
               help="table/markdown: one table per op in the study's layout; csv/json: the long frame.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, callback=output_file(),
               help="Also write a self-contained HTML report (tables and charts) to this file.")
+@wide_option
 @click.option("--stalls", is_flag=True, help="Also compare warp-stall reasons of imported GPU profiles.")
 @click.option("--max-rows", default=200, show_default=True, type=click.IntRange(1), help="HTML: rows per table.")
 @click.option("--max-series", default=8, show_default=True, type=click.IntRange(1),
@@ -48,7 +49,12 @@ def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | 
         from gpuprof.derive.stalls import stall_comparison
 
         stall_table = stall_comparison([r for r in runs if r.kind == "import"])
-    if fmt in ("csv", "json"):
+    if fmt in ("csv", "json") and stall_table is not None:
+        from gpuprof.derive.stalls import stall_rows
+
+        echo(emit(stall_rows(stall_table), fmt))
+        note("note: the stall comparison, one row per profile and reason; the comparison rows: without --stalls")
+    elif fmt in ("csv", "json"):
         echo(emit(result.rows, fmt))
         if len(result.imported):
             note(f"{len(result.imported)} imported kernel(s) are listed with --format table or markdown, or --html")

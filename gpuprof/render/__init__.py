@@ -13,13 +13,29 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMATS = ("table", "markdown", "csv", "json")
+WIDE = "gpuprof.wide"  # Click context meta key: --wide was given
+
+
+def table_width() -> int | None:
+    """The width tables fit while a gpuprof command prints: $COLUMNS, else the terminal's, else
+    80. None (every row on one line) with --wide, and for library calls outside a command."""
+    import shutil
+
+    import click
+
+    context = click.get_current_context(silent=True)
+    if context is None or context.meta.get(WIDE):
+        return None
+    return shutil.get_terminal_size().columns
 
 
 def emit(frame: pd.DataFrame, fmt: str = "table", title: str | None = None) -> str:
-    """``frame`` as text in ``fmt`` (table, markdown, csv or json)."""
+    """``frame`` as text in ``fmt`` (table, markdown, csv or json); a table fits :func:`table_width`."""
     from gpuprof.render import text
 
-    renderers = {"table": text.table, "markdown": text.markdown, "csv": text.csv, "json": text.json}
+    if fmt == "table":
+        return text.table(frame, title, table_width())
+    renderers = {"markdown": text.markdown, "csv": text.csv, "json": text.json}
     if fmt not in renderers:
         from gpuprof.errors import InputError
 
