@@ -194,6 +194,11 @@ def summary_row(run: Run) -> dict[str, Any]:
 
 
 def _column(name: str) -> str:
-    """Summary column for an efficiency quantity: 'eff_roofline_%', 'eff_FLOP/s vs theoretical peak_%'."""
+    """Summary column for an efficiency quantity: 'eff_roofline_%', 'eff_theoretical_%',
+    'eff_theoretical_run_clock_%', 'eff_calibrated_bandwidth_%'."""
     label = name.removeprefix("efficiency: ")
-    return "eff_roofline_%" if label.startswith("roofline") else f"eff_{label}_%"
+    if label.startswith("roofline"):
+        return "eff_roofline_%"
+    what, _, ceiling = label.rpartition(", ") if ", " in label else ("", "", label)
+    ceiling = ceiling.replace(" peak at run clock", "_run_clock").removesuffix(" peak")
+    return f"eff_{ceiling}{'_bandwidth' if what == 'bandwidth' else ''}_%"
