@@ -36,7 +36,11 @@ def calibrate(quick: bool, fmt: str, store_path: str | None) -> None:
         earlier = calibrations(store.runs(), run.environment["host"], run.device.get("name"))
         store.add(run)
         where = store.path
-    echo(emit(pd.DataFrame(summary_rows(run, earlier)), fmt, title=f"Ceilings of {run.device.get('name', 'this CPU')}"))
+    rows = pd.DataFrame(summary_rows(run, earlier))
+    title = f"Ceilings of {run.device.get('name', 'this CPU')}"
+    if fmt in ("table", "markdown"):  # every row is calibrated: said once, in the title
+        rows, title = rows.drop(columns="origin"), f"{title} (calibrated: measured on this host)"
+    echo(emit(rows, fmt, title=title))
     for line in run.notes + review(run, earlier):
         note(f"note: {line}")
     note(f"stored calibration {run.run_id[:8]} for host {run.environment['host']} in {where}")

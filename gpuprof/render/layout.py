@@ -147,10 +147,11 @@ def render(columns: list[Column], rows: int, width: int | None, notes: list[str]
             column.width = column.natural()
         out = _render(columns, rows)
     else:
-        if columns[0].natural() > width // 4:  # a long key would crowd every panel: number the rows instead
-            columns = [Column("#", [str(n) for n in range(1, rows + 1)], True), *columns]
+        panels = _panels(columns, width)
+        if len(panels) > 1 and columns[0].natural() > width // 4:  # a long key would crowd every panel
+            panels = _panels([Column("#", [str(n) for n in range(1, rows + 1)], True), *columns], width)
         out = []
-        for panel in _panels(columns, width):
+        for panel in panels:
             _shrink(panel, width)
             out += [""] if out else []
             out += _render(panel, rows)
