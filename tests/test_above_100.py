@@ -106,3 +106,11 @@ def test_a_cpu_run_records_a_measured_clock(tmp_path):
     source = run.device["clock_during_run_source"]
     assert source.startswith(("perf: cycles", "clock probe")) and "/proc/cpuinfo" not in source
     assert 0.2e9 < run.device["clock_during_run_hz"] < 8e9
+
+
+def test_without_a_calibrated_flop_ceiling_the_roofline_says_why():
+    bandwidth_only = Peaks("AMD EPYC", {"float64": 18e9}, 15e9, None, "calibrated", "gpuprof calibrate ...")
+    run = _run(2e9 / 10e9, [NOMINAL, bandwidth_only], {})
+    roofline = next(q for q in quantities(run) if q.name == "efficiency: roofline")
+    assert roofline.value is None and roofline.basis.startswith(
+        "the calibration has no stable float32 FLOP/s ceiling to go with its bandwidth")

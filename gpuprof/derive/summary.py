@@ -134,10 +134,8 @@ def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) 
     clock = run_clock(run)
     out = [Quantity("core clock during run", clock.hz, "hertz", MEASURED, clock.source)]
     recorded = run_peaks(run)
-    if not any(p.bandwidth for p in recorded):
-        out.append(Quantity("efficiency: roofline", None, "%", DERIVED,
-                            "needs a bandwidth ceiling: run 'gpuprof calibrate' once on this host"
-                            if run.device.get("kind") == "cpu" else "the device's peak bandwidth is unknown"))
+    if not any(p.bandwidth and p.flops_for(dtype) for p in recorded):
+        out.append(Quantity("efficiency: roofline", None, "%", DERIVED, _no_roofline(run, recorded, dtype)))
     for peaks in recorded:
         ceiling = CEILING_NAMES.get(peaks.origin, peaks.origin)
         flop_peak = peaks.flops_for(dtype)
@@ -153,6 +151,16 @@ def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) 
             out.append(Quantity(f"efficiency: {_efficiency_label(eff, ceiling)}", eff.percent, "%", DERIVED,
                                 eff.basis + (f" — ABOVE 100 %: {eff.percent - 100:.3g} % {why}" if why else "")))
     return out
+
+
+def _no_roofline(run: Run, recorded: list[Peaks], dtype: str) -> str:
+    """Why no ceiling set has both a FLOP peak for ``dtype`` and a bandwidth."""
+    if run.device.get("kind") != "cpu":
+        return "the device's peak bandwidth is unknown"
+    if any(p.bandwidth for p in recorded):
+        return (f"the calibration has no stable {dtype} FLOP/s ceiling to go with its bandwidth: rerun "
+                "'gpuprof calibrate' when the host is idle")
+    return "needs a bandwidth ceiling: run 'gpuprof calibrate' once on this host"
 
 
 def _efficiency_label(eff: Any, ceiling: str) -> str:
