@@ -214,7 +214,7 @@ class Ceiling:
 
     @property
     def label(self) -> str:
-        return "bandwidth (np.add)" if self.key == "bandwidth" else f"FLOP/s {self.key} (matmul)"
+        return "np.add bandwidth" if self.key == "bandwidth" else f"{self.key} matmul"
 
     @property
     def what(self) -> str:
@@ -306,8 +306,8 @@ def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, A
         chosen = best.get(ceiling.key)
         rows.append({"ceiling": ceiling.label, "value": ceiling.value / 1e9,
                      "unit": "GB/s" if ceiling.key == "bandwidth" else "GFLOP/s", "origin": CALIBRATED,
-                     "theoretical": peak / 1e9 if peak else None,
-                     "% of theoretical": 100 * ceiling.value / peak if peak else None,
+                     "theory": peak / 1e9 if peak else None,
+                     "% of theory": 100 * ceiling.value / peak if peak else None,
                      "stable": f"{'yes' if ceiling.stable else 'NO'} ({ceiling.launch.attributes.get('spread_of_fastest', 'n/a')})",
                      "in use": ("this" if chosen is not None and chosen.launch is ceiling.launch else
                                 f"{chosen.run.run_id[:8]}: {chosen.value / 1e9:.4g}" if chosen else "none")})

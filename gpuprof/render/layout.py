@@ -18,6 +18,7 @@ NOTE_HEADER = re.compile(r"(basis|source|origin|ceiling|above 100)$", re.IGNOREC
 NOTE_AT = (16, 10)  # cells of note columns longer than this become notes when the table is too wide (2nd try)
 MIN_TEXT = 8       # text columns wrap down to this width (or their longest word, up to MAX_WORD)
 MAX_WORD = 32
+INDENT = "  "      # before the continuation lines of a wrapped cell
 
 
 @dataclass
@@ -32,12 +33,14 @@ class Column:
         return max([len(self.header), *map(len, self.cells)])
 
     def narrowest(self) -> int:
-        """The width below which wrapping cannot go: numbers never wrap, words up to MAX_WORD."""
+        """The width below which wrapping cannot go: numbers never wrap, words up to MAX_WORD stay
+        whole (on a continuation line, after its indent)."""
         words = [len(w) for w in self.header.split()]
         if self.numeric:
             return max([*map(len, self.cells), *words, 1])
-        words += [len(w) for cell in self.cells for w in cell.split()]
-        return max(min(max(words, default=1), MAX_WORD), min(MIN_TEXT, self.natural()))
+        words += [len(w) + len(INDENT) for cell in self.cells for w in cell.split()[1:]]
+        words += [len(cell.split()[0]) for cell in self.cells if cell.split()]
+        return min(max(min(max(words, default=1), MAX_WORD), MIN_TEXT), self.natural())
 
 
 def _span(columns: list[Column], widths: list[int]) -> int:
@@ -116,7 +119,7 @@ def _render(columns: list[Column], rows: int) -> list[str]:
                          for h, c in zip(heads, columns)]))
     out.append(line(["-" * c.width for c in columns]))
     for r in range(rows):
-        cells = [_wrap(c.cells[r], c.width, "  ") if not c.numeric else [c.cells[r]] for c in columns]
+        cells = [_wrap(c.cells[r], c.width, INDENT) if not c.numeric else [c.cells[r]] for c in columns]
         for i in range(max(map(len, cells))):
             out.append(line([aligned(cell[i] if i < len(cell) else "", c) for cell, c in zip(cells, columns)]))
     return out
