@@ -55,11 +55,13 @@ def test_a_calibrated_ceiling_beaten_by_more_than_5_percent_is_suspect():
     assert "within its noise" in above_100(close, CALIBRATED, PROBED)
 
 
-def test_a_memory_roof_beaten_with_warm_operands_is_explained_by_the_cache():
+def test_a_memory_roof_is_explained_by_the_cache_when_warm_and_suspect_when_cold():
     roof = _one(efficiencies(2e9, 24e9, "float32", CALIBRATED), VS_ROOFLINE)
     assert roof.bound == "memory" and roof.percent > 105
-    why = above_100(roof, CALIBRATED, PROBED, cache="warm")
-    assert "the ceiling is suspect" in why and "--cache cold" in why
+    warm = above_100(roof, CALIBRATED, PROBED, cache="warm")
+    assert warm.startswith("above the memory ceiling: the operands stayed in cache") and "--cache cold" in warm
+    assert above_100(roof, CALIBRATED, PROBED, cache="cold").startswith(
+        "above the calibrated bandwidth: the ceiling is suspect")
 
 
 def _run(seconds: float, peaks: list[Peaks], device: dict) -> Run:

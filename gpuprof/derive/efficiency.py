@@ -123,17 +123,16 @@ def above_100(eff: Efficiency, peaks: Peaks, clock: RunClock, cache: str | None 
     if eff.percent <= 100:
         return None
     memory = eff.unit == BYTE_RATE or eff.bound == "memory"
+    if memory and cache == "warm":
+        return ("above the memory ceiling: the operands stayed in cache between repeats (--cache warm), which is "
+                "faster than memory; use --cache cold or a --size well above the last-level cache")
     if peaks.origin == "calibrated":
         what = "the calibrated bandwidth" if memory else "the calibrated FLOP/s ceiling"
         if eff.percent <= SUSPECT:
             return f"above {what}, within its noise (a calibration is the fastest of a few calls)"
-        cached = ", or the operands stayed in cache (--cache warm: try --cache cold)" if memory and cache == "warm" else ""
-        return (f"above {what}: the ceiling is suspect (measured on a busy host or at a lower clock{cached}); "
+        return (f"above {what}: the ceiling is suspect (measured on a busy host or at a lower clock); "
                 "rerun 'gpuprof calibrate' when the host is idle")
     if memory:
-        if cache == "warm":
-            return ("above the memory ceiling: the operands stayed in cache between repeats (--cache warm), which is "
-                    "faster than memory; use --cache cold or a --size well above the last-level cache")
         return f"above the memory ceiling ({peaks.origin}): that bandwidth is below what the run read"
     peak_clock = _positive(peaks.clock_hz)
     if eff.kind != VS_RUN_CLOCK and peak_clock is not None:
