@@ -30,7 +30,7 @@ from gpuprof.derive.efficiency import (
 )
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
-from gpuprof.model import CALIBRATED, DERIVED, MEASURED, Launch, Run
+from gpuprof.model import CALIBRATED, DERIVED, MEASURED, Run
 from gpuprof.sizes import parse_size
 from gpuprof.units import human
 
@@ -245,7 +245,7 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
     imported, imported_notes = imported_frame(imports, dtype)
     points, _ = roofline.points(imports)
     for run in imports:
-        for device in {roofline.device_name(run, launch) for launch in run.launches}:
+        for device in set(roofline.launch_devices(run)):
             if device not in peaks:
                 peaks[device] = roofline.table_peaks(device)
     return Comparison(frame, imported, peaks, notes + imported_notes, points)
@@ -319,25 +319,26 @@ _PRECISION = {"float32": "sp", "float64": "dp", "float16": "hp"}
 IMPORTED_ORIGIN = f"{MEASURED}: counted FLOPs / kernel time"
 
 
-def _launch_row(run: Run, launch: Launch, precision: str) -> dict[str, Any] | None:
-    """Per-launch measured values of one imported launch, None when it has neither FLOPs nor a time."""
-    from gpuprof.derive import counters
-    from gpuprof.derive.roofline import device_name
+def _launch_rows(run: Run, precision: str) -> pd.DataFrame:
+    """Per-launch measured values of one imported run, leaving out launches with neither FLOPs nor a time."""
+    import numpy as np
+    import pandas as pd
 
-    time, flops = counters.kernel_time(launch), counters.flops(launch, precision)
-    if time is None and flops is None:
-        return None
-    efficiency = counters.flop_efficiency(launch, precision)
-    reported = launch.value(f"flop_{precision}_efficiency")
-    dram = counters.dram_bytes(launch)
-    return {"device": device_name(run, launch),
-            "kernel": launch.kernel, "file": Path(run.source).name, "launches": launch.invocations,
-            "time": time[0] if time else None, "flops": flops[0] if flops else None,
-            "dram": dram[0] if dram else None,
-            "efficiency": efficiency[0] if efficiency else reported if isinstance(reported, (int, float)) else None,
-            "efficiency origin": (f"{MEASURED}: FLOP/s over ncu's peak at the measured clock" if efficiency
-                                  else f"{MEASURED}: nvprof flop_{precision}_efficiency" if reported is not None
-                                  else "")}
+    from gpuprof.derive import counters
+    from gpuprof.derive.roofline import launch_devices
+
+    reported_name = f"flop_{precision}_efficiency"
+    derived = counters.frame(run, (reported_name,))
+    measured = derived[f"flop_efficiency_{precision}"].notna()
+    reported = derived[reported_name].notna()
+    rows = pd.DataFrame({
+        "device": launch_devices(run), "kernel": run.launch_table["kernel"].tolist(),
+        "file": Path(run.source).name, "launches": run.launch_table["invocations"],
+        "time": derived["time"], "flops": derived[f"flops_{precision}"], "dram": derived["dram_bytes"],
+        "efficiency": derived[f"flop_efficiency_{precision}"].where(measured, derived[reported_name]),
+        "efficiency origin": np.where(measured, f"{MEASURED}: FLOP/s over ncu's peak at the measured clock",
+                                      np.where(reported, f"{MEASURED}: nvprof {reported_name}", ""))})
+    return rows[rows["time"].notna() | rows["flops"].notna()]
 
 
 def _mean(values: pd.Series, weights: pd.Series) -> float | None:
@@ -358,12 +359,12 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
     launches = []
     notes: list[str] = []
     for run in runs:
-        found = [r for r in (_launch_row(run, launch, precision) for launch in run.launches) if r]
-        if not found:
+        found = _launch_rows(run, precision)
+        if not len(found):
             notes.append(f"imported {Path(run.source).name} ({run.format}): no kernel time or {dtype} FLOP count")
-        launches.extend(found)
+        launches.append(found)
     rows = []
-    frame = pd.DataFrame(launches)
+    frame = pd.concat(launches, ignore_index=True) if launches else pd.DataFrame()
     for (device, kernel, file), group in (frame.groupby(["device", "kernel", "file"], sort=False) if len(frame) else []):
         weights = group["launches"]
         time, flops, dram = (_mean(group[c], weights) for c in ("time", "flops", "dram"))

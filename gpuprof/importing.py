@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuprof.errors import FormatError
-from gpuprof.model import MEASURED, Launch, Run
+from gpuprof.model import MEASURED, Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,25 +25,17 @@ KEY_METRICS = ("achieved_occupancy", "sm_efficiency", "dram_read_throughput", "d
                "gld_efficiency", "gst_efficiency", "warp_execution_efficiency", "issued_ipc")
 
 
-def _derived_columns() -> list[tuple[str, Callable[[Launch], tuple[float, str] | None]]]:
-    """Per-launch values from :mod:`gpuprof.derive.counters`, each with its column title."""
-    from gpuprof.derive import counters
+def _derived_columns() -> list[tuple[str, str]]:
+    """(column title, :func:`gpuprof.derive.counters.frame` column) of the per-kernel table."""
+    from gpuprof.derive.counters import PRECISIONS
 
-    columns: list[tuple[str, Callable[[Launch], tuple[float, str] | None]]] = [
-        ("time/launch (s)", counters.kernel_time)]
-    for p in counters.PRECISIONS:
-        columns.append((f"flop_count_{p}/launch (FLOP)", lambda launch, p=p: counters.flops(launch, p)))
-    for p in counters.PRECISIONS:
-        columns += [
-            (f"FLOP/s {p}", lambda launch, p=p: counters.flop_rate(launch, p)),
-            (f"peak FLOP/s {p} at run clock", lambda launch, p=p: counters.peak_flop_rate(launch, p)),
-            (f"efficiency {p} at run clock (%)", lambda launch, p=p: counters.flop_efficiency(launch, p)),
-        ]
-    return columns + [
-        ("DRAM bytes/launch", counters.dram_bytes),
-        ("DRAM bandwidth (byte/s)", counters.dram_bandwidth),
-        ("SM clock (Hz)", counters.sm_clock),
-    ]
+    columns = [("time/launch (s)", "time")]
+    columns += [(f"flop_count_{p}/launch (FLOP)", f"flops_{p}") for p in PRECISIONS]
+    for p in PRECISIONS:
+        columns += [(f"FLOP/s {p}", f"flop_rate_{p}"), (f"peak FLOP/s {p} at run clock", f"peak_flop_rate_{p}"),
+                    (f"efficiency {p} at run clock (%)", f"flop_efficiency_{p}")]
+    return columns + [("DRAM bytes/launch", "dram_bytes"), ("DRAM bandwidth (byte/s)", "dram_bandwidth"),
+                      ("SM clock (Hz)", "sm_clock")]
 
 
 def read_file(path: str | Path, fmt: str | None = None) -> Run:
@@ -91,34 +83,16 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
     return runs
 
 
-def _number(launch: Launch, key: str) -> tuple[float, str] | None:
-    found = launch.metric(key)
-    if found is None or not isinstance(found.value, (int, float)):
-        return None
-    return float(found.value), found.unit
-
-
-def _weighted(launches: list[Launch], value_of: Callable[[Launch], tuple[float, str] | None]
-              ) -> tuple[float, str] | None:
-    """Invocation-weighted mean of a per-launch value over the launches that have it, with its unit."""
-    pairs = [(launch.invocations, value_of(launch)) for launch in launches]
-    known = [(n, v) for n, v in pairs if v is not None]
-    count = sum(n for n, _ in known)
-    if not count:
-        return None
-    return sum(n * v[0] for n, v in known) / count, known[0][1][1]
-
-
 def _label(name: str, unit: str) -> str:
     return f"{name} ({unit})" if unit else name
 
 
-def _datasheet_efficiency(device: str, rate: float | None) -> float | None:
+def _datasheet_efficiency(device: str, rate: float) -> float | None:
     """FLOP/s sp as a percentage of the device table's FP32 peak, when the name matches one row."""
     from gpuprof.devices import gpu_table
     from gpuprof.errors import InputError
 
-    if not device or rate is None:
+    if not device or rate != rate:  # NaN: no rate
         return None
     try:
         peak = gpu_table.peaks(gpu_table.match(device)).flops_for("float32")
@@ -127,45 +101,63 @@ def _datasheet_efficiency(device: str, rate: float | None) -> float | None:
     return 100.0 * rate / peak if peak else None
 
 
+def _weighted_means(values: pd.DataFrame, weights: pd.Series, groups: pd.Series) -> pd.DataFrame:
+    """Per group, the invocation-weighted mean of each column over the launches that have a value."""
+    known = values.notna()
+    totals = values.mul(weights, axis=0).where(known).groupby(groups, sort=False).sum(min_count=1)
+    counts = known.mul(weights, axis=0).groupby(groups, sort=False).sum()
+    return totals / counts.where(counts > 0)
+
+
+def _run_kernels(run: Run) -> pd.DataFrame:
+    """The per-kernel rows of one run, columns titled as in :func:`kernel_table`."""
+    import pandas as pd
+
+    from gpuprof.derive import counters
+
+    launches = run.launch_table
+    derived = counters.frame(run, KEY_METRICS)
+    units = derived.attrs["units"]
+    default_device = str(run.device.get("name", ""))
+    # One file may hold several profiling sessions (nsys --stats logs): kept apart.
+    keys = pd.DataFrame({"session": [a.get("report", "") for a in launches["attributes"].tolist()],
+                         "device": [d or default_device for d in launches["device"].tolist()],
+                         "kernel": launches["kernel"].tolist()})
+    groups = keys.groupby(list(keys.columns), sort=False).ngroup()
+    weights = launches["invocations"].astype(float)
+    titles = {column: title for title, column in _derived_columns()}
+    titles.update({key: _label(key, units[key] or "") for key in KEY_METRICS})
+    means = _weighted_means(derived[list(titles)], weights, groups).rename(columns=titles)
+    out = keys.groupby(groups, sort=False).first()
+    out["session"] = out["session"].where(out["session"] != "")
+    out.insert(0, "file", Path(run.source).name)
+    out["launches"] = launches["invocations"].groupby(groups, sort=False).sum()
+    out = out.join(means)
+    if "time/launch (s)" in out:
+        out.insert(out.columns.get_loc("time/launch (s)") + 1, "time total (s)",
+                   out["time/launch (s)"] * out["launches"])
+    out["efficiency sp vs datasheet peak (%)"] = [
+        _datasheet_efficiency(device, rate) for device, rate in zip(out["device"], out["FLOP/s sp"])]
+    out["origin"] = (f"{MEASURED} by the profiler ({run.format}); rates, clock and efficiencies "
+                     "derived from those counters; datasheet peaks from configs/devices.toml")
+    return out.reset_index(drop=True)
+
+
 def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:
     """One row per (file, session, device, kernel): launches, then what the counters give —
     time, FLOPs, FLOP/s, the peak at the clock the SMs ran at and the efficiency against it,
     DRAM traffic, the clock — then efficiency against the device table's datasheet peak when the
     device is known, then key metrics as the profiler reported them. Averages are weighted by
-    invocations; columns appear only when some row has the value; units are in the titles."""
+    invocations and taken over the launches that have the value; columns appear only when some
+    row has the value; units are in the titles. Computed column-wise, per run."""
     import pandas as pd
 
-    derived = _derived_columns()
-    rows: list[dict[str, object]] = []
-    for run in runs:
-        groups: dict[tuple[str, str, str], list[Launch]] = {}
-        for launch in run.launches:
-            device = launch.device or str(run.device.get("name", ""))
-            # One file may hold several profiling sessions (nsys --stats logs): kept apart.
-            session = launch.attributes.get("report", "")
-            groups.setdefault((session, device, launch.kernel), []).append(launch)
-        for (session, device, kernel), launches in groups.items():
-            count = sum(launch.invocations for launch in launches)
-            row: dict[str, object] = {"file": Path(run.source).name}
-            if session:
-                row["session"] = session
-            row.update(kernel=kernel, device=device, launches=count)
-            for title, value_of in derived:
-                if value := _weighted(launches, value_of):
-                    row[title] = value[0]
-            if "time/launch (s)" in row:
-                row["time total (s)"] = row["time/launch (s)"] * count  # type: ignore[operator]
-            if (efficiency := _datasheet_efficiency(device, row.get("FLOP/s sp"))) is not None:  # type: ignore[arg-type]
-                row["efficiency sp vs datasheet peak (%)"] = efficiency
-            for key in KEY_METRICS:
-                if value := _weighted(launches, lambda launch, key=key: _number(launch, key)):
-                    row[_label(key, value[1])] = value[0]
-            row["origin"] = (f"{MEASURED} by the profiler ({run.format}); rates, clock and efficiencies "
-                             "derived from those counters; datasheet peaks from configs/devices.toml")
-            rows.append(row)
-    frame = pd.DataFrame(rows)
+    frames = [_run_kernels(run) for run in runs]
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    frame = frame.dropna(axis=1, how="all")
     leading = ("file", "session", "kernel", "device", "launches", "time/launch (s)", "time total (s)",
-               *(title for title, _ in derived if title != "time/launch (s)"))
+               *(title for title, _ in _derived_columns() if title != "time/launch (s)"),
+               "efficiency sp vs datasheet peak (%)")
     first = [c for c in leading if c in frame.columns]
     rest = [c for c in frame.columns if c not in first and c != "origin"]
     return frame[first + rest + (["origin"] if "origin" in frame.columns else [])]

@@ -12,13 +12,17 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gpuprof import tables as _tables
+
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: metrics stored as whole columns per run (1: one SQLite row per metric)
 
 # Where a number came from. Every printed number carries one of these.
 MEASURED = "measured"      # read from a profiler's counters
@@ -82,24 +86,65 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass
 class Run:
-    """Everything one measurement or one imported file produced, stored once, rendered many times."""
+    """Everything one measurement or one imported file produced, stored once, rendered many times.
 
-    kind: str                      # "run" (gpuprof measured it) or "import" (read from a file)
-    format: str                    # reader or launcher name: "ncu-csv", "nvprof-csv-metrics", "cpu-numpy"
-    source: str                    # exact command line, or the imported file's path
-    device: dict[str, Any] = field(default_factory=dict)
-    workload: dict[str, Any] | None = None
-    environment: dict[str, Any] = field(default_factory=dict)
-    launches: list[Launch] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    created: str = field(default_factory=_now)
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    schema_version: int = SCHEMA_VERSION
+    Its measurements live in two columnar tables (:mod:`gpuprof.tables`): ``metric_table``, one row
+    per launch × metric, and ``launch_table``, one row per launch. Give either ``launches`` (Launch
+    objects, for producers of a few launches) or ``tables`` (for readers of big files); ``launches``
+    reads them back as objects. A run is a value once built: change it by building another.
+    """
+
+    def __init__(self, kind: str, format: str, source: str, device: dict[str, Any] | None = None,
+                 workload: dict[str, Any] | None = None, environment: dict[str, Any] | None = None,
+                 launches: Iterable[Launch] = (), notes: list[str] | None = None, created: str | None = None,
+                 run_id: str | None = None, schema_version: int = SCHEMA_VERSION, *,
+                 tables: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> None:
+        self.kind = kind              # "run" (gpuprof measured it) or "import" (read from a file)
+        self.format = format          # reader or launcher name: "ncu-csv", "nvprof-csv-metrics", "cpu-numpy"
+        self.source = source          # exact command line, or the imported file's path
+        self.device = device if device is not None else {}
+        self.workload = workload
+        self.environment = environment if environment is not None else {}
+        self.notes = notes if notes is not None else []
+        self.created = created or _now()
+        self.run_id = run_id or uuid.uuid4().hex
+        self.schema_version = schema_version
+        if tables is None:
+            tables = _tables.from_launches(launches)
+        self.launch_table, self.metric_table = tables
+        self._views: list[Launch] | None = None
+
+    @property
+    def launches(self) -> list[Launch]:
+        """The launches as objects, built from the tables on first use."""
+        if self._views is None:
+            self._views = _tables.launch_views(self.launch_table, self.metric_table)
+        return self._views
+
+    def __repr__(self) -> str:
+        return (f"Run(kind={self.kind!r}, format={self.format!r}, source={self.source!r}, "
+                f"launches={len(self.launch_table)}, metrics={len(self.metric_table)}, run_id={self.run_id!r})")
+
+    def _meta(self) -> dict[str, Any]:
+        return {"kind": self.kind, "format": self.format, "source": self.source, "device": self.device,
+                "workload": self.workload, "environment": self.environment, "notes": self.notes,
+                "created": self.created, "run_id": self.run_id, "schema_version": self.schema_version}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Run):
+            return NotImplemented
+        return self._meta() == other._meta() and self.launches == other.launches
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def lookup(self, keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
+        """Per launch, the number each of ``keys`` (canonical or tool metric names) gives, as
+        :meth:`Launch.value` finds it, NaN where none; and each key's unit (see :func:`gpuprof.tables.lookup`)."""
+        return _tables.lookup(self.metric_table, len(self.launch_table), keys)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**self._meta(), "launches": [dataclasses.asdict(launch) for launch in self.launches]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Run:
@@ -110,27 +155,20 @@ class Run:
         return cls(**{**data, "launches": launches})
 
     def metrics_frame(self) -> pd.DataFrame:
-        """Long format: one row per launch × metric, with unit and origin on every row."""
+        """Long format: one row per launch × metric, with unit and origin on every row; ``value``
+        is the number in base units (NaN for a string-valued metric, whose string is in ``text``)."""
+        import numpy as np
         import pandas as pd
 
-        rows = [
-            {
-                "run_id": self.run_id,
-                "device": launch.device or self.device.get("name", ""),
-                "kernel": launch.kernel,
-                "launch": launch.index,
-                "invocations": launch.invocations,
-                "metric": m.name,
-                "canonical": m.canonical,
-                "value": m.value,
-                "unit": m.unit,
-                "origin": m.origin,
-                "minimum": m.minimum,
-                "maximum": m.maximum,
-            }
-            for launch in self.launches
-            for m in launch.metrics
-        ]
-        columns = ["run_id", "device", "kernel", "launch", "invocations", "metric", "canonical",
-                   "value", "unit", "origin", "minimum", "maximum"]
-        return pd.DataFrame(rows, columns=columns)
+        metrics, launches = self.metric_table, self.launch_table
+        position = metrics["launch"].to_numpy()
+        devices = np.array([d or self.device.get("name", "") for d in launches["device"].tolist()], dtype=object)
+        return pd.DataFrame({
+            "run_id": self.run_id,
+            "device": devices[position] if len(devices) else np.array([], dtype=object),
+            "kernel": launches["kernel"].to_numpy()[position],
+            "launch": launches["index"].to_numpy()[position],
+            "invocations": launches["invocations"].to_numpy()[position],
+            **{column: metrics[column].to_numpy() if column in ("value", "text", "minimum", "maximum")
+               else metrics[column] for column in _tables.METRIC_COLUMNS[1:]},
+        })

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from gpuprof import store_columns
 from gpuprof.errors import StoreError
 from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run
 
@@ -28,33 +29,38 @@ DEFAULT_PATH = Path("reports") / "gpuprof.sqlite"
 BUSY_SECONDS = 60  # how long a writer waits for another one before giving up
 _READ_FIX = "the file may be damaged; give another path with --store or $GPUPROF_STORE"
 
+# Version 2: a run's tables are stored whole, one BLOB per column (gpuprof.store_columns), so a
+# million metric rows are written and read in well under a second; version 1 wrote one row per
+# metric (kept below to read old stores and migrate them on their first write).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, created TEXT NOT NULL, kind TEXT NOT NULL, format TEXT NOT NULL,
     source TEXT NOT NULL, device TEXT NOT NULL, workload TEXT, environment TEXT NOT NULL,
+    notes TEXT NOT NULL, schema_version INTEGER NOT NULL, launches INTEGER NOT NULL DEFAULT 0,
+    metrics INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS columns (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, tbl TEXT NOT NULL, name TEXT NOT NULL,
+    encoding TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (run_id, tbl, name));
+"""
+
+_SCHEMA_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY, created TEXT NOT NULL, kind TEXT NOT NULL, format TEXT NOT NULL,
+    source TEXT NOT NULL, device TEXT NOT NULL, workload TEXT, environment TEXT NOT NULL,
     notes TEXT NOT NULL, schema_version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS launches (
+CREATE TABLE launches (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, idx INTEGER NOT NULL,
     kernel TEXT NOT NULL, device TEXT NOT NULL, invocations INTEGER NOT NULL,
     attributes TEXT NOT NULL, PRIMARY KEY (run_id, idx));
-CREATE TABLE IF NOT EXISTS metrics (
+CREATE TABLE metrics (
     run_id TEXT NOT NULL, launch_idx INTEGER NOT NULL, position INTEGER NOT NULL,
     name TEXT NOT NULL, value_num REAL, value_text TEXT, unit TEXT NOT NULL, canonical TEXT,
     origin TEXT NOT NULL, minimum REAL, maximum REAL,
     PRIMARY KEY (run_id, launch_idx, position),
     FOREIGN KEY (run_id, launch_idx) REFERENCES launches(run_id, idx) ON DELETE CASCADE);
 """
-
-
-def _split_value(metric: Metric) -> tuple[float | None, str | None]:
-    """(number, text) columns for a metric value; a value of any other type is a bug upstream."""
-    value = metric.value
-    if value is None or isinstance(value, str):
-        return None, value
-    if isinstance(value, (int, float)):
-        return float(value), None
-    raise TypeError(f"metric {metric.name}: value of type {type(value).__name__} cannot be stored")
 
 
 def default_path() -> Path:
@@ -67,10 +73,10 @@ def _layout(db: sqlite3.Connection) -> dict[str, list[str]]:
     return {t: [c[1] for c in db.execute(f"PRAGMA table_info('{t}')")] for t in tables}
 
 
-def _expected_layout() -> dict[str, list[str]]:
-    """The layout this gpuprof writes, read from the schema itself so the two cannot disagree."""
+def _expected_layout(version: int = SCHEMA_VERSION) -> dict[str, list[str]]:
+    """The layout of a store of ``version``, read from its schema so the two cannot disagree."""
     db = sqlite3.connect(":memory:")
-    db.executescript(_SCHEMA)
+    db.executescript(_SCHEMA if version == SCHEMA_VERSION else _SCHEMA_V1)
     layout = _layout(db)
     db.close()
     return layout
@@ -159,23 +165,29 @@ class Store:
                              "--store or $GPUPROF_STORE") from None
 
     def _check_schema(self) -> None:
-        """Create the tables in a new (empty) file; refuse any file this gpuprof did not write.
+        """Create the tables in a new (empty) file; refuse any file this gpuprof cannot read.
 
         An existing store is only read here, so a store on a read-only mount can still be shown.
-        There is one schema version so far: a store of another version, a store missing a table
-        and another program's SQLite file are refused untouched, never altered.
+        A store of schema 1 is read as it is and migrated on its first write (:meth:`add`); a
+        store of a newer schema, a store missing a table and another program's SQLite file are
+        refused untouched, never altered.
         """
         if not _layout(self._db):
             with self._transaction():
                 if not _layout(self._db):  # no other process created it meanwhile
                     self._create()
-        expected = _expected_layout()
         layout = _layout(self._db)
-        missing = [t for t in expected if t not in layout]
-        if missing and len(missing) == len(expected):
+        if not (set(_expected_layout()) | set(_expected_layout(1))) & set(layout):
             raise StoreError(f"{self.path} is an SQLite file but not a gpuprof results store "
                              f"(its tables: {', '.join(sorted(layout))})",
                              "give another path with --store or $GPUPROF_STORE")
+        version = self._version() if "meta" in layout else None
+        if version is not None and version > SCHEMA_VERSION:
+            raise StoreError(
+                f"results store {self.path} was written by a newer gpuprof (schema {version}, "
+                f"this one reads 1 to {SCHEMA_VERSION})", "upgrade gpuprof or use another --store")
+        expected = _expected_layout(1 if version == 1 else SCHEMA_VERSION)
+        missing = [t for t in expected if t not in layout]
         changed = [t for t in expected if t in layout and layout[t] != expected[t]]
         if missing or changed:
             what = "; ".join([f"table {t} is missing" for t in missing]
@@ -183,20 +195,18 @@ class Store:
             raise StoreError(f"results store {self.path} does not have the layout this gpuprof writes "
                              f"({what})", "it was damaged or written by another version; give another "
                              "path with --store or $GPUPROF_STORE")
-        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        version = int(row[0]) if row and str(row[0]).isdigit() else None
         if version is None:
             raise StoreError(f"results store {self.path} has no schema version",
                              "it was damaged or not written by gpuprof; give another --store")
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"results store {self.path} was written by a newer gpuprof (schema {version}, "
-                f"this one reads {SCHEMA_VERSION})", "upgrade gpuprof or use another --store")
-        if version < SCHEMA_VERSION:
+        if version < 1:
             raise StoreError(
                 f"results store {self.path} was written by an older gpuprof (schema {version}, "
-                f"this one reads {SCHEMA_VERSION} and has no migration from it)",
+                f"this one reads 1 to {SCHEMA_VERSION} and has no migration from it)",
                 "read it with the gpuprof that wrote it, or use another --store")
+
+    def _version(self) -> int | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row and str(row[0]).isdigit() else None
 
     def _create(self) -> None:
         for statement in _SCHEMA.strip().split(";"):
@@ -234,27 +244,40 @@ class Store:
         self.close()
 
     def add(self, run: Run) -> None:
-        """Store ``run`` whole, in one transaction; a run already stored (same id) is left as is."""
+        """Store ``run`` whole, in one transaction; a run already stored (same id) is left as is.
+        A schema-1 store is migrated to the current schema first, in the same transaction."""
+        parts = [(run.run_id, *part) for part in store_columns.encode(run.launch_table, run.metric_table)]
         with self._errors("write", "check free disk space and write permission, or use another --store"), \
                 self._transaction():
+            if self._version() == 1:
+                self._migrate()
             if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone():
                 return
-            self._db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run.run_id, run.created, run.kind, run.format, run.source,
-                 json.dumps(run.device), json.dumps(run.workload) if run.workload is not None else None,
-                 json.dumps(run.environment), json.dumps(run.notes), run.schema_version))
-            self._db.executemany(
-                "INSERT INTO launches VALUES (?,?,?,?,?,?)",
-                [(run.run_id, pos, launch.kernel, launch.device, launch.invocations,
-                  json.dumps({"index": launch.index, **launch.attributes}))
-                 for pos, launch in enumerate(run.launches)])
-            self._db.executemany(
-                "INSERT INTO metrics VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                [(run.run_id, pos, mpos, m.name, *_split_value(m),
-                  m.unit, m.canonical, m.origin, m.minimum, m.maximum)
-                 for pos, launch in enumerate(run.launches)
-                 for mpos, m in enumerate(launch.metrics)])
+            self._insert(run, parts)
+
+    def _insert(self, run: Run, parts: list[tuple[str, str, str, str, bytes]]) -> None:
+        self._db.execute(
+            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run.run_id, run.created, run.kind, run.format, run.source,
+             json.dumps(run.device), json.dumps(run.workload) if run.workload is not None else None,
+             json.dumps(run.environment), json.dumps(run.notes), run.schema_version,
+             len(run.launch_table), len(run.metric_table)))
+        self._db.executemany("INSERT INTO columns VALUES (?,?,?,?,?)", parts)
+
+    def _migrate(self) -> None:
+        """Schema 1 to the current one, inside the caller's transaction: every run is read the
+        old way and written again as columns; then the per-metric tables go."""
+        runs = [self._get_v1(run_id) for run_id in self.run_ids()]
+        self._db.execute("DROP TABLE metrics")
+        self._db.execute("DROP TABLE launches")
+        self._db.execute("DELETE FROM runs")
+        self._db.execute("ALTER TABLE runs ADD COLUMN launches INTEGER NOT NULL DEFAULT 0")
+        self._db.execute("ALTER TABLE runs ADD COLUMN metrics INTEGER NOT NULL DEFAULT 0")
+        self._db.execute(_SCHEMA.split(";")[2])  # CREATE TABLE columns
+        for run in runs:
+            self._insert(run, [(run.run_id, *part)
+                               for part in store_columns.encode(run.launch_table, run.metric_table)])
+        self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def run_ids(self) -> list[str]:
         with self._errors("read", _READ_FIX):
@@ -262,33 +285,49 @@ class Store:
 
     def get(self, run_id: str) -> Run:
         with self._errors("read", _READ_FIX):
-            return self._get(run_id)
+            return self._get_v1(run_id) if self._version() == 1 else self._get(run_id)
 
-    def _get(self, run_id: str) -> Run:
-        row = self._db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+    def _row(self, run_id: str, counts: str) -> tuple:
+        row = self._db.execute("SELECT run_id, created, kind, format, source, device, workload, environment, "
+                               f"notes, schema_version{counts} FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"no run {run_id} in {self.path}", "list stored runs with 'gpuprof show'")
-        run_id, created, kind, fmt, source, device, workload, environment, notes, version = row
-        launches: list[Launch] = []
+        return row
+
+    def _get(self, run_id: str) -> Run:
+        *meta, launches, metrics = self._row(run_id, ", launches, metrics")
+        parts = {(table, name): (encoding, data) for table, name, encoding, data in self._db.execute(
+            "SELECT tbl, name, encoding, data FROM columns WHERE run_id=?", (run_id,))}
+        return _run(meta, tables=store_columns.decode(parts, launches, metrics, run_id[:8]))
+
+    def _get_v1(self, run_id: str) -> Run:
+        """A run of a schema-1 store: one row per launch and per metric."""
+        meta = self._row(run_id, "")
         metrics: dict[int, list[Metric]] = {}
         for pos, name, num, text, unit, canon, origin, lo, hi in self._db.execute(
                 "SELECT launch_idx, name, value_num, value_text, unit, canonical, origin, minimum, maximum "
                 "FROM metrics WHERE run_id=? ORDER BY launch_idx, position", (run_id,)):
             metrics.setdefault(pos, []).append(
                 Metric(name, num if text is None else text, unit, canon, origin, lo, hi))
+        launches: list[Launch] = []
         for pos, kernel, dev, invocations, attributes in self._db.execute(
                 "SELECT idx, kernel, device, invocations, attributes FROM launches "
                 "WHERE run_id=? ORDER BY idx", (run_id,)):
             attrs = json.loads(attributes)
             index = attrs.pop("index", pos)
             launches.append(Launch(kernel, index, dev, invocations, attrs, metrics.get(pos, [])))
-        return Run(kind=kind, format=fmt, source=source, device=json.loads(device),
-                   workload=json.loads(workload) if workload else None,
-                   environment=json.loads(environment), launches=launches, notes=json.loads(notes),
-                   created=created, run_id=run_id, schema_version=version)
+        return _run(meta, launches=launches)
 
     def runs(self) -> list[Run]:
         return [self.get(run_id) for run_id in self.run_ids()]
+
+
+def _run(meta: tuple, **data: object) -> Run:
+    """A Run from its row in the runs table and its launches or tables."""
+    run_id, created, kind, fmt, source, device, workload, environment, notes, version = meta
+    return Run(kind=kind, format=fmt, source=source, device=json.loads(device),
+               workload=json.loads(workload) if workload else None, environment=json.loads(environment),
+               notes=json.loads(notes), created=created, run_id=run_id, schema_version=version, **data)
 
 
 def open_store(path: str | Path | None = None, read_only: bool = False) -> Store:

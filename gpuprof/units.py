@@ -95,6 +95,24 @@ def parse_number(text: str) -> float | None:
         return None
 
 
+# Digit-grouping marks locales print: ',' '.' (de_DE, es_ES), apostrophes (de_CH), narrow and plain
+# no-break spaces (fr_FR).
+_GROUPING = ",.'’\u202f\u00a0"
+
+
+def parse_locale_number(text: str, decimal: str = ".") -> float | None:
+    """A number printed under a locale whose decimal mark is ``decimal``: every other grouping mark
+    is dropped ('3.642.649.330' with decimal ',' is 3642649330, '1.085.222,61' is 1085222.61)."""
+    text = text.strip()
+    for mark in _GROUPING:
+        if mark != decimal:
+            text = text.replace(mark, "")
+    try:
+        return float(text.replace(decimal, "."))
+    except ValueError:
+        return None
+
+
 def split_value_unit(cell: str) -> tuple[float, str] | None:
     """A cell with its unit inside, as nvprof prints them: '865.08MB/s' -> (865.08, 'MB/s')."""
     match = _NUMBER.match(cell)

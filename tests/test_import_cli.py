@@ -35,15 +35,12 @@ def test_import_stores_each_file_as_one_run(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert stored_runs(store) == [("import", "nvprof-csv-metrics", str(K40C)),
                                   ("import", "nvprof-text-metrics", str(SRAD))]
-    with sqlite3.connect(store) as db:
-        kernel, invocations = db.execute(
-            "SELECT l.kernel, l.invocations FROM launches l JOIN runs r USING (run_id) "
-            "WHERE r.format = 'nvprof-csv-metrics'").fetchone()
-        value, unit, lo, hi = db.execute(
-            "SELECT value_num, unit, minimum, maximum FROM metrics WHERE name = 'inst_issued'").fetchone()
-        kernels = [k for (k,) in db.execute(
-            "SELECT l.kernel FROM launches l JOIN runs r USING (run_id) "
-            "WHERE r.format = 'nvprof-text-metrics' ORDER BY l.idx")]
+    with open_store(store) as reopened:  # read back from the file, not from memory
+        metrics_run, text_run = reopened.runs()
+    kernel, invocations = metrics_run.launch_table.loc[0, ["kernel", "invocations"]]
+    inst_issued = metrics_run.metric_table.set_index("metric").loc["inst_issued"]
+    value, unit, lo, hi = inst_issued[["value", "unit", "minimum", "maximum"]]
+    kernels = text_run.launch_table["kernel"].tolist()
     assert (kernel, invocations) == (FORMA, 3)
     assert (value, unit, lo, hi) == (3227173467, "", 3226322455, 3227709091)
     assert [k.split("(")[0] for k in kernels] == ["compress", "reduce", "srad2", "extract", "prepare", "srad"]
@@ -63,7 +60,7 @@ def test_json_table_per_kernel(tmp_path: Path) -> None:
     assert forma["flop_count_sp/launch (FLOP)"] == 25264160800
     assert forma["achieved_occupancy (%)"] == pytest.approx(99.7336)
     assert forma["origin"].startswith("measured by the profiler (nvprof-csv-metrics)")
-    sessions = [row for row in rows if row["file"] == README.name]
+    sessions = [row for row in rows if row["file"] == README.name and row["kernel"].startswith("vectorAdd")]
     assert [row["launches"] for row in sessions] == [1010, 1010, 1010, 110, 410]
     assert sessions[3]["session"] == "vector_add_profile_serial"
     assert sessions[0]["time total (s)"] == pytest.approx(1010 * 1813.1e-9)

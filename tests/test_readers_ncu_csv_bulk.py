@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpuprof import tables
 from gpuprof.model import Run
 from gpuprof.readers import _ncu_csv_bulk, ncu_csv
 from gpuprof.readers._text import metric_columns, metric_maker
@@ -136,12 +137,15 @@ TEXTS = ["0", "38560", "5,323,503,232.00", "1.3746e+11", "28.05%", "n/a", "", " 
 @given(st.lists(st.tuples(st.sampled_from(["Duration", "dram__bytes.sum", "SM Frequency", "x"]),
                           st.sampled_from(UNITS), st.sampled_from(TEXTS)), max_size=40))
 def test_column_conversion_equals_the_row_by_row_one(rows: list[tuple[str, str, str]]) -> None:
-    """metric_columns (the fast path's converter) gives exactly metric_maker's Metrics."""
+    """metric_columns (both paths' converter) gives exactly metric_maker's Metrics, but for a NaN
+    value, which the columnar model holds as no value."""
     names, units, texts = (list(column) for column in zip(*rows)) if rows else ([], [], [])
     one = metric_maker()
-    assert _comparable(metric_columns()(names, units, texts)) == _comparable(map(one, names, units, texts))
+    table = tables.metric_table([0] * len(names), **metric_columns(names, units, texts))
+    [launch] = tables.launch_views(tables.launch_table(["k"], [0], [""], [1], [{}]), table)
+    assert _comparable(launch.metrics) == _comparable(map(one, names, units, texts))
 
 
 def _comparable(metrics) -> list[tuple]:
-    return [(m.name, "nan" if isinstance(m.value, float) and math.isnan(m.value) else m.value, m.unit, m.canonical,
+    return [(m.name, None if isinstance(m.value, float) and math.isnan(m.value) else m.value, m.unit, m.canonical,
              m.origin) for m in metrics]

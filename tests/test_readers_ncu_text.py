@@ -61,5 +61,5 @@ def test_omitted_lines_are_noted() -> None:
 def test_log_without_tables_is_a_format_error(tmp_path: Path) -> None:
     path = tmp_path / "no-tables.log"
     path.write_text("".join(LOG.read_text().splitlines(keepends=True)[:8]))
-    with pytest.raises(FormatError, match="no Nsight Compute summary tables"):
+    with pytest.raises(FormatError, match="no Nsight Compute metric tables"):
         ncu_text.read(path)

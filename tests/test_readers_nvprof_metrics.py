@@ -11,7 +11,7 @@ import pytest
 from gpuprof import readers
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.readers import nvprof_csv_metrics, nvprof_text_metrics
-from fixture_paths import K40C, SRAD, DRAM, PYRUP
+from fixture_paths import K40C, SRAD, DRAM, PYRUP, EVENTS_CSV, EVENTS_MAXDNN, EVENTS_FLASH
 
 MiB, GiB = 2.0**20, 2.0**30
 FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
@@ -148,3 +148,69 @@ def test_explicit_reader_on_a_renamed_file(tmp_path: Path) -> None:
     assert readers.read(path, "nvprof-text-metrics").launches[0].kernel == "compress(long, float*)"
     with pytest.raises(FormatError, match="no metric table"):
         readers.read(K40C, "nvprof-text-metrics")
+
+
+def test_csv_events_alone_with_their_total() -> None:
+    assert readers.detect(EVENTS_CSV) is nvprof_csv_metrics
+    run = readers.read(EVENTS_CSV)
+    assert run.device == {"name": "Tesla V100S-PCIE-32GB", "index": 0}
+    [launch] = run.launches
+    # "Tesla V100S-PCIE-32GB (0)","transposeNaive(float*, float*, int, int)",101,"thread_inst_executed",
+    # 16777216,16777216,16777216,1694498816
+    assert launch.kernel == "transposeNaive(float*, float*, int, int)" and launch.invocations == 101
+    executed = launch.metric("thread_inst_executed")
+    assert (executed.value, executed.minimum, executed.maximum) == (16777216, 16777216, 16777216)
+    assert launch.value("thread_inst_executed (total)") == 1694498816 == 101 * 16777216
+
+
+def test_csv_events_then_metrics_in_one_file(tmp_path: Path) -> None:
+    # Written from the layout nvprof prints for '--csv --events ... --metrics ...' (an Event result
+    # table, then a Metric result table), with the rows of two real files of the same run
+    # (Giotyp/GPU-Roofline-Python example/: events_transpose.csv and metrics_transpose.csv).
+    path = tmp_path / "both.csv"
+    path.write_text(
+        "==1234== Profiling result:\n==1234== Event result:\n" + EVENTS_CSV.read_text() +
+        "\n==1234== Metric result:\n"
+        '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\n'
+        '"Tesla V100S-PCIE-32GB (0)","transposeNaive(float*, float*, int, int)",101,"gld_transactions",'
+        '"Global Load Transactions",131072,131072,131072\n')
+    [launch] = readers.read(path).launches
+    assert [m.name for m in launch.metrics] == [
+        "thread_inst_executed", "thread_inst_executed (total)", "gld_transactions"]
+    assert launch.value("gld_transactions") == 131072 and launch.invocations == 101
+
+
+def test_text_events_and_metrics_of_one_run(tmp_path: Path) -> None:
+    assert readers.detect(EVENTS_MAXDNN) is nvprof_text_metrics
+    run = readers.read(EVENTS_MAXDNN)  # a README: the output sits between prose and code fences
+    assert run.device == {"name": "GeForce GTX 980", "index": 0}
+    assert run.environment["command"] == "./maxdnn_test.bin convolve_maxdnn_alexnet_conv1"
+    [launch] = run.launches
+    assert launch.kernel == "multiconvolution_64" and launch.invocations == 10
+    # events (nvprof of CUDA 6.5 prints no Total):  10  elapsed_cycles_sm  75288048  75580076  75451292
+    cycles = launch.metric("elapsed_cycles_sm")
+    assert (cycles.value, cycles.minimum, cycles.maximum) == (75451292, 75288048, 75580076)
+    assert launch.metric("elapsed_cycles_sm (total)") is None
+    #  10  inst_fp_32  FP Instructions(Single)  9144115200  9144115200  9144115200
+    assert launch.value("inst_fp_32") == 9144115200
+    efficiency = launch.metric("flop_sp_efficiency")  # 94.39%  94.76%  94.55%
+    assert (efficiency.value, efficiency.minimum, efficiency.maximum, efficiency.unit) == (94.55, 94.39, 94.76, "%")
+    assert len(launch.metrics) == 10  # one event and nine metrics
+
+
+def test_text_metrics_then_events_with_total_and_exponents() -> None:
+    run = readers.read(EVENTS_FLASH)
+    [launch] = run.launches
+    assert launch.kernel.startswith("flash_attention_kernel(float4 const *,") and launch.invocations == 1
+    #  1  shared_load_throughput  Shared Memory Load Throughput  4006.6GB/s  4006.6GB/s  4006.6GB/s
+    assert launch.value("shared_load_throughput") == pytest.approx(4006.6 * GiB)
+    #  1  shared_ld_bank_conflict  6.7512e+10  6.7512e+10  6.7512e+10  6.7512e+10
+    assert launch.value("shared_ld_bank_conflict") == 6.7512e10
+    assert launch.value("shared_st_bank_conflict (total)") == 8321499136
+
+
+def test_text_event_row_that_does_not_fit(tmp_path: Path) -> None:
+    path = tmp_path / "edited.md"
+    path.write_text(EVENTS_FLASH.read_text().replace("  8321499136  8321499136  8321499136", ""))
+    with pytest.raises(FormatError, match="line '1 +shared_st_bank_conflict  8321499136' does not fit"):
+        readers.read(path)

@@ -9,8 +9,8 @@ import pytest
 
 from gpuprof import readers
 from gpuprof.errors import FormatError
-from gpuprof.readers import nvprof_csv_trace, nvprof_text_summary
-from fixture_paths import TRACE, SUMMARY, BABEL
+from gpuprof.readers import nvprof_csv_trace, nvprof_text_summary, nvprof_text_trace
+from fixture_paths import TRACE, SUMMARY, BABEL, SUMMARY_MS, TEXT_TRACE, TEXT_TRACE_UM
 
 MiB, GiB = 2.0**20, 2.0**30
 FLUX = "cuda_compute_flux(int, int*, float*, float*, float*)"
@@ -106,3 +106,100 @@ def test_text_summary_values_with_unit_suffixes() -> None:
     assert add.value("Time") == pytest.approx(184.77e-3) and add.value("Time(%)") == 19.89
     init = readers.read(BABEL).launches[-1]
     assert init.invocations == 1 and init.value("kernel_duration") == pytest.approx(1.6781e-3)
+
+
+def test_text_trace_kernels_memcpys_and_correlation_ids() -> None:
+    assert readers.detect(TEXT_TRACE) is nvprof_text_trace
+    run = readers.read(TEXT_TRACE)
+    assert run.format == "nvprof-text-trace" and run.device == {"name": "TITAN Xp", "index": 0}
+    assert run.environment["command"] == "./cuda-stream"
+    kinds = [launch.attributes["kind"] for launch in run.launches]
+    # 501 kernel rows (100 each of copy/mul/add/triad/dot and one init) and 103 [CUDA memcpy DtoH]
+    assert (kinds.count("kernel"), kinds.count("memcpy"), len(kinds)) == (501, 103, 604)
+    # 326.63ms  1.6782ms  (32768 1 1)  (1024 1 1)  14  0B  0B  -  -  -  -  TITAN Xp (0)  1  7  void init_kernel<double>(...) [128]
+    init = run.launches[0]
+    assert init.kernel == "void init_kernel<double>(double*, double*, double*, double, double, double)"
+    assert init.attributes["correlation_id"] == "128" and init.attributes["grid"] == "(32768, 1, 1)"
+    assert init.attributes["block"] == "(1024, 1, 1)" and init.attributes["registers"] == "14"
+    assert init.invocations == 1 and init.value("kernel_duration") == pytest.approx(1.6782e-3)
+    assert float(init.attributes["start_s"]) == pytest.approx(326.63e-3)
+    # 334.56ms  1.2305ms  (256 1 1)  (1024 1 1)  13  8.0000KB  0B ... void dot_kernel<double>(...) [167]
+    dot = run.launches[5]
+    assert dot.kernel.startswith("void dot_kernel<double>") and dot.attributes["static_smem_bytes"] == "8192"
+
+
+def test_text_trace_memcpy_in_units_inside_cells_binary_prefixes() -> None:
+    run = readers.read(TEXT_TRACE)
+    # line 29: 358.18ms  1.0240us  ...  2.0000KB  1.8626GB/s  Device  Pageable  TITAN Xp (0)  1  7  [CUDA memcpy DtoH]
+    copy = next(launch for launch in run.launches if launch.attributes.get("start_s") == str(358.18e-3))
+    assert copy.kernel == "[CUDA memcpy DtoH]" and "correlation_id" not in copy.attributes
+    assert (copy.attributes["src_mem"], copy.attributes["dst_mem"]) == ("Device", "Pageable")
+    size, duration, rate = (copy.value(k) for k in ("Size", "Duration", "Throughput"))
+    assert (size, duration) == (2048.0, pytest.approx(1.024e-6)) and rate == pytest.approx(1.8626 * GiB)
+    assert size / duration == pytest.approx(rate, rel=1e-4)  # only with KB = 1024 B and GB/s = 2**30 B/s
+    last = run.launches[-1]  # 1.14514s  154.63ms  ...  256.00MB  1.6168GB/s
+    assert last.value("Size") == 256 * MiB and last.value("Duration") == pytest.approx(0.15463)
+
+
+def test_text_trace_with_unified_memory_columns_and_app_output() -> None:
+    run = readers.read(TEXT_TRACE_UM)
+    assert readers.detect(TEXT_TRACE_UM) is nvprof_text_trace
+    assert run.device == {"name": "Tesla V100-SXM2"}  # nvprof cuts the Device column at 15 characters
+    kinds = [launch.attributes["kind"] for launch in run.launches]
+    assert (kinds.count("kernel"), kinds.count("memcpy")) == (16, 18)
+    assert run.notes == ["skipped 3 Unified Memory rows (page faults and migrations, not launches)"]
+    # 572.56ms  6.8480us  ...  96.000KB  13.369GB/s  Pageable  Device  Tesla V100-SXM2  1  7  -  -  [CUDA memcpy HtoD]
+    first = run.launches[0]
+    assert first.value("Size") == 96 * 1024 and first.value("Throughput") == pytest.approx(13.369 * GiB)
+    # 572.86ms  7.6480us  (8 1 1)  (512 1 1)  21  0B  0B ... Kernel(Node*, int*, bool*, bool*, bool*, int*, int) [426]
+    kernel = next(launch for launch in run.launches if launch.attributes["kind"] == "kernel")
+    assert kernel.kernel == "Kernel(Node*, int*, bool*, bool*, bool*, int*, int)"
+    assert kernel.attributes["correlation_id"] == "426" and kernel.attributes["grid"] == "(8, 1, 1)"
+    assert kernel.value("kernel_duration") == pytest.approx(7.648e-6)
+
+
+def test_text_trace_row_off_the_header_columns(tmp_path: Path) -> None:
+    lines = TEXT_TRACE.read_text().splitlines(keepends=True)
+    lines[4] = lines[4].replace("(32768 1 1)      (1024 1 1)", "(32768 1 1)(1024 1 1)      ")  # shifted left
+    path = tmp_path / "edited.txt"
+    path.write_text("".join(lines))
+    with pytest.raises(FormatError, match="trace line '326.63ms  1.6782ms  .*' does not fit the columns of its header"):
+        readers.read(path)
+
+
+def test_text_summary_units_row_exponents_and_api_section() -> None:
+    assert readers.detect(SUMMARY_MS) is nvprof_text_summary
+    run = readers.read(SUMMARY_MS)
+    assert run.environment["command"] == "./lassen-executable/cfd_000 ../../data/cfd/fvcorr.domn.097K"
+    assert run.notes == ["skipped 17 API call rows (host side)"]
+    assert [launch.invocations for launch in run.launches] == [6000, 6000, 2000, 2000, 8, 3, 1]
+    # units row '%  ms  ms  ms  ms';  19.82  59.36514  6000  9.89e-03  9.12e-03  0.011456  cuda_time_step(...)
+    step = run.launches[1]
+    assert step.kernel == "cuda_time_step(int, int, float*, float*, float*, float*)"
+    duration = step.metric("kernel_duration")
+    assert duration.unit == "second"
+    assert (duration.value, duration.minimum, duration.maximum) == pytest.approx((9.89e-6, 9.12e-6, 11.456e-6))
+    assert step.value("Time") == pytest.approx(59.36514e-3) and step.value("Time(%)") == 19.82
+    memset = run.launches[-1]  # 0.00  1.82e-03  1  1.82e-03  1.82e-03  1.82e-03  [CUDA memset]
+    assert memset.attributes["kind"] == "memset" and memset.value("kernel_duration") == pytest.approx(1.82e-6)
+
+
+def test_text_summary_before_cuda_9_without_a_type_column(tmp_path: Path) -> None:
+    # Written from the layout nvprof printed before CUDA 9 (as quoted in JuliaGPU/CUDA.jl issue #2017):
+    # no Type column, and the API calls in a second table after an '==PID== API calls:' line.
+    path = tmp_path / "old.txt"
+    path.write_text(
+        "==27694== Profiling application: matrixMul\n"
+        "==27694== Profiling result:\n"
+        "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+        " 99.94%  1.11524s       301  3.7051ms  3.6928ms  3.7174ms  void matrixMulCUDA<int=32>(float*, float*, float*, int, int)\n"
+        "  0.04%  406.30us         2  203.15us  136.13us  270.18us  [CUDA memcpy HtoD]\n"
+        "\n"
+        "==27964== API calls:\n"
+        "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+        " 49.81%  285.17ms         3  95.055ms  153.32us  284.86ms  cudaMalloc\n")
+    run = readers.read(path)
+    assert [(launch.kernel[:16], launch.invocations) for launch in run.launches] == [
+        ("void matrixMulCU", 301), ("[CUDA memcpy Hto", 2)]
+    assert run.launches[0].value("kernel_duration") == pytest.approx(3.7051e-3)
+    assert run.notes == ["skipped 1 API call rows (host side)"]

@@ -36,13 +36,17 @@ def _run(tag: str, launches: int = LAUNCHES, metrics: int = METRICS, source: str
 
 
 def _counts(path: Path) -> tuple[int, int, int, str]:
+    """Runs, launches and metric rows as decoded from the stored columns, and SQLite's integrity check."""
     db = sqlite3.connect(path)
     try:
-        runs, launches, metrics = (db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                                   for t in ("runs", "launches", "metrics"))
-        return runs, launches, metrics, db.execute("PRAGMA integrity_check").fetchone()[0]
+        integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+        runs = db.execute("SELECT count(*) FROM runs").fetchone()[0]
     finally:
         db.close()
+    with open_store(path) as store:
+        stored = store.runs()
+    return (runs, sum(len(r.launch_table) for r in stored), sum(len(r.metric_table) for r in stored),
+            integrity)
 
 
 def _writer(path: str, tag: int, barrier: multiprocessing.synchronize.Barrier,
@@ -146,7 +150,7 @@ def _store_with_one_run(path: Path) -> str:
     ("UPDATE meta SET value='99' WHERE key='schema_version'", "written by a newer gpuprof .schema 99"),
     ("UPDATE meta SET value='0' WHERE key='schema_version'", "written by an older gpuprof .schema 0"),
     ("DELETE FROM meta", "has no schema version"),
-    ("DROP TABLE metrics", "table metrics is missing"),
+    ("DROP TABLE columns", "table columns is missing"),
     ("ALTER TABLE runs DROP COLUMN notes", "table runs has other columns"),
 ])
 def test_store_of_another_version_is_refused_untouched(tmp_path, damage, message):
@@ -193,7 +197,7 @@ def test_cli_reports_a_refused_store_in_one_line(tmp_path):
     result = CliRunner().invoke(main, ["show", "--store", str(path)])
     assert result.exit_code == StoreError.exit_code
     assert result.output.strip().splitlines() == [
-        f"error: results store {path} was written by a newer gpuprof (schema 7, this one reads 1). "
+        f"error: results store {path} was written by a newer gpuprof (schema 7, this one reads 1 to 2). "
         "upgrade gpuprof or use another --store"]
 
 

@@ -65,8 +65,8 @@ def test_cpu_dot_run_is_stored_and_reads_back(tmp_path):
     assert len([l for l in run.launches if l.invocations == 1]) == 5
     assert all(l.metrics[0].origin == "timed" and l.metrics[0].value > 0 for l in run.launches[:5])
     assert run.environment["command"].startswith("gpuprof run --op dot")
-    rows = sqlite3.connect(store).execute("SELECT count(*) FROM metrics").fetchone()[0]
-    assert rows >= 5
+    rows = sqlite3.connect(store).execute("SELECT metrics FROM runs").fetchone()[0]
+    assert rows == len(run.metric_table) >= 5
 
 
 def test_json_output_has_origins(tmp_path):
@@ -143,11 +143,11 @@ def test_gpu_profiler_options_reach_the_gpu_session(tmp_path, monkeypatch):
         raise DeviceError("stop here", "nothing to measure in this test")
 
     monkeypatch.setattr(gpu_session, "run_gpu", fake_run_gpu)
-    result = invoke("--op", "dot", "--shape", "8", "--device", "cuda", "--profiler", "ncu",
-                    "--clock-control", "none", "--cache-control", "none", "--replay-mode", "application",
-                    store=tmp_path / "s.sqlite")
+    result = invoke("--op", "dot", "--shape", "8", "--device", "cuda", "--profiler", "/opt/ncu/ncu",
+                    "--profiled", "2", "--clock-control", "none", "--cache-control", "none",
+                    "--replay-mode", "application", store=tmp_path / "s.sqlite")
     assert result.exit_code == 5 and "stop here" in result.output
-    assert seen == {"profiler": "ncu", "clock_control": "none", "cache_control": "none",
+    assert seen == {"profiler": "/opt/ncu/ncu", "profiled": 2, "clock_control": "none", "cache_control": "none",
                     "replay_mode": "application", "shape": (8, 8, 8)}
 
 

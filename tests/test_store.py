@@ -38,15 +38,25 @@ def test_adding_twice_keeps_one(tmp_path):
         assert len(store.runs()) == 1
 
 
-def test_failed_write_leaves_nothing(tmp_path):
+def test_an_unstorable_value_is_refused_when_the_run_is_built():
+    launches = [Launch("k", 0, metrics=[Metric("bad", object())])]
+    with pytest.raises(TypeError, match="value of type object"):
+        Run(kind="import", format="test", source="x", launches=launches)
+
+
+def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    from gpuprof import store_columns
+
+    real = store_columns.encode
+    # every column twice: the second insert of a column breaks its primary key mid-transaction
+    monkeypatch.setattr(store_columns, "encode", lambda *tables: [*real(*tables), *real(*tables)])
     run = _run()
-    run.launches[0].metrics.append(Metric("bad", object()))  # not storable -> whole run rolled back
     with open_store(tmp_path / "s.sqlite") as store:
-        with pytest.raises(TypeError, match="value of type object"):
+        with pytest.raises(StoreError, match="cannot write results store"):
             store.add(run)
         assert store.run_ids() == []
         db = sqlite3.connect(tmp_path / "s.sqlite")
-        assert db.execute("SELECT count(*) FROM metrics").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM columns").fetchone()[0] == 0
 
 
 def test_env_variable_and_newer_schema(tmp_path, monkeypatch):

@@ -82,27 +82,48 @@ def devices(fmt: str) -> None:
 
 @click.command()
 @click.argument("name", required=False)
+@click.option("--ceilings", "show_ceilings", is_flag=True,
+              help="Every ceiling: FP64/FP32/FP16 with and without FMA, each tensor type, L1/L2/DRAM "
+                   "bandwidth, with origin, clock and source.")
 @format_option
 @handle_errors
-def peaks(name: str | None, fmt: str) -> None:
+def peaks(name: str | None, show_ceilings: bool, fmt: str) -> None:
     """Peaks of the GPUs in the device table, or of the GPU(s) NAME matches ("a100", "Tesla K40c").
 
     One match prints every field with its status (derived / unconfirmed), the formulas and sources.
     """
-    from gpuprof.devices import gpu_table
+    from gpuprof.devices import gpu_table, table_frames
     from gpuprof.errors import InputError
     from gpuprof.render import emit
 
+    found = gpu_table.find(name) if name else list(gpu_table.load().gpus)
+    if not found:
+        raise InputError(f"no GPU '{name}' in the device table", "list the known GPUs with 'gpuprof peaks'")
+    if show_ceilings:
+        _print_ceilings(found, fmt)
+        return
     if not name:
-        echo(emit(gpu_table.summary_frame(gpu_table.load().gpus), fmt))
+        echo(emit(table_frames.summary_frame(found), fmt))
         note("peaks in GFLOP/s and GB/s (decimal); 'formula' columns: SMs x lanes x 2 x peak clock, "
              "2 x memory clock x bus/8. 'gpuprof peaks NAME' shows one GPU's sources and flags.")
         return
-    found = gpu_table.find(name)
-    if not found:
-        raise InputError(f"no GPU '{name}' in the device table", "list the known GPUs with 'gpuprof peaks'")
     if len(found) == 1:
-        echo(emit(gpu_table.detail_frame(found[0]), fmt, title=found[0].title))
+        echo(emit(table_frames.detail_frame(found[0]), fmt, title=found[0].title))
         return
-    echo(emit(gpu_table.summary_frame(found), fmt))
+    echo(emit(table_frames.summary_frame(found), fmt))
     note(f"'{name}' matches {len(found)} GPUs; give a key (first column) for one GPU's details")
+
+
+def _print_ceilings(gpus: list[Any], fmt: str) -> None:
+    """One GPU: each ceiling (its long sources become numbered notes where the terminal is too
+    narrow); several: one line each; CSV/JSON: all, long."""
+    from gpuprof.devices import table_frames
+    from gpuprof.render import emit
+
+    if fmt in ("csv", "json"):
+        echo(emit(table_frames.ceilings_frame(gpus), fmt))
+    elif len(gpus) == 1:
+        echo(emit(table_frames.ceiling_detail_frame(gpus[0]), fmt, title=gpus[0].title))
+    else:
+        echo(emit(table_frames.ceilings_overview(gpus), fmt))
+        note(table_frames.OVERVIEW_LEGEND)

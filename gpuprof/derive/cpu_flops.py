@@ -2,7 +2,8 @@
 
 Intel ``FP_ARITH_INST_RETIRED.*`` counts instructions by vector width, and an FMA counts twice, so
 FLOPs = Σ lanes × count: 1 / 4 / 8 / 16 per scalar / 128b / 256b / 512b packed single instruction,
-1 / 2 / 4 / 8 for double. AMD's ``fp_ret_sse_avx_ops.all`` already counts FLOPs. Names are matched
+1 / 2 / 4 / 8 for double. AMD's ``fp_ret_sse_avx_ops.all`` already counts FLOPs (an FMA counts 2);
+its umasks (``.mac_flops``, ``.add_sub_flops`` ...) are parts of it and never added to it. Names are matched
 case-insensitively with or without a PMU prefix (``cpu_core/...``, summed over hybrid PMUs) and
 modifiers (``:u``), in perf (``fp_arith_inst_retired.scalar_double``) or libpfm
 (``FP_ARITH:SCALAR_DOUBLE``) spelling.
@@ -24,6 +25,8 @@ INTEL_WEIGHTS = {
 }
 _INTEL = re.compile(r"^fp_arith(?:_inst_retired)?[.:](scalar|128b_packed|256b_packed|512b_packed)_(single|double)$")
 _AMD = re.compile(r"^fp_ret_sse_avx_ops[.:]all$")
+# The umasks .all sums (an FMA already counts 2 in .mac_flops and in .all).
+_AMD_SUBSET = re.compile(r"^fp_ret_sse_avx_ops[.:](?:add_sub|mult|div|mac|bfloat_mac)_flops$")
 _PRECISION_DTYPE = {"single": "float32", "double": "float64"}
 
 
@@ -66,6 +69,9 @@ def flops_from_events(metrics: Iterable[Metric]) -> tuple[float, str] | None:
                      "an FMA counts twice)")
     if "any" in by_dtype:
         parts.append("fp_ret_sse_avx_ops.all (AMD counts FLOPs directly)")
+        subsets = sorted({event for event, _ in _counted(metrics) if _AMD_SUBSET.match(event)})
+        if subsets:
+            parts.append(f"{', '.join(subsets)} also counted: part of .all, not added again")
     running = [float(m.value) for m in metrics if m.name.endswith(":running") and isinstance(m.value, (int, float))
                and (_INTEL.match(normalise_event(m.name[:-8])) or _AMD.match(normalise_event(m.name[:-8])))]
     if running:

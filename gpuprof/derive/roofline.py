@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from gpuprof import ops
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import GpuprofError
-from gpuprof.model import ANALYTIC, MEASURED, Launch, Run
+from gpuprof.model import ANALYTIC, MEASURED, Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,16 +24,22 @@ if TYPE_CHECKING:
 POINT_COLUMNS = ["device", "label", "op", "dtype", "ai", "flop_rate", "origin", "run_id"]
 
 
-def device_name(run: Run, launch: Launch | None = None) -> str:
-    """The device a point belongs to: its name, else what the profile says (ncu CSVs give only
-    the index and compute capability), so charts never merge different devices."""
-    if launch is not None and launch.device:
-        return launch.device
+def device_name(run: Run, launch_device: str = "") -> str:
+    """The device a point belongs to: the launch's device name, else the run's, else what the
+    profile says (ncu CSVs give only the index and compute capability), so charts never merge
+    different devices."""
+    if launch_device:
+        return launch_device
     device = run.device
     if device.get("name"):
         return str(device["name"])
     cc = f" (CC {device['cc']})" if device.get("cc") else ""
     return f"device {device.get('index', '?')}{cc}, unnamed in {run.format}"
+
+
+def launch_devices(run: Run) -> list[str]:
+    """:func:`device_name` of every launch of ``run``, in launch order."""
+    return [device_name(run, device) for device in run.launch_table["device"].tolist()]
 
 
 def short_kernel_name(kernel: str, width: int = 40) -> str:
@@ -73,21 +79,25 @@ def _run_point(run: Run) -> dict[str, Any] | None:
 _PRECISIONS = {"sp": "float32", "dp": "float64", "hp": "float16"}
 
 
-def _launch_point(run: Run, launch: Launch) -> dict[str, Any] | None:
-    """An imported launch's point: counted FLOP/s of its busiest precision over its DRAM
-    bandwidth (``gpuprof.derive.counters``: nvprof counts or ncu instruction sums alike)."""
+def _launch_points(run: Run) -> list[dict[str, Any]]:
+    """An imported run's points, one per launch: counted FLOP/s of its busiest precision over its
+    DRAM bandwidth (``gpuprof.derive.counters``: nvprof counts or ncu instruction sums alike)."""
     from gpuprof.derive import counters
 
-    rates = [(rate[0], dtype) for p, dtype in _PRECISIONS.items()
-             if (rate := counters.flop_rate(launch, p)) is not None and rate[0] > 0]
-    bandwidth = counters.dram_bandwidth(launch)
-    if not rates or bandwidth is None or bandwidth[0] <= 0:
-        return None
-    rate, dtype = max(rates)
-    name = short_kernel_name(launch.kernel)
-    return {"device": device_name(run, launch), "label": name, "op": name, "dtype": dtype,
-            "ai": rate / bandwidth[0], "flop_rate": rate,
-            "origin": f"{MEASURED} FLOPs, DRAM bytes and duration", "run_id": run.run_id}
+    derived = counters.frame(run)
+    rates = [(derived[f"flop_rate_{p}"].tolist(), dtype) for p, dtype in _PRECISIONS.items()]
+    points = []
+    for row, (kernel, device, bandwidth) in enumerate(zip(
+            run.launch_table["kernel"].tolist(), launch_devices(run), derived["dram_bandwidth"].tolist())):
+        found = [(rate[row], dtype) for rate, dtype in rates if rate[row] > 0]  # NaN compares False
+        if not found or not bandwidth > 0:
+            continue
+        rate, dtype = max(found)
+        name = short_kernel_name(kernel)
+        points.append({"device": device, "label": name, "op": name, "dtype": dtype, "ai": rate / bandwidth,
+                       "flop_rate": rate, "origin": f"{MEASURED} FLOPs, DRAM bytes and duration",
+                       "run_id": run.run_id})
+    return points
 
 
 def points(runs: list[Run]) -> tuple[pd.DataFrame, list[str]]:
@@ -103,8 +113,7 @@ def points(runs: list[Run]) -> tuple[pd.DataFrame, list[str]]:
         if run.kind == CALIBRATION:
             continue
         try:
-            found = ([_run_point(run)] if run.kind == "run"
-                     else [_launch_point(run, launch) for launch in run.launches])
+            found = [_run_point(run)] if run.kind == "run" else _launch_points(run)
         except (GpuprofError, ValueError, KeyError, TypeError) as error:
             skipped.append(f"run {run.run_id[:8]}: {error}")
             continue
@@ -138,7 +147,7 @@ def device_ceilings(runs: list[Run], fallback: list[Peaks] | None = None) -> dic
     left without any get ``fallback`` (a GPU the user named for a profile that names none)."""
     out: dict[str, list[Peaks]] = {}
     for run in runs:
-        for name in {device_name(run, launch) for launch in run.launches} or {device_name(run)}:
+        for name in set(launch_devices(run)) or {device_name(run)}:
             known = out.setdefault(name, [])
             for peaks in ceilings(run) or table_peaks(name):
                 if all((p.origin, p.source) != (peaks.origin, peaks.source) for p in known):

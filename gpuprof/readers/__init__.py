@@ -19,7 +19,8 @@ from gpuprof.model import Run
 _MODULES: list[str] = [
     "ncu_source_csv", "perf_topdown", "perf_stat",
     "ncu_rep", "ncu_raw", "ncu_text", "ncu_csv",
-    "nsys_rep", "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_text_metrics", "nvprof_text_summary", "nsys_stats",
+    "nsys_rep", "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_text_trace", "nvprof_text_metrics",
+    "nvprof_text_summary", "nsys_stats",
 ]
 
 HEAD_BYTES = 65536

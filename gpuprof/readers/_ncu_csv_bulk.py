@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import csv
 import warnings
-from bisect import bisect_left
 from dataclasses import dataclass
-from itertools import compress, count, islice, repeat
-from operator import ne
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from gpuprof.model import Launch
 from gpuprof.readers._text import ends_with_newline
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from gpuprof.readers.ncu_csv import _Table
@@ -38,7 +36,7 @@ def read(table: _Table, path: Path, skip: int) -> bool:
     nothing, when the rows are not all plain metric and rule rows."""
     frame = _parse(path, skip, table.columns)
     rows = _Rows.take(frame, table) if frame is not None else None
-    del frame  # its columns of pointers: dropped before a million Metrics are built
+    del frame  # the columns not taken
     if rows is None:
         return False
     rows.add_to(table)
@@ -61,76 +59,71 @@ def _parse(path: Path, skip: int, columns: int) -> pd.DataFrame | None:
 @dataclass
 class _Rows:
     """What the table needs from the parsed rows: per launch its ID, kernel, attributes and the
-    range of its metric rows; per metric row its cells; the rule rows whole."""
+    range of its metric rows; the metric rows' cells as whole columns; the rule rows whole."""
 
     launch_ids: list[str]
     kernels: list[str]
     attributes: list[dict[str, str]]
-    bounds: list[int]  # launch k's metric rows are bounds[k]:bounds[k + 1]
-    names: list[str]
-    units: list[str]
-    values: list[str]
-    sections: list[str] | None
+    bounds: np.ndarray  # launch k's metric rows are bounds[k]:bounds[k + 1]
+    names: np.ndarray
+    units: np.ndarray
+    values: np.ndarray
+    sections: np.ndarray | None
     rules: list[tuple[str, tuple[str, ...]]]  # (launch ID, the whole row)
 
     @classmethod
     def take(cls, frame: pd.DataFrame, table: _Table) -> _Rows | None:
         """The rows of ``frame``; None unless every row is a plain metric or rule row."""
-        ids, names = frame[table.i_id].tolist(), frame[table.i_name].tolist()
-        if not ids:
+        import numpy as np
+
+        ids, names = frame[table.i_id].to_numpy(), frame[table.i_name].to_numpy()
+        if not len(ids):
             return None
         # Every row whose ID differs from the row before starts a run, so checking the runs' IDs
         # checks every row's: a tool message or a line of program output has an ID of its own.
-        starts = [0, *compress(count(1), map(ne, ids, islice(ids, 1, None)))]
-        launch_ids = [ids[start] for start in starts]
+        starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
+        launch_ids = ids[starts].tolist()
         if (not all(map(str.isdigit, launch_ids)) or not "".join(launch_ids).isascii()
                 or max(map(len, launch_ids)) > 18 or len(set(launch_ids)) < len(launch_ids)):
             return None  # not plain counts, or a launch in pieces
-        rules = [row for row, name in enumerate(names) if not name] if "" in names else []
-        if rules and (table.i_rule is None or not all(frame[table.i_rule].to_numpy()[rules])):
+        is_rule = names == ""
+        rules = np.flatnonzero(is_rule)
+        if len(rules) and (table.i_rule is None or not all(frame[table.i_rule].to_numpy()[rules])):
             return None
-        kept = _without(rules, len(names))
+        kept = ~is_rule
 
-        def metric_column(i: int | None) -> list[str] | None:
+        def metric_column(i: int | None) -> np.ndarray | None:
             if i is None:
                 return None
-            column = frame[i].tolist()
-            return column if kept is None else [column[row] for row in kept]
+            column = frame[i].to_numpy()
+            return column[kept] if len(rules) else column
 
         values = metric_column(table.i_value)
-        if "" in values:  # a row cut short, or a metric ncu left empty: the line-by-line reader decides
+        if (values == "").any():  # a row cut short, or a metric ncu left empty: the line-by-line reader decides
             return None
-        keys = [key for key, _ in table.attributes]
-        fields = zip(*(frame[i].to_numpy()[starts] for _, i in table.attributes)) if keys else repeat(())
-        ends = [*starts, len(ids)]
+        keys = [key for key, _ in table.launch_columns]
+        fields = zip(*(frame[i].to_numpy()[starts] for _, i in table.launch_columns)) if keys else repeat(())
+        kept_before = np.concatenate(([0], np.cumsum(kept)))
         return cls(launch_ids, frame[table.i_kernel].to_numpy()[starts].tolist(),
                    list(map(dict, map(zip, repeat(keys), fields))),
-                   ends if kept is None else [bisect_left(kept, row) for row in ends],
-                   names if kept is None else [names[row] for row in kept],
-                   metric_column(table.i_unit), values, metric_column(table.i_section),
-                   list(zip([ids[row] for row in rules],
+                   kept_before[[*starts, len(ids)]], metric_column(table.i_name), metric_column(table.i_unit),
+                   values, metric_column(table.i_section),
+                   list(zip(ids[rules].tolist(),
                             zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))))
 
     def add_to(self, table: _Table) -> None:
-        metrics = table.make_many(self.names, self.units, self.values)
-        pieces = list(map(slice, self.bounds, islice(self.bounds, 1, None)))
-        table.launches.update(zip(self.launch_ids, map(
-            Launch, self.kernels, map(int, self.launch_ids), repeat(""), repeat(1), self.attributes,
-            map(metrics.__getitem__, pieces))))
-        if self.sections is None:
-            table.sections.update((launch_id, {}) for launch_id in self.launch_ids)
-        else:
-            table.sections.update(zip(self.launch_ids, map(dict.fromkeys, map(self.sections.__getitem__, pieces))))
+        import numpy as np
+
+        for launch_id, kernel, attributes in zip(self.launch_ids, self.kernels, self.attributes):
+            table.new_launch(launch_id, kernel, attributes)
+        counts = np.diff(self.bounds)
+        table.launch = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        table.names, table.units, table.texts = self.names, self.units, self.values
+        if self.sections is not None:
+            bounds = self.bounds.tolist()
+            table.sections = list(map(self.sections.__getitem__, map(slice, bounds, bounds[1:])))
         for launch_id, row in self.rules:
-            table.add_rule(table.launches[launch_id], row)
-
-
-def _without(rows: list[int], total: int) -> list[int] | None:
-    """The row numbers below ``total`` that are not in ``rows`` (sorted); None when none are left out."""
-    if not rows:
-        return None
-    left_out = set(rows)
-    return [row for row in range(total) if row not in left_out]
+            table.add_rule(table.positions[launch_id], row)
 
 
 def skip_for(path: Path, handle: TextIO, columns: int) -> int | None:

@@ -7,6 +7,8 @@ choice rests on the numbers nvprof itself prints, checked in the fixtures:
   0.015329 ms and Throughput 118.050559 GB/s. 1.853027 x 2**20 B / 15.329 us = 118.05 x 2**30 B/s;
   with decimal prefixes the throughput would read 120.88. The size is 506 x 192 x 5 floats
   (1,943,040 B = 1.853027 x 2**20), the kernel's own grid.
+* text ``--print-gpu-trace`` (TITAN Xp, BabelStream): ``1.0240us ... 2.0000KB 1.8626GB/s``;
+  2048 B / 1.024 us = 1.8626 x 2**30 B/s (decimal prefixes would print 2.0000GB/s).
 * ``--print-gpu-summary`` Unified Memory table: Avg Size 40.860352KB x Count 158 = 6.304688MB
   only with 1 MB = 1024 KB.
 * NVIDIA's own CUDA samples count MB/s the same way (bandwidthTest divides by ``1 << 20``).
@@ -24,12 +26,14 @@ from pathlib import Path
 from gpuprof import units
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
-from gpuprof.readers._text import ToolLog, csv_records, ends_with_newline, is_csv_header, open_text, parse_count
+from gpuprof.readers._text import (ToolLog, column_spans, csv_records, ends_with_newline, is_csv_header,
+                                   open_text, parse_count)
 
 TOOL = "nvprof"
 _COMMAND = re.compile(r"NVPROF is profiling process (\d+), command: (.*)$")
 _DEVICE_INDEX = re.compile(r"^(.*?)\s*\((\d+)\)$")
 _BINARY_BYTES = re.compile(r"^([KMGT])B(/s)?$")
+_UNIT_WORD = re.compile(r"^(?:%|[KMGT]?B(?:/s)?|[mun]?s)$")
 
 
 @dataclass
@@ -86,6 +90,16 @@ def csv_table(output: Output, first: tuple[str, ...]) -> tuple[list[str], list[l
             body.append(row)
         return header, [r for r in csv_records(body) if r]
     return None
+
+
+def units_row(line: str, spans: list[tuple[str, int, int]]) -> dict[str, str]:
+    """The units ``nvprof -u ms`` prints on the line under a text header, by header label: each
+    unit ends where its column's label ends. Empty when ``line`` is not such a row."""
+    words = column_spans(line)
+    ends = {end: label for label, _, end in spans}
+    if not words or any(not _UNIT_WORD.match(word) or end not in ends for word, _, end in words):
+        return {}
+    return {ends[end]: word for word, _, end in words}
 
 
 def split_device(text: str) -> tuple[str, int | None]:

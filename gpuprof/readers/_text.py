@@ -23,10 +23,11 @@ from __future__ import annotations
 import contextlib
 import csv
 import gc
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, count, repeat
+from itertools import repeat
 from pathlib import Path
 from typing import TextIO
 
@@ -332,60 +333,62 @@ def metric_maker(origin: str = MEASURED) -> Callable[[str, str, str], Metric]:
     return make
 
 
-class _Lookup(dict):
-    """A dict that computes a missing key's value once with ``compute``: a cache whose lookups
-    can be mapped over a whole column at C speed (``map(cache.__getitem__, keys)``)."""
-
-    def __init__(self, compute: Callable[[str], object]) -> None:
-        super().__init__()
-        self._compute = compute
-
-    def __missing__(self, key: str) -> object:
-        value = self[key] = self._compute(key)
-        return value
-
-
-def metric_columns(origin: str = MEASURED) -> Callable[[list[str], list[str], list[str]], list[Metric]]:
-    """A function building the Metrics of whole columns of (name, unit, value text) cells, with the
-    same results as :func:`metric_maker` row by row.
+def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[str],
+                   origin: str = MEASURED) -> dict[str, object]:
+    """The metric-table columns (:mod:`gpuprof.tables`: metric, canonical, value, text, unit,
+    origin) of whole columns of a tool's (name, unit, value text) cells, with the values
+    :func:`metric_maker` gives row by row.
 
     Numbers are converted column-wise: one ``map(float)`` (after dropping thousands separators
-    when there are any), one scaling pass over the rows whose unit needs it, one ``map(Metric)``,
-    so the per-row cost is a few C-level steps instead of a Python call. A column holding other
-    text goes through :func:`number` (which also takes ``28.05%``), and the rows that are no number
-    at all (``n/a``, string-valued metrics like ``CachePreferNone``) are made again one by one with
-    :func:`metric_maker`.
+    when there are any), then one scaling per distinct unit and one catalog lookup per distinct
+    name, applied to all rows at once through category codes. A column holding other text goes
+    through :func:`number` (which also takes ``28.05%``); rows that are no number at all (``n/a``,
+    string-valued metrics like ``CachePreferNone``) keep their text under the tool's unit.
     """
-    one = metric_maker(origin)
-    conversions = _Lookup(_conversion)
-    canonicals = _Lookup(canonical)
+    import numpy as np
+    import pandas as pd
 
-    def many(names: list[str], units: list[str], texts: list[str]) -> list[Metric]:
-        others: list[int] = []
+    rows = len(texts)
+    others: list[int] = []
+    try:
+        values = np.fromiter(map(float, texts), dtype=np.float64, count=rows)
+    except ValueError:
+        numbers = list(map(str.replace, texts, repeat(","), repeat("")))  # '5,323,503,232.00'
         try:
-            values: list[float | None] = list(map(float, texts))
+            values = np.fromiter(map(float, numbers), dtype=np.float64, count=rows)
         except ValueError:
-            numbers = list(map(str.replace, texts, repeat(","), repeat("")))  # '5,323,503,232.00'
-            try:
-                values = list(map(float, numbers))
-            except ValueError:
-                values = list(map(number, numbers))
-                others = [row for row, value in enumerate(values) if value is None]
-        kinds = {unit: conversions[unit] for unit in set(units)}
-        scaled = {unit for unit, (multiply, divide, _) in kinds.items() if multiply != divide}
-        if scaled:  # usually a few units (ns, Kbyte) on a few rows: find those rows at C speed
-            for row in compress(count(), map(scaled.__contains__, units)):
-                multiply, divide, _ = kinds[units[row]]
-                if values[row] is not None:
-                    values[row] = values[row] * multiply / divide
-        bases = {unit: base for unit, (_, _, base) in kinds.items()}
-        base_units = list(map(bases.__getitem__, units)) if any(b != u for u, b in bases.items()) else units
-        made = list(map(Metric, names, values, base_units, map(canonicals.__getitem__, names), repeat(origin)))
+            parsed = list(map(number, numbers))
+            others = [row for row, value in enumerate(parsed) if value is None]
+            values = np.array([math.nan if value is None else value for value in parsed], dtype=np.float64)
+    tool_units = pd.Categorical(units)
+    kinds = [_conversion(unit) for unit in tool_units.categories]
+    multiply = np.array([k[0] for k in kinds] + [1.0])  # the last entry serves code -1
+    divide = np.array([k[1] for k in kinds] + [1.0])
+    codes = tool_units.codes
+    if (multiply != divide).any():  # usually a few units (ns, Kbyte) on a few rows
+        scaled = np.flatnonzero(multiply[codes] != divide[codes])
+        values[scaled] = values[scaled] * multiply[codes[scaled]] / divide[codes[scaled]]
+    bases = [k[2] for k in kinds]
+    unit_codes = np.array(codes, dtype=np.int64)
+    base_names = list(dict.fromkeys([*bases, *tool_units.categories]))
+    if base_names != list(tool_units.categories):
+        to_base = np.array([base_names.index(base) for base in bases] + [-1])
+        unit_codes = to_base[codes]
+    text = None
+    if others:
+        text = np.full(rows, None, dtype=object)
+        values[others] = math.nan
         for row in others:
-            made[row] = one(names[row], units[row], texts[row])
-        return made
-
-    return many
+            text[row] = texts[row].strip() or None
+            unit_codes[row] = base_names.index(tool_units.categories[codes[row]])
+    metric = pd.Categorical(names)
+    canonicals = [canonical(name) for name in metric.categories]
+    canonical_names = list(dict.fromkeys(c for c in canonicals if c))
+    to_canonical = np.array([canonical_names.index(c) if c else -1 for c in canonicals] + [-1])
+    return {"metric": metric,
+            "canonical": pd.Categorical.from_codes(to_canonical[metric.codes], canonical_names),
+            "value": values, "text": text,
+            "unit": pd.Categorical.from_codes(unit_codes, base_names).remove_unused_categories(), "origin": origin}
 
 
 @contextlib.contextmanager
@@ -421,3 +424,12 @@ def quick_split(record: str, widths: Sequence[int]) -> list[str] | None:
         return None
     fields = body[1:-1].split('","')
     return fields if len(fields) in widths else None
+
+
+_CELL_RUN = re.compile(r"\S+(?: \S+)*")
+
+
+def column_spans(line: str) -> list[tuple[str, int, int]]:
+    """(text, start, end) of each cell of a fixed-width header or dashes line: runs of text
+    separated by two or more spaces, as nvprof and nsys lay out their console tables."""
+    return [(found.group(), found.start(), found.end()) for found in _CELL_RUN.finditer(line)]

@@ -18,16 +18,21 @@ same result.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from gpuprof import tables
 from gpuprof.errors import FormatError
-from gpuprof.model import Launch, Run
+from gpuprof.model import Run
 from gpuprof.readers import _ncu_csv_bulk as _bulk
 from gpuprof.readers._text import (
-    ToolLog, column_index, find_csv_header, gc_paused, head_has_csv_header, metric_columns,
-    metric_maker, open_text, parse_count, quick_split, split_csv_line,
+    ToolLog, column_index, find_csv_header, gc_paused, head_has_csv_header, metric_columns, open_text,
+    parse_count, quick_split, split_csv_line,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME = "ncu-csv"
 DESCRIPTION = "Nsight Compute details CSV (ncu --csv), one row per kernel launch and metric"
@@ -59,10 +64,9 @@ def launch_columns(header: Sequence[str]) -> dict[str, int]:
     return {key: header.index(column) for column, key in LAUNCH_COLUMNS.items() if column in header}
 
 
-def run_device(launches: Iterable[Launch]) -> dict[str, str]:
+def run_device(devices: Iterable[str], attributes: Iterable[dict[str, str]]) -> dict[str, str]:
     """Run.device from the launches' device name, index and compute capability, when they agree."""
-    seen = {(launch.device, launch.attributes.get("device", ""), launch.attributes.get("cc", ""))
-            for launch in launches}
+    seen = {(device, attrs.get("device", ""), attrs.get("cc", "")) for device, attrs in zip(devices, attributes)}
     if len(seen) != 1:
         return {}
     return {key: value for key, value in zip(("name", "index", "cc"), seen.pop()) if value}
@@ -82,19 +86,19 @@ def read(path: Path) -> Run:
             if skip is None or not _bulk.read(table, path, skip):
                 table.read(handle, log)
     notes = log.notes() + table.notes()
-    if not table.launches:
+    if not table.kernels:
         failure = log.failure(path)
         if failure:
             raise failure
         raise FormatError(f"{path}: the Nsight Compute CSV has a header but no complete metric rows",
                           "Re-export it; the file may be truncated")
-    launches = list(table.launches.values())
-    return Run(kind="import", format=NAME, source=str(path), device=run_device(launches),
-               environment={"tool": "ncu"}, launches=launches, notes=notes)
+    return Run(kind="import", format=NAME, source=str(path), device=run_device(repeat(""), table.attributes),
+               environment={"tool": "ncu"}, notes=notes, tables=table.tables())
 
 
 class _Table:
-    """The rows of one details table, grouped into one Launch per ID (the bulk path fills it too).
+    """The rows of one details table as columns: one launch per ID, one metric row per row (the
+    bulk path fills it too).
 
     Rows of one launch and section share every field up to ``Metric Name``. Once a row has been
     parsed with the csv module, that shared text becomes a prefix: following lines that start
@@ -111,18 +115,26 @@ class _Table:
         self.i_id, self.i_kernel, self.i_name = col["ID"], col["Kernel Name"], col["Metric Name"]
         self.i_unit, self.i_value, self.i_section = col["Metric Unit"], col["Metric Value"], col.get("Section Name")
         self.i_rule = col.get("Rule Description")  # only in the 2023+ layout
-        self.attributes = list(launch_columns(header).items())
+        self.launch_columns = list(launch_columns(header).items())
         self.columns = len(header)
-        self.make = metric_maker()
-        self.make_many = metric_columns()
-        self.launches: dict[str, Launch] = {}
-        self.sections: dict[str, dict[str, None]] = {}  # launch ID -> section names, in file order
+        # per launch, in order of first appearance
+        self.positions: dict[str, int] = {}  # launch ID -> its position
+        self.kernels: list[str] = []
+        self.indices: list[int] = []
+        self.attributes: list[dict[str, str]] = []
+        self.sections: list[Sequence[str]] = []  # section names, in file order
+        # per metric row (the bulk path puts whole columns here)
+        self.launch: Sequence[int] = []
+        self.names: Sequence[str] = []
+        self.units: Sequence[str] = []
+        self.texts: Sequence[str] = []
         self.skipped = 0
         self.truncated = False
 
     def read(self, handle: TextIO, log: ToolLog) -> None:
-        make = self.make
-        prefix, width, metrics = "\0", 0, []
+        launch, names, units, texts = [], [], [], []
+        self.launch, self.names, self.units, self.texts = launch, names, units, texts
+        prefix, width, position = "\0", 0, -1
         for line in handle:
             if line.startswith(prefix):
                 cells = line[width:].split('","')
@@ -130,7 +142,10 @@ class _Table:
                     name, unit, value = cells
                     value = value.rstrip("\r\n,")
                     if name and value.endswith('"') and '"' not in value[:-1]:
-                        metrics.append(make(name, unit, value[:-1]))
+                        launch.append(position)
+                        names.append(name)
+                        units.append(unit)
+                        texts.append(value[:-1])
                         continue
             record = _whole_record(line, handle)
             if not record.endswith("\n"):
@@ -139,37 +154,44 @@ class _Table:
             if log.add(record) or not record.strip():
                 continue
             row = quick_split(record, self.widths) or split_csv_line(record)
-            launch = self._row(row)
-            if launch is not None:
-                metrics = launch.metrics
+            taken = self._row(row)
+            if taken is not None:
+                position = taken
                 prefix = _shared_prefix(record, row, self.i_name)
                 width = len(prefix)
 
-    def _row(self, row: list[str]) -> Launch | None:
-        """Take one csv-parsed row; the launch it belongs to when it was a metric row."""
+    def _row(self, row: list[str]) -> int | None:
+        """Take one csv-parsed row; the position of the launch it belongs to when it was a metric row."""
         if len(row) < self.needed:
             self.skipped += 1
             return None
         launch_id = row[self.i_id]
-        launch = self.launches.get(launch_id) or self.new_launch(
-            launch_id, row[self.i_kernel], {key: row[i] for key, i in self.attributes})
+        position = self.positions.get(launch_id)
+        if position is None:
+            position = self.new_launch(launch_id, row[self.i_kernel],
+                                       {key: row[i] for key, i in self.launch_columns})
         name = row[self.i_name]
         if not name:
             if self.i_rule is not None and len(row) > self.i_rule:
-                self.add_rule(launch, row)
+                self.add_rule(position, row)
             return None
-        launch.metrics.append(self.make(name, row[self.i_unit], row[self.i_value]))
+        self.launch.append(position)  # type: ignore[attr-defined]
+        self.names.append(name)  # type: ignore[attr-defined]
+        self.units.append(row[self.i_unit])  # type: ignore[attr-defined]
+        self.texts.append(row[self.i_value])  # type: ignore[attr-defined]
         if self.i_section is not None:
-            self.sections[launch_id][row[self.i_section]] = None
-        return launch
+            self.sections[position].append(row[self.i_section])  # type: ignore[attr-defined]
+        return position
 
-    def new_launch(self, launch_id: str, kernel: str, attributes: dict[str, str]) -> Launch:
-        launch = self.launches[launch_id] = Launch(
-            kernel=kernel, index=parse_count(launch_id, len(self.launches)), attributes=attributes)
-        self.sections[launch_id] = {}
-        return launch
+    def new_launch(self, launch_id: str, kernel: str, attributes: dict[str, str]) -> int:
+        position = self.positions[launch_id] = len(self.kernels)
+        self.kernels.append(kernel)
+        self.indices.append(parse_count(launch_id, position))
+        self.attributes.append(attributes)
+        self.sections.append([])
+        return position
 
-    def add_rule(self, launch: Launch, row: Sequence[str]) -> None:
+    def add_rule(self, position: int, row: Sequence[str]) -> None:
         """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
         def cell(name: str) -> str:  # '' for a rule column the header or the row lacks
             return row[self.col[name]] if name in self.col and self.col[name] < len(row) else ""
@@ -178,19 +200,26 @@ class _Table:
         speedup = cell("Estimated Speedup")
         if speedup:
             text += f" (estimated speedup {cell('Estimated Speedup Type')} {speedup}%)"
-        previous = launch.attributes.get("rules")
-        launch.attributes["rules"] = f"{previous}\n{text}" if previous else text
+        attributes = self.attributes[position]
+        previous = attributes.get("rules")
+        attributes["rules"] = f"{previous}\n{text}" if previous else text
 
     def notes(self) -> list[str]:
-        for launch_id, launch in self.launches.items():
-            if self.sections[launch_id]:
-                launch.attributes["sections"] = "; ".join(self.sections[launch_id])
         notes = []
         if self.truncated:
             notes.append("the file ends in the middle of a row (truncated?); that last row was not read")
         if self.skipped:
             notes.append(f"{self.skipped} row(s) with fewer fields than the header were skipped")
         return notes
+
+    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The launch and metric tables of what was read."""
+        for attributes, sections in zip(self.attributes, self.sections):
+            if len(sections):
+                attributes["sections"] = "; ".join(dict.fromkeys(sections))
+        count = len(self.kernels)
+        return (tables.launch_table(self.kernels, self.indices, [""] * count, [1] * count, self.attributes),
+                tables.metric_table(self.launch, **metric_columns(self.names, self.units, self.texts)))
 
 
 def _whole_record(line: str, handle: TextIO) -> str:

@@ -45,7 +45,8 @@ def read(path: Path) -> Run:
     if not launches:
         raise log.failure(path) or FormatError(f"{path}: the raw-page CSV has a header but no launch rows",
                                            "Re-export it; the file may be truncated")
-    return Run(kind="import", format=NAME, source=str(path), device=run_device(launches),
+    return Run(kind="import", format=NAME, source=str(path),
+               device=run_device((launch.device for launch in launches), (launch.attributes for launch in launches)),
                environment={"tool": "ncu"}, launches=launches, notes=notes)
 
 

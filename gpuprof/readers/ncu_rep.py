@@ -10,12 +10,16 @@ have per-instance values only (``memory_access_type`` ...), which have no single
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gpuprof import tables
 from gpuprof.errors import FormatError
-from gpuprof.model import Launch, Run
-from gpuprof.readers._text import metric_maker
+from gpuprof.model import Run
+from gpuprof.readers._text import metric_columns
 from gpuprof.readers.ncu_csv import run_device
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME = "ncu-rep"
 DESCRIPTION = "Nsight Compute binary report (.ncu-rep), through NVIDIA's ncu_report module"
@@ -28,13 +32,67 @@ def sniff(path: Path, head: str) -> bool:
 
 
 # NVIDIA's parser aborts the whole process on some damaged reports (a protobuf CHECK failure,
-# found by fuzzing), so a child process loads the report first: its crash becomes a FormatError.
+# found by fuzzing), so another process loads the report first: its crash becomes a FormatError.
 _PROBE = "import sys, ncu_report; ncu_report.load_report(sys.argv[1])"
 PROBE_TIMEOUT_S = 300
 
 
 def check_loadable(path: Path) -> None:
-    """FormatError when loading ``path`` kills or hangs the process loading it."""
+    """FormatError when loading ``path`` kills or hangs the process loading it.
+
+    Where Linux gives a process file descriptor, a forked copy of this process loads the report
+    (a few milliseconds, so reading a report costs about what ``ncu_report`` itself takes);
+    elsewhere a new interpreter does (about 60 ms).
+    """
+    import os
+
+    status = _load_forked(path) if hasattr(os, "pidfd_open") else _load_spawned(path)
+    if status is None:
+        raise FormatError(f"{path}: ncu_report did not finish loading it within {PROBE_TIMEOUT_S} s",
+                          "check that it is a complete Nsight Compute report (.ncu-rep)")
+    if status:
+        raise FormatError(f"{path}: ncu_report crashed loading it (signal {status}): the report "
+                          "is damaged", "re-export it from Nsight Compute, or profile again")
+
+
+def _load_forked(path: Path) -> int | None:
+    """Load ``path`` in a forked child: the signal that ended it, 0 when it loaded or refused the
+    file cleanly, None when it ran past the time limit (it is killed)."""
+    import faulthandler
+    import os
+    import select
+    import signal
+    import warnings
+
+    import ncu_report
+
+    with warnings.catch_warnings():  # Python 3.12 warns on forking a threaded process; the child only loads
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: load, then leave at once, whatever happened
+        try:
+            faulthandler.disable()  # an abort is the expected answer here, not a dump on the user's terminal
+            quiet = os.open(os.devnull, os.O_WRONLY)  # ncu_report logs parse failures on stderr
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            ncu_report.load_report(str(path))
+        finally:
+            os._exit(0)
+    handle = os.pidfd_open(pid)
+    try:
+        finished = select.select([handle], [], [], PROBE_TIMEOUT_S)[0]
+    finally:
+        os.close(handle)
+    if not finished:
+        os.kill(pid, signal.SIGKILL)
+    status = os.waitpid(pid, 0)[1]
+    if not finished:
+        return None
+    return os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+
+
+def _load_spawned(path: Path) -> int | None:
+    """As :func:`_load_forked`, in a new interpreter."""
     import subprocess
     import sys
 
@@ -42,11 +100,8 @@ def check_loadable(path: Path) -> None:
         done = subprocess.run([sys.executable, "-c", _PROBE, str(path)], capture_output=True,
                               timeout=PROBE_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
-        raise FormatError(f"{path}: ncu_report did not finish loading it within {PROBE_TIMEOUT_S} s",
-                          "check that it is a complete Nsight Compute report (.ncu-rep)") from None
-    if done.returncode < 0:
-        raise FormatError(f"{path}: ncu_report crashed loading it (signal {-done.returncode}): the report "
-                          "is damaged", "re-export it from Nsight Compute, or profile again")
+        return None
+    return -done.returncode if done.returncode < 0 else 0
 
 
 def _load(path: Path) -> Any:
@@ -65,39 +120,57 @@ def _load(path: Path) -> Any:
 
 def read(path: Path) -> Run:
     module, report = _load(path)
-    make = metric_maker()
-    launches: list[Launch] = []
+    columns = _Columns()
     for range_index in range(report.num_ranges()):
         profiled_range = report.range_by_idx(range_index)
         for action_index in range(profiled_range.num_actions()):
-            action = profiled_range.action_by_idx(action_index)
-            launches.append(_launch(module, action, len(launches), make))
-    if not launches:
+            columns.add(module, profiled_range.action_by_idx(action_index))
+    if not columns.kernels:
         raise FormatError(f"{path}: the report holds no profiled kernels (empty or truncated)",
                           "Re-export it from Nsight Compute, or profile again")
-    return Run(kind="import", format=NAME, source=str(path), device=run_device(launches),
-               environment={"tool": "ncu"}, launches=launches)
+    return Run(kind="import", format=NAME, source=str(path), device=run_device(columns.devices, columns.attributes),
+               environment={"tool": "ncu"}, tables=columns.tables())
 
 
-def _launch(module: Any, action: Any, index: int, make: Any) -> Launch:
-    string_kind = module.IMetric.ValueKind_STRING
-    values: dict[str, Any] = {}
-    launch = Launch(kernel=action.name(module.IAction.NameBase_DEMANGLED) or action.name(), index=index)
-    for name in action.metric_names():
-        if name.startswith(("group:", "breakdown:")):
-            continue
-        try:
-            metric = action.metric_by_name(name)
-        except TypeError:  # a name read from damaged bytes, which ncu_report cannot take back
-            continue
-        if metric is None or not metric.has_value():
-            continue
-        value = metric.as_string() if metric.kind() == string_kind else metric.as_double()
-        values[name] = value
-        launch.metrics.append(make(name, metric.unit(), value if isinstance(value, str) else repr(value)))
-    launch.device = str(values.get("device__attribute_display_name", ""))
-    launch.attributes = _attributes(values, action.name())
-    return launch
+class _Columns:
+    """Every action's metrics as columns (name, unit, value as text), launches in report order."""
+
+    def __init__(self) -> None:
+        self.kernels: list[str] = []
+        self.devices: list[str] = []
+        self.attributes: list[dict[str, str]] = []
+        self.launch: list[int] = []
+        self.names: list[str] = []
+        self.units: list[str] = []
+        self.texts: list[str] = []
+
+    def add(self, module: Any, action: Any) -> None:
+        string_kind = module.IMetric.ValueKind_STRING
+        position = len(self.kernels)
+        values: dict[str, Any] = {}
+        for name in action.metric_names():
+            if name.startswith(("group:", "breakdown:")):
+                continue
+            try:
+                metric = action.metric_by_name(name)
+            except TypeError:  # a name read from damaged bytes, which ncu_report cannot take back
+                continue
+            if metric is None or not metric.has_value():
+                continue
+            value = metric.as_string() if metric.kind() == string_kind else metric.as_double()
+            values[name] = value
+            self.launch.append(position)
+            self.names.append(name)
+            self.units.append(metric.unit())
+            self.texts.append(value if isinstance(value, str) else repr(value))
+        self.kernels.append(action.name(module.IAction.NameBase_DEMANGLED) or action.name())
+        self.devices.append(str(values.get("device__attribute_display_name", "")))
+        self.attributes.append(_attributes(values, action.name()))
+
+    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        count = len(self.kernels)
+        return (tables.launch_table(self.kernels, range(count), self.devices, [1] * count, self.attributes),
+                tables.metric_table(self.launch, **metric_columns(self.names, self.units, self.texts)))
 
 
 def _attributes(values: dict[str, Any], short_name: str) -> dict[str, str]:

@@ -1,6 +1,18 @@
-"""Nsight Compute text summary (``ncu --print-summary per-gpu|per-kernel``), the console output.
+"""Nsight Compute console output: the details page and the ``--print-summary`` tables.
 
-Layout: a ``[pid] process@host`` line, ``Device N``, then per kernel and section a block::
+Details page (``ncu ./app`` or ``ncu --metrics ... ./app`` without ``--csv``), one block per launch::
+
+    ampere_sgemm_32x128_nn (13, 2, 2)x(256, 1, 1), Context 1, Stream 7, Device 0, CC 8.9
+      Section: GPU Speed Of Light Throughput
+      ----------------------- ------------- ------------
+      Metric Name               Metric Unit Metric Value
+      ----------------------- ------------- ------------
+      Duration                      usecond        24.54
+      ----------------------- ------------- ------------
+
+      OPT   This kernel grid is too small to fill the available resources on this device, ...
+
+Summary (``--print-summary per-gpu|per-kernel``), one block per kernel with Minimum/Maximum/Average::
 
     PathTracer(int, Pixel *, int), Block Size 256, Grid Size 8192, 1 invocations
       Section: Compute Workload Analysis
@@ -8,89 +20,152 @@ Layout: a ``[pid] process@host`` line, ``Device N``, then per kernel and section
       -------------------------------- ----------- --------- --------- ---------
       sm__inst_executed.avg.per_cycle_active     inst/cycle  1.792525  1.792525  1.792525
 
-Columns are fixed-width: the dashes line gives each column's extent, so empty unit cells are read
-correctly. Units are auto-scaled per row ("Kbyte/second", "cycle/nsecond") and converted to base
-units. One Launch per kernel line (name, block, grid, invocations); a Metric's value is the Average
-with Minimum/Maximum kept. Lines marked as omitted (``[... ...]``) are skipped with a note.
+Both are fixed-width: the dashes under (and around) each header give the column extents, so empty
+unit cells are read correctly. Units are auto-scaled per row ("Kbyte/block", "cycle/nsecond") and
+converted to base units. Numbers follow the locale ncu ran under: a Spanish locale prints
+``39.173.590`` and ``1.085.222,61``; the decimal mark is read from the file. One Launch per
+details block (rule advice kept in its ``rules`` attribute) or per summary kernel line (value =
+Average, Minimum/Maximum kept). Lines the file marks as omitted (``[... ...]``) are skipped with a note.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, open_text
+from gpuprof.units import parse_locale_number
 
 NAME = "ncu-text"
-DESCRIPTION = "Nsight Compute text summary (ncu --print-summary per-gpu/per-kernel), fixed-width tables"
+DESCRIPTION = ("Nsight Compute console output: details page (ncu [--metrics ...] without --csv) and "
+               "--print-summary tables, fixed-width")
 
 _KERNEL = re.compile(r"^\s*(?P<name>\S.*?), Block Size (?P<block>.+?), Grid Size (?P<grid>.+?), "
                      r"(?P<invocations>\d+) invocations?\s*$")
-_TABLE_HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+Minimum\s+Maximum\s+Average\s*$")
+# Possessive groups: a fuzzed line of a megabyte must not make the name split in many ways.
+_LAUNCH = re.compile(r"^\s*(?P<name>\S.*?) \((?P<grid>\d++, \d++, \d++)\)x\((?P<block>\d++, \d++, \d++)\), "
+                     r"Context (?P<context>\d++), Stream (?P<stream>\d++)"
+                     r"(?:, Device (?P<device>\d++))?(?:, CC (?P<cc>\d++\.\d++))?\s*$")
+_HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+(?:Minimum\s+Maximum\s+Average|Metric Value)\s*$")
 _DASHES = re.compile(r"-+")
 _PROCESS = re.compile(r"^\s*\[(?P<pid>\d+)\]\s+(?P<process>.+?)@(?P<host>\S+)\s*$")
 _DEVICE = re.compile(r"^\s*Device (?P<device>\d+)\s*$")
 _SECTION = re.compile(r"^\s*Section: (?P<section>.+?)\s*$")
 _OMITTED = re.compile(r"^\s*\[\.\.\.")
+_RULE = re.compile(r"^(?P<indent>\s*)(?P<kind>OPT|INF|WRN|ERR)\s{2,}(?P<text>\S.*?)\s*$")
+# A value printed with a decimal comma: '1.085.222,61', '39.173.590', '6,86', '1,792525'. Not ',ddd'
+# or '.ddd' alone: '14,059' is C-locale grouping and '1.096' a C-locale fraction.
+_COMMA_DECIMAL = re.compile(r"\s(?:\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}\.\d{3},\d+|\d+,(?:\d{1,2}|\d{4,}))\s*$")
 
 
 def sniff(path: Path, head: str) -> bool:
-    return any(_TABLE_HEADER.match(line) for line in head.splitlines())
+    return any(_HEADER.match(line) for line in head.splitlines())
+
+
+def decimal_mark(lines: Iterable[str]) -> str:
+    """',' when some table value is printed with a decimal comma (es_ES, de_DE ...), else '.'."""
+    return "," if any(_COMMA_DECIMAL.search(line) for line in lines) else "."
 
 
 def read(path: Path) -> Run:
     log = ToolLog("ncu")
-    reader = _Summary()
     with open_text(path) as handle:
-        for line in handle:
-            if not log.add(line):
-                reader.line(line.rstrip("\r\n"))
-    launches = list(reader.launches.values())
+        lines = [line.rstrip("\r\n") for line in handle if not log.add(line)]
+    page = _Page(decimal_mark(lines))
+    for line in lines:
+        page.line(line)
+    launches = page.finish()
     if not launches or not any(launch.metrics for launch in launches):
-        raise log.failure(path) or FormatError(f"{path}: no Nsight Compute summary tables with metric rows found",
-                                           "Give a complete `ncu --print-summary per-gpu` log")
+        raise log.failure(path) or FormatError(f"{path}: no Nsight Compute metric tables with rows found",
+                                               "Give a complete ncu console log (details page or "
+                                               "--print-summary), e.g. one written with --log-file")
     notes = log.notes()
-    if reader.omitted:
-        notes.append(f"the file marks {reader.omitted} place(s) where lines were left out ([...]); "
+    if page.decimal != ".":
+        notes.append(f"numbers use '{page.decimal}' as decimal mark (ncu follows the locale)")
+    if page.omitted:
+        notes.append(f"the file marks {page.omitted} place(s) where lines were left out ([...]); "
                      "only the lines present were read")
     return Run(kind="import", format=NAME, source=str(path), device=_device(launches),
                environment={"tool": "ncu"}, launches=launches, notes=notes)
 
 
-class _Summary:
-    """Line-by-line state: where we are (process, device, kernel, section, table columns)."""
+class _Page:
+    """Line-by-line state: where we are (process, device, launch, section, table columns, rule)."""
 
-    def __init__(self) -> None:
+    def __init__(self, decimal: str) -> None:
+        self.decimal = decimal
         self.launches: dict[tuple[str, ...], Launch] = {}
         self.context: dict[str, str] = {}
         self.launch: Launch | None = None
         self.section = ""
         self.columns: list[int] | None = None  # start of each fixed-width column
+        self.rows = 0                          # rows read in the current table
+        self.rule: list[str] | None = None     # the rule paragraph being read
+        self.rules: dict[int, list[str]] = {}  # id(launch) -> its rule paragraphs
         self.omitted = 0
         self.make = metric_maker()
 
     def line(self, line: str) -> None:
-        if self.columns is not None and line.strip() and not _OMITTED.match(line):
-            self._row(line)
+        stripped = line.strip()
+        if self.columns is not None and stripped and not _OMITTED.match(line):
+            self._in_table(line, stripped)
             return
         self.columns = None
+        if self.rule is not None and stripped and not _RULE.match(line) and line.startswith(" " * 6):
+            self.rule.append(stripped)  # continuation of an OPT/INF/WRN paragraph
+            return
+        self._close_rule()
         if _OMITTED.match(line):
             self.omitted += 1
+        elif match := _LAUNCH.match(line):
+            self._details_launch(match)
         elif match := _KERNEL.match(line):
-            self._kernel(match)
+            self._summary_kernel(match)
         elif match := _SECTION.match(line):
             self.section = match["section"]
-        elif self.launch is not None and line.strip() and set(line.strip()) <= {"-", " "}:
-            self.columns = [m.start() for m in _DASHES.finditer(line)]  # the rule under a table header
+        elif self.launch is not None and stripped and set(stripped) <= {"-", " "}:
+            self.columns, self.rows = [m.start() for m in _DASHES.finditer(line)], 0
+        elif self.launch is not None and (match := _RULE.match(line)):
+            self.rule = [f"{match['kind']}: {match['text']}"]
         elif match := _PROCESS.match(line):
             self.context.update(match.groupdict())
         elif match := _DEVICE.match(line):
             self.context["device"] = match["device"]
 
-    def _kernel(self, match: re.Match[str]) -> None:
+    def finish(self) -> list[Launch]:
+        self._close_rule()
+        for launch in self.launches.values():
+            if id(launch) in self.rules:
+                launch.attributes["rules"] = "\n".join(self.rules[id(launch)])
+        return list(self.launches.values())
+
+    def _close_rule(self) -> None:
+        if self.rule is not None and self.launch is not None:
+            self.rules.setdefault(id(self.launch), []).append(" ".join(self.rule))
+        self.rule = None
+
+    def _in_table(self, line: str, stripped: str) -> None:
+        """A line inside the dashes: the header (between two rules on the details page), a rule
+        closing the table, or a row."""
+        if set(stripped) <= {"-", " "}:
+            if self.rows:
+                self.columns = None  # the rule under the last row
+            return
+        if _HEADER.match(line):
+            return
+        self.rows += 1
+        self._row(line)
+
+    def _details_launch(self, match: re.Match[str]) -> None:
+        attributes = {**self.context, **{k: v for k, v in match.groupdict().items() if v and k != "name"}}
+        self.launch = self.launches[(str(len(self.launches)),)] = Launch(
+            kernel=match["name"], index=len(self.launches), attributes=attributes)
+
+    def _summary_kernel(self, match: re.Match[str]) -> None:
         attributes = {**self.context, "block": match["block"].strip(), "grid": match["grid"].strip()}
         key = (match["name"], *attributes.values(), match["invocations"])
         launch = self.launches.get(key)
@@ -100,17 +175,26 @@ class _Summary:
                                                  attributes=attributes)
         self.launch = launch
 
+    def _number(self, text: str) -> str:
+        """A value cell in the C locale's spelling, so the shared converter reads it."""
+        if self.decimal == "." or not text[:1].isdigit():
+            return text
+        value = parse_locale_number(text, self.decimal)
+        return text if value is None else repr(value)
+
     def _row(self, line: str) -> None:
         assert self.launch is not None and self.columns is not None
         starts = self.columns
-        if len(starts) != 5:
+        if len(starts) not in (3, 5):
             return
         cells = [line[start:end].strip() for start, end in zip(starts, [*starts[1:], None])]
-        name, unit, minimum, maximum, average = cells
-        metric = self.make(name, unit, average)
-        low, _ = convert_cell(minimum, unit)
-        high, _ = convert_cell(maximum, unit)
-        self.launch.metrics.append(dataclasses.replace(metric, minimum=low, maximum=high))
+        name, unit, *values = cells
+        metric = self.make(name, unit, self._number(values[-1]))
+        if len(values) == 3:  # summary: Minimum, Maximum, Average
+            low, _ = convert_cell(self._number(values[0]), unit)
+            high, _ = convert_cell(self._number(values[1]), unit)
+            metric = dataclasses.replace(metric, minimum=low, maximum=high)
+        self.launch.metrics.append(metric)
         sections = self.launch.attributes.get("sections", "").split("; ")
         if self.section and self.section not in sections:
             self.launch.attributes["sections"] = "; ".join(s for s in (*sections, self.section) if s)

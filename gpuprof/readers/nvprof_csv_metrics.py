@@ -1,11 +1,14 @@
-"""nvprof ``--csv --metrics`` output: one row per kernel x metric, aggregated over invocations.
+"""nvprof ``--csv --metrics`` and ``--csv --events`` output: one row per kernel x metric (or
+event), aggregated over invocations. With both options nvprof prints the event table, then the
+metric table, in one file; both are read.
 
 Each (device, kernel) pair becomes one Launch with ``invocations`` from the file; each metric keeps
 nvprof's Avg as its value and Min/Max as ``minimum``/``maximum``, in base units (``28.05%`` stays a
 percentage, ``73.787GB/s`` becomes byte/second with nvprof's binary prefixes, see ``_nvprof``).
 Values nvprof prints as words (utilization levels such as ``Max (10)``) are kept as text.
 Unitless values take the catalog's unit; achieved_occupancy, a fraction in nvprof, becomes percent
-as in the catalog and Nsight Compute.
+as in the catalog and Nsight Compute. An event also keeps nvprof's Total (the sum over the
+invocations) as ``<event> (total)``.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from gpuprof.readers import _nvprof
 from gpuprof.readers._text import head_has_csv_header, parse_count
 
 NAME = "nvprof-csv-metrics"
-DESCRIPTION = "nvprof --csv --metrics output (Device, Kernel, Invocations, Metric Name, Min/Max/Avg)"
+DESCRIPTION = ("nvprof --csv --metrics / --events output (Device, Kernel, Invocations, Metric Name or "
+               "Event Name, Min/Max/Avg)")
 HEADER = ("Device", "Kernel", "Invocations", "Metric Name", "Metric Description", "Min", "Max", "Avg")
+EVENTS = ("Device", "Kernel", "Invocations", "Event Name", "Min", "Max", "Avg", "Total")
 
 
 def sniff(path: Path, head: str) -> bool:
-    return head_has_csv_header(head, HEADER)
+    return head_has_csv_header(head, HEADER) or head_has_csv_header(head, EVENTS)
 
 
 # nvprof prints these as a fraction (0.82) where the catalog, like Nsight Compute, uses percent.
@@ -49,31 +54,48 @@ def metric(name: str, low: str, high: str, avg: str) -> Metric:
     return Metric(name, value, unit, canonical, minimum=low_value, maximum=high_value)
 
 
-def read(path: Path) -> Run:
-    output = _nvprof.load(path)
-    table = _nvprof.csv_table(output, HEADER[:4])
-    if table is None or not table[1]:
-        raise output.no_data("metric rows")
+def _rows(path: Path, output: _nvprof.Output, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """The rows of the table headed by ``columns`` as dicts; [] when the file has no such table."""
+    table = _nvprof.csv_table(output, columns[:4])
+    if table is None:
+        return []
     header, rows = table
-    columns = {name: header.index(name) for name in HEADER if name in header}
-    if len(columns) < len(HEADER):
-        missing = ", ".join(name for name in HEADER if name not in columns)
-        raise FormatError(f"{path}: nvprof metric table lacks columns {missing}",
-                          "give the output of 'nvprof --csv --metrics ...'")
-    launches: dict[tuple[str, str], Launch] = {}
-    indices: dict[str, int] = {}
+    missing = [name for name in columns if name not in header]
+    if missing:
+        raise FormatError(f"{path}: nvprof {columns[3].lower()} table lacks columns {', '.join(missing)}",
+                          "give the output of 'nvprof --csv --metrics ...' or '--events ...'")
     for number, row in enumerate(rows, start=1):
         if len(row) < len(header):
-            raise FormatError(f"{path}: metric row {number} has {len(row)} of {len(header)} fields "
-                              "(file truncated?)", "give the complete nvprof output")
-        cells = {name: row[i] for name, i in columns.items()}
+            raise FormatError(f"{path}: {columns[3].split()[0].lower()} row {number} has {len(row)} of "
+                              f"{len(header)} fields (file truncated?)", "give the complete nvprof output")
+    return [dict(zip(header, row)) for row in rows]
+
+
+def event(name: str, low: str, high: str, avg: str, total: str) -> list[Metric]:
+    """An event row: its Avg/Min/Max like a metric's, and nvprof's Total (when printed) beside it."""
+    made = metric(name, low, high, avg)
+    summed = _nvprof.cell(total)
+    return [made] + ([Metric(f"{name} (total)", summed[0], made.unit)] if summed else [])
+
+
+def read(path: Path) -> Run:
+    output = _nvprof.load(path)
+    events, metrics = _rows(path, output, EVENTS), _rows(path, output, HEADER)
+    if not events and not metrics:
+        raise output.no_data("metric rows")
+    found: dict[tuple[str, str], tuple[int, list[Metric]]] = {}
+    indices: dict[str, int] = {}
+    for cells in events + metrics:
         device, index = _nvprof.split_device(cells["Device"])
         if index is not None:
             indices[device] = index
         key = (device, cells["Kernel"])
-        if key not in launches:
-            invocations = parse_count(cells["Invocations"].strip(), 1)
-            launches[key] = Launch(cells["Kernel"], len(launches), device, invocations)
-        launches[key].metrics.append(
-            metric(cells["Metric Name"], cells["Min"], cells["Max"], cells["Avg"]))
-    return _nvprof.make_run(output, NAME, list(launches.values()), indices)
+        if key not in found:
+            found[key] = (parse_count(cells["Invocations"].strip(), 1), [])
+        if "Event Name" in cells:
+            found[key][1].extend(event(*(cells[c] for c in EVENTS[3:])))
+        else:
+            found[key][1].append(metric(cells["Metric Name"], cells["Min"], cells["Max"], cells["Avg"]))
+    launches = [Launch(kernel, number, device, invocations, metrics=made)
+                for number, ((device, kernel), (invocations, made)) in enumerate(found.items())]
+    return _nvprof.make_run(output, NAME, launches, indices)

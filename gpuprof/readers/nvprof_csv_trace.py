@@ -39,19 +39,12 @@ def sniff(path: Path, head: str) -> bool:
     return head_has_csv_header(head, TRACE) or head_has_csv_header(head, SUMMARY)
 
 
-class _Table:
-    """A header + units row + data rows, each cell readable in base units by column name."""
+class Table:
+    """Rows by column name with a unit per column, each cell readable in base units."""
 
-    def __init__(self, path: Path, header: list[str], rows: list[list[str]]) -> None:
-        if not rows or any(_nvprof.cell(c) for c in rows[0] if c.strip()):
-            raise FormatError(f"{path}: nvprof table has no units row under its header",
-                              "give nvprof's CSV output unedited (the second line holds the units)")
-        self.units = dict(zip(header, rows[0]))
-        self.rows = [dict(zip(header, row)) for row in rows[1:]]
-        for number, row in enumerate(rows[1:], start=1):
-            if len(row) < len(header):
-                raise FormatError(f"{path}: row {number} has {len(row)} of {len(header)} fields "
-                                  "(file truncated?)", "give the complete nvprof output")
+    def __init__(self, units: dict[str, str], rows: list[dict[str, str]]) -> None:
+        self.units = units
+        self.rows = rows
 
     def cell(self, row: dict[str, str], column: str) -> _nvprof.Value:
         """Column ``column`` of ``row`` in base units, or None when the cell is empty."""
@@ -62,12 +55,25 @@ class _Table:
         return Metric(column, value[0], value[1], catalog.canonical(column)) if value else None
 
 
+def _csv_table(path: Path, header: list[str], rows: list[list[str]]) -> Table:
+    """The Table of a CSV header + units row + data rows."""
+    if not rows or any(_nvprof.cell(c) for c in rows[0] if c.strip()):
+        raise FormatError(f"{path}: nvprof table has no units row under its header",
+                          "give nvprof's CSV output unedited (the second line holds the units)")
+    for number, row in enumerate(rows[1:], start=1):
+        if len(row) < len(header):
+            raise FormatError(f"{path}: row {number} has {len(row)} of {len(header)} fields "
+                              "(file truncated?)", "give the complete nvprof output")
+    return Table(dict(zip(header, rows[0])), [dict(zip(header, row)) for row in rows[1:]])
+
+
 def _dims(row: dict[str, str], prefix: str) -> str | None:
     values = [row.get(f"{prefix} {axis}", "").strip() for axis in "XYZ"]
     return f"({', '.join(values)})" if all(values) else None
 
 
-def _trace(table: _Table) -> tuple[list[Launch], dict[str, int], list[str]]:
+def trace(table: Table) -> tuple[list[Launch], dict[str, int], list[str]]:
+    """One Launch per trace row, CSV or text (nvprof_text_trace names its columns as the CSV does)."""
     launches: list[Launch] = []
     indices: dict[str, int] = {}
     skipped = 0
@@ -94,7 +100,7 @@ def _trace(table: _Table) -> tuple[list[Launch], dict[str, int], list[str]]:
     return launches, indices, notes if skipped else []
 
 
-def _summary(table: _Table, output: _nvprof.Output) -> tuple[list[Launch], dict[str, int], list[str]]:
+def _summary(table: Table, output: _nvprof.Output) -> tuple[list[Launch], dict[str, int], list[str]]:
     launches: list[Launch] = []
     api = 0
     for row in table.rows:
@@ -124,9 +130,9 @@ def read(path: Path) -> Run:
         found = _nvprof.csv_table(output, first)
         if found is None or "Name" not in found[0]:  # every row is read by its Name
             continue
-        table = _Table(path, *found)
+        table = _csv_table(path, *found)
         if parse == "trace":
-            launches, indices, notes = _trace(table)
+            launches, indices, notes = trace(table)
         else:
             launches, indices, notes = _summary(table, output)
         if not launches:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError
 from gpuprof.model import DERIVED, MEASURED, Launch, Metric, Run
-from gpuprof.units import to_base
+from gpuprof.units import parse_locale_number as perf_number, to_base
 
 NAME = "perf-stat"
 DESCRIPTION = "Linux perf stat counts (human table or -x, CSV; -I, -A, --per-core, -G, -o, -r)"
@@ -28,7 +28,6 @@ DESCRIPTION = "Linux perf stat counts (human table or -x, CSV; -I, -A, --per-cor
 NOT_COUNTED = ("<not counted>", "<not supported>")
 # Units perf stat prints beside a count (task-clock msec, duration_time ns, RAPL Joules, IMC MiB).
 UNITS = ("msec", "ns", "us", "Joules", "MiB", "KiB", "GiB", "MB", "kB", "W")
-_GROUPING = ",.'’\u202f\u00a0"
 
 # Every pattern below runs in time linear in the line: fuzzed files hold lines of a megabyte, and a
 # pattern that can split a run of digits or blanks in many ways (a lazy group before an optional
@@ -56,10 +55,16 @@ _SPREAD = re.compile(r"\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\)")
 _SHADOW = re.compile(r"#\s*+(?P<num>-?\d[\d.,]*+)\s*+(?P<text>(?:[^(#\s]++(?:\s++[^(#\s]++)*+)?+)\s*+(?:\(|$)")
 _TOPDOWN = re.compile(r"tma_|TopdownL\d|--topdown|retiring\s+bad speculat|\bPipelineL\d")
 _TIME = re.compile(r"^\d+\.\d+$")
-_AGG_ONLY = re.compile(rf"^(?:{_AGGREGATE})$")
+AGGREGATE = re.compile(rf"^(?:{_AGGREGATE})$")  # a whole -A/--per-core/--per-socket cell
 # perf's shadow-metric words -> (factor, base unit) for the value printed before them.
+# '-M GFLOPS' annotates the first event of its group with the metric ('# 129.3 GFLOPs'; newer perf
+# metric files name it tma_info_system_gflops), computed by perf from the FP events over duration_time.
 _SHADOW_UNITS = {"GHz": (1e9, "hertz"), "G/sec": (1e9, "event/second"), "M/sec": (1e6, "event/second"),
-                 "K/sec": (1e3, "event/second"), "/sec": (1.0, "event/second")}
+                 "K/sec": (1e3, "event/second"), "/sec": (1.0, "event/second"),
+                 "GFLOPs": (1e9, "FLOP/second"), "tma_info_system_gflops": (1e9, "FLOP/second")}
+# perf stat options that take a value (so the workload starts after it).
+_VALUED = {"-e", "-M", "-I", "-x", "-o", "-G", "-p", "-C", "-r", "-t", "--pid", "--cpu", "--metrics",
+           "--event", "--interval-print", "--repeat", "--output", "--cgroup"}
 
 
 @dataclass(frozen=True)
@@ -89,18 +94,6 @@ class PerfStat:
     seconds: dict[str, tuple[float, float | None]] = field(default_factory=dict)  # elapsed/user/sys -> (s, spread %)
     decimal: str = "."
     skipped_lines: int = 0         # program output before the block
-
-
-def perf_number(text: str, decimal: str = ".") -> float | None:
-    """A number as perf printed it under LC_NUMERIC (grouping marks dropped, ``decimal`` honoured)."""
-    text = text.strip()
-    for mark in _GROUPING:
-        if mark != decimal:
-            text = text.replace(mark, "")
-    try:
-        return float(text.replace(decimal, "."))
-    except ValueError:
-        return None
 
 
 def detect_decimal(text: str) -> str:
@@ -171,7 +164,7 @@ def parse_csv_fields(fields: list[str]) -> PerfCount | None:
     if len(fields) > 1 and _TIME.match(fields[0]) and _is_value(fields[1]):
         time, start = float(fields[0]), 1
     aggregate = None
-    if start < len(fields) and _AGG_ONLY.match(fields[start]):
+    if start < len(fields) and AGGREGATE.match(fields[start]):
         aggregate = fields[start]
         # --per-core/--per-socket/--per-node print how many CPUs were summed; -A (CPUn) does not.
         start += 1 if aggregate.startswith("CPU") else 2
@@ -285,7 +278,8 @@ def count_metrics(count: PerfCount) -> list[Metric]:
     if count.shadow is not None:
         number, words = count.shadow
         factor, unit = _SHADOW_UNITS.get(words, (1.0, "%" if words.startswith("%") else ""))
-        metrics.append(Metric(f"{name}: {words}", number * factor, unit, origin=DERIVED))
+        # 15 significant digits: perf prints 4 at most, and 129.3 x 1e9 is 129300000000.00002 in binary.
+        metrics.append(Metric(f"{name}: {words}", float(f"{number * factor:.15g}"), unit, origin=DERIVED))
     return metrics
 
 
@@ -324,13 +318,40 @@ def _is_csv(head: str) -> bool:
     return good >= max(1, len(with_separator) // 2)
 
 
+def _is_trimmed_block(head: str) -> bool:
+    """A human block pasted without its 'Performance counter stats' header (people trim it): at
+    least two counter lines, one of them with perf's own '# value words' beside the count."""
+    decimal = detect_decimal(head)
+    counts = [count for line in head.splitlines() if (count := parse_human_line(line, decimal))]
+    return len(counts) >= 2 and any(count.shadow for count in counts)
+
+
 def sniff(path: Path, head: str) -> bool:
     if _TOPDOWN.search(head):
         return False
     if _HEADER.search(head):
         decimal = detect_decimal(head)
         return any(parse_human_line(line, decimal) for line in head.splitlines())
-    return _is_csv(head)
+    return _is_csv(head) or _is_trimmed_block(head)
+
+
+def prompt_command(lines: list[str]) -> str | None:
+    """The profiled command on a pasted '$ perf stat ... CMD' prompt line (options skipped)."""
+    for line in lines:
+        words = line.split()
+        if len(words) > 2 and words[0] in ("$", "%", "#") and "perf" in words[1:3]:
+            rest = words[words.index("perf") + 1:]
+            if rest[:1] != ["stat"]:
+                continue
+            rest = rest[1:]
+            if "--" in rest:
+                return " ".join(rest[rest.index("--") + 1:]) or None
+            i = 0
+            while i < len(rest) and rest[i].startswith("-"):
+                i += 2 if rest[i] in _VALUED else 1
+            if i < len(rest):
+                return " ".join(rest[i:])
+    return None
 
 
 def parse(text: str) -> PerfStat:
@@ -348,6 +369,9 @@ def notes(stat: PerfStat) -> list[str]:
         low = min(c.running_pct or 0 for c in multiplexed)
         notes.append(f"{len(multiplexed)} counts were multiplexed (on the PMU {low:g}% of the time at least) "
                      "and scaled up by perf; their ':running' metric gives the share")
+    if stat.form == "human" and stat.target is None and not stat.seconds and all(c.time is None for c in stat.counts):
+        notes.append("no 'Performance counter stats' header and no elapsed time (a trimmed paste): "
+                     "the counts are read as printed")
     if stat.skipped_lines:
         notes.append(f"{stat.skipped_lines} non-perf lines (program output) skipped")
     if stat.decimal != ".":
@@ -355,8 +379,8 @@ def notes(stat: PerfStat) -> list[str]:
     return notes
 
 
-def run_from_stat(stat: PerfStat, source: str) -> Run:
-    kernel = stat.target or "perf stat"
+def run_from_stat(stat: PerfStat, source: str, command: str | None = None) -> Run:
+    kernel = stat.target or command or "perf stat"
     environment = {k: v for k, v in (("tool", "perf stat"), ("form", stat.form), ("target", stat.target),
                                      ("runs", stat.runs), ("started", stat.started)) if v is not None}
     return Run(kind="import", format=NAME, source=source, device={"kind": "cpu"}, environment=environment,
@@ -369,4 +393,4 @@ def read(path: Path) -> Run:
     if not stat.counts:
         raise FormatError(f"{path}: no perf stat counter lines found",
                           "give the output of 'perf stat' (human form or -x,), e.g. the file written with -o")
-    return run_from_stat(stat, str(path))
+    return run_from_stat(stat, str(path), prompt_command(text.splitlines()))

@@ -7,8 +7,9 @@ Layouts recognised, all as people paste them (trimmed with ``...``, program outp
 * perf 6.x metric lines: ``TopdownL1 (cpu_core)  #  53.4 %  tma_backend_bound`` and continuation
   lines ``#  0.2 %  tma_bad_speculation``; AMD ``-M PipelineL1,PipelineL2`` lines
   ``26.3 %  retiring  (20.08%)`` (value, name, share of time the counters ran);
-* metric-only tables (``--topdown`` in perf 6.x, with ``-I`` a leading time column): a header of
-  ``%  tma_<name>`` cells and value rows aligned under it.
+* metric-only tables (``--topdown`` in perf 6.x, with ``-I`` a leading time column, with
+  ``--per-core``/``--per-socket``/``-A`` a leading ``S0-D0-C0  2`` / ``S0  6`` / ``CPU0`` column): a
+  header of ``%  tma_<name>`` cells and value rows aligned under it.
 
 One :class:`Launch` per row (core or interval) or one for the whole run; every value is a percentage
 of pipeline slots as perf printed it. The workload is the profiled command when the file shows it.
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Metric, Run
+from gpuprof.readers.perf_stat import AGGREGATE, prompt_command
 
 NAME = "perf-topdown"
 DESCRIPTION = "perf stat Top-Down level 1 (--topdown, -M TopdownL1, AMD -M PipelineL1)"
@@ -37,9 +39,6 @@ _PMU = re.compile(r"TopdownL1\s+\((\w+)\)")
 # all the blank lines after it (quadratic on a head of empty lines) for the same yes/no answer.
 _SNIFF = re.compile(r"%\s+(?:tma_)?(?:backend_bound|frontend_bound|bad_speculation)\b|^[^\S\n]*retiring\s+bad speculat",
                     re.MULTILINE)
-# perf stat options that take a value (so the workload starts after it).
-_VALUED = {"-e", "-M", "-I", "-x", "-o", "-G", "-p", "-C", "-r", "-t", "--pid", "--cpu", "--metrics",
-           "--event", "--interval-print", "--repeat", "--output", "--cgroup"}
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -68,17 +67,9 @@ def _metric(name: str, value: float) -> Metric:
 
 def _workload(lines: list[str]) -> str:
     """The profiled command from the pasted prompt line, else perf's 'stats for' target."""
-    for line in lines:
-        words = line.split()
-        if len(words) > 2 and words[0] in ("$", "%") and words[1:3] == ["perf", "stat"]:
-            rest = words[3:]
-            if "--" in rest:
-                return " ".join(rest[rest.index("--") + 1:])
-            i = 0
-            while i < len(rest) and rest[i].startswith("-"):
-                i += 2 if rest[i] in _VALUED else 1
-            if i < len(rest):
-                return " ".join(rest[i:])
+    command = prompt_command(lines)
+    if command:
+        return command
     for line in lines:
         match = _TARGET.search(line)
         if match:
@@ -98,6 +89,9 @@ def _old_table(lines: list[str], start: int) -> list[tuple[dict[str, str], list[
 
 
 def _metric_only_table(lines: list[str], start: int) -> list[tuple[dict[str, str], list[Metric]]]:
+    """Rows under a ``%  tma_<name>`` header: [time] [aggregate [CPUs]] value per name. The
+    aggregate is the core, socket or CPU of --per-core/--per-socket/-A (``S0-D0-C0  2  6.1 ...``);
+    perf prints how many CPUs it summed after a core or socket, not after a CPU."""
     names = _TABLE_HEADER.findall(lines[start])
     timed = lines[start].lstrip().startswith("#") and "time" in lines[start]
     rows = []
@@ -105,10 +99,17 @@ def _metric_only_table(lines: list[str], start: int) -> list[tuple[dict[str, str
         cells = line.split()
         if not cells:
             continue
-        if len(cells) != len(names) + timed or not all(re.fullmatch(r"\d+(?:[.,]\d+)?", c) for c in cells):
+        attributes = {}
+        if timed:
+            attributes["time_s"] = cells.pop(0)
+        if cells and AGGREGATE.match(cells[0]):
+            attributes["core"] = cells.pop(0)
+            if len(cells) == len(names) + 1 and cells[0].isdigit():
+                attributes["cpus"] = cells.pop(0)
+        numbers = [attributes["time_s"]] + cells if timed else cells
+        if len(cells) != len(names) or not all(re.fullmatch(r"\d+(?:[.,]\d+)?", c) for c in numbers):
             break
-        attributes = {"time_s": cells[0]} if timed else {}
-        rows.append((attributes, [_metric(n, _float(c)) for n, c in zip(names, cells[timed:])]))
+        rows.append((attributes, [_metric(n, _float(c)) for n, c in zip(names, cells)]))
     return rows
 
 

@@ -14,7 +14,7 @@ import textwrap
 from dataclasses import dataclass
 
 GAP = 2
-NOTE_HEADER = re.compile(r"(basis|source|origin|ceiling|above 100)$", re.IGNORECASE)
+NOTE_HEADER = re.compile(r"(basis|source|origin|\. ceiling|above 100)$", re.IGNORECASE)
 NOTE_AT = (16, 10)  # cells of note columns longer than this become notes when the table is too wide (2nd try)
 MIN_TEXT = 8       # text columns wrap down to this width (or their longest word, up to MAX_WORD)
 MAX_WORD = 32
@@ -64,12 +64,13 @@ def _with_notes(columns: list[Column], notes: list[str], longer: int) -> tuple[l
 
 def _shrink(columns: list[Column], width: int) -> None:
     """Narrow columns until the row fits ``width``, widest first, in the order that costs the reader
-    least: headers wider than their cells, then explanation columns, then any text; at their
-    narrowest when even that does not fit."""
+    least: headers wider than their cells, then explanation columns, then other text, then the
+    row's key; at their narrowest when even that does not fit."""
     for column in columns:
         column.width = column.natural()
     steps = ((lambda c: True, lambda c: max([*map(len, c.cells), c.narrowest()])),
              (lambda c: bool(NOTE_HEADER.search(c.header)), Column.narrowest),
+             (lambda c: c is not columns[0], Column.narrowest),   # the row's key last
              (lambda c: True, Column.narrowest))
     for chosen, floor in steps:
         while _span(columns, [c.width for c in columns]) > width:

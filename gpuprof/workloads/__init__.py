@@ -23,6 +23,9 @@ ENGINES: dict[str, tuple[str, str]] = {
     "cuda-kernels": ("cuda_kernels", "cuda"),
 }
 DEFAULT = {"cpu": "numpy", "cuda": "cupy"}
+# The GPU extras, one per CUDA line (pyproject.toml); every "not installed" message names both.
+CUDA_INSTALL = ('pip install "gpuprof-hpc[cuda13]" (driver 580 or newer, CUDA 13) or '
+                '"gpuprof-hpc[cuda12]" (CUDA 12 drivers)')
 
 
 def engine_names(device: str | None = None) -> list[str]:
@@ -40,8 +43,8 @@ def load(name: str, device: str) -> ModuleType:
     try:
         return importlib.import_module(f"gpuprof.workloads.{module_name}")
     except ImportError as error:
-        raise EngineError(f"engine '{name}' is not installed ({error.name or error})",
-                          f"pip install \"gpuprof-hpc[{_EXTRAS.get(name, name)}]\"") from None
+        fix = CUDA_INSTALL if engine_device == "cuda" else f'pip install "gpuprof-hpc[{_EXTRAS.get(name, name)}]"'
+        raise EngineError(f"engine '{name}' is not installed ({error.name or error})", fix) from None
 
 
-_EXTRAS = {"pytensor": "theano", "theano": "theano", "cupy": "cuda", "cuda-kernels": "cuda"}
+_EXTRAS = {"pytensor": "theano", "theano": "theano"}

@@ -1,0 +1,216 @@
+"""The two columnar tables behind every :class:`~gpuprof.model.Run`.
+
+A run's measurements are one long pandas table with a row per launch × metric, and its launches
+a second, small one with a row per launch (nsight-python's and hatchet's layout): readers of big
+files fill the columns directly, derived metrics are column expressions over a launch × key pivot
+(:func:`lookup`), and the store writes and reads whole columns. Small producers keep building
+:class:`~gpuprof.model.Launch` objects, which :func:`from_launches` turns into the same tables;
+:func:`launch_views` gives the object view back for code that reads a few launches.
+
+Metric table, sorted by launch (a launch's rows in the order the tool gave them):
+
+=========  ===========  =============================================================
+column     dtype        meaning
+=========  ===========  =============================================================
+launch     int32        the launch's row in the launch table
+metric     category     the tool's own metric name
+canonical  category     the catalog's name for it, or NaN
+value      float64      the value in base units; NaN when missing or a string
+text       object       the value when the tool gave a string, else None
+unit       category     base unit of ``value`` (the tool's unit for a string)
+origin     category     measured, timed, analytic, peak-table, calibrated or derived
+minimum    float64      lowest of several invocations when the tool aggregated them
+maximum    float64      highest of them
+=========  ===========  =============================================================
+
+Launch table: ``kernel`` (object), ``index`` (int64: the tool's launch ID), ``device`` (object),
+``invocations`` (int64), ``attributes`` (object: a dict of strings per launch).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from itertools import repeat
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from gpuprof.model import Launch
+
+METRIC_COLUMNS = ("launch", "metric", "canonical", "value", "text", "unit", "origin", "minimum", "maximum")
+LAUNCH_COLUMNS = ("kernel", "index", "device", "invocations", "attributes")
+CATEGORY_COLUMNS = ("metric", "canonical", "unit", "origin")
+
+
+def metric_table(launch: np.ndarray | Sequence[int], metric: Sequence[str] | pd.Categorical,
+                 canonical: Sequence[str | None] | pd.Categorical, value: np.ndarray | Sequence[float],
+                 text: Sequence[str | None] | None, unit: Sequence[str] | pd.Categorical,
+                 origin: Sequence[str] | pd.Categorical | str,
+                 minimum: np.ndarray | Sequence[float] | None = None,
+                 maximum: np.ndarray | Sequence[float] | None = None) -> pd.DataFrame:
+    """The metric table from its columns (``origin`` may be one value for every row; ``text``,
+    ``minimum`` and ``maximum`` may be None for none), stably sorted by launch."""
+    import numpy as np
+    import pandas as pd
+
+    launches = np.asarray(launch, dtype=np.int32)
+    rows = len(launches)
+    if isinstance(origin, str):
+        origin = pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [origin]) if rows else []
+    nothing = np.full(rows, np.nan)
+    frame = pd.DataFrame({
+        "launch": launches,
+        "metric": _category(metric), "canonical": _category(canonical),
+        "value": np.asarray(value, dtype=np.float64),
+        "text": pd.Series(objects(text) if text is not None else np.full(rows, None, dtype=object), dtype=object),
+        "unit": _category(unit), "origin": _category(origin),
+        "minimum": nothing if minimum is None else np.asarray(minimum, dtype=np.float64),
+        "maximum": nothing if maximum is None else np.asarray(maximum, dtype=np.float64),
+    })
+    if rows and (np.diff(launches) < 0).any():
+        frame = frame.iloc[np.argsort(launches, kind="stable")].reset_index(drop=True)
+    return frame
+
+
+def _category(values: Sequence[str | None] | pd.Categorical) -> pd.Categorical:
+    import pandas as pd
+
+    return values if isinstance(values, pd.Categorical) else pd.Categorical(values)
+
+
+def launch_table(kernel: Sequence[str], index: Sequence[int], device: Sequence[str],
+                 invocations: Sequence[int], attributes: Sequence[dict[str, str]]) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
+    return pd.DataFrame({"kernel": pd.Series(objects(kernel), dtype=object),
+                         "index": np.asarray(index, dtype=np.int64),
+                         "device": pd.Series(objects(device), dtype=object),
+                         "invocations": np.asarray(invocations, dtype=np.int64),
+                         "attributes": pd.Series(objects(attributes), dtype=object)})
+
+
+def objects(values: Sequence[object]) -> np.ndarray:
+    """An object array holding each of ``values`` as it is (numpy would unpack sequences)."""
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+def split_value(name: str, value: object) -> tuple[float, str | None]:
+    """(number, text) columns for one metric value; a value of any other type is a bug upstream."""
+    if value is None:
+        return math.nan, None
+    if isinstance(value, str):
+        return math.nan, value
+    if isinstance(value, (int, float)):
+        return float(value), None
+    raise TypeError(f"metric {name}: value of type {type(value).__name__} cannot be stored")
+
+
+def from_launches(launches: Iterable[Launch]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(launch table, metric table) of Launch objects."""
+    launches = list(launches)
+    positions: list[int] = []
+    names: list[str] = []
+    values: list[float] = []
+    texts: list[str | None] = []
+    units: list[str] = []
+    canonicals: list[str | None] = []
+    origins: list[str] = []
+    lows: list[float] = []
+    highs: list[float] = []
+    for position, launch in enumerate(launches):
+        metrics = launch.metrics
+        positions.extend(repeat(position, len(metrics)))
+        for m in metrics:
+            number, text = split_value(m.name, m.value)
+            names.append(m.name)
+            values.append(number)
+            texts.append(text)
+            units.append(m.unit)
+            canonicals.append(m.canonical)
+            origins.append(m.origin)
+            lows.append(math.nan if m.minimum is None else m.minimum)
+            highs.append(math.nan if m.maximum is None else m.maximum)
+    return (launch_table([launch.kernel for launch in launches], [launch.index for launch in launches],
+                         [launch.device for launch in launches], [launch.invocations for launch in launches],
+                         [launch.attributes for launch in launches]),
+            metric_table(positions, names, canonicals, values, texts, units, origins, lows, highs))
+
+
+def _maybe(number: float) -> float | None:
+    return None if number != number else number  # NaN -> None
+
+
+def metric_values(metrics: pd.DataFrame) -> list[float | str | None]:
+    """Each row's value as :class:`~gpuprof.model.Metric` holds it: the string, the number or None."""
+    texts = metrics["text"].tolist()
+    return [text if isinstance(text, str) else _maybe(number)
+            for number, text in zip(metrics["value"].tolist(), texts)]
+
+
+def launch_views(launches: pd.DataFrame, metrics: pd.DataFrame) -> list[Launch]:
+    """The tables as Launch objects (with their Metrics): new objects, so changing them changes
+    nothing in the run."""
+    import numpy as np
+
+    from gpuprof.model import Launch, Metric
+
+    lows = [_maybe(x) for x in metrics["minimum"].tolist()]
+    highs = [_maybe(x) for x in metrics["maximum"].tolist()]
+    canonicals = [c if isinstance(c, str) else None for c in metrics["canonical"].tolist()]
+    made = list(map(Metric, metrics["metric"].tolist(), metric_values(metrics), metrics["unit"].tolist(),
+                    canonicals, metrics["origin"].tolist(), lows, highs))
+    bounds = np.searchsorted(metrics["launch"].to_numpy(), np.arange(len(launches) + 1)).tolist()
+    return [Launch(kernel, index, device, invocations, dict(attributes), made[start:end])
+            for kernel, index, device, invocations, attributes, start, end in zip(
+                launches["kernel"].tolist(), launches["index"].tolist(), launches["device"].tolist(),
+                launches["invocations"].tolist(), launches["attributes"].tolist(), bounds, bounds[1:])]
+
+
+def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
+    """Per launch, the number each of ``keys`` gives, found as :meth:`Launch.metric` finds it: the
+    first row whose canonical name is the key, else the first whose tool name is; NaN where there
+    is none or it holds a string. Returns a (launches × keys) array and each key's unit (that of
+    its first row, or None).
+
+    One pass over the table for all keys: category codes are mapped to key positions, and the
+    first row per (launch, key) is kept, so the cost grows with the rows that match, not with
+    the number of keys times the rows.
+    """
+    import numpy as np
+
+    out = np.full((launches, len(keys)), np.nan)
+    found = np.zeros((launches, len(keys)), dtype=bool)
+    units: list[str | None] = [None] * len(keys)
+    if not len(metrics) or not keys:
+        return out, units
+    position = {key: i for i, key in enumerate(keys)}
+    launch = metrics["launch"].to_numpy()
+    value = metrics["value"].to_numpy()
+    unit = metrics["unit"].cat
+    for column in ("canonical", "metric"):  # a canonical match hides a tool-name match
+        codes = metrics[column].cat
+        to_key = np.array([position.get(name, -1) for name in codes.categories] + [-1], dtype=np.int64)
+        key_of_row = to_key[codes.codes]  # code -1 (no value) picks the trailing -1
+        rows = np.flatnonzero(key_of_row >= 0)
+        if not len(rows):
+            continue
+        cells = launch[rows].astype(np.int64) * len(keys) + key_of_row[rows]
+        _, first = np.unique(cells, return_index=True)
+        rows, cells = rows[first], cells[first]
+        fresh = ~found.ravel()[cells]
+        rows, cells = rows[fresh], cells[fresh]
+        out.ravel()[cells] = value[rows]
+        found.ravel()[cells] = True
+        matched, first_row = np.unique(key_of_row[rows], return_index=True)
+        for key, row in zip(matched.tolist(), rows[first_row].tolist()):
+            if units[key] is None:
+                units[key] = unit.categories[unit.codes[row]] if unit.codes[row] >= 0 else ""
+    return out, units

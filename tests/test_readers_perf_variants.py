@@ -1,0 +1,89 @@
+"""perf stat variants from issue #15: -M GFLOPS pasted without its header, AMD fp_ret_sse_avx_ops
+.all beside its .mac_flops umask, and --topdown --per-core. Truth values were read by hand from the
+fixtures (tests/fixtures/cpu-counters/SOURCES.md, sections 1h, 1i and 2g)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuprof.derive.cpu_flops import flops_by_dtype, flops_from_events
+from gpuprof.derive.topdown import topdown_breakdowns
+from gpuprof.errors import FormatError
+from gpuprof.readers import detect, perf_stat, perf_topdown, read
+
+CPU = Path(__file__).parent / "fixtures" / "cpu-counters"
+GFLOPS = CPU / "perf-stat-M-GFLOPS-no-header-hpl-openblas-jliberma.txt"                      # 1h
+AMD = CPU / "perf-stat-amd-zen3-fp-ret-all-and-mac-flops-multiplexed-5600X-gemm.txt"         # 1i
+PER_CORE = CPU / "perf-stat-topdown-per-core-metric-only-intel-6c12t.txt"                  # 2g
+
+
+def test_1h_metric_group_block_without_header_is_perf_stat() -> None:
+    assert detect(GFLOPS) is perf_stat
+    run = read(GFLOPS)
+    (launch,) = run.launches
+    assert launch.kernel == "./xhpl"  # from the '$ OMP_NUM_THREADS=16 perf stat -M GFLOPS ./xhpl' line
+    assert launch.value("fp_arith_inst_retired.scalar_single") == 300
+    assert launch.value("fp_arith_inst_retired.scalar_double") == 24724472806
+    assert launch.value("fp_arith_inst_retired.128b_packed_double") == 5370827566
+    assert launch.value("fp_arith_inst_retired.256b_packed_double") == 5880914182784
+    assert launch.value("fp_arith_inst_retired.256b_packed_single") == 0
+    gflops = launch.metric("fp_arith_inst_retired.scalar_single: GFLOPs")  # '#    129.3 GFLOPs'
+    assert (gflops.value, gflops.unit, gflops.origin) == (129.3e9, "FLOP/second", "derived")
+    assert any("trimmed paste" in note for note in run.notes)
+
+
+def test_1h_counted_flops_agree_with_perfs_own_rate() -> None:
+    metrics = read(GFLOPS).launches[0].metrics
+    # 300 + 24724472806 + 2 x 5370827566 + 4 x 5880914182784, by hand
+    assert flops_by_dtype(metrics) == {"float32": 300, "float64": 23559122859074}
+    total, _ = flops_from_events(metrics)
+    # perf divided the same counts by duration_time: 129.3 GFLOP/s implies a 182.2 s run (HPL's own
+    # timer, 79.63 s in the file, covers only the solve).
+    assert total / 129.3e9 == pytest.approx(182.2, abs=0.1)
+
+
+def test_1i_amd_all_already_counts_flops_and_mac_flops_is_not_added() -> None:
+    assert detect(AMD) is perf_stat
+    launch = read(AMD).launches[0]
+    assert launch.value("fp_ret_sse_avx_ops.all") == 189842679235
+    assert launch.value("fp_ret_sse_avx_ops.all:running") == 49.90
+    assert launch.value("fp_ret_sse_avx_ops.mac_flops") == 188717586731
+    assert launch.value("fp_ret_sse_avx_ops.mac_flops:running") == 37.46
+    total, basis = flops_from_events(launch.metrics)
+    assert total == 189842679235  # not .all + .mac_flops = 378560265966
+    assert "mac_flops also counted: part of .all, not added again" in basis
+    assert "49.9% of the time" in basis  # read as perf scaled it, and said so
+    assert launch.value("time elapsed") == pytest.approx(1.424528639)
+
+
+def test_2g_topdown_per_core_rows() -> None:
+    assert detect(PER_CORE) is perf_topdown
+    run = read(PER_CORE)
+    cores = {b.scope: {s.key: s.percent for s in b.shares} for b in topdown_breakdowns(run)}
+    assert list(cores) == [f"S0-D0-C{i}" for i in range(6)]
+    assert cores["S0-D0-C0"] == {"bad_speculation": 6.1, "backend_bound": 41.1, "retiring": 10.5,
+                                 "frontend_bound": 42.3}
+    assert cores["S0-D0-C2"]["backend_bound"] == 64.5
+    assert cores["S0-D0-C5"]["frontend_bound"] == 30.8
+    assert {launch.attributes["cpus"] for launch in run.launches} == {"2"}
+    assert run.launches[0].kernel == "./lab"
+
+
+@pytest.mark.parametrize(("line", "command"), [
+    ("$ OMP_NUM_THREADS=16 perf stat -M GFLOPS ./xhpl", "./xhpl"),
+    ("$ perf stat --topdown --per-core -a ./lab", "./lab"),
+    ("$ sudo perf stat -e cycles -- taskset -c 0 ./lab b", "taskset -c 0 ./lab b"),
+    ("$ perf record ./lab", None),
+])
+def test_prompt_command(line: str, command: str | None) -> None:
+    assert perf_stat.prompt_command([line]) == command
+
+
+def test_counts_without_perfs_own_annotation_are_not_claimed(tmp_path: Path) -> None:
+    # two lines that look like counts but carry no '# value words': HPL.dat lines, not perf output
+    path = tmp_path / "HPL.dat"
+    path.write_text("6            device out (6=stdout,7=stderr,file)\n1            PMAP process mapping\n")
+    with pytest.raises(FormatError, match="gpuprof reads: .*perf-stat.*ncu-text"):
+        detect(path)
