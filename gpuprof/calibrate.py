@@ -43,18 +43,20 @@ LOW_SHARE = 0.6        # a matmul below this share of the theoretical peak: the 
 @dataclass(frozen=True)
 class Plan:
     """How hard to calibrate: matrix order, array bytes for the stream kernel, repeats (at least
-    ``repeats`` timed calls, more until stable, at most ``limit``)."""
+    ``repeats`` timed calls, more until stable while their time stays under ``budget_s``)."""
 
     matmul_n: int
     stream_array_bytes: int
     warmup: int
     repeats: int
-    limit: int = 12
+    budget_s: float = 6.0
 
 
 def plan(thorough: bool, llc_bytes: int | None, available_bytes: int | None) -> Plan:
-    """Quick: 2048² matrices, the three stream arrays together 2× the LLC (≥ 192 MiB), 5 to 12 calls;
-    thorough: 4096², 4× (≥ 768 MiB), 10 to 30 calls. A sequential stream over more than the cache
+    """Quick: 2048² matrices, the three stream arrays together 2× the LLC (≥ 192 MiB), at least 5
+    calls and up to 6 s of them per ceiling; thorough: 4096², 4× (≥ 768 MiB), 10 calls, up to 30 s.
+    A budget in seconds, not calls, gives cheap calls (np.add) as many more tries as they need. A
+    sequential stream over more than the cache
     gets no LRU hits. The arrays never take more than a quarter (thorough: a third) of free memory."""
     llc = llc_bytes or _FALLBACK_LLC
     factor, floor, share = (4, 768 * 2**20, 3) if thorough else (2, 192 * 2**20, 4)
@@ -62,7 +64,7 @@ def plan(thorough: bool, llc_bytes: int | None, available_bytes: int | None) -> 
     if available_bytes:
         total = min(total, available_bytes // share)
     return Plan(4096 if thorough else 2048, total // 3, 2 if thorough else 1, 10 if thorough else 5,
-                30 if thorough else 12)
+                30.0 if thorough else 6.0)
 
 
 def spread_of_fastest(times: list[float]) -> float | None:
@@ -72,9 +74,10 @@ def spread_of_fastest(times: list[float]) -> float | None:
 
 
 def stable_times(call: Callable[[], object], steps: Plan) -> tuple[list[float], bool]:
-    """Times of at least ``steps.repeats`` calls, more until the fastest agree (or ``steps.limit``)."""
+    """Times of at least ``steps.repeats`` calls, more until the fastest agree or the calls have
+    taken ``steps.budget_s``."""
     times = time_calls([call], steps.warmup, steps.repeats)
-    while len(times) < steps.limit and not _settled(times):
+    while sum(times) < steps.budget_s and not _settled(times):
         times += time_calls([call], 0, 1)
     return times, _settled(times)
 

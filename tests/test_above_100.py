@@ -114,5 +114,6 @@ def test_without_a_calibrated_flop_ceiling_the_roofline_says_why():
     bandwidth_only = Peaks("AMD EPYC", {"float64": 18e9}, 15e9, None, "calibrated", "gpuprof calibrate ...")
     run = _run(2e9 / 10e9, [NOMINAL, bandwidth_only], {})
     roofline = next(q for q in quantities(run) if q.name == "efficiency: roofline")
-    assert roofline.value is None and roofline.basis.startswith(
-        "the calibration has no stable float32 FLOP/s ceiling to go with its bandwidth")
+    assert roofline.value is None and roofline.basis == (
+        "this host's calibrations have no stable float32 FLOP/s ceiling: rerun 'gpuprof calibrate' when the host "
+        "is idle")

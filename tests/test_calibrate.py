@@ -116,12 +116,12 @@ def test_timing_goes_on_until_the_fastest_calls_agree(monkeypatch: pytest.Monkey
     def call() -> None:
         clock.now += int(next(durations) * 1e6)
 
-    times, stable = cal.stable_times(call, cal.Plan(8, 4, warmup=0, repeats=5, limit=9))
+    times, stable = cal.stable_times(call, cal.Plan(8, 4, warmup=0, repeats=5, budget_s=0.4))
     assert stable and len(times) == 8
     assert cal.spread_of_fastest(times) == pytest.approx(0.02)
-    durations = iter([30, 10, 20, 40, 50, 60, 70, 80, 90])
-    times, stable = cal.stable_times(call, cal.Plan(8, 4, warmup=0, repeats=5, limit=9))
-    assert not stable and len(times) == 9  # the limit
+    durations = iter([30, 10, 20, 40, 50, 60, 70, 80, 90, 99])
+    times, stable = cal.stable_times(call, cal.Plan(8, 4, warmup=0, repeats=5, budget_s=0.4))
+    assert not stable and len(times) == 9  # 450 ms of calls: over the budget
 
 
 def test_summary_rows_compare_with_theoretical() -> None:

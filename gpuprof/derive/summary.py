@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from gpuprof import ops
 from gpuprof.derive.stats import TimingStats, timing_stats
 from gpuprof.devices.peaks import Peaks
-from gpuprof.model import ANALYTIC, DERIVED, MEASURED, TIMED, Run
+from gpuprof.model import ANALYTIC, CALIBRATED, DERIVED, MEASURED, TIMED, Run
 
 if TYPE_CHECKING:
     from gpuprof.derive.efficiency import RunClock
@@ -160,10 +160,13 @@ def _no_roofline(run: Run, recorded: list[Peaks], dtype: str) -> str:
     """Why no ceiling set has both a FLOP peak for ``dtype`` and a bandwidth."""
     if run.device.get("kind") != "cpu":
         return "the device's peak bandwidth is unknown"
-    if any(p.bandwidth for p in recorded):
-        return (f"the calibration has no stable {dtype} FLOP/s ceiling to go with its bandwidth: rerun "
-                "'gpuprof calibrate' when the host is idle")
-    return "needs a bandwidth ceiling: run 'gpuprof calibrate' once on this host"
+    calibrated = next((p for p in recorded if p.origin == CALIBRATED), None)
+    if calibrated is None:
+        return "needs a bandwidth ceiling: run 'gpuprof calibrate' once on this host"
+    missing = [what for what, found in (("bandwidth", calibrated.bandwidth), (f"{dtype} FLOP/s",
+                                                                             calibrated.flops_for(dtype))) if not found]
+    return (f"this host's calibrations have no stable {' or '.join(missing)} ceiling: rerun 'gpuprof calibrate' "
+            "when the host is idle")
 
 
 def _efficiency_label(eff: Any, ceiling: str) -> str:
