@@ -19,6 +19,7 @@ NOTE_AT = (16, 10)  # cells of note columns longer than this become notes when t
 MIN_TEXT = 8       # text columns wrap down to this width (or their longest word, up to MAX_WORD)
 MAX_WORD = 32
 INDENT = "  "      # before the continuation lines of a wrapped cell
+WHOLE = 17         # cells up to this long (a number and its unit, a label) are never wrapped
 
 
 @dataclass
@@ -33,13 +34,14 @@ class Column:
         return max([len(self.header), *map(len, self.cells)])
 
     def narrowest(self) -> int:
-        """The width below which wrapping cannot go: numbers never wrap, words up to MAX_WORD stay
-        whole (on a continuation line, after its indent)."""
+        """The width below which wrapping cannot go: numbers and short cells never wrap, words up to
+        MAX_WORD stay whole (on a continuation line, after its indent)."""
         words = [len(w) for w in self.header.split()]
         if self.numeric:
             return max([*map(len, self.cells), *words, 1])
         words += [len(w) + len(INDENT) for cell in self.cells for w in cell.split()[1:]]
         words += [len(cell.split()[0]) for cell in self.cells if cell.split()]
+        words += [len(cell) for cell in self.cells if len(cell) <= WHOLE]  # '2.585 GFLOP/s' stays whole
         return min(max(min(max(words, default=1), MAX_WORD), MIN_TEXT), self.natural())
 
 
