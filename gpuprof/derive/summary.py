@@ -142,7 +142,7 @@ def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) 
     for peaks in recorded:
         ceiling = CEILING_NAMES.get(peaks.origin, peaks.origin)
         flop_peak = peaks.flops_for(dtype)
-        at = f" at {peaks.clock_hz / 1e9:.4g} GHz" if peaks.clock_hz else " (at whatever clock it ran)"
+        at = f" at {peaks.clock_hz / 1e9:.4g} GHz" if peaks.clock_hz else ""  # a calibration: its own clock
         if flop_peak:
             out.append(Quantity(f"peak FLOP/s {dtype}, {ceiling}", flop_peak, "FLOP/second", peaks.origin,
                                 f"{peaks.source}{at}"))
