@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 ADDS_PER_LOOP = 100
-LOOPS = 100_000           # 10 M adds: a few milliseconds at 2-5 GHz
-TRIES = 10                # best of: a try the hypervisor or the kernel interrupted runs slow
+LOOPS = 10_000            # 1 M adds: a quarter of a millisecond at 4 GHz, short enough to run uninterrupted
+TRIES = 50                # fastest of: a try the hypervisor or the kernel interrupted runs slow
 PLAUSIBLE_HZ = (0.2e9, 8e9)
 
 _ADD = b"\x48\x01\xd0"                        # add rax, rdx

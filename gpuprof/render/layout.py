@@ -50,15 +50,17 @@ def _span(columns: list[Column], widths: list[int]) -> int:
 
 
 def _with_notes(columns: list[Column], notes: list[str], longer: int) -> tuple[list[Column], list[str]]:
-    """The columns with each cell of an explanation column longer than ``longer`` as '[n]', and
-    the notes with those texts added (equal texts share a number), numbered in reading order."""
+    """The columns with every cell of each explanation column that has a cell longer than
+    ``longer`` as '[n]' (a column is all text or all notes), and the notes with those texts added
+    (equal texts share a number), numbered in reading order."""
     notes = list(notes)
     moved = [Column(c.header, list(c.cells), c.numeric, c.group) for c in columns]
-    explaining = [c for c in moved[1:] if not c.numeric and NOTE_HEADER.search(c.header)]
+    explaining = [c for c in moved[1:] if not c.numeric and NOTE_HEADER.search(c.header)
+                  and any(len(cell) > longer for cell in c.cells)]
     for row in range(len(columns[0].cells)):
         for column in explaining:
             cell = column.cells[row]
-            if len(cell) > longer:
+            if cell:
                 notes += [cell] if cell not in notes else []
                 column.cells[row] = f"[{notes.index(cell) + 1}]"
     return moved, notes
@@ -128,6 +130,16 @@ def _render(columns: list[Column], rows: int) -> list[str]:
     return out
 
 
+def _fit_groups(columns: list[Column], width: int) -> None:
+    """Widen a group's last column so the group's name fits over its columns, where the row has room."""
+    for i, column in enumerate(columns):
+        if column.group and (i == len(columns) - 1 or columns[i + 1].group != column.group):
+            members = [c for c in columns[: i + 1] if c.group == column.group]
+            short = len(column.group) - (sum(c.width for c in members) + GAP * (len(members) - 1))
+            room = width - _span(columns, [c.width for c in columns])
+            column.width += max(0, min(short, room))
+
+
 def _group_line(columns: list[Column]) -> str:
     """One line naming each group (a device) over its columns, cut to their width."""
     line = ""
@@ -159,6 +171,7 @@ def render(columns: list[Column], rows: int, width: int | None, notes: list[str]
         out = []
         for panel in panels:
             _shrink(panel, width)
+            _fit_groups(panel, width)
             out += [""] if out else []
             out += _render(panel, rows)
     if not rows:
