@@ -79,6 +79,12 @@ def test_csv_and_json_stay_whole_at_any_width(store, monkeypatch, fmt):
 
 
 def test_a_terminal_of_100_columns_is_filled_without_COLUMNS():
-    screen = in_terminal([sys.executable, "-m", "gpuprof", "compare", "--reference", "paper", "--op", "add"], 100)
+    screen, _ = in_terminal([sys.executable, "-m", "gpuprof", "compare", "--reference", "paper", "--op", "add"], 100)
     lines = [line.rstrip("\r") for line in screen.split("\n")]
     assert 80 < max(map(len, lines)) <= 100
+
+
+def test_piped_into_a_pager_the_table_fits_the_terminal_of_stderr():
+    _, piped = in_terminal([sys.executable, "-m", "gpuprof", "compare", "--reference", "paper", "--op", "add"], 100,
+                           stdout_too=False)
+    assert 80 < max(map(len, piped.splitlines())) <= 100

@@ -17,16 +17,24 @@ WIDE = "gpuprof.wide"  # Click context meta key: --wide was given
 
 
 def table_width() -> int | None:
-    """The width tables fit while a gpuprof command prints: $COLUMNS, else the terminal's, else
-    80. None (every row on one line) with --wide, and for library calls outside a command."""
-    import shutil
+    """The width tables fit while a gpuprof command prints: $COLUMNS, else the terminal's (stdout's,
+    or stderr's when stdout is piped into a pager or head), else 80. None (every row on one line)
+    with --wide, and for library calls outside a command."""
+    import os
 
     import click
 
     context = click.get_current_context(silent=True)
     if context is None or context.meta.get(WIDE):
         return None
-    return shutil.get_terminal_size().columns
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    for fd in (1, 2):
+        try:
+            return os.get_terminal_size(fd).columns
+        except OSError:
+            continue
+    return 80
 
 
 def emit(frame: pd.DataFrame, fmt: str = "table", title: str | None = None) -> str:
