@@ -281,8 +281,7 @@ def study_table(frame: pd.DataFrame, op: str, device_order: list[str] | None = N
     part = frame[frame["op"] == op]
     order = [d for d in (device_order or devices(frame)) if d in set(part["device"])]
     out = pd.DataFrame({"size (MB)": sorted(set(part["size_MB"]))})
-    notes: list[str] = []
-    marks: dict[str, dict[int, int]] = {}
+    out.attrs.update(groups=order, notes=[], marks={})
     for device in order:
         mine = part[part["device"] == device].set_index("size_MB")
         for quantity in STUDY_QUANTITIES:
@@ -293,12 +292,21 @@ def study_table(frame: pd.DataFrame, op: str, device_order: list[str] | None = N
                 continue
             column = f"{device} {quantity}"
             out[column] = values
-            for row, reason in out["size (MB)"].map(mine[FLAGS[quantity]]).items() if quantity in FLAGS else ():
-                if isinstance(reason, str):
-                    notes += [reason] if reason not in notes else []
-                    marks.setdefault(column, {})[row] = notes.index(reason) + 1
-    out.attrs.update(groups=order, notes=notes, marks=marks)
+            if quantity in FLAGS:
+                mark(out, column, out["size (MB)"].map(mine[FLAGS[quantity]]))
     return out
+
+
+def mark(frame: pd.DataFrame, column: str, reasons: pd.Series) -> None:
+    """Note the reasons (why a value is above 100 %; None where it is not) of ``column``'s cells in
+    ``frame.attrs``: renderers show ' [n]' after each such cell and the numbered reasons under the
+    table (equal reasons share a number)."""
+    notes = frame.attrs.setdefault("notes", [])
+    marks = frame.attrs.setdefault("marks", {})
+    for row, reason in reasons.items():
+        if isinstance(reason, str):
+            notes += [reason] if reason not in notes else []
+            marks.setdefault(column, {})[row] = notes.index(reason) + 1
 
 
 def device_frame(comparison_: Comparison, dtype: str = "float32") -> pd.DataFrame:
@@ -377,8 +385,16 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
                      "roof.%": cells.get("roof.%"), "bound": cells.get("bound"),
                      "MFLOP/s origin": (IMPORTED_ORIGIN if rate is not None
                                         else f"{MEASURED} ({'time' if time else 'FLOPs'} only)"),
-                     "Efic. origin": next((o for o in group["efficiency origin"] if o), "")})
-    return pd.DataFrame(rows), notes
+                     "Efic. origin": next((o for o in group["efficiency origin"] if o), ""),
+                     "roof. above 100": cells.get("roof. above 100")})
+    imported = pd.DataFrame(rows)
+    if len(imported):
+        efficiency = imported["Efic.%"].astype(float)
+        mark(imported, "Efic.%", efficiency.where(efficiency > 100).map(
+            lambda v: None if pd.isna(v) else "above the profiler's own peak at the clock it measured: a wrong FLOP "
+                                              "count or clock in the file, until shown otherwise"))
+        mark(imported, "roof.%", imported.pop("roof. above 100"))
+    return imported, notes
 
 
 def sources_frame(frame: pd.DataFrame) -> pd.DataFrame:

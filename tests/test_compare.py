@@ -278,3 +278,18 @@ def test_compare_stalls_in_json_and_a_profile_without_a_device_gets_a_header():
                                  "--wide"]).stdout.split("Warp stalls: % of stall cycles per device\n")[1]
     header = table.splitlines()[0]
     assert header.split("  ")[-1].strip() == "device not named in the file" and "Tesla K40c" in header
+
+
+def test_imported_kernels_above_100_are_flagged_too(monkeypatch):
+    from gpuprof.derive import roofline
+
+    run = read_file(FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep")
+    tiny = Peaks("GeForce RTX 3080", {"float32": 1e9}, 1e8, 1.44e9, "peak-table", "a made-up, too small ceiling")
+    monkeypatch.setattr(roofline, "table_peaks", lambda device: [tiny])
+    imported = comparison([run]).imported
+    row = imported.index[imported["kernel"].str.startswith("void computeValue")][0]
+    assert imported.loc[row, "roof.%"] > 100
+    number = imported.attrs["marks"]["roof.%"][row]
+    assert imported.attrs["notes"][number - 1] == ("above the memory ceiling (peak-table): that bandwidth is below "
+                                                   "what the run read")
+    assert "roof. above 100" not in imported.columns
