@@ -111,7 +111,8 @@ def test_run_prints_counted_flops_their_ratio_the_clock_and_three_efficiencies(r
     assert {row["quantity"]: row for row in json.loads(shown.stdout)["quantities"]} == rows
 
 
-def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run) -> None:
+def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the labels on one line each (an 80-column table wraps the longest)
     text = rtx3080_run("table")
     assert "note:     profiler: ncu 0.0.0-fake (" in text and "found by PATH)" in text
     for label in ("time (profiler)", "FLOPs counted (FP32)", "FLOPs counted / analytic", "SM clock (profiled)",
