@@ -239,7 +239,8 @@ def ceilings(run: Run) -> list[Ceiling]:
             found.append(Ceiling(launch.attributes["dtype"], float(launch.value("flop_rate")),  # type: ignore[arg-type]
                                  stable, run, launch))
         elif launch.kernel == "numpy.add" and isinstance(launch.value("bandwidth"), float):
-            found.append(Ceiling("bandwidth", float(launch.value("bandwidth")), stable, run, launch))  # type: ignore[arg-type]
+            bandwidth = float(launch.value("bandwidth"))  # type: ignore[arg-type]
+            found.append(Ceiling("bandwidth", bandwidth, stable, run, launch))
     return found
 
 
@@ -252,7 +253,8 @@ def theoretical_at_probe(ceiling: Ceiling, theoretical: Peaks) -> tuple[float | 
     probed = float(ceiling.launch.attributes.get("clock_hz") or 0)
     if probed:
         return peak * probed / theoretical.clock_hz, f"the {probed / 1e9:.3g} GHz probed after it"
-    return peak, f"{theoretical.clock_hz / 1e9:.3g} GHz ({ceiling.run.device.get('clock_source', 'clock source unknown')})"
+    source = ceiling.run.device.get("clock_source", "clock source unknown")
+    return peak, f"{theoretical.clock_hz / 1e9:.3g} GHz ({source})"
 
 
 def best_ceilings(runs: Iterable[Run]) -> dict[str, Ceiling]:
@@ -278,8 +280,8 @@ def peaks_from_runs(runs: list[Run]) -> Peaks | None:
     best = best_ceilings(runs)
     if not best:
         return None
-    parts = [f"{c.what} {c.text} ({c.run.run_id[:8]}, {c.run.created[:10]}, {c.launch.attributes.get('statistic', 'best')})"
-             for c in best.values()]
+    parts = [f"{c.what} {c.text} ({c.run.run_id[:8]}, {c.run.created[:10]}, "
+             f"{c.launch.attributes.get('statistic', 'best')})" for c in best.values()]
     first = next(iter(best.values())).run
     return Peaks(device=first.device.get("name", "cpu"),
                  flops={key: c.value for key, c in best.items() if key != "bandwidth"},
@@ -311,7 +313,8 @@ def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, A
                      "unit": "GB/s" if ceiling.key == "bandwidth" else "GFLOP/s", "origin": CALIBRATED,
                      "theory": peak / 1e9 if peak else None,
                      "% of theory": 100 * ceiling.value / peak if peak else None,
-                     "stable": f"{'yes' if ceiling.stable else 'NO'} ({ceiling.launch.attributes.get('spread_of_fastest', 'n/a')})",
+                     "stable": f"{'yes' if ceiling.stable else 'NO'} "
+                               f"({ceiling.launch.attributes.get('spread_of_fastest', 'n/a')})",
                      "in use": ("this" if chosen is not None and chosen.launch is ceiling.launch else
                                 f"{chosen.run.run_id[:8]}: {chosen.value / 1e9:.4g}" if chosen else "none")})
     return rows

@@ -44,7 +44,8 @@ def test_without_a_run_clock_the_reason_says_it_is_unknown():
     nominal = _one(efficiencies(193e9, None, "float32", NOMINAL, None), VS_DATASHEET)
     why = above_100(nominal, NOMINAL, UNKNOWN, cache="cold")
     assert why.startswith("above a peak at 2.596 GHz, a clock the cores exceed under load (turbo)")
-    assert why.endswith("the run clock is unknown: perf counted no cycles here, and no clock probe for aarch64 on linux")
+    assert why.endswith("the run clock is unknown: perf counted no cycles here, and no clock probe for aarch64 "
+                        "on linux")
 
 
 def test_a_calibrated_ceiling_beaten_by_more_than_5_percent_is_suspect():

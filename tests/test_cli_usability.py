@@ -40,7 +40,8 @@ def test_a_gpu_engine_without_a_gpu_suggests_an_engine_that_works(tmp_path):
         pytest.skip("this machine has a usable GPU")
     result = _run("--op", "add", "--size", "1MB", "--engine", "cupy", store=tmp_path / "s.sqlite")
     assert result.exit_code == 5
-    assert result.output.rstrip().endswith("engine cupy needs a GPU; measure on the CPU with --engine numpy (or pytensor)")
+    assert result.output.rstrip().endswith(
+        "engine cupy needs a GPU; measure on the CPU with --engine numpy (or pytensor)")
     follow = _run("--op", "add", "--size", "1MB", "--engine", "numpy", "--repeat", "2", "--no-counters",
                   store=tmp_path / "s.sqlite")
     assert follow.exit_code == 0, follow.output  # the suggestion works

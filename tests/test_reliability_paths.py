@@ -129,4 +129,5 @@ def test_run_refuses_an_unwritable_store_before_measuring(places, monkeypatch):
     monkeypatch.setattr(gpuprof.measure, "measure", measured)
     result = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "6MB", "--device", "cpu",
                                        "--store", f"{places['ro']}/new.sqlite"])
-    assert result.exit_code == 6 and result.output.startswith(f"error: cannot open results store {places['ro']}/new.sqlite")
+    assert result.exit_code == 6
+    assert result.output.startswith(f"error: cannot open results store {places['ro']}/new.sqlite")

@@ -163,7 +163,8 @@ def test_ncu_rep_ranked_table_and_wait_hot_spot() -> None:
     rep = OUT / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
     result = _invoke(str(rep), "--kernel", "computeValue", "--reason", "wait", "--top", "1")
     assert result.exit_code == 0, result.output
-    assert "Warp stall reasons (measured), GeForce RTX 3080: void computeValue<float>" in " ".join(result.stdout.split())
+    flat = " ".join(result.stdout.split())
+    assert "Warp stall reasons (measured), GeForce RTX 3080: void computeValue<float>" in flat
     first_rank = next(line for line in result.stdout.splitlines() if line.startswith("   1"))
     assert first_rank.split()[1] == "wait"
     spot = next(line for line in result.stdout.splitlines() if "BSYNC B0" in line)
