@@ -51,6 +51,8 @@ CASES = [
     ("merge", "inputs", ["merge", "{dir}/m.sqlite", "{missing}/runs.jsonl"]),
     ("merge", "inputs", ["merge", "{dir}/m.sqlite", "{bin}"]),
     ("merge", "inputs", ["merge", "{dir}/m.sqlite", "{dir}"]),
+    ("profile", "store_path", ["profile", "--device", "cpu", "--store", "{ro}/new.sqlite", "--", "true"]),
+    ("profile", "store_path", ["profile", "--device", "cpu", "--store", "{bin}", "--", "true"]),
     ("roofline", "store_path", ["roofline", "--store", "{missing}/s.sqlite", "--out", "{dir}/charts"]),
     ("roofline", "store_path", ["roofline", "--store", "{bin}", "--out", "{dir}/charts"]),
     ("roofline", "out_dir", ["roofline", "--store", "{store}", "--out", "{ro}/charts"]),
