@@ -88,3 +88,9 @@ def test_piped_into_a_pager_the_table_fits_the_terminal_of_stderr():
     _, piped = in_terminal([sys.executable, "-m", "gpuprof", "compare", "--reference", "paper", "--op", "add"], 100,
                            stdout_too=False)
     assert 80 < max(map(len, piped.splitlines())) <= 100
+
+
+def test_doctor_fits_the_width(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    result = CliRunner().invoke(main, ["doctor"])
+    assert [line for line in result.stdout.splitlines() if len(line) > 80 and " " in line.strip()] == []
