@@ -42,3 +42,12 @@ def test_read_kernels_stalls_and_compare_on_a_real_nvprof_file():
     paper = gpuprof.compare_runs([], reference=True)
     k40_dot_5mb = paper[(paper["device"] == "K40 (paper)") & (paper["op"] == "dot") & (paper["size_MB"] == 5)]
     assert k40_dot_5mb["MFLOP/s"].iloc[0] == pytest.approx(1527464.91)  # the study's Table 2
+
+
+def test_reading_the_store_from_the_library_creates_nothing(tmp_path) -> None:
+    from gpuprof.errors import StoreError
+
+    missing = tmp_path / "nothing-here" / "s.sqlite"
+    with pytest.raises(StoreError):
+        gpuprof.runs(missing)
+    assert not missing.parent.exists()
