@@ -51,7 +51,7 @@ def runs(store: str | Path | None = None) -> list[Run]:
     """Every run in the store: measured, imported and calibration runs."""
     from gpuprof.store import open_store
 
-    with open_store(store) as opened:
+    with open_store(store, read_only=True) as opened:  # reading never creates or changes a file
         return opened.runs()
 
 

@@ -70,7 +70,7 @@ def rtx3080_run(tmp_path, monkeypatch):
 
 
 def test_run_prints_counted_flops_their_ratio_the_clock_and_three_efficiencies(rtx3080_run) -> None:
-    rows = {row["quantity"]: row for row in json.loads(rtx3080_run("json"))}
+    rows = {row["quantity"]: row for row in json.loads(rtx3080_run("json"))["quantities"]}
     time = sum(TIMES)
     clock = sum(c * t for c, t in zip(CLOCKS, TIMES)) / time
     analytic = 4096 * 4096  # add: one FLOP per element
@@ -108,10 +108,11 @@ def test_run_prints_counted_flops_their_ratio_the_clock_and_three_efficiencies(r
 
     # the store keeps what these rows are derived from: 'gpuprof show' prints the same
     shown = CliRunner().invoke(main, ["show", rtx3080_run.stored, "--format", "json", "--store", str(rtx3080_run.store)])
-    assert {row["quantity"]: row for row in json.loads(shown.stdout)} == rows
+    assert {row["quantity"]: row for row in json.loads(shown.stdout)["quantities"]} == rows
 
 
-def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run) -> None:
+def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the labels on one line each (an 80-column table wraps the longest)
     text = rtx3080_run("table")
     assert "note:     profiler: ncu 0.0.0-fake (" in text and "found by PATH)" in text
     for label in ("time (profiler)", "FLOPs counted (FP32)", "FLOPs counted / analytic", "SM clock (profiled)",
@@ -136,7 +137,7 @@ def test_nvprof_counts_reach_the_report_with_event_time(tmp_path, monkeypatch) -
     result = CliRunner().invoke(main, ["run", "--op", "dot", "--shape", "1024", "--device", "cuda", "--repeat", "3",
                                        "--format", "json", "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code == 0, result.output
-    rows = {row["quantity"]: row for row in json.loads(result.stdout)}
+    rows = {row["quantity"]: row for row in json.loads(result.stdout)["quantities"]}
     counted = 25264160800.0  # flop_count_sp, Avg per invocation; 3 invocations = the 3 profiled calls
     assert rows["FLOPs counted (FP32)"]["value"] == counted
     assert rows["FLOPs counted / analytic"]["value"] == pytest.approx(counted / (2 * 1024**3))
@@ -163,3 +164,44 @@ def test_nvprofs_own_efficiency_is_the_run_clock_one() -> None:
     assert (row.value, row.origin) == (61.25, "measured")
     assert row.basis.startswith("nvprof flop_sp_efficiency: achieved / peak FP32 FLOP/s at the clock")
     assert profiled.per_call(run).flops["sp"] == 2.0e9  # 3 invocations x 2e9 / 3 calls
+
+
+def _tensor_run(cc: str, metrics: list) -> object:
+    """A GPU run's stored shape with one profiled GEMM launch of a 1024 x 1024 x 1024 float16 dot.
+    No public capture of such a launch exists: the counter names are NVIDIA's documented ones
+    (docs/tensor-cores.md) and the counts are chosen here, each as the formula says it must be."""
+    from gpuprof.model import Launch, Metric, Run
+
+    launch = Launch("sm80_xmma_gemm_f16f16_f16f32", 0, "GPU", 1, {"phase": "profiled"},
+                    [Metric("gpu__time_duration.sum", 1.0e-4, "second", "kernel_duration"),
+                     *(Metric(f"smsp__sass_thread_inst_executed_op_h{op}_pred_on.sum", 0.0, "inst")
+                       for op in ("add", "mul", "fma")), *metrics])
+    return Run(kind="run", format="gpu-cupy", source="gpuprof run", device={"name": "GPU", "cc": cc},
+               workload={"op": "dot", "shape": [1024, 1024, 1024], "dtype": "float16", "profiled": 1},
+               environment={"kernels_per_call": 1, "profiler": "ncu"}, launches=[launch])
+
+
+@pytest.mark.parametrize("cc, metrics", [
+    ("8.0", [("sm__ops_path_tensor_src_fp16_dst_fp32.sum", 2 * 1024**3, "")]),  # Ampere: ops counted as such
+    ("7.0", [("sm__inst_executed_pipe_tensor.sum", 2 * 1024**3 / 512, "inst")]),  # Volta: 512 per HMMA.884
+], ids=["ampere-ops-path", "volta-512-per-instruction"])
+def test_tensor_core_flops_count_toward_the_ratio_to_analytic(cc: str, metrics: list) -> None:
+    from gpuprof.derive.profiled import quantities
+    from gpuprof.model import Metric
+
+    run = _tensor_run(cc, [Metric(name, value, unit) for name, value, unit in metrics])
+    rows = {q.name: q for q in quantities(run, 2 * 1024**3, 3 * 2 * 1024**2, 1.0e-4)}
+    assert rows["FLOPs counted (tensor cores)"].value == 2 * 1024**3
+    assert rows["FLOPs counted / analytic"].value == pytest.approx(1.0)
+    assert "and tensor cores" in rows["FLOPs counted / analytic"].basis
+
+
+def test_tensor_work_a_file_cannot_count_is_said_beside_the_ratio() -> None:
+    from gpuprof.derive.profiled import quantities
+    from gpuprof.model import Metric
+
+    # Ampere without the ops_path counters: only Volta's instruction factor is documented
+    run = _tensor_run("8.0", [Metric("sm__inst_executed_pipe_tensor.sum", 1.0e6, "inst")])
+    rows = {q.name: q for q in quantities(run, 2 * 1024**3, 3 * 2 * 1024**2, 1.0e-4)}
+    assert "FLOPs counted (tensor cores)" not in rows
+    assert "tensor pipe active but its work not counted" in rows["FLOPs counted / analytic"].basis

@@ -14,6 +14,8 @@ def test_run_summary_results_and_metrics(tmp_path):
     assert frame.loc[0, "size_MB"] == pytest.approx(2 * 1000 * 4 / 1e6)
     # MFLOP/s = 1000 analytic FLOPs / median time
     assert frame.loc[0, "MFLOP/s"] == pytest.approx(1000 / frame.loc[0, "time_s"] / 1e6)
+    efficiency = [c for c in frame.columns if c.startswith("eff_")]
+    assert "eff_theoretical_%" in efficiency and len(efficiency) == len(set(efficiency))
     metrics = gpuprof.metrics(store)
     timed = metrics[metrics["canonical"] == "kernel_duration"]
     assert len(timed) == 3 and set(timed["origin"]) == {"timed"} and set(timed["unit"]) == {"second"}
@@ -40,3 +42,12 @@ def test_read_kernels_stalls_and_compare_on_a_real_nvprof_file():
     paper = gpuprof.compare_runs([], reference=True)
     k40_dot_5mb = paper[(paper["device"] == "K40 (paper)") & (paper["op"] == "dot") & (paper["size_MB"] == 5)]
     assert k40_dot_5mb["MFLOP/s"].iloc[0] == pytest.approx(1527464.91)  # the study's Table 2
+
+
+def test_reading_the_store_from_the_library_creates_nothing(tmp_path) -> None:
+    from gpuprof.errors import StoreError
+
+    missing = tmp_path / "nothing-here" / "s.sqlite"
+    with pytest.raises(StoreError):
+        gpuprof.runs(missing)
+    assert not missing.parent.exists()

@@ -268,12 +268,13 @@ def test_roofline_command_filters_by_kernel_run_and_op_and_writes_the_file_named
     bad = runner.invoke(main, ["roofline", "--store", str(store), "--kernel", "gemm_v1<float>("])
     assert bad.exit_code == 2 and "error: --kernel 'gemm_v1<float>(' is not a regular" in bad.stderr
     pdf = runner.invoke(main, ["roofline", "--store", str(store), "--out", str(tmp_path / "r.pdf")])
-    assert pdf.exit_code == 2 and "name a .png or .svg file, or a directory" in pdf.stderr
+    assert pdf.exit_code == 2 and "'r.pdf' is neither a .png or .svg file name nor a folder" in pdf.stderr
     none = runner.invoke(main, ["roofline", "--store", str(store), "--op", "tanh"])
     assert none.exit_code == 2 and "for op tanh" in none.stderr
 
 
 def test_roofline_command_on_an_empty_store_is_one_error_line(tmp_path: Path) -> None:
+    open_store(tmp_path / "e.sqlite").close()
     result = CliRunner().invoke(main, ["roofline", "--store", str(tmp_path / "e.sqlite")])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: no stored run") and "Traceback" not in result.output

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import echo, handle_errors, note, store_option
+from gpuprof.cli.common import echo, handle_errors, note, output_file, output_folder, store_option
 from gpuprof.derive.roofline import PRECISIONS
+
+
+def _out(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Click callback: --out names a .png or .svg file to write, or else a folder."""
+    from pathlib import Path
+
+    path = Path(value)
+    if path.suffix.lower() in (".png", ".svg"):
+        return output_file(".png", ".svg")(ctx, param, value)
+    if path.suffix and not path.is_dir():
+        raise click.BadParameter(f"'{path.name}' is neither a .png or .svg file name nor a folder", ctx, param)
+    return output_folder(ctx, param, value)
 
 
 @click.command()
 @store_option
-@click.option("--out", "out", type=click.Path(), default="reports/roofline", show_default=True,
-              help="A directory (roofline-<device>.png and .svg in it) or a .png or .svg file.")
+@click.option("--out", "out", type=click.Path(), default="reports/roofline", show_default=True, callback=_out,
+              help="A folder (roofline-<device>.png and .svg in it, created when missing) or a .png or .svg file.")
 @click.option("--precision", type=click.Choice(("all", *PRECISIONS)), default="all", show_default=True,
               help="FLOPs counted: all precisions and the tensor cores together, or one of them "
                    "(with its own ceilings).")
@@ -36,7 +48,7 @@ def roofline(store_path: str | None, out: str, precision: str, kernel_pattern: s
     from gpuprof.render.roofline_plot import plot
     from gpuprof.store import open_store
 
-    with open_store(store_path) as store:
+    with open_store(store_path, read_only=True) as store:
         runs = store.runs()
         where = store.path
     runs = [r for r in runs if not run_ids or any(r.run_id.startswith(i) for i in run_ids)]

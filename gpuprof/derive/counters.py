@@ -109,7 +109,9 @@ class Counters:
         return cls(run.lookup, len(run.launch_table), extra, lambda: launch_cc(run), present)
 
     @classmethod
-    def of_launches(cls, launches: Sequence[Launch], extra: Sequence[str] = ()) -> Counters:
+    def of_launches(cls, launches: Sequence[Launch], extra: Sequence[str] = (),
+                    cc: Sequence[str] | None = None) -> Counters:
+        """From Launch objects; ``cc`` overrides their ``cc`` attributes (a GPU run knows its device's)."""
         def lookup(keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
             import numpy as np
 
@@ -124,7 +126,8 @@ class Counters:
                         units[column] = found.unit
             return values, units
 
-        return cls(lookup, len(launches), extra, [launch.attributes.get("cc", "") for launch in launches])
+        return cls(lookup, len(launches), extra,
+                   cc if cc is not None else [launch.attributes.get("cc", "") for launch in launches])
 
     @functools.cached_property
     def cc(self) -> np.ndarray:

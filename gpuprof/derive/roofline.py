@@ -174,9 +174,11 @@ def drawable(frame: pd.DataFrame) -> pd.DataFrame:
 
 def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[str]]:
     """Roofline points of ``runs`` counting ``precision`` FLOPs ("all" or one of ``PRECISIONS``),
-    and one line per run that gave none, or per kernel left out (``left_out``), and why."""
+    and one line per run that gave none, or per kernel left out (``left_out``), and why. Calibration
+    runs hold ceilings, not kernels: they are passed over without a line."""
     import pandas as pd
 
+    from gpuprof.calibrate import KIND as CALIBRATION
     from gpuprof.derive.levels import consistency
 
     if precision != "all" and precision not in PRECISIONS:
@@ -184,6 +186,8 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     for run in runs:
+        if run.kind == CALIBRATION:
+            continue
         try:
             found = [_run_point(run, precision)] if run.kind == "run" else _launch_points(run, precision)
         except (GpuprofError, ValueError, KeyError, TypeError) as error:

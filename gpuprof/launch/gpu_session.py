@@ -251,7 +251,8 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     cupy_ok, cupy_text = _cupy_state()
     if not cupy_ok:
         raise DeviceError(f"--device cuda: no usable NVIDIA GPU ({nvml_text}; {cupy_text})",
-                          "use --device cpu")
+                          "use --device cpu" if settings.engine is None else
+                          f"engine {engine} needs a GPU; measure on the CPU with --engine numpy (or pytensor)")
     choice = profilers.choose(options.profiler, _cc(info)) if settings.counters else NO_COUNTERS
     run_id = uuid.uuid4().hex
     run_dir = options.reports_dir / run_id
