@@ -173,7 +173,7 @@ def test_roofline_of_cpu_runs_reads_cleanly(tmp_path: Path, saved: list[list[str
 def test_html_report_charts_read_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
     store = stored(tmp_path / "s.sqlite", cpu_runs)
     invoke("compare", "--store", str(store), "--reference", "paper", "--import", str(A100), "--import", str(RTX3080),
-           "--html", str(tmp_path / "r.html"))
+           "--import", str(K40C), "--html", str(tmp_path / "r.html"))
     assert_readable(saved, 8)   # efficiency, roofline-relative, bars, five rooflines
 
 

@@ -407,12 +407,13 @@ def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path
     from gpuprof.derive.roofline import drawable
 
     devices = sorted(set(drawable(frame)["device"]))
-    if out.suffix and out.suffix.lower() not in SUFFIXES:
+    as_file = out.suffix.lower() in SUFFIXES
+    if out.suffix and not as_file and not out.is_dir():
         raise InputError(f"cannot write a roofline to '{out.name}'", "name a .png or .svg file, or a directory")
     written: list[Path] = []
     for device in devices:
         mine, peaks = frame[frame["device"] == device], peaks_by_device.get(device, [])
-        if not out.suffix:
+        if not as_file:
             written += plot_device(mine, device, peaks, out, precision)
             continue
         path = out if len(devices) == 1 else out.with_name(f"{out.stem}-{slug(device)}{out.suffix}")
