@@ -1,0 +1,226 @@
+"""Per-launch values of every quantity a diff compares, column-wise, with each launch's identity.
+
+An imported run gives one row per launch (or per tool aggregate, weighted by its invocations): the
+derived counters of :func:`gpuprof.derive.counters.frame`'s functions, the catalog metrics it holds,
+stall shares and datasheet efficiencies, each an expression over whole columns. A measured run
+gives one row per timed repeat. The identity columns (kernel name, grid, block, NVTX range) are
+parsed once per distinct value, so a million launches cost a few column operations.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gpuprof.diffing import metrics as m
+from gpuprof.model import ANALYTIC, DERIVED, MEASURED, PEAK_TABLE, TIMED, Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+DTYPES = {"sp": "float32", "dp": "float64", "hp": "float16"}
+IDENTITY = ("kernel", "grid", "block", "nvtx", "device", "weight")
+_NVTX_KEYS = ("nvtx", "nvtx_range")
+
+
+def _nansum(columns: list[np.ndarray]) -> np.ndarray:
+    """Sum per launch of the columns that have a value; NaN where none has."""
+    stacked = np.vstack(columns)
+    return np.where(np.isnan(stacked).all(axis=0), np.nan, np.nansum(stacked, axis=0))
+
+
+def _positive(values: np.ndarray) -> np.ndarray:
+    return np.where(values > 0, values, np.nan)
+
+
+def _dims(text: str) -> str:
+    """Grid or block as 'x,y,z' from '(32, 32, 1)', '32768    1    1' or '256'; '' when absent."""
+    numbers = re.findall(r"\d+", text or "")
+    return ",".join(numbers + ["1"] * (3 - len(numbers))) if numbers else ""
+
+
+def _attribute(run: Run, keys: tuple[str, ...]) -> list[str]:
+    return [next((a[k] for k in keys if a.get(k)), "") for a in run.launch_table["attributes"].tolist()]
+
+
+def _config(run: Run, key: str, metric: str) -> np.ndarray:
+    """Per launch 'x,y,z' from the launch attributes, else the total from a metric ('Grid Size')."""
+    import pandas as pd
+
+    codes, texts = pd.factorize(pd.Series(_attribute(run, (key,)), dtype=object))
+    dims = np.array([_dims(t) for t in texts] + [""], dtype=object)[codes]
+    if (dims != "").all():
+        return dims
+    totals, _ = run.lookup([metric, f"launch__{key}_size"])
+    total = np.where(np.isnan(totals[:, 0]), totals[:, 1], totals[:, 0])
+    from_metric = np.array([f"{int(v)},1,1" if v == v else "" for v in total], dtype=object)
+    return np.where(dims != "", dims, from_metric)
+
+
+def _stalls(run: Run) -> tuple[dict[str, np.ndarray], str | None]:
+    """Per launch, each stall reason's share (%) of the launch's stall cycles on the run's preferred
+    basis (see :mod:`gpuprof.derive.stalls`), nvprof reasons as nvprof's own percentages; and the
+    vocabulary ("nvprof" or "ncu") they are named in."""
+    from gpuprof.derive.stalls import NVPROF, PREFERENCE, classify, describe
+
+    found: dict[str, dict[str, str]] = {}
+    names = {str(n) for column in ("metric", "canonical") for n in run.metric_table[column].cat.categories}
+    for name in sorted(names):
+        kind = classify(name)
+        if kind and describe(NVPROF if kind[0] == NVPROF else "ncu", kind[1]).get("stall", True):
+            found.setdefault(kind[0], {}).setdefault(kind[1], name)
+    basis = next((b for b in PREFERENCE if b in found), None)
+    if basis is None:
+        return {}, None
+    reasons = found[basis]
+    values, _ = run.lookup(list(reasons.values()))
+    if basis != NVPROF:
+        totals = np.nansum(values, axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = 100.0 * values / np.where(totals > 0, totals, np.nan)
+    prefix = "" if basis == NVPROF else "stall_"
+    return {prefix + reason: values[:, i] for i, reason in enumerate(reasons)}, "nvprof" if basis == NVPROF else "ncu"
+
+
+def _datasheet(devices: np.ndarray) -> dict[str, np.ndarray]:
+    """Per launch the device table's peaks (FLOP/s per dtype, bandwidth) for its device name, NaN
+    where the name is empty or not in the table; looked up once per distinct name."""
+    import pandas as pd
+
+    from gpuprof.devices import gpu_table
+    from gpuprof.errors import InputError
+
+    codes, names = pd.factorize(pd.Series(devices, dtype=object))
+    table = np.full((len(names) + 1, 4), np.nan)
+    for row, name in enumerate(names):
+        try:
+            peaks = gpu_table.peaks(gpu_table.match(str(name))) if name else None
+        except InputError:
+            peaks = None
+        if peaks is not None:
+            table[row] = [*(peaks.flops_for(d) or np.nan for d in DTYPES.values()), peaks.bandwidth or np.nan]
+    picked = table[codes]
+    return {**{p: picked[:, i] for i, p in enumerate(DTYPES)}, "bandwidth": picked[:, 3]}
+
+
+def imported(run: Run, device: str = "") -> pd.DataFrame:
+    """One row per launch of an imported run: identity columns, then every quantity it allows
+    (NaN where a launch lacks the inputs). ``device`` names the GPU where the file names none."""
+    import pandas as pd
+
+    from gpuprof import catalog
+    from gpuprof.derive import counters as k
+
+    launches = run.launch_table
+    present = {str(n) for n in run.metric_table["canonical"].cat.categories} & set(catalog.entries())
+    extra = sorted(n for n in present if n not in m.derived() and n not in m.ALIASES
+                   and not n.startswith(m.INPUTS))
+    c = k.Counters.of_run(run, extra)
+    flops = {p: k.flops(c, p) for p in k.PRECISIONS}
+    rates = {p: k.flop_rate(c, p) for p in k.PRECISIONS}
+    main = np.argmax(np.vstack([np.nan_to_num(flops[p], nan=-1.0) for p in k.PRECISIONS]), axis=0)
+    has_flops = ~np.isnan(np.vstack(list(flops.values()))).all(axis=0)
+
+    def of_main(values: dict[str, np.ndarray], counted: bool = True) -> np.ndarray:
+        """Per launch the value of its main precision (most FLOPs; single precision where none are
+        counted, for peaks); NaN where ``counted`` and the launch has no FLOP counts."""
+        picked = np.vstack([values[p] for p in k.PRECISIONS])[main, np.arange(len(main))]
+        return np.where(has_flops | (not counted), picked, np.nan)
+
+    default = str(run.device.get("name", "") or device)
+    names = np.array([d or default for d in launches["device"].tolist()], dtype=object)
+    sheet = _datasheet(names)
+    time, total_flops, dram = k.kernel_time(c), _nansum(list(flops.values())), k.dram_bytes(c)
+    rate = _nansum(list(rates.values()))
+    main_rate, peak = of_main(rates), _positive(of_main({p: sheet[p] for p in k.PRECISIONS}, counted=False))
+    intensity = total_flops / _positive(dram)
+    with np.errstate(invalid="ignore"):
+        roof = np.fmin(peak, intensity * sheet["bandwidth"])
+    values = {
+        "time": time, "flops": total_flops, "flop_rate": rate, "bytes": dram,
+        "bandwidth": k.dram_bandwidth(c), "intensity": intensity,
+        "flop_efficiency": of_main({p: k.flop_efficiency(c, p) for p in k.PRECISIONS}),
+        "datasheet_efficiency": 100.0 * main_rate / peak,
+        "bandwidth_efficiency": 100.0 * k.dram_bandwidth(c) / _positive(sheet["bandwidth"]),
+        "roofline_efficiency": 100.0 * rate / _positive(roof),
+        "peak_flop_rate": peak, "peak_bandwidth": _positive(sheet["bandwidth"]),
+        "sm_clock": k.sm_clock(c), "achieved_occupancy": c.number("achieved_occupancy"),
+        **{name: c.number(name) for name in extra},
+    }
+    stalls, vocabulary = _stalls(run)
+    values.update(stalls)
+    frame = pd.DataFrame({
+        "kernel": launches["kernel"].to_numpy(dtype=object),
+        "grid": _config(run, "grid", "Grid Size"), "block": _config(run, "block", "Block Size"),
+        "nvtx": np.array(_attribute(run, _NVTX_KEYS), dtype=object), "device": names,
+        "weight": launches["invocations"].to_numpy(dtype=float), **values})
+    frame.attrs.update(origins=_origins(run, values), stalls=vocabulary)
+    return frame
+
+
+def _origins(run: Run, names: dict[str, np.ndarray]) -> dict[str, str]:
+    """Where each quantity of an imported run came from, in words."""
+    tool = f"{MEASURED} by the profiler ({run.format})"
+    out = {}
+    for name in names:
+        if name in ("peak_flop_rate", "peak_bandwidth"):
+            out[name] = f"{PEAK_TABLE}: configs/devices.toml, by the device's name"
+        elif name in ("datasheet_efficiency", "bandwidth_efficiency", "roofline_efficiency"):
+            out[name] = f"{DERIVED} from counters {tool} over {PEAK_TABLE} peaks (configs/devices.toml)"
+        elif name == "time":
+            out[name] = f"{tool}: kernel duration, or elapsed cycles / SM clock"
+        elif name in m.derived() and name not in ("sm_clock", "bytes", "achieved_occupancy"):
+            out[name] = f"{DERIVED} from counters {tool}"
+        else:
+            out[name] = tool
+    return out
+
+
+def workload_key(run: Run) -> tuple[str, str, str, str]:
+    """(op, shape, dtype, engine): how measured runs are matched."""
+    from gpuprof import ops
+
+    w = run.workload or {}
+    return (str(w.get("op", "")), ops.shape_text(tuple(w.get("shape", ()))), str(w.get("dtype", "")),
+            str(w.get("engine", "")))
+
+
+def measured(run: Run) -> pd.DataFrame:
+    """One row per timed repeat of a measured run: its time and what follows from it (analytic
+    FLOPs and bytes, rates, efficiencies against the ceilings recorded with the run)."""
+    import pandas as pd
+
+    from gpuprof import ops
+    from gpuprof.derive.efficiency import BYTE_RATE, VS_DATASHEET, VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
+    from gpuprof.derive.summary import run_peaks, timings
+
+    op, shape, dtype, engine = workload_key(run)
+    dims = tuple((run.workload or {}).get("shape", ()))
+    time = np.array(timings(run), dtype=float)
+    flops, moved = float(ops.flops(op, dims)), float(ops.bytes_moved(op, dims, dtype))
+    values: dict[str, np.ndarray | float] = {"time": time, "flops": flops, "flop_rate": flops / time,
+                                             "bytes": moved, "bandwidth": moved / time, "intensity": flops / moved}
+    origins = {"time": f"{TIMED} ({run.environment.get('timer', 'gpuprof')})", "flops": f"{ANALYTIC} ({op})",
+               "bytes": f"{ANALYTIC}: each input read once, output written once",
+               "flop_rate": f"{DERIVED}: analytic FLOPs / timed repeat", "bandwidth": f"{DERIVED}: analytic bytes / timed repeat",
+               "intensity": f"{ANALYTIC}: FLOPs / bytes"}
+    median = float(np.median(time)) if len(time) else math.nan
+    kinds = {VS_RUN_CLOCK: "flop_efficiency", VS_ROOFLINE: "roofline_efficiency"}
+    for peaks in run_peaks(run):
+        if peaks.flops_for(dtype) and "peak_flop_rate" not in values:
+            values["peak_flop_rate"], origins["peak_flop_rate"] = peaks.flops_for(dtype), f"{peaks.origin}: {peaks.source}"
+        if peaks.bandwidth and "peak_bandwidth" not in values:
+            values["peak_bandwidth"], origins["peak_bandwidth"] = peaks.bandwidth, f"{peaks.origin}: {peaks.source}"
+        for eff in efficiencies(flops / median, moved / median, dtype, peaks, run.device.get("clock_during_run_hz")):
+            name = kinds.get(eff.kind) or ("bandwidth_efficiency" if eff.unit == BYTE_RATE else "datasheet_efficiency")
+            if name not in values and eff.kind in (VS_DATASHEET, *kinds):
+                rate = values["bandwidth"] if eff.unit == BYTE_RATE else values["flop_rate"]
+                values[name], origins[name] = 100.0 * rate / eff.ceiling, f"{DERIVED}: {eff.basis}"
+    frame = pd.DataFrame({"kernel": f"{op} {shape} {dtype} {engine}", "grid": "", "block": "", "nvtx": "",
+                          "device": str(run.device.get("name", "")), "weight": 1.0,
+                          **{k: np.broadcast_to(v, time.shape) for k, v in values.items()}}, index=range(len(time)))
+    frame.attrs["origins"] = origins
+    return frame

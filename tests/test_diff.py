@@ -1,0 +1,280 @@
+"""``gpuprof diff`` on real pairs: profiler files from the fixtures (nvprof against ncu, K40 against
+RTX 3080, A100 before and after) and CPU runs gpuprof measures here. Expected values are read from
+the files by this test, independently of gpuprof's readers."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+import gpuprof
+from gpuprof.cli import main
+from gpuprof.derive.stalls import fold_to_nvprof, stall_profiles
+from gpuprof.diffing import diff
+from gpuprof.model import Run
+from gpuprof.store import open_store
+from fixture_paths import A100, A100_ERRORS, EVENTS_MAXDNN, FIXTURES, K40C, SUMMARY_MS, V100
+
+MONTECARLO = FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
+BERT = FIXTURES / "ncu_csv_a100_nersc_rule_columns_unnamed_ns_bert_EXCERPT.csv"
+TOTAL = "(matched kernels, time-weighted)"
+
+
+def cli(*args: object) -> Result:
+    return CliRunner().invoke(main, ["diff", *map(str, args)])
+
+
+def rows(frame, kernel: str | None = None) -> dict[str, dict]:
+    """metric -> row of one kernel (the first whose label contains ``kernel``, or the total)."""
+    label = TOTAL if kernel is None else next(k for k in frame["kernel"] if kernel in k)
+    return {r["metric"]: r for r in frame[frame["kernel"] == label].to_dict("records")}
+
+
+def ncu_values(path: Path, metric: str) -> dict[int, tuple[str, float]]:
+    """ID -> (kernel, value) of one metric, read from an Nsight Compute CSV with the csv module."""
+    text = path.read_text()
+    reader = csv.DictReader(text[text.index('"ID"'):].splitlines())
+    return {int(r["ID"]): (r["Kernel Name"], float(r["Metric Value"].replace(",", "")))
+            for r in reader if r.get("Metric Name") == metric}
+
+
+# ---- profiler files -------------------------------------------------------------------------------
+
+def test_nvprof_against_ncu_of_the_same_program_matches_kernels_by_function_name() -> None:
+    """The same Rodinia cfd run on a V100 under nvprof (summary, names with parameters) and under
+    Nsight Compute (names without them, 'Duration' instead of nvprof's 'Avg')."""
+    result = diff(SUMMARY_MS, V100)
+    flux = rows(result.frame, "cuda_compute_flux")
+    nvprof = next(line.split() for line in SUMMARY_MS.read_text().splitlines() if "cuda_compute_flux(" in line)
+    durations = [v for kernel, v in ncu_values(V100, "Duration").values() if kernel == "cuda_compute_flux"]
+    assert flux["time"]["A"] == pytest.approx(float(nvprof[5]) * 1e-3)  # Avg column, in ms (-u ms)
+    assert flux["time"]["B"] == pytest.approx(statistics.median(durations) * 1e-9)
+    assert (flux["launches"]["A"], flux["launches"]["B"]) == (int(nvprof[4]), len(durations))
+    assert flux["time"]["verdict"] == f"single measurement (n=1/{len(durations)})"
+    assert result.matched == 3 and result.only == (4, 0)
+    only_a = set(result.frame.loc[result.frame["verdict"] == "only in A", "kernel"])
+    assert only_a == {"[CUDA memcpy DtoD]", "[CUDA memcpy HtoD]", "[CUDA memset]", "cuda_initialize_variables(int, float*)"}
+    assert any("without parameter lists" in n for n in result.notes)
+
+
+def test_config_matching_pairs_launches_by_grid_and_lists_the_renamed_kernel_on_each_side() -> None:
+    """Two A100 captures of the same GEMM program: randomInit launched with two grids, gemm_v1 in
+    one file and gemm_v0 in the other."""
+    result = diff(A100, A100_ERRORS)
+    frame = result.frame
+    assert result.matched == 2 and result.only == (1, 1)
+    assert frame.loc[frame["verdict"] == "only in A", "kernel"].iloc[0].startswith("void gemm_v1<float>")
+    assert frame.loc[frame["verdict"] == "only in B", "kernel"].iloc[0].startswith("void gemm_v0<float>")
+    cycles, clock = (ncu_values(A100, m) for m in ("smsp__cycles_elapsed.avg", "smsp__cycles_elapsed.avg.per_second"))
+    wide = rows(frame, "grid 1280,640,1")  # ID 1 of the first file
+    assert wide["time"]["A"] == pytest.approx(cycles[1][1] / clock[1][1])
+    named = diff(A100, A100_ERRORS, match="name")
+    assert rows(named.frame, "randomInit")["launches"]["A"] == 2  # both grids are one kernel by name
+
+
+def test_order_matching_pairs_the_renamed_kernel() -> None:
+    result = diff(A100, A100_ERRORS, match="order")
+    gemm = rows(result.frame, "gemm_v1")
+    assert "↔" in next(k for k in result.frame["kernel"] if "gemm_v1" in k)
+    b_cycles, b_clock = (ncu_values(A100_ERRORS, m) for m in ("smsp__cycles_elapsed.avg",
+                                                              "smsp__cycles_elapsed.avg.per_second"))
+    assert gemm["time"]["B"] == pytest.approx(b_cycles[2][1] / b_clock[2][1])
+    assert result.only == (0, 0)
+
+
+def test_k40_nvprof_against_rtx3080_ncu_compares_renamed_metrics_and_folded_stalls() -> None:
+    """nvprof's achieved_occupancy (a 0-1 ratio) against ncu's sm__warps_active percentage; ncu's
+    warp states folded into nvprof's stall reasons (NVIDIA's mapping), checked against the object
+    path of gpuprof.derive.stalls."""
+    result = diff(K40C, MONTECARLO, match="order")
+    pair = rows(result.frame, "forma_kernel")
+    k40 = {r[3]: r[-1] for r in csv.reader(K40C.read_text().splitlines()[5:]) if len(r) == 8}
+    assert pair["achieved_occupancy"]["A"] == pytest.approx(100 * float(k40["achieved_occupancy"]))
+    init_rng = stall_profiles(gpuprof.read(MONTECARLO))[0]
+    folded = fold_to_nvprof(init_rng)
+    for reason in ("stall_sync", "stall_exec_dependency", "stall_memory_dependency"):
+        assert pair[reason]["A"] == pytest.approx(float(k40[reason].rstrip("%")))
+        assert pair[reason]["B"] == pytest.approx(100 * folded[reason])
+    assert pair["peak_flop_rate"]["A"] == pytest.approx(4.291e12)  # device table: Tesla K40
+    assert pair["peak_flop_rate"]["B"] == pytest.approx(29.768e12)  # GeForce RTX 3080
+    assert pair["flops"]["A"] == float(k40["flop_count_sp"]) and pair["time"]["verdict"] == "not in A"
+    assert result.only == (0, 1)  # computeValue has no partner: listed, not dropped
+
+
+def test_k40_against_gtx980_gates_on_a_metric_only_one_side_has_as_inconclusive() -> None:
+    outcome = cli(K40C, EVENTS_MAXDNN, "--match", "order", "--fail-if", "flop_sp_efficiency:-5%")
+    assert outcome.exit_code == 2
+    assert "gate flop_sp_efficiency:-5%: inconclusive" in outcome.output
+    result = diff(K40C, EVENTS_MAXDNN, match="order")
+    peaks = rows(result.frame, "forma")["peak_flop_rate"]
+    assert (peaks["A"], peaks["B"]) == (pytest.approx(4.291e12), pytest.approx(4.981e12))
+
+
+def test_v100_against_a100_with_the_devices_named_compares_peaks_and_occupancy() -> None:
+    """Neither file names its GPU; --device-a/--device-b give the device table's peaks."""
+    result = diff(V100, BERT, match="order", devices=("V100-SXM2-16GB", "A100-SXM4-40GB"))
+    pair = rows(result.frame, "cuda_compute_step_factor")
+
+    def median(path: Path, metric: str, kernel: str) -> float:
+        return statistics.median(v for k, v in ncu_values(path, metric).values() if k == kernel)
+
+    assert pair["achieved_occupancy"]["A"] == median(V100, "Achieved Occupancy", "cuda_compute_step_factor")
+    assert pair["achieved_occupancy"]["B"] == ncu_values(BERT, "Achieved Occupancy")[6][1]
+    assert pair["time"]["A"] == pytest.approx(median(V100, "Duration", "cuda_compute_step_factor") * 1e-9)
+    cycles, clock = (ncu_values(BERT, m)[6][1] for m in ("sm__cycles_elapsed.avg", "sm__cycles_elapsed.avg.per_second"))
+    assert pair["time"]["B"] == pytest.approx(cycles / clock)
+    assert pair["peak_bandwidth"]["A"] == pytest.approx(900e9) and pair["peak_bandwidth"]["B"] == pytest.approx(1555e9)
+    assert "given with --device" in " ".join(line for line in __import__("gpuprof.render.diff_report",
+                                                                             fromlist=["header"]).header(
+        result, ("V100-SXM2-16GB", "A100-SXM4-40GB")))
+
+
+# ---- CPU runs measured here ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def measured() -> Run:
+    """One real CPU run with 60 repeats of a small add (each a few microseconds)."""
+    return gpuprof.run("add", "1MB", device="cpu", repeat=60, save=False, counters=False)
+
+
+def part(run: Run, start: int, slower: float = 1.0) -> Run:
+    """Every other timed repeat of ``run`` from ``start``, their times × ``slower``: a run of its own."""
+    timed = [launch for launch in run.launches if launch.invocations == 1][start::2]
+    launches = [replace(launch, metrics=[replace(m, value=float(m.value) * slower) if m.canonical == "kernel_duration"
+                                         else m for m in launch.metrics]) for launch in timed]
+    return Run(run.kind, run.format, run.source, run.device, run.workload, run.environment, launches)
+
+
+def test_the_same_op_measured_twice_shows_no_significant_change(measured: Run) -> None:
+    """Separate runs on this shared 2-core VM drift by up to ~20 % with other sessions' load, and
+    diff rightly reports that; interleaving the repeats of one run into two measurements holds the
+    machine equal, so equal work must read as no change."""
+    time = rows(diff(part(measured, 0), part(measured, 1)).frame, "add")["time"]
+    assert time["verdict"].startswith("no significant change"), time
+    assert (time["n A"], time["n B"]) == (30, 30)
+
+
+def test_a_planted_20_percent_slowdown_in_the_repeat_times_is_regressed(measured: Run) -> None:
+    result = diff(part(measured, 0), part(measured, 1, slower=1.2), fail_if=["time:+5%", "flop_rate:-3%"])
+    time, rate = (rows(result.frame, "add")[m] for m in ("time", "flop_rate"))
+    assert time["verdict"].startswith("regressed (p=") and time["p"] < 1e-6
+    assert rate["verdict"].startswith("regressed")
+    assert rows(result.frame)["time"]["verdict"].startswith("regressed")
+    assert [o.status for o in result.gates] == ["REGRESSED", "REGRESSED"] and result.exit_code == 1
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, measured: Run) -> Path:
+    """A store with three runs: two halves of one measurement, and the second half made 20 % slower."""
+    path = tmp_path_factory.mktemp("diff") / "runs.sqlite"
+    with open_store(path) as opened:
+        for run_id, run in (("aaaa0001", part(measured, 0)), ("aaaa0002", part(measured, 1)),
+                            ("bbbb0003", part(measured, 1, slower=1.2))):
+            run.run_id = run_id
+            opened.add(run)
+    return path
+
+
+def test_exit_codes_passed_regressed_inconclusive(store: Path) -> None:
+    passed = cli("aaaa0001", "aaaa0002", "--store", store, "--fail-if", "time:+10%")
+    assert passed.exit_code == 0, passed.output
+    assert "gate time:+10%: passed" in passed.output
+    regressed = cli("aaaa0001", "bbbb0003", "--store", store, "--fail-if", "time:+5%")
+    assert regressed.exit_code == 1 and "gate time:+5%: REGRESSED" in regressed.output
+    inconclusive = cli("aaaa0001", "bbbb0003", "--store", store, "--fail-if", "achieved_occupancy:-5%")
+    assert inconclusive.exit_code == 2
+    assert "no matched kernel has achieved_occupancy on both sides" in inconclusive.output
+
+
+def test_runs_file_store_and_sweep_inputs(store: Path, tmp_path: Path) -> None:
+    """A JSON-lines run file, a whole store and a sweep's results name the same kind of runs."""
+    run_file = tmp_path / "runs.jsonl"
+    assert CliRunner().invoke(main, ["export", str(run_file), "--store", str(store)]).exit_code == 0
+    whole = diff(run_file, store)
+    assert whole.matched == 1 and whole.sides[0].kind == "run file" and whole.sides[1].kind == "store"
+    config = tmp_path / "tiny.toml"
+    config.write_text('name = "tiny"\nrepeat = 5\nwarmup = 1\ncounters = false\n[[grid]]\nops = ["add"]\nsizes = ["1MB"]\n')
+    swept = tmp_path / "sweep.sqlite"
+    assert CliRunner().invoke(main, ["sweep", str(config), "--device", "cpu", "--store", str(swept)]).exit_code == 0
+    result = diff("sweep:tiny", swept, store=swept)
+    assert result.sides[0].label == "sweep tiny" and result.matched == 1
+    assert rows(result.frame, "add")["time"]["n A"] == 5
+    missing = cli("sweep:nope", swept, "--store", swept)
+    assert missing.exit_code == 2 and "stored sweeps: tiny" in missing.output
+
+
+def test_stores_are_read_without_creating_or_changing_files(store: Path, tmp_path: Path) -> None:
+    before = sorted(p.name for p in store.parent.iterdir())
+    stamp = store.stat().st_mtime_ns
+    assert cli("aaaa0001", store, "--store", store).exit_code == 0
+    assert sorted(p.name for p in store.parent.iterdir()) == before and store.stat().st_mtime_ns == stamp
+    absent = tmp_path / "none.sqlite"
+    assert cli("aaaa0001", K40C, "--store", absent).exit_code == 2 and not absent.exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["no/such/file.csv", K40C], "no/such/file.csv: no such file"),
+    (["deadbeef", K40C], "'deadbeef' is neither a file nor a run id in"),
+    (["aaaa", K40C], "'aaaa' matches 2 runs in"),
+    ([FIXTURES, K40C], "is a folder"),
+    ([FIXTURES / "ncu_err_failed_to_find_metric_QUOTED.log", K40C], "error:"),
+    ([K40C, K40C, "--fail-if", "speed:+5%"], "unknown metric 'speed'"),
+    ([K40C, K40C, "--fail-if", "time>5"], "cannot read the gate 'time>5'"),
+])
+def test_bad_input_is_one_line_and_exit_2(store: Path, args: list, message: str) -> None:
+    outcome = cli(*args, "--store", store)
+    assert outcome.exit_code == 2, outcome.output
+    assert message in outcome.output and "Traceback" not in outcome.output
+    assert len([line for line in outcome.output.splitlines() if line.startswith("error:")]) == 1
+
+
+# ---- output formats -------------------------------------------------------------------------------
+
+def test_formats_stay_whole_and_parse(store: Path) -> None:
+    result = diff("aaaa0001", "bbbb0003", store=store, fail_if=["time:+5%"])
+    as_json = cli("aaaa0001", "bbbb0003", "--store", store, "--fail-if", "time:+5%", "--format", "json")
+    assert as_json.exit_code == 1
+    printed = json.loads(as_json.stdout)
+    assert len(printed) == len(result.frame) and printed[0]["metric"] == "time"
+    assert [r["verdict"] for r in printed] == result.frame["verdict"].tolist()
+    as_csv = cli("aaaa0001", "bbbb0003", "--store", store, "--format", "csv")
+    parsed = list(csv.DictReader(as_csv.stdout.splitlines()))
+    assert len(parsed) == len(result.frame) and parsed[0]["basis"] == result.frame["basis"].iat[0]
+
+
+def test_junit_has_a_test_case_per_kernel_with_the_regression_as_failure(store: Path) -> None:
+    outcome = cli("aaaa0001", "bbbb0003", "--store", store, "--fail-if", "time:+5%", "--format", "junit")
+    root = ET.fromstring(outcome.stdout)
+    cases = root.findall("./testsuite/testcase")
+    assert [c.get("name") for c in cases] == [TOTAL, "add 288x288 float32 numpy"]
+    assert all(c.find("failure") is not None for c in cases) and root.get("failures") == "2"
+    kernels = cli(A100, A100_ERRORS, "--format", "junit")
+    tree = ET.fromstring(kernels.stdout)
+    names = [c.get("name") for c in tree.iter("testcase")]
+    assert any(n.startswith("void gemm_v1<float>(float *") for n in names)  # XML-escaped on disk, whole here
+    assert tree.get("skipped") == "2" and "&lt;float&gt;" in kernels.stdout
+
+
+def test_markdown_is_a_pull_request_comment_with_escaped_kernel_names() -> None:
+    outcome = cli(A100, A100_ERRORS, "--format", "markdown", "--fail-if", "time:+5%")
+    text = outcome.stdout
+    assert text.startswith("### gpuprof diff: `") and "- **gate time:+5%: passed**" in text
+    assert "void randomInit&lt;float&gt;" in text and "<float>" not in text.split("<details>")[0]
+    assert re.search(r"^\| kernel \| metric \| A \| B \| change \|", text, re.M)
+
+
+def test_library_returns_the_frame_the_command_prints(store: Path) -> None:
+    frame = gpuprof.diff(A100, A100_ERRORS, match="order")
+    printed = json.loads(cli(A100, A100_ERRORS, "--match", "order", "--format", "json").stdout)
+    assert frame["verdict"].tolist() == [r["verdict"] for r in printed]
+    assert np.allclose(frame["A"].astype(float), [np.nan if r["A"] is None else r["A"] for r in printed], equal_nan=True)
+    assert frame.attrs["exit_code"] == 0 and frame.attrs["matched"] == 3  # randomInit twice (two grids), gemm
