@@ -278,3 +278,19 @@ def test_library_returns_the_frame_the_command_prints(store: Path) -> None:
     assert frame["verdict"].tolist() == [r["verdict"] for r in printed]
     assert np.allclose(frame["A"].astype(float), [np.nan if r["A"] is None else r["A"] for r in printed], equal_nan=True)
     assert frame.attrs["exit_code"] == 0 and frame.attrs["matched"] == 3  # randomInit twice (two grids), gemm
+
+
+def test_imported_runs_are_compared_column_wise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Launch objects are built for a profile: every value comes from whole columns, so a
+    million launches cost column operations, not a Python loop per launch."""
+    runs = gpuprof.read(V100), gpuprof.read(BERT)
+    views = Run.launches
+
+    def refuse(run: Run) -> list:
+        if run.kind == "import":
+            raise AssertionError("diff built per-launch objects of an imported run")
+        return views.fget(run)
+
+    monkeypatch.setattr(Run, "launches", property(refuse))
+    result = diff(runs[0], runs[1], match="order")
+    assert result.matched == 2

@@ -20,12 +20,14 @@ EXIT_HELP = "Exit status: 0 passed (or no gate), 1 a gate regressed, 2 inconclus
               help="Gate, repeatable: 'time:+5%' fails on a rise above 5 %, 'flop_rate:-3%' on a fall below -3 %.")
 @click.option("--format", "fmt", type=click.Choice(("table", "markdown", "csv", "json", "junit")), default="table",
               show_default=True, help="How to print (markdown: a pull-request comment; junit: one test case per kernel).")
+@click.option("--min-change", type=click.FloatRange(0, 1000), default=5.0, show_default=True, metavar="PCT",
+              help="Smallest change (%) a verdict calls a change; a gate's limit where smaller.")
 @click.option("--device-a", default=None, help="GPU of A (device table name) where the input names none, for peaks.")
 @click.option("--device-b", default=None, help="GPU of B where the input names none.")
 @store_option
 @handle_errors
-def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, device_a: str | None, device_b: str | None,
-         store_path: str | None) -> None:
+def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_change: float, device_a: str | None,
+         device_b: str | None, store_path: str | None) -> None:
     """Compare A with B: each a profiler file, a results store, a .jsonl run file, a stored run id
     (or prefix) or sweep:NAME. Per kernel and in total: time, FLOPs, FLOP/s, bytes, intensity,
     efficiencies, occupancy and stall reasons, with verdicts that tell a change from noise."""
@@ -35,7 +37,7 @@ def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, device_a:
 
     devices = (device_a, device_b)
     try:
-        result = compare(a, b, how, fail_if, store_path, devices)
+        result = compare(a, b, how, fail_if, store_path, devices, min_change / 100)
     except GpuprofError as error:
         error.exit_code = 2  # diff's contract: any unusable input exits 2
         raise

@@ -15,7 +15,7 @@ interval. Pure functions: no files, no printing.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +25,7 @@ CONFIDENCE = 0.95       # of the bootstrap interval
 RESAMPLES = 2000        # bootstrap resamples per side
 SEED = 0                # the bootstrap's generator seed: identical inputs give identical intervals
 EXACT_LIMIT = 30        # exact U distribution up to this many values a side (without ties)
-BOOTSTRAP_ROWS = 4000   # rows per side the bootstrap resamples; a larger side is subsampled first
+BOOTSTRAP_ROWS = 1000   # rows per side the bootstrap resamples; a larger side is subsampled first
 _CHUNK = 4_000_000      # elements per resampling step, to bound memory on long profiles
 
 
@@ -103,18 +103,40 @@ def _subsample(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return rows[rng.choice(len(rows), BOOTSTRAP_ROWS, replace=False)]
 
 
+def _picks(n: int, width: int, rng: np.random.Generator, resamples: int) -> Iterator[np.ndarray]:
+    """Chunks of bootstrap draws (resamples × n row indices), each at most :data:`_CHUNK` cells
+    of ``width`` values, so memory stays bounded on long profiles."""
+    step = max(1, _CHUNK // max(1, n * width))
+    for start in range(0, resamples, step):
+        yield rng.integers(0, n, size=(min(step, resamples - start), n))
+
+
 def resample(rows: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray],
              rng: np.random.Generator, resamples: int = RESAMPLES) -> np.ndarray:
     """``statistic`` of ``resamples`` bootstrap resamples of ``rows`` (n values, or n rows × k
     columns resampled together); ``statistic`` reduces axis 1 of (resamples, n[, k]) arrays."""
     rows = _subsample(np.asarray(rows, dtype=float), rng)
-    n = len(rows)
-    per_row = int(np.prod(rows.shape[1:], dtype=int)) if rows.ndim > 1 else 1
-    step = max(1, _CHUNK // max(1, n * per_row))
+    width = int(np.prod(rows.shape[1:], dtype=int)) if rows.ndim > 1 else 1
+    return np.concatenate([statistic(rows[picks]) for picks in _picks(len(rows), width, rng, resamples)])
+
+
+def resample_means(values: np.ndarray, weights: np.ndarray, rng: np.random.Generator,
+                   resamples: int = RESAMPLES) -> np.ndarray:
+    """Weighted means of ``resamples`` bootstrap resamples of the rows of ``values`` (n × k,
+    NaN where a row lacks a column), the rows drawn together: (resamples × k). Each resample is
+    a count per row, so the sums are one matrix product instead of a (resamples × n × k) gather."""
+    rows = _subsample(np.column_stack([values, weights]), rng)
+    values, weights = rows[:, :-1], rows[:, -1]
+    known = ~np.isnan(values)
+    weighted = np.where(known, values, 0.0) * weights[:, None]
+    present = known * weights[:, None]
     parts = []
-    for start in range(0, resamples, step):
-        picks = rng.integers(0, n, size=(min(step, resamples - start), n))
-        parts.append(statistic(rows[picks]))
+    n = len(rows)
+    for picks in _picks(n, 1, rng, resamples):
+        cells = (picks + n * np.arange(len(picks))[:, None]).ravel()
+        counts = np.bincount(cells, minlength=len(picks) * n).reshape(len(picks), n).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            parts.append((counts @ weighted) / (counts @ present))
     return np.concatenate(parts)
 
 
@@ -131,6 +153,8 @@ def interval(ratios: np.ndarray) -> tuple[float, float]:
 def median_ratio_interval(a: np.ndarray, b: np.ndarray, seed: int = SEED) -> tuple[float, float]:
     """Bootstrap 95 % interval of median(b) / median(a), each side resampled on its own."""
     rng = np.random.default_rng(seed)
+    if np.ptp(a) == 0 and np.ptp(b) == 0:  # constant sides: every resample gives the same ratio
+        return float(b[0] / a[0]), float(b[0] / a[0])
     medians_a = resample(a, lambda x: np.median(x, axis=1), rng)
     medians_b = resample(b, lambda x: np.median(x, axis=1), rng)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 MATCHES = ("config", "name", "order")
 RUN = "run"          # the family of a measured run's rows (their "kernel" is the workload key)
 KERNEL = "kernel"
-_SEP = "\x1f"
 _SPACES = re.compile(r"\s*([,*&()<>\[\]])\s*")
 
 
@@ -67,8 +66,8 @@ class Grouping:
 
 
 def _has_parameters(frame: pd.DataFrame) -> bool:
-    names = frame.loc[frame["family"] == KERNEL, "kernel"]
-    return bool(names.str.contains("(", regex=False).any())
+    names = frame.loc[frame["family"] == KERNEL, "kernel"].unique()
+    return any("(" in str(name) for name in names)
 
 
 def _names(frame: pd.DataFrame, bare: bool) -> np.ndarray:
@@ -80,6 +79,10 @@ def _names(frame: pd.DataFrame, bare: bool) -> np.ndarray:
     spell = base_name if bare else normal_name
     spelled = np.array([spell(str(n)) for n in names], dtype=object)[codes]
     return np.where(kernel, spelled, frame["kernel"].to_numpy(dtype=object))
+
+
+def _distinct(column: pd.Series) -> list[str]:
+    return [str(v) for v in column.unique()]
 
 
 def _totals(dims: pd.Series) -> pd.Series:
@@ -95,16 +98,18 @@ def _configs(a: pd.DataFrame, b: pd.DataFrame, notes: list[str]) -> tuple[list[p
     """The grid and block columns both sides can be compared on: x,y,z where both give all three,
     the totals where one gives only totals, nothing where one side has none."""
     kernels = [f.loc[f["family"] == KERNEL] for f in (a, b)]
-    if any(len(k) and (k[["grid", "block"]] == "").all(axis=None) for k in kernels) or not all(len(k) for k in kernels):
-        lacking = [s for s, k in zip("AB", kernels) if len(k) and (k[["grid", "block"]] == "").all(axis=None)]
-        if lacking:
-            notes.append(f"{' and '.join(lacking)} {'record' if len(lacking) > 1 else 'records'} no grid or block: "
-                         "kernels matched without them")
+    if not all(len(k) for k in kernels):
         return [], []
-    three = all(k[c].str.count(",").eq(2).all() for k in kernels for c in ("grid", "block"))
+    lacking = [side for side, k in zip("AB", kernels) if _distinct(k["grid"]) == [""] and _distinct(k["block"]) == [""]]
+    if lacking:
+        notes.append(f"{' and '.join(lacking)} {'record' if len(lacking) > 1 else 'records'} no grid or block: "
+                     "kernels matched without them")
+        return [], []
+    three = all(t.count(",") == 2 for k in kernels for c in ("grid", "block") for t in _distinct(k[c]))
     if not three:
         notes.append("grid and block compared as total blocks and threads (one side gives only totals)")
-    return ([f[c] if three else _totals(f[c]) for c in ("grid", "block")] for f in (a, b))  # type: ignore[return-value]
+    a_side, b_side = ([f[c] if three else _totals(f[c]) for c in ("grid", "block")] for f in (a, b))
+    return a_side, b_side
 
 
 def _label(first: str | None, second: str) -> str:
@@ -127,29 +132,26 @@ def group(a: pd.DataFrame, b: pd.DataFrame, how: str) -> Grouping:
         notes.append(f"{side} names kernels without parameter lists: names compared without them")
     names = [_names(f, bare[0] != bare[1]) for f in (a, b)]
     configs = _configs(a, b, notes) if how != "name" else ([], [])
-    keys = []
-    for frame, name, config in zip((a, b), names, configs):
-        parts = [frame["family"].to_numpy(dtype=object), name, *(c.to_numpy(dtype=object) for c in config),
-                 frame["nvtx"].to_numpy(dtype=object)]
-        key = parts[0]
-        for part in parts[1:]:
-            key = key + _SEP + part
-        keys.append(key)
+    parts = [np.concatenate([frame["family"].to_numpy(dtype=object) for frame in (a, b)]), np.concatenate(names),
+             *(np.concatenate([side[i].to_numpy(dtype=object) for side in configs]) for i in range(len(configs[0]))),
+             np.concatenate([frame["nvtx"].to_numpy(dtype=object) for frame in (a, b)])]
+    codes = pd.MultiIndex.from_arrays(parts).factorize()[0]  # one id per distinct (family, name, grid, block, nvtx)
     if how == "order":  # the n-th distinct kernel (or run) of each side, in order of first launch
-        for i, (frame, key) in enumerate(zip((a, b), keys)):
-            codes, _ = pd.factorize(key)
-            family = frame["family"].to_numpy(dtype=object)[np.unique(codes, return_index=True)[1]]
+        ordinal = np.empty(len(codes), dtype=object)
+        for side in (slice(0, len(a)), slice(len(a), len(a) + len(b))):
+            local, _ = pd.factorize(codes[side])
+            family = parts[0][side][np.unique(local, return_index=True)[1]]
             rank = pd.Series(family).groupby(family).cumcount().to_numpy()
-            keys[i] = np.array([f"{f}#{r}" for f, r in zip(family, rank)], dtype=object)[codes]
-    codes, _ = pd.factorize(np.concatenate(keys))
+            ordinal[side] = np.array([f"{f}#{r}" for f, r in zip(family, rank)], dtype=object)[local]
+        codes = pd.factorize(ordinal)[0]
     ids_a, ids_b = codes[:len(a)], codes[len(a):]
     labels: dict[int, str] = {}
-    configs: dict[int, str] = {}
+    shapes: dict[int, str] = {}
     for ids, frame in ((ids_a, a), (ids_b, b)):
         first = pd.Series(np.arange(len(ids))).groupby(ids).min()
         for key, row in first.items():
             labels[key] = _label(labels.get(key), str(frame["kernel"].iat[row]))
             grid, block = frame["grid"].iat[row], frame["block"].iat[row]
-            configs.setdefault(key, f" [grid {grid}, block {block}]" if grid or block else "")
+            shapes.setdefault(key, f" [grid {grid}, block {block}]" if grid or block else "")
     repeated = pd.Series(labels).duplicated(keep=False)
-    return Grouping(ids_a, ids_b, {k: v + configs[k] if repeated[k] else v for k, v in labels.items()}, notes)
+    return Grouping(ids_a, ids_b, {k: v + shapes[k] if repeated[k] else v for k, v in labels.items()}, notes)

@@ -227,9 +227,12 @@ def total_rows(pairs: list[Pair], kernel_rows: list[dict[str, Any]], minimum: di
             frame = getattr(pair, side)
             rows = np.column_stack([frame[n].to_numpy(dtype=float) if n in frame else np.full(len(frame), np.nan)
                                     for n in names] + [frame["weight"].to_numpy(dtype=float)])
-            statistic = _medians if pair.family == "run" else _means
-            per_kernel.append(statistic(rows))
-            resampled.append(sig.resample(rows, statistic, rng).T)
+            if pair.family == "run":
+                per_kernel.append(_medians(rows))
+                resampled.append(sig.resample(rows, _medians, rng).T)
+            else:
+                per_kernel.append(_means(rows))
+                resampled.append(sig.resample_means(rows[:, :-1], rows[:, -1], rng).T)
         point.append(np.array(per_kernel)[..., None])
         boot.append(np.array(resampled))
     counts = np.array([p.count(p.a) for p in timed])
@@ -276,7 +279,7 @@ def _noise(pairs: list[Pair], kernel_rows: list[dict[str, Any]], counts: np.ndar
 
 def _total_verdict(spec: m.Spec, change: sig.Change, single: bool, significant: bool, kernels: int,
                    minimum: float) -> str:
-    if change.a == change.b and change.ci == (1.0, 1.0):
+    if change.a == change.b:
         return f"unchanged ({kernels} kernel(s))"
     if single:
         return f"single measurement ({kernels} kernel(s); one has one value on a side)"
