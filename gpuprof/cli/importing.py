@@ -32,7 +32,7 @@ def import_(files: tuple[str, ...], reader: str | None, fmt: str, store_path: st
         if not added:
             note(f"{run.source} was already in the store as run {run.run_id}")
             return
-        note(f"imported {run.source} as {run.format}: {len(run.launches)} launches, run {run.run_id}")
+        note(f"imported {run.source} as {run.format}: {len(run.launch_table)} launches, run {run.run_id}")
         for line in run.notes:
             note(f"  note: {line}")
 

@@ -21,7 +21,7 @@ def listing_frame(runs: list[Run]) -> pd.DataFrame:
         else:
             rows.append({"kind": run.kind, "run": run.run_id[:8], "created": run.created,
                          "device": run.device.get("name", ""), "format": run.format,
-                         "source": run.source, "launches": len(run.launches)})
+                         "source": run.source, "launches": len(run.launch_table)})
     return pd.DataFrame(rows)
 
 
