@@ -19,7 +19,8 @@ EXIT_HELP = "Exit status: 0 passed (or no gate), 1 a gate regressed, 2 inconclus
 @click.option("--fail-if", "fail_if", multiple=True, metavar="METRIC:±N%",
               help="Gate, repeatable: 'time:+5%' fails on a rise above 5 %, 'flop_rate:-3%' on a fall below -3 %.")
 @click.option("--format", "fmt", type=click.Choice(("table", "markdown", "csv", "json", "junit")), default="table",
-              show_default=True, help="How to print (markdown: a pull-request comment; junit: one test case per kernel).")
+              show_default=True,
+              help="How to print (markdown: a pull-request comment; junit: one test case per kernel).")
 @click.option("--min-change", type=click.FloatRange(0, 1000), default=5.0, show_default=True, metavar="PCT",
               help="Smallest change (%) a verdict calls a change; a gate's limit where smaller.")
 @click.option("--device-a", default=None, help="GPU of A (device table name) where the input names none, for peaks.")

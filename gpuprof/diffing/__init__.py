@@ -100,7 +100,8 @@ def _clock(side: Side, frame: pd.DataFrame) -> str:
     the profiler measured (median over launches)."""
     from gpuprof.units import human
 
-    found = [f"{human(r.device['clock_during_run_hz'], 'hertz')} ({r.device.get('clock_during_run_source', 'recorded')})"
+    found = [f"{human(r.device['clock_during_run_hz'], 'hertz')} "
+             f"({r.device.get('clock_during_run_source', 'recorded')})"
              for r in side.runs if r.kind == "run" and r.device.get("clock_during_run_hz")]
     if "sm_clock" in frame and frame["sm_clock"].notna().any():
         found.append(f"SM {human(float(frame['sm_clock'].median()), 'hertz')} median (measured by the profiler)")

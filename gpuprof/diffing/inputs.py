@@ -63,7 +63,8 @@ def _sweep(name: str, store_path: str | Path | None) -> Side:
         names = sorted({s["config"] for r in _stored(store_path)
                         if isinstance(s := (r.workload or {}).get("sweep"), dict) and "config" in s})
         raise InputError(f"no runs of sweep '{name}' in the store",
-                         f"stored sweeps: {', '.join(names)}" if names else "run 'gpuprof sweep' first, or give --store")
+                         f"stored sweeps: {', '.join(names)}" if names else
+                         "run 'gpuprof sweep' first, or give --store")
     return Side(f"sweep {name}", "sweep", runs)
 
 

@@ -34,7 +34,8 @@ DERIVED = (
     Spec("launches", "", 0, meaning="launches (invocations) counted by the tool"),
     Spec("flops", "FLOP", 0, SUM, meaning="floating-point operations per launch, every precision"),
     Spec("flop_rate", "FLOP/second", +1, RATE, ("flops", "time"), "FLOPs / time"),
-    Spec("bytes", "byte", 0, SUM, meaning="DRAM bytes per launch (measured); bytes moved (analytic) for a measured run"),
+    Spec("bytes", "byte", 0, SUM,
+         meaning="DRAM bytes per launch (measured); bytes moved (analytic) for a measured run"),
     Spec("bandwidth", "byte/second", +1, RATE, ("bytes", "time"), "bytes / time"),
     Spec("intensity", "FLOP/byte", 0, RATE, ("flops", "bytes"), "arithmetic intensity: FLOPs / bytes"),
     Spec("flop_efficiency", "%", +1, WEIGHTED,
@@ -90,10 +91,10 @@ def spec(name: str) -> Spec:
     name = ALIASES.get(name, name)
     if name in derived():
         return derived()[name]
+    if name in stall_names():  # before the catalog, which lists nvprof's stall_* metrics too
+        return stall_spec(name)
     if name in catalog.entries():
         return catalog_spec(name)
-    if name in stall_names():
-        return stall_spec(name)
     raise InputError(f"unknown metric '{name}'",
                      f"use a derived name ({', '.join(derived())}), a catalog metric (e.g. flop_count_sp, "
                      "dram_read_throughput; see gpuprof/data/metrics.toml) or a stall reason (e.g. stall_sync)")

@@ -12,8 +12,8 @@ repeat. Their 95 % interval comes from resampling every kernel's launches togeth
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,18 +31,18 @@ TOP_STALLS = 3
 TOTAL_TEST = "bootstrap CI of the ratio of totals"
 # How verdicts are reached, said once under a table (the "test" column names the test per row).
 STATISTICS = (
-    f"Verdicts per kernel: Mann–Whitney U, two-sided, alpha = {sig.ALPHA} (exact up to {sig.EXACT_LIMIT} values "
-    "a side without ties, else the normal approximation with tie and continuity corrections) on the "
-    "per-launch (per-repeat) values, and the change must exceed the smaller side's spread (interquartile "
-    "range / median; nvbench's compare likewise calls a change within the smaller noise the same) and the "
-    "--min-change (a gate's limit, where smaller, for its metric), since repeats within one run cannot show "
-    "the drift between runs; A and B "
-    f"are medians; the 95% CI is a percentile bootstrap of the median ratio B/A ({sig.RESAMPLES} resamples a "
-    f"side, seed {sig.SEED}, at most {sig.BOOTSTRAP_ROWS} values a side). Totals: launches x mean per launch "
-    "with A's launch counts on both sides (a measured run counts one call: its median repeat), rates as ratios of those sums, efficiencies and occupancy weighted "
-    "by each kernel's time; the CI resamples every kernel's launches together, and a total changed when its "
-    "CI excludes no change and the change exceeds the kernels' time-weighted spread. One value on a side: the "
-    "verdict rests on that single measurement.")
+    f"Verdicts per kernel: Mann–Whitney U, two-sided, alpha = {sig.ALPHA} (exact up to {sig.EXACT_LIMIT} "
+    "values a side without ties, else the normal approximation with tie and continuity corrections) on "
+    "the per-launch (per-repeat) values; a change must also exceed the smaller side's spread (interquartile "
+    "range / median, as nvbench's compare calls a change within the smaller noise the same) and "
+    "--min-change (a gate's limit for its metric, where smaller), since repeats within one run cannot show "
+    "the drift between runs. A and B are medians; the 95% CI is a percentile bootstrap of the median ratio "
+    f"B/A ({sig.RESAMPLES} resamples a side, seed {sig.SEED}, at most {sig.BOOTSTRAP_ROWS} values a side). "
+    "Totals: launches x mean per launch at A's launch counts on both sides (a measured run counts one "
+    "call, its median repeat), rates as ratios of those sums, efficiencies and occupancy weighted by each "
+    "kernel's time; their CI resamples every kernel's launches together, and a total changed when its CI "
+    "excludes no change and the change exceeds the kernels' time-weighted spread. One value on a side: "
+    "the verdict rests on that single measurement.")
 
 
 @dataclass
@@ -143,7 +143,7 @@ def pair_rows(pair: Pair, origins: tuple[dict[str, str], dict[str, str]],
     per metric (gated metrics) and under the key "" (the rest)."""
     rows = []
     for name in _names(pair, [g for g in minimum if g]):
-        spec = m.spec(name) if name in m.derived() or name in _catalog() else m.stall_spec(name)
+        spec = m.stall_spec(name) if name.startswith("stall_") else m.spec(name)
         basis = _basis(origins[0].get(name, ""), origins[1].get(name, ""))
         if name == "launches":
             a, b = pair.a["weight"].sum(), pair.b["weight"].sum()
@@ -192,7 +192,8 @@ def _medians(rows: np.ndarray) -> np.ndarray:
         return np.nanmedian(rows[..., :-1], axis=-2)
 
 
-def _totals(means: np.ndarray, counts: np.ndarray, names: list[str], use: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _totals(means: np.ndarray, counts: np.ndarray, names: list[str],
+            use: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Each total metric from per-kernel means (kernels × metrics × resamples)."""
     col = {n: i for i, n in enumerate(names)}
     c = counts[:, None]
@@ -258,7 +259,8 @@ def total_rows(pairs: list[Pair], kernel_rows: list[dict[str, Any]], minimum: di
         significant = not single and (ci[0] > 1 or ci[1] < 1) and abs(change.ratio - 1) > (floor or 0)
         text = _total_verdict(spec, change, single, significant, int(use[name].sum()), minimum.get(name, minimum[""]))
         out = row(TOTAL, spec, change, text,
-                  "time-weighted total over the matched kernels with the metric on both sides (sums at A's launch counts)")
+                  "time-weighted total over the matched kernels with the metric on both sides "
+                  "(sums at A's launch counts)")
         out.update({"n A": math.nan, "n B": math.nan, "test": "" if single else TOTAL_TEST,
                     "_significant": significant, "_single": single})
         rows.append(out)
@@ -292,7 +294,8 @@ def _total_verdict(spec: m.Spec, change: sig.Change, single: bool, significant: 
 
 def only_rows(label: str, frame: pd.DataFrame, side: str, origins: dict[str, str]) -> list[dict[str, Any]]:
     """A kernel one side lacks: its launches and time, so it is listed, never dropped."""
-    value = {"launches": float(frame["weight"].sum()), "time": float(np.median(t)) if len(t := _values(frame, "time")) else math.nan}
+    times = _values(frame, "time")
+    value = {"launches": float(frame["weight"].sum()), "time": float(np.median(times)) if len(times) else math.nan}
     out = []
     for name in ("time", "launches"):
         if math.isnan(value[name]):

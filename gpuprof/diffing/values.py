@@ -117,6 +117,16 @@ def _datasheet(devices: np.ndarray) -> dict[str, np.ndarray]:
     return {**{p: picked[:, i] for i, p in enumerate(DTYPES)}, "bandwidth": picked[:, 3]}
 
 
+def _aliases(names: tuple[str, ...]) -> list[str]:
+    """Every tool name of the catalog ``names``, so the counters fetch them in their one pass over
+    the metric table instead of one more pass per name."""
+    from gpuprof import catalog
+
+    entries = catalog.entries()
+    return [alias for name in names
+            for alias in (*entries[name].ncu, *entries[name].labels, *entries[name].nvprof, name)]
+
+
 def imported(run: Run, device: str = "") -> pd.DataFrame:
     """One row per launch of an imported run: identity columns, then every quantity it allows
     (NaN where a launch lacks the inputs). ``device`` names the GPU where the file names none."""
@@ -130,10 +140,8 @@ def imported(run: Run, device: str = "") -> pd.DataFrame:
     extra = sorted(n for n in present if n not in m.derived() and n not in m.ALIASES
                    and not n.startswith(m.INPUTS))
     reasons, vocabulary = _stall_names(run)
-    entries = catalog.entries()
-    wanted = [alias for n in (*extra, "achieved_occupancy") for e in [entries[n]]
-              for alias in (*e.ncu, *e.labels, *e.nvprof, n)]
-    c = k.Counters.of_run(run, [*wanted, *reasons.values(), *(n for v in CONFIG_METRICS.values() for n in v)])
+    c = k.Counters.of_run(run, [*_aliases((*extra, "achieved_occupancy")), *reasons.values(),
+                                *(name for names in CONFIG_METRICS.values() for name in names)])
     flops = {p: k.flops(c, p) for p in k.PRECISIONS}
     rates = {p: k.flop_rate(c, p) for p in k.PRECISIONS}
     main = np.argmax(np.vstack([np.nan_to_num(flops[p], nan=-1.0) for p in k.PRECISIONS]), axis=0)
@@ -210,7 +218,7 @@ def measured(run: Run) -> pd.DataFrame:
     import pandas as pd
 
     from gpuprof import ops
-    from gpuprof.derive.efficiency import BYTE_RATE, VS_DATASHEET, VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
+    from gpuprof.derive.efficiency import BYTE_RATE, VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
     from gpuprof.derive.summary import run_peaks, timings
 
     op, shape, dtype, engine = workload_key(run)
@@ -221,20 +229,23 @@ def measured(run: Run) -> pd.DataFrame:
                                              "bytes": moved, "bandwidth": moved / time, "intensity": flops / moved}
     origins = {"time": f"{TIMED} ({run.environment.get('timer', 'gpuprof')})", "flops": f"{ANALYTIC} ({op})",
                "bytes": f"{ANALYTIC}: each input read once, output written once",
-               "flop_rate": f"{DERIVED}: analytic FLOPs / timed repeat", "bandwidth": f"{DERIVED}: analytic bytes / timed repeat",
-               "intensity": f"{ANALYTIC}: FLOPs / bytes"}
+               "flop_rate": f"{DERIVED}: analytic FLOPs / timed repeat",
+               "bandwidth": f"{DERIVED}: analytic bytes / timed repeat", "intensity": f"{ANALYTIC}: FLOPs / bytes"}
     median = float(np.median(time)) if len(time) else math.nan
     kinds = {VS_RUN_CLOCK: "flop_efficiency", VS_ROOFLINE: "roofline_efficiency"}
-    for peaks in run_peaks(run):
-        if peaks.flops_for(dtype) and "peak_flop_rate" not in values:
-            values["peak_flop_rate"], origins["peak_flop_rate"] = peaks.flops_for(dtype), f"{peaks.origin}: {peaks.source}"
-        if peaks.bandwidth and "peak_bandwidth" not in values:
-            values["peak_bandwidth"], origins["peak_bandwidth"] = peaks.bandwidth, f"{peaks.origin}: {peaks.source}"
+    for peaks in run_peaks(run):  # the first ceiling of each kind, as the run's own report orders them
+        source = f"{peaks.origin}: {peaks.source}"
+        if peaks.flops_for(dtype):
+            values.setdefault("peak_flop_rate", peaks.flops_for(dtype))
+            origins.setdefault("peak_flop_rate", source)
+        if peaks.bandwidth:
+            values.setdefault("peak_bandwidth", peaks.bandwidth)
+            origins.setdefault("peak_bandwidth", source)
         for eff in efficiencies(flops / median, moved / median, dtype, peaks, run.device.get("clock_during_run_hz")):
             name = kinds.get(eff.kind) or ("bandwidth_efficiency" if eff.unit == BYTE_RATE else "datasheet_efficiency")
-            if name not in values and eff.kind in (VS_DATASHEET, *kinds):
-                rate = values["bandwidth"] if eff.unit == BYTE_RATE else values["flop_rate"]
-                values[name], origins[name] = 100.0 * rate / eff.ceiling, f"{DERIVED}: {eff.basis}"
+            if name not in values:  # an efficiency scales with the rate: one value per repeat
+                values[name] = 100.0 * (values["bandwidth" if eff.unit == BYTE_RATE else "flop_rate"]) / eff.ceiling
+                origins[name] = f"{DERIVED}: {eff.basis}"
     frame = pd.DataFrame({"kernel": f"{op} {shape} {dtype} {engine}", "grid": "", "block": "", "nvtx": "",
                           "device": str(run.device.get("name", "")), "weight": 1.0,
                           **{k: np.broadcast_to(v, time.shape) for k, v in values.items()}}, index=range(len(time)))
