@@ -191,13 +191,13 @@ class Change:
 
 def compare(a: np.ndarray, b: np.ndarray, seed: int = SEED) -> Change:
     """Medians of ``a`` and ``b`` (NaNs dropped, each side at least one value) and, with two or
-    more values a side that are not all equal, the rank test, the interval and the noise floor."""
+    more values a side that are not the same values, the rank test, the interval and the noise floor."""
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     change = Change(float(np.median(a)), float(np.median(b)), len(a), len(b))
-    if change.single or (np.ptp(a) == 0 and np.ptp(b) == 0 and a[0] == b[0]):
-        return change
+    if change.single or (len(a) == len(b) and np.array_equal(np.sort(a), np.sort(b))):
+        return change  # one value a side, or the very same values: nothing to test
     floor = np.nanmin([spread(a), spread(b)])
     return Change(change.a, change.b, len(a), len(b), mann_whitney(a, b), median_ratio_interval(a, b, seed),
                   float(floor) if math.isfinite(floor) else None)

@@ -214,9 +214,10 @@ def _totals(means: np.ndarray, counts: np.ndarray, names: list[str],
 
 
 def total_rows(pairs: list[Pair], kernel_rows: list[dict[str, Any]], minimum: dict[str, float]) -> list[dict[str, Any]]:
-    """The time-weighted totals over matched kernels that have time on both sides."""
+    """The time-weighted totals over matched kernels that have time on both sides; none for a
+    single kernel, whose own rows say it all."""
     timed = [p for p in pairs if len(_values(p.a, "time")) and len(_values(p.b, "time"))]
-    if not timed:
+    if len(timed) < 2:
         return []
     names = [s.name for s in m.DERIVED if s.total and all(s.name in p.a or s.name in p.b for p in timed)]
     names = [n for n in names if n == "time" or any(n in p.a and n in p.b for p in timed)]
