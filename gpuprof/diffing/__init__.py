@@ -28,6 +28,8 @@ SideSpec = str | Path | Run | Sequence[Run]
 # show. airspeed velocity's compare uses 10 % by default; gpuprof asks for 5 %, and a gate's limit
 # where it is smaller.
 MIN_CHANGE = 0.05
+FOLDED = ("measured by the profiler: ncu warp-state shares of the stall cycles summed into nvprof's stall "
+          "reasons (NVIDIA's nvprof-to-ncu mapping, gpuprof/data/stalls.toml)")
 
 
 @dataclass
@@ -125,6 +127,7 @@ def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str]
 
     from gpuprof.diffing import gates, rows
     from gpuprof.diffing.matching import MATCHES, group
+    from gpuprof.diffing.metrics import stall_names
     from gpuprof.errors import InputError
 
     if match not in MATCHES:
@@ -135,6 +138,9 @@ def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str]
     sides = (_side(a, store), _side(b, store))
     (frames_a, origins_a), (frames_b, origins_b) = (_frames(s, d) for s, d in zip(sides, devices))
     if len({f.attrs.get("stalls") for f in frames_a + frames_b} - {None}) > 1:  # nvprof against ncu
+        for frames, origins in ((frames_a, origins_a), (frames_b, origins_b)):
+            if any(f.attrs.get("stalls") == "ncu" for f in frames):
+                origins.update(dict.fromkeys(stall_names(), FOLDED))
         frames_a, frames_b = ([_folded(f) for f in frames] for frames in (frames_a, frames_b))
     frame_a, frame_b = (pd.concat(frames, ignore_index=True) for frames in (frames_a, frames_b))
     for side, frame in zip(sides, (frame_a, frame_b)):

@@ -107,7 +107,7 @@ def _configs(a: pd.DataFrame, b: pd.DataFrame, notes: list[str]) -> tuple[list[p
         return [], []
     three = all(t.count(",") == 2 for k in kernels for c in ("grid", "block") for t in _distinct(k[c]))
     if not three:
-        notes.append("grid and block compared as total blocks and threads (one side gives only totals)")
+        notes.append("grid and block compared as total blocks and threads (an input gives only totals)")
     a_side, b_side = ([f[c] if three else _totals(f[c]) for c in ("grid", "block")] for f in (a, b))
     return a_side, b_side
 

@@ -196,6 +196,8 @@ def _origins(run: Run, names: dict[str, np.ndarray]) -> dict[str, str]:
             out[name] = f"{DERIVED} from counters {tool} over {PEAK_TABLE} peaks (configs/devices.toml)"
         elif name == "time":
             out[name] = f"{tool}: kernel duration, or elapsed cycles / SM clock"
+        elif name.startswith("stall_"):
+            out[name] = f"{tool}: share of the launch's stalls"
         elif name in m.derived() and name not in ("sm_clock", "bytes", "achieved_occupancy"):
             out[name] = f"{DERIVED} from counters {tool}"
         else:
