@@ -62,12 +62,19 @@ def test_nvprof_against_ncu_of_the_same_program_matches_kernels_by_function_name
     assert flux["time"]["A"] == pytest.approx(float(nvprof[5]) * 1e-3)  # Avg column, in ms (-u ms)
     assert flux["time"]["B"] == pytest.approx(statistics.median(durations) * 1e-9)
     assert (flux["launches"]["A"], flux["launches"]["B"]) == (int(nvprof[4]), len(durations))
-    assert flux["time"]["verdict"] == f"single measurement (n=1/{len(durations)})"
+    low, high = float(nvprof[6]) * 1e-3, float(nvprof[7]) * 1e-3  # nvprof's Min and Max of the 6000 calls
+    assert low <= flux["time"]["B"] <= high
+    assert flux["time"]["verdict"] == f"single measurement (n=1/{len(durations)}; B's median within A's min..max of 6000 calls)"
     assert result.matched == 3 and result.only == (4, 0)
     only_a = set(result.frame.loc[result.frame["verdict"] == "only in A", "kernel"])
     assert only_a == {"[CUDA memcpy DtoD]", "[CUDA memcpy HtoD]", "[CUDA memset]",
                       "cuda_initialize_variables(int, float*)"}
     assert any("without parameter lists" in n for n in result.notes)
+    gated = diff(SUMMARY_MS, V100, fail_if=["time:+5%"])
+    decided = {r["kernel"].split("(")[0]: r["gate"] for r in gated.frame.to_dict("records") if r["metric"] == "time"}
+    assert decided["cuda_compute_flux"] == "time:+5% inconclusive"  # one aggregate whose range holds B
+    assert decided["cuda_time_step"] == "time:+5% REGRESSED"  # ncu's median above nvprof's Max
+    assert gated.exit_code == 1
 
 
 def test_config_matching_pairs_launches_by_grid_and_lists_the_renamed_kernel_on_each_side() -> None:

@@ -3,7 +3,8 @@
 A gate is decided per matched kernel and on the total, each from its row's verdict:
 
 * regressed: the change is significant (see :mod:`gpuprof.derive.significance`) in the gate's
-  direction and beyond its limit; on a single measurement a side, the point change beyond the limit;
+  direction and beyond its limit; on a single measurement a side, the point change beyond the limit
+  (inconclusive instead when that side is a tool's aggregate whose min..max holds the other median);
 * passed: the 95 % interval's bound on the gate's side is within the limit (or the values are equal);
 * inconclusive: neither (the interval reaches past the limit without a significant change), or a
   kernel has the metric on one side only.
@@ -56,6 +57,8 @@ def decide(gate: Gate, row: dict[str, Any]) -> tuple[str, str]:
     beyond = change * gate.direction > abs(gate.limit)
     moved = f"{100 * change:+.1f}%"
     if row["_single"]:
+        if row.get("_within"):
+            return INCONCLUSIVE, f"{moved}, but {row['_within']}: a single aggregate cannot tell"
         return (REGRESSED if beyond else PASSED), f"{moved} on a single measurement"
     if row["_significant"] and beyond:
         return REGRESSED, f"{moved}, significant"

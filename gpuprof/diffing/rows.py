@@ -159,9 +159,22 @@ def pair_rows(pair: Pair, origins: tuple[dict[str, str], dict[str, str]],
             continue
         change = sig.compare(a, b)
         out = row(pair.label, spec, change, verdict(spec, change, minimum.get(name, minimum[""])), basis)
+        if name == "time" and change.single and change.a != change.b:
+            out["_within"] = within = _within_range(pair, change)
+            out["verdict"] = out["verdict"][:-1] + f"; {within})" if within else out["verdict"]
         out["test"] = f"Mann–Whitney U ({change.test.method})" if change.test else ""
         rows.append(out)
     return rows
+
+
+def _within_range(pair: Pair, change: sig.Change) -> str:
+    """When one side is a single aggregate with the tool's min..max over its calls and the other
+    side's median lies inside that range, the words saying so; else ''."""
+    for side, frame, other in (("A", pair.a, change.b), ("B", pair.b, change.a)):
+        if len(frame) == 1 and "time_min" in frame and frame["time_min"].iat[0] <= other <= frame["time_max"].iat[0]:
+            calls = int(frame["weight"].iat[0])
+            return f"{'AB'.replace(side, '')}'s median within {side}'s min..max of {calls} calls"
+    return ""
 
 
 def impact(pair: Pair) -> float:

@@ -96,6 +96,18 @@ def _stalls(c: Counters, reasons: dict[str, str], vocabulary: str | None) -> dic
     return {prefix + reason: values[:, i] for i, reason in enumerate(reasons)}
 
 
+def _time_range(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """Per launch the shortest and longest duration where a tool aggregated several invocations
+    into one row (nvprof's Min and Max), NaN elsewhere."""
+    metrics = run.metric_table
+    rows = np.flatnonzero((metrics["canonical"] == "kernel_duration").to_numpy() & metrics["minimum"].notna().to_numpy())
+    low, high = np.full(len(run.launch_table), np.nan), np.full(len(run.launch_table), np.nan)
+    launches, first = np.unique(metrics["launch"].to_numpy()[rows], return_index=True)
+    low[launches] = metrics["minimum"].to_numpy()[rows[first]]
+    high[launches] = metrics["maximum"].to_numpy()[rows[first]]
+    return low, high
+
+
 def _datasheet(devices: np.ndarray) -> dict[str, np.ndarray]:
     """Per launch the device table's peaks (FLOP/s per dtype, bandwidth) for its device name, NaN
     where the name is empty or not in the table; looked up once per distinct name."""
@@ -181,6 +193,7 @@ def imported(run: Run, device: str = "") -> pd.DataFrame:
         "grid": _config(attributes, c, "grid"), "block": _config(attributes, c, "block"),
         "nvtx": _attribute(attributes, "nvtx"), "device": names,
         "weight": launches["invocations"].to_numpy(dtype=float), **values})
+    frame["time_min"], frame["time_max"] = _time_range(run)
     frame.attrs.update(origins=_origins(run, values), stalls=vocabulary)
     return frame
 
