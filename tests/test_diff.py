@@ -64,7 +64,8 @@ def test_nvprof_against_ncu_of_the_same_program_matches_kernels_by_function_name
     assert (flux["launches"]["A"], flux["launches"]["B"]) == (int(nvprof[4]), len(durations))
     low, high = float(nvprof[6]) * 1e-3, float(nvprof[7]) * 1e-3  # nvprof's Min and Max of the 6000 calls
     assert low <= flux["time"]["B"] <= high
-    assert flux["time"]["verdict"] == f"single measurement (n=1/{len(durations)}; B's median within A's min..max of 6000 calls)"
+    assert flux["time"]["verdict"] == (f"single measurement (n=1/{len(durations)}; "
+                                       "B's median within A's min..max of 6000 calls)")
     assert result.matched == 3 and result.only == (4, 0)
     only_a = set(result.frame.loc[result.frame["verdict"] == "only in A", "kernel"])
     assert only_a == {"[CUDA memcpy DtoD]", "[CUDA memcpy HtoD]", "[CUDA memset]",

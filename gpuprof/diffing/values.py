@@ -100,7 +100,8 @@ def _time_range(run: Run) -> tuple[np.ndarray, np.ndarray]:
     """Per launch the shortest and longest duration where a tool aggregated several invocations
     into one row (nvprof's Min and Max), NaN elsewhere."""
     metrics = run.metric_table
-    rows = np.flatnonzero((metrics["canonical"] == "kernel_duration").to_numpy() & metrics["minimum"].notna().to_numpy())
+    duration = (metrics["canonical"] == "kernel_duration").to_numpy()
+    rows = np.flatnonzero(duration & metrics["minimum"].notna().to_numpy())
     low, high = np.full(len(run.launch_table), np.nan), np.full(len(run.launch_table), np.nan)
     launches, first = np.unique(metrics["launch"].to_numpy()[rows], return_index=True)
     low[launches] = metrics["minimum"].to_numpy()[rows[first]]
