@@ -241,6 +241,9 @@ def test_runs_file_store_and_sweep_inputs(store: Path, tmp_path: Path) -> None:
     assert CliRunner().invoke(main, ["export", str(run_file), "--store", str(store)]).exit_code == 0
     whole = diff(run_file, store)
     assert whole.matched == 1 and whole.sides[0].kind == "run file" and whole.sides[1].kind == "store"
+    # three runs of one (op, shape, dtype, engine) a side: the newest is compared, the others named
+    assert sum("2 older run(s) of the same op, shape, dtype and engine left out" in n for n in whole.notes) == 2
+    assert rows(whole.frame, "add")["time"]["n A"] == 30  # one run's repeats, not three pooled
     config = tmp_path / "tiny.toml"
     config.write_text('name = "tiny"\nrepeat = 5\nwarmup = 1\ncounters = false\n'
                       '[[grid]]\nops = ["add"]\nsizes = ["1MB"]\n')

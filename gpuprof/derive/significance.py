@@ -196,7 +196,8 @@ def compare(a: np.ndarray, b: np.ndarray, seed: int = SEED) -> Change:
     b = np.asarray(b, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     change = Change(float(np.median(a)), float(np.median(b)), len(a), len(b))
-    if change.single or (len(a) == len(b) and np.array_equal(np.sort(a), np.sort(b))):
+    constant = np.ptp(a) == 0 and np.ptp(b) == 0 and a[0] == b[0]
+    if change.single or constant or (len(a) == len(b) and np.array_equal(np.sort(a), np.sort(b))):
         return change  # one value a side, or the very same values: nothing to test
     floor = np.nanmin([spread(a), spread(b)])
     return Change(change.a, change.b, len(a), len(b), mann_whitney(a, b), median_ratio_interval(a, b, seed),

@@ -69,7 +69,7 @@ def _frames(side: Side, device: str | None) -> tuple[list[pd.DataFrame], dict[st
     skipped = [r for r in side.runs if r.kind not in ("import", "run")]
     if skipped:
         side.notes.append(f"{side.label}: {len(skipped)} {skipped[0].kind} run(s) left out: they hold no kernels")
-    for run in side.runs:
+    for run in _newest(side):
         if run.kind not in ("import", "run"):
             continue
         frame = values.imported(run, device or "") if run.kind == "import" else values.measured(run)
@@ -81,6 +81,22 @@ def _frames(side: Side, device: str | None) -> tuple[list[pd.DataFrame], dict[st
         raise InputError(f"{side.label}: no imported kernels or measured runs to compare",
                          "give profiler output, a store or run file with runs, or a run id")
     return frames, origins
+
+
+def _newest(side: Side) -> list[Run]:
+    """The side's runs, with only the newest measured run of each (op, shape, dtype, engine): an
+    older one may have had other settings (cache, repeats), and its repeats are not the same sample.
+    The ones left out are named in a note."""
+    from gpuprof.diffing.values import workload_key
+
+    newest: dict[tuple[str, ...], Run] = {}
+    for run in sorted((r for r in side.runs if r.kind == "run"), key=lambda r: r.created):
+        newest[workload_key(run)] = run
+    older = [r for r in side.runs if r.kind == "run" and newest[workload_key(r)] is not r]
+    if older:
+        side.notes.append(f"{side.label}: {len(older)} older run(s) of the same op, shape, dtype and engine left "
+                          f"out, the newest kept: {', '.join(r.run_id[:8] for r in older)}")
+    return [r for r in side.runs if r.kind != "run" or newest[workload_key(r)] is r]
 
 
 def _folded(frame: pd.DataFrame) -> pd.DataFrame:

@@ -209,7 +209,7 @@ def _origins(run: Run, names: dict[str, np.ndarray]) -> dict[str, str]:
         elif name in ("datasheet_efficiency", "bandwidth_efficiency", "roofline_efficiency"):
             out[name] = f"{DERIVED} from counters {tool} over {PEAK_TABLE} peaks (configs/devices.toml)"
         elif name == "time":
-            out[name] = f"{tool}: kernel duration, or elapsed cycles / SM clock"
+            out[name] = f"{tool}: kernel duration (elapsed cycles / SM clock where the profile has none)"
         elif name.startswith("stall_"):
             out[name] = f"{tool}: share of the launch's stalls"
         elif name in m.derived() and name not in ("sm_clock", "bytes", "achieved_occupancy"):

@@ -119,8 +119,10 @@ def junit(result: DiffResult) -> str:
             ET.SubElement(case, "skipped", message=verdicts.iloc[0])
             counts["skipped"] += 1
         out = ET.SubElement(case, "system-out")
-        out.text = "\n".join(f"{r['metric']}: A {r['A']:.6g} B {r['B']:.6g} {r['unit']} {_percent(r['change %'])} "
-                             f"{r['verdict']}" for r in rows.to_dict("records"))
+        out.text = "\n".join(" ".join(filter(None, [f"{r['metric']}: A {r['A'] or '-'}, B {r['B'] or '-'}",
+                                                    r["change"], r["95% CI"] and f"(95% CI {r['95% CI']})",
+                                                    r["verdict"]]))
+                             for r in view(rows).to_dict("records"))
     suite.attrib.update({k: str(v) for k, v in counts.items()})
     root = ET.Element("testsuites", name="gpuprof diff", **{k: str(v) for k, v in counts.items()})
     root.append(suite)
