@@ -29,6 +29,7 @@ from fixture_paths import A100, A100_ERRORS, EVENTS_MAXDNN, FIXTURES, K40C, SUMM
 
 MONTECARLO = FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
 BERT = FIXTURES / "ncu_csv_a100_nersc_rule_columns_unnamed_ns_bert_EXCERPT.csv"
+NERSC_A100 = FIXTURES / "ncu_csv_a100_nersc_roofline_metrics_with_duration_sgemm.csv"
 TOTAL = "(matched kernels, time-weighted)"
 
 
@@ -132,8 +133,8 @@ def test_k40_against_gtx980_gates_on_a_metric_only_one_side_has_as_inconclusive(
 
 
 def test_v100_against_a100_with_the_devices_named_compares_peaks_and_occupancy() -> None:
-    """Neither file names its GPU; --device-a/--device-b give the device table's peaks."""
-    result = diff(V100, BERT, match="order", devices=("V100-SXM2-16GB", "A100-SXM4-40GB"))
+    """Neither file names its GPU; --gpu-a/--gpu-b give the device table's peaks."""
+    result = diff(V100, BERT, match="order", gpus=("V100-SXM2-16GB", "A100-SXM4-40GB"))
     pair = rows(result.frame, "cuda_compute_step_factor")
 
     def median(path: Path, metric: str, kernel: str) -> float:
@@ -145,7 +146,41 @@ def test_v100_against_a100_with_the_devices_named_compares_peaks_and_occupancy()
     cycles, clock = (ncu_values(BERT, m)[6][1] for m in ("sm__cycles_elapsed.avg", "sm__cycles_elapsed.avg.per_second"))
     assert pair["time"]["B"] == pytest.approx(cycles / clock)
     assert pair["peak_bandwidth"]["A"] == pytest.approx(900e9) and pair["peak_bandwidth"]["B"] == pytest.approx(1555e9)
-    assert "device: A100-SXM4-40GB (given with --device)" in header(result, ("V100-SXM2-16GB", "A100-SXM4-40GB"))[1]
+    assert "device: A100-SXM4-40GB (given with --gpu-a/--gpu-b)" in header(result, ("V100", "A100-SXM4-40GB"))[1]
+    wrong = cli(A100, BERT, "--gpu-a", "V100-SXM2-16GB")  # the file says compute capability 8.0
+    assert wrong.exit_code == 2 and "compute capability 8.0" in wrong.output
+
+
+def test_v100_nersc_join_against_a100_compares_tensor_flops_and_every_level(tmp_path: Path) -> None:
+    """NERSC's method on both GPUs: the V100's twelve one-metric files joined into one stored run
+    (import --join --gpu), against the A100 capture with the same metric list; FLOPs with tensor
+    work, DRAM/L2/L1 bytes and intensities under one vocabulary. SOURCES.md 6a and 6b give the
+    hand-computed truths these files are checked against."""
+    store = tmp_path / "v100.sqlite"
+    parts = sorted(FIXTURES.glob("ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.*.csv"))
+    imported = CliRunner().invoke(main, ["import", "--join", "--gpu", "V100-SXM2-16GB", "--store", str(store),
+                                         *map(str, parts)])
+    assert imported.exit_code == 0, imported.output
+    result = diff(store, NERSC_A100, match="order", gpus=(None, "A100-SXM4-40GB"))
+    gemm = rows(result.frame, "volta_fp16_s884gemm")
+
+    def value(metric: str, launch: int) -> float:
+        path = next(p for p in parts if p.name.endswith(f".{metric}.csv"))
+        return ncu_values(path, metric)[launch][1]
+
+    tensor = [512 * value("sm__inst_executed_pipe_tensor.sum", i) for i in (123, 124)]  # the Volta factor
+    total = [t + value("sm__sass_thread_inst_executed_op_fmul_pred_on.sum", i) for t, i in zip(tensor, (123, 124))]
+    assert gemm["flops_tensor"]["A"] == pytest.approx(statistics.median(tensor))
+    assert gemm["flops"]["A"] == pytest.approx(statistics.median(total))
+    assert gemm["intensity_l2"]["A"] == pytest.approx(statistics.median(
+        [f / value("lts__t_bytes.sum", i) for f, i in zip(total, (123, 124))]))
+    sgemm = rows(result.frame, "ampere_sgemm_32x32_sliced1x4_tn")
+    flops = sum(w * ncu_values(NERSC_A100, f"sm__sass_thread_inst_executed_op_f{op}_pred_on.sum")[0][1]
+                for op, w in (("add", 1), ("mul", 1), ("fma", 2)))
+    for metric, counter in (("intensity", "dram__bytes.sum"), ("intensity_l2", "lts__t_bytes.sum"),
+                            ("intensity_l1", "l1tex__t_bytes.sum")):
+        assert sgemm[metric]["B"] == pytest.approx(flops / ncu_values(NERSC_A100, counter)[0][1])
+    assert sgemm["peak_bandwidth"]["B"] == pytest.approx(1555e9)  # --gpu-b: the A100's own ceiling
 
 
 def test_totals_are_time_weighted_over_kernels_with_a_joint_bootstrap() -> None:

@@ -23,12 +23,13 @@ EXIT_HELP = "Exit status: 0 passed (or no gate), 1 a gate regressed, 2 inconclus
               help="How to print (markdown: a pull-request comment; junit: one test case per kernel).")
 @click.option("--min-change", type=click.FloatRange(0, 1000), default=5.0, show_default=True, metavar="PCT",
               help="Smallest change (%) a verdict calls a change; a gate's limit where smaller.")
-@click.option("--device-a", default=None, help="GPU of A (device table name) where the input names none, for peaks.")
-@click.option("--device-b", default=None, help="GPU of B where the input names none.")
+@click.option("--gpu-a", default=None, metavar="NAME",
+              help="A's GPU (a device-table name or key) where its files name none, as 'import --gpu'.")
+@click.option("--gpu-b", default=None, metavar="NAME", help="B's GPU where its files name none.")
 @store_option
 @handle_errors
-def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_change: float, device_a: str | None,
-         device_b: str | None, store_path: str | None) -> None:
+def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_change: float, gpu_a: str | None,
+         gpu_b: str | None, store_path: str | None) -> None:
     """Compare A with B: each a profiler file, a results store, a .jsonl run file, a stored run id
     (or prefix) or sweep:NAME. Per kernel and in total: time, FLOPs, FLOP/s, bytes, intensity,
     efficiencies, occupancy and stall reasons, with verdicts that tell a change from noise."""
@@ -36,18 +37,18 @@ def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_chang
     from gpuprof.errors import GpuprofError
     from gpuprof.render.diff_report import header, render
 
-    devices = (device_a, device_b)
+    gpus = (gpu_a, gpu_b)
     try:
-        result = compare(a, b, how, fail_if, store_path, devices, min_change / 100)
+        result = compare(a, b, how, fail_if, store_path, gpus, min_change / 100)
     except GpuprofError as error:
         error.exit_code = 2  # diff's contract: any unusable input exits 2
         raise
     if fmt in ("table", "markdown"):
-        echo(render(result, fmt, devices))
+        echo(render(result, fmt, gpus))
     else:
-        for line in header(result, devices):
+        for line in header(result, gpus):
             note(line)
-        echo(render(result, fmt, devices))
+        echo(render(result, fmt, gpus))
     for outcome in result.gates:
         note(outcome.line)
     if not result.matched:

@@ -72,7 +72,7 @@ def _frames(side: Side, device: str | None) -> tuple[list[pd.DataFrame], dict[st
     for run in _newest(side):
         if run.kind not in ("import", "run"):
             continue
-        frame = values.imported(run, device or "") if run.kind == "import" else values.measured(run)
+        frame = values.imported(_named(run, device)) if run.kind == "import" else values.measured(run)
         frame.insert(0, "family", KERNEL if run.kind == "import" else RUN)
         for name, origin in frame.attrs.pop("origins").items():
             origins[name] = origin if origins.get(name, origin) == origin else f"{origins[name]}; {origin}"
@@ -97,6 +97,21 @@ def _newest(side: Side) -> list[Run]:
         side.notes.append(f"{side.label}: {len(older)} older run(s) of the same op, shape, dtype and engine left "
                           f"out, the newest kept: {', '.join(r.run_id[:8] for r in older)}")
     return [r for r in side.runs if r.kind != "run" or newest[workload_key(r)] is r]
+
+
+def _named(run: Run, gpu: str | None) -> Run:
+    """``run`` with the GPU ``gpu`` names where the file names none, as ``gpuprof import --gpu`` does
+    (a copy: the caller's run stays as it was)."""
+    from gpuprof.devices import gpu_table
+    from gpuprof.importing import name_device
+
+    if not gpu:
+        return run
+    named = Run(run.kind, run.format, run.source, dict(run.device), run.workload, run.environment,
+                notes=list(run.notes), created=run.created, run_id=run.run_id,
+                tables=(run.launch_table, run.metric_table))
+    name_device(named, gpu_table.match(gpu))
+    return named
 
 
 def _folded(frame: pd.DataFrame) -> pd.DataFrame:
@@ -135,9 +150,10 @@ def _by_impact(pair: Any) -> tuple[float, str]:
 
 
 def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str] = (),
-         store: str | Path | None = None, devices: tuple[str | None, str | None] = (None, None),
+         store: str | Path | None = None, gpus: tuple[str | None, str | None] = (None, None),
          min_change: float = MIN_CHANGE) -> DiffResult:
     """Compare ``a`` with ``b`` (paths, run ids, ``sweep:NAME``, Runs); see the module docstring.
+    ``gpus`` names each side's GPU where its files name none (as ``gpuprof import --gpu``).
     ``min_change``: the smallest relative change a verdict calls a change (0.05 = 5 %)."""
     import pandas as pd
 
@@ -152,7 +168,7 @@ def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str]
         raise InputError(f"--min-change {100 * min_change:g}% is out of range", "give a percentage from 0 to 1000")
     parsed = [gates.parse(text) for text in fail_if]
     sides = (_side(a, store), _side(b, store))
-    (frames_a, origins_a), (frames_b, origins_b) = (_frames(s, d) for s, d in zip(sides, devices))
+    (frames_a, origins_a), (frames_b, origins_b) = (_frames(s, g) for s, g in zip(sides, gpus))
     if len({f.attrs.get("stalls") for f in frames_a + frames_b} - {None}) > 1:  # nvprof against ncu
         for frames, origins in ((frames_a, origins_a), (frames_b, origins_b)):
             if any(f.attrs.get("stalls") == "ncu" for f in frames):

@@ -33,25 +33,32 @@ DERIVED = (
     Spec("time", "second", -1, SUM, meaning="kernel time per launch (per repeat for a measured run)"),
     Spec("launches", "", 0, meaning="launches (invocations) counted by the tool"),
     Spec("flops", "FLOP", 0, SUM, meaning="floating-point operations per launch, every precision"),
+    Spec("flops_tensor", "FLOP", 0, SUM, meaning="tensor-core FLOPs per launch, where counted (part of flops)"),
     Spec("flop_rate", "FLOP/second", +1, RATE, ("flops", "time"), "FLOPs / time"),
     Spec("bytes", "byte", 0, SUM,
          meaning="DRAM bytes per launch (measured); bytes moved (analytic) for a measured run"),
     Spec("bandwidth", "byte/second", +1, RATE, ("bytes", "time"), "bytes / time"),
-    Spec("intensity", "FLOP/byte", 0, RATE, ("flops", "bytes"), "arithmetic intensity: FLOPs / bytes"),
+    Spec("intensity", "FLOP/byte", 0, RATE, ("flops", "bytes"), "arithmetic intensity: FLOPs / DRAM bytes"),
+    Spec("l2_bytes", "byte", 0, SUM, meaning="L2 bytes per launch (lts__t_bytes)"),
+    Spec("intensity_l2", "FLOP/byte", 0, RATE, ("flops", "l2_bytes"), "FLOPs / L2 bytes"),
+    Spec("l1_bytes", "byte", 0, SUM, meaning="L1 bytes per launch (l1tex__t_bytes)"),
+    Spec("intensity_l1", "FLOP/byte", 0, RATE, ("flops", "l1_bytes"), "FLOPs / L1 bytes"),
     Spec("flop_efficiency", "%", +1, WEIGHTED,
          meaning="FLOP/s of the main precision over its peak at the clock the kernel ran at"),
     Spec("datasheet_efficiency", "%", +1, WEIGHTED,
          meaning="FLOP/s of the main precision over the device table's (or a CPU's theoretical) peak"),
     Spec("bandwidth_efficiency", "%", +1, WEIGHTED, meaning="bandwidth over the device's peak bandwidth"),
     Spec("roofline_efficiency", "%", +1, WEIGHTED,
-         meaning="FLOP/s over min(peak FLOP/s, intensity × peak bandwidth)"),
+         meaning="FLOP/s over the binding ceiling of the hierarchical roofline (gpuprof.derive.levels), "
+                 "else min(peak FLOP/s, intensity × peak bandwidth)"),
     Spec("peak_flop_rate", "FLOP/second", 0, WEIGHTED, meaning="the peak datasheet_efficiency divides by"),
     Spec("peak_bandwidth", "byte/second", 0, WEIGHTED, meaning="the peak bandwidth_efficiency divides by"),
     Spec("sm_clock", "hertz", 0, WEIGHTED, meaning="SM clock during the kernel, as the profiler measured it"),
     Spec("achieved_occupancy", "%", +1, WEIGHTED, meaning="achieved occupancy (catalog: nvprof and ncu names)"),
 )
 # Catalog names a derived row above already shows (a gate on either name means the same row).
-ALIASES = {"kernel_duration": "time", "dram_bytes": "bytes", "dram_throughput": "bandwidth"}
+ALIASES = {"kernel_duration": "time", "dram_bytes": "bytes", "dram_throughput": "bandwidth",
+           "ai_dram": "intensity", "ai_l2": "intensity_l2", "ai_l1": "intensity_l1"}
 # Catalog entries that are inputs of derived rows, not rows of their own unless gated.
 INPUTS = ("flop_count_sp_", "flop_count_dp_", "flop_count_hp_", "fma_peak_")
 STALL_UNIT = "% of stalls"

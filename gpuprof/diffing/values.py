@@ -1,8 +1,9 @@
 """Per-launch values of every quantity a diff compares, column-wise, with each launch's identity.
 
 An imported run gives one row per launch (or per tool aggregate, weighted by its invocations): the
-derived counters of :func:`gpuprof.derive.counters.frame`'s functions, the catalog metrics it holds,
-stall shares and datasheet efficiencies, each an expression over whole columns. A measured run
+derived counters of :func:`gpuprof.derive.counters.frame` (time, FLOPs with tensor work, the
+hierarchical roofline), the catalog metrics it holds, stall shares and efficiencies against the
+device table's peaks, each an expression over whole columns. A measured run
 gives one row per timed repeat. The identity columns (kernel name, grid, block, NVTX range) are
 parsed once per distinct value, so a million launches cost a few column operations.
 """
@@ -21,17 +22,10 @@ from gpuprof.model import ANALYTIC, DERIVED, MEASURED, PEAK_TABLE, TIMED, Run
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gpuprof.derive.counters import Counters
 
 DTYPES = {"sp": "float32", "dp": "float64", "hp": "float16"}
 # The metrics that give a launch's grid and block as totals where its attributes do not.
 CONFIG_METRICS = {"grid": ("Grid Size", "launch__grid_size"), "block": ("Block Size", "launch__block_size")}
-
-
-def _nansum(columns: list[np.ndarray]) -> np.ndarray:
-    """Sum per launch of the columns that have a value; NaN where none has."""
-    stacked = np.vstack(columns)
-    return np.where(np.isnan(stacked).all(axis=0), np.nan, np.nansum(stacked, axis=0))
 
 
 def _positive(values: np.ndarray) -> np.ndarray:
@@ -50,7 +44,7 @@ def _attribute(attributes: list[dict[str, str]], key: str) -> np.ndarray:
     return np.array([a.get(key, "") for a in attributes], dtype=object)
 
 
-def _config(attributes: list[dict[str, str]], c: Counters, key: str) -> np.ndarray:
+def _config(attributes: list[dict[str, str]], raw: pd.DataFrame, key: str) -> np.ndarray:
     """Per launch 'x,y,z' from the launch attributes, else the total from a metric ('Grid Size'),
     each distinct value parsed once."""
     import pandas as pd
@@ -59,9 +53,8 @@ def _config(attributes: list[dict[str, str]], c: Counters, key: str) -> np.ndarr
     dims = np.array([_dims(str(t)) for t in texts] + [""], dtype=object)[codes]
     if (dims != "").all():
         return dims
-    names = CONFIG_METRICS[key]
-    total = np.where(np.isnan(c.raw(names[0])), c.raw(names[1]), c.raw(names[0]))
-    codes, values = pd.factorize(total)  # NaN gets code -1, the trailing ""
+    first, second = (raw[name].to_numpy(dtype=float) for name in CONFIG_METRICS[key])
+    codes, values = pd.factorize(np.where(np.isnan(first), second, first))  # NaN: code -1, the trailing ""
     from_metric = np.array([str(int(v)) for v in values] + [""], dtype=object)[codes]
     return np.where(dims != "", dims, from_metric)
 
@@ -84,10 +77,11 @@ def _stall_names(run: Run) -> tuple[dict[str, str], str | None]:
     return found[basis], "nvprof" if basis == NVPROF else "ncu"
 
 
-def _stalls(c: Counters, reasons: dict[str, str], vocabulary: str | None) -> dict[str, np.ndarray]:
+def _stalls(raw: pd.DataFrame, reasons: dict[str, str], vocabulary: str | None) -> dict[str, np.ndarray]:
     """Per launch, each reason's share (%) of the launch's stall cycles; nvprof's own percentages
     as they are."""
-    values = np.column_stack([c.raw(name) for name in reasons.values()]) if reasons else np.empty((c.launches, 0))
+    values = np.column_stack([raw[name].to_numpy(dtype=float) for name in reasons.values()]) if reasons \
+        else np.empty((len(raw), 0))
     if vocabulary == "ncu":
         totals = np.nansum(values, axis=1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -130,19 +124,10 @@ def _datasheet(devices: np.ndarray) -> dict[str, np.ndarray]:
     return {**{p: picked[:, i] for i, p in enumerate(DTYPES)}, "bandwidth": picked[:, 3]}
 
 
-def _aliases(names: tuple[str, ...]) -> list[str]:
-    """Every tool name of the catalog ``names``, so the counters fetch them in their one pass over
-    the metric table instead of one more pass per name."""
-    from gpuprof import catalog
-
-    entries = catalog.entries()
-    return [alias for name in names
-            for alias in (*entries[name].ncu, *entries[name].labels, *entries[name].nvprof, name)]
-
-
-def imported(run: Run, device: str = "") -> pd.DataFrame:
+def imported(run: Run) -> pd.DataFrame:
     """One row per launch of an imported run: identity columns, then every quantity it allows
-    (NaN where a launch lacks the inputs). ``device`` names the GPU where the file names none."""
+    (NaN where a launch lacks the inputs), from :func:`gpuprof.derive.counters.frame` (one pass over
+    the metric table for every name needed here too) and the device table's peaks."""
     import pandas as pd
 
     from gpuprof import catalog
@@ -153,45 +138,57 @@ def imported(run: Run, device: str = "") -> pd.DataFrame:
     extra = sorted(n for n in present if n not in m.derived() and n not in m.ALIASES
                    and not n.startswith(m.INPUTS))
     reasons, vocabulary = _stall_names(run)
-    c = k.Counters.of_run(run, [*_aliases((*extra, "achieved_occupancy")), *reasons.values(),
-                                *(name for names in CONFIG_METRICS.values() for name in names)])
-    flops = {p: k.flops(c, p) for p in k.PRECISIONS}
-    rates = {p: k.flop_rate(c, p) for p in k.PRECISIONS}
-    main = np.argmax(np.vstack([np.nan_to_num(flops[p], nan=-1.0) for p in k.PRECISIONS]), axis=0)
-    has_flops = ~np.isnan(np.vstack(list(flops.values()))).all(axis=0)
+    wanted = [alias for name in (*extra, "achieved_occupancy") for alias in k.aliases(name)]
+    config = [name for names in CONFIG_METRICS.values() for name in names]
+    raw = k.frame(run, list(dict.fromkeys([*wanted, *reasons.values(), *config])))
 
-    def of_main(values: dict[str, np.ndarray], counted: bool = True) -> np.ndarray:
-        """Per launch the value of its main precision (most FLOPs; single precision where none are
-        counted, for peaks); NaN where ``counted`` and the launch has no FLOP counts."""
-        picked = np.vstack([values[p] for p in k.PRECISIONS])[main, np.arange(len(main))]
-        return np.where(has_flops | (not counted), picked, np.nan)
+    def number(name: str) -> np.ndarray:
+        """A catalog metric under whichever of its names the file used, in the catalog's order."""
+        found = np.full(len(raw), np.nan)
+        for alias in k.aliases(name):
+            found = np.where(np.isnan(found), raw[alias].to_numpy(dtype=float), found)
+        return found
 
-    default = str(run.device.get("name", "") or device)
-    per_launch = launches["device"].to_numpy(dtype=object)
-    names = np.where(per_launch == "", default, per_launch)
+    flops = np.vstack([raw[f"flops_{p}"].to_numpy(dtype=float) for p in k.PRECISIONS])
+    main = np.argmax(np.nan_to_num(flops, nan=-1.0), axis=0)  # the main precision; single where none counted
+    counted = ~np.isnan(flops).all(axis=0)
+
+    def of_main(columns: list[np.ndarray], only_counted: bool = True) -> np.ndarray:
+        """Per launch the column of its main precision; NaN where ``only_counted`` and none is counted."""
+        picked = np.vstack(columns)[main, np.arange(len(main))]
+        return np.where(counted | (not only_counted), picked, np.nan)
+
+    def per_precision(template: str) -> list[np.ndarray]:
+        return [raw[template.format(p)].to_numpy(dtype=float) for p in k.PRECISIONS]
+
+    names = np.array(k.launch_device_names(run), dtype=object)
     sheet = _datasheet(names)
-    time, total_flops, dram = k.kernel_time(c), _nansum(list(flops.values())), k.dram_bytes(c)
-    rate = _nansum(list(rates.values()))
-    main_rate, peak = of_main(rates), _positive(of_main({p: sheet[p] for p in k.PRECISIONS}, counted=False))
-    intensity = total_flops / _positive(dram)
+    peak = _positive(of_main([sheet[p] for p in k.PRECISIONS], only_counted=False))  # datasheet, main precision
+    rate, dram_rate = raw["flop_rate_total"].to_numpy(dtype=float), raw["dram_bandwidth"].to_numpy(dtype=float)
+    intensity = raw["ai_dram"].to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):
-        roof = np.fmin(peak, intensity * sheet["bandwidth"])
+        dram_roof = 100.0 * rate / _positive(np.fmin(peak, intensity * sheet["bandwidth"]))
+    hierarchical = raw["binding_percent"].to_numpy(dtype=float)
     values = {
-        "time": time, "flops": total_flops, "flop_rate": rate, "bytes": dram,
-        "bandwidth": k.dram_bandwidth(c), "intensity": intensity,
-        "flop_efficiency": of_main({p: k.flop_efficiency(c, p) for p in k.PRECISIONS}),
-        "datasheet_efficiency": 100.0 * main_rate / peak,
-        "bandwidth_efficiency": 100.0 * k.dram_bandwidth(c) / _positive(sheet["bandwidth"]),
-        "roofline_efficiency": 100.0 * rate / _positive(roof),
+        "time": raw["time"].to_numpy(dtype=float), "flops": raw["flops_total"].to_numpy(dtype=float),
+        "flops_tensor": np.where(raw["flops_tensor"] > 0, raw["flops_tensor"], np.nan),
+        "flop_rate": rate, "bytes": raw["dram_bytes"].to_numpy(dtype=float), "bandwidth": dram_rate,
+        "intensity": intensity, "l2_bytes": raw["l2_bytes"].to_numpy(dtype=float),
+        "intensity_l2": raw["ai_l2"].to_numpy(dtype=float), "l1_bytes": raw["l1_bytes"].to_numpy(dtype=float),
+        "intensity_l1": raw["ai_l1"].to_numpy(dtype=float),
+        "flop_efficiency": of_main(per_precision("flop_efficiency_{}")),
+        "datasheet_efficiency": 100.0 * of_main(per_precision("flop_rate_{}")) / peak,
+        "bandwidth_efficiency": 100.0 * dram_rate / _positive(sheet["bandwidth"]),
+        "roofline_efficiency": np.where(np.isnan(hierarchical), dram_roof, hierarchical),
         "peak_flop_rate": peak, "peak_bandwidth": _positive(sheet["bandwidth"]),
-        "sm_clock": k.sm_clock(c), "achieved_occupancy": c.number("achieved_occupancy"),
-        **{name: c.number(name) for name in extra},
-        **_stalls(c, reasons, vocabulary),
+        "sm_clock": raw["sm_clock"].to_numpy(dtype=float), "achieved_occupancy": number("achieved_occupancy"),
+        **{name: number(name) for name in extra},
+        **_stalls(raw, reasons, vocabulary),
     }
     attributes = launches["attributes"].tolist()
     frame = pd.DataFrame({
         "kernel": launches["kernel"].to_numpy(dtype=object),
-        "grid": _config(attributes, c, "grid"), "block": _config(attributes, c, "block"),
+        "grid": _config(attributes, raw, "grid"), "block": _config(attributes, raw, "block"),
         "nvtx": _attribute(attributes, "nvtx"), "device": names,
         "weight": launches["invocations"].to_numpy(dtype=float), **values})
     frame["time_min"], frame["time_max"] = _time_range(run)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from gpuprof.diffing.inputs import Side
 
 FORMATS = ("table", "markdown", "csv", "json", "junit")
+NAME_WIDTH = 72
 
 
 def _number(value: Any) -> bool:
@@ -29,13 +30,13 @@ def _devices(side: Side, given: str | None) -> str:
     names = sorted({str(r.device.get("name", "")) for r in side.runs} - {""})
     if names:
         return ", ".join(names)
-    return f"{given} (given with --device)" if given else "not named in the input"
+    return f"{given} (given with --gpu-a/--gpu-b)" if given else "not named in the input"
 
 
-def header(result: DiffResult, devices: tuple[str | None, str | None] = (None, None)) -> list[str]:
+def header(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None)) -> list[str]:
     """What A and B are, how kernels were matched and what was left out."""
     lines = []
-    for name, side, given in zip("AB", result.sides, devices):
+    for name, side, given in zip("AB", result.sides, gpus):
         formats = ", ".join(sorted({r.format for r in side.runs}))
         lines.append(f"{name}: {side.label} ({formats}; {len(side.runs)} run(s); device: {_devices(side, given)}; "
                      f"clock: {side.clock or 'not recorded'})")
@@ -44,13 +45,23 @@ def header(result: DiffResult, devices: tuple[str | None, str | None] = (None, N
     return lines + [f"note: {n}" for n in result.notes]
 
 
+def _short(label: str) -> str:
+    """A kernel name cut in the middle to :data:`NAME_WIDTH` characters, for tables that fit a
+    terminal (C++ template names run to a thousand characters); CSV and JSON keep it whole."""
+    if len(label) <= NAME_WIDTH:
+        return label
+    keep = NAME_WIDTH - 1
+    return f"{label[:keep - keep // 3]}…{label[-(keep // 3):]}"
+
+
 def _percent(value: Any) -> str:
     return f"{value:+.1f}%" if _number(value) else ""
 
 
 def view(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame as people read it: values with their units, changes in percent, the kernel name
-    once per kernel; the full numbers stay in CSV and JSON."""
+    once per kernel and at most :data:`NAME_WIDTH` long; the full names and numbers stay in CSV,
+    JSON and JUnit."""
     import pandas as pd
 
     from gpuprof.units import human
@@ -58,7 +69,7 @@ def view(frame: pd.DataFrame) -> pd.DataFrame:
     def shown(value: Any, unit: str) -> str:
         return human(float(value), unit) if _number(value) else ""
 
-    kernel = frame["kernel"].where(frame["kernel"] != frame["kernel"].shift(), "")
+    kernel = frame["kernel"].map(_short).where(frame["kernel"] != frame["kernel"].shift(), "")
     out = pd.DataFrame({
         "kernel": kernel, "metric": frame["metric"],
         "A": [shown(v, u) for v, u in zip(frame["A"], frame["unit"])],
@@ -70,14 +81,14 @@ def view(frame: pd.DataFrame) -> pd.DataFrame:
     return out if (frame["gate"] != "").any() else out.drop(columns=["gate"])
 
 
-def table(result: DiffResult, devices: tuple[str | None, str | None] = (None, None)) -> str:
+def table(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None)) -> str:
     from gpuprof.diffing.rows import STATISTICS
 
     body = emit_noted(view(result.frame), "table", column="basis")
-    return "\n".join([*header(result, devices), "", body, "", textwrap.fill(STATISTICS, 100)])
+    return "\n".join([*header(result, gpus), "", body, "", textwrap.fill(STATISTICS, 100)])
 
 
-def markdown(result: DiffResult, devices: tuple[str | None, str | None] = (None, None)) -> str:
+def markdown(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None)) -> str:
     """A pull-request comment: heading, gate results, the table, and the sources folded away."""
     from gpuprof.diffing.rows import STATISTICS
 
@@ -88,7 +99,7 @@ def markdown(result: DiffResult, devices: tuple[str | None, str | None] = (None,
     lines = [f"### gpuprof diff: `{a}` → `{b}`", ""]
     lines += [f"- **gate {html.escape(o.gate.text)}: {o.status}**: {html.escape(o.detail, quote=False)}"
               for o in result.gates]
-    lines += [f"- {html.escape(line, quote=False)}" for line in header(result, devices)]
+    lines += [f"- {html.escape(line, quote=False)}" for line in header(result, gpus)]
     lines += ["", emit(numbered, "markdown"), "", "<details><summary>Where the numbers come from</summary>", ""]
     lines += [f"{i}. {html.escape(n, quote=False)}" for i, n in enumerate(notes, 1)]
     return "\n".join(lines + ["", html.escape(STATISTICS, quote=False), "", "</details>"])
@@ -130,12 +141,12 @@ def junit(result: DiffResult) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
-def render(result: DiffResult, fmt: str, devices: tuple[str | None, str | None] = (None, None)) -> str:
+def render(result: DiffResult, fmt: str, gpus: tuple[str | None, str | None] = (None, None)) -> str:
     """The result in ``fmt`` (one of :data:`FORMATS`)."""
     if fmt == "table":
-        return table(result, devices)
+        return table(result, gpus)
     if fmt == "markdown":
-        return markdown(result, devices)
+        return markdown(result, gpus)
     if fmt == "junit":
         return junit(result)
     return emit(result.frame, fmt)
