@@ -26,11 +26,11 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value))
 
 
-def _devices(side: Side, given: str | None) -> str:
+def _devices(side: Side, given: str | None, option: str) -> str:
     names = sorted({str(r.device.get("name", "")) for r in side.runs} - {""})
     if names:
         return ", ".join(names)
-    return f"{given} (given with --gpu-a/--gpu-b)" if given else "not named in the input"
+    return f"{given} (given with {option})" if given else "not named in the input"
 
 
 def header(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None)) -> list[str]:
@@ -38,7 +38,7 @@ def header(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None
     lines = []
     for name, side, given in zip("AB", result.sides, gpus):
         formats = ", ".join(sorted({r.format for r in side.runs}))
-        lines.append(f"{name}: {side.label} ({formats}; {len(side.runs)} run(s); device: {_devices(side, given)}; "
+        lines.append(f"{name}: {side.label} ({formats}; {len(side.runs)} run(s); device: {_devices(side, given, f'--gpu-{name.lower()}')}; "
                      f"clock: {side.clock or 'not recorded'})")
     lines.append(f"matched {result.matched} kernel(s) or run(s); only in A: {result.only[0]}, only in B: "
                  f"{result.only[1]} (listed at the end, never dropped)")
