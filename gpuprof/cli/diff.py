@@ -7,6 +7,7 @@ import sys
 import click
 
 from gpuprof.cli.common import echo, handle_errors, note, store_option
+from gpuprof.render.diff_report import FORMATS
 
 EXIT_HELP = "Exit status: 0 passed (or no gate), 1 a gate regressed, 2 inconclusive or unusable input."
 
@@ -18,7 +19,7 @@ EXIT_HELP = "Exit status: 0 passed (or no gate), 1 a gate regressed, 2 inconclus
               help="Pair kernels by name + grid + block + NVTX range, by name + NVTX range, or by order of appearance.")
 @click.option("--fail-if", "fail_if", multiple=True, metavar="METRIC:±N%",
               help="Gate, repeatable: 'time:+5%' fails on a rise above 5 %, 'flop_rate:-3%' on a fall below -3 %.")
-@click.option("--format", "fmt", type=click.Choice(("table", "markdown", "csv", "json", "junit")), default="table",
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True,
               help="How to print (markdown: a pull-request comment; junit: one test case per kernel).")
 @click.option("--min-change", type=click.FloatRange(0, 1000), default=5.0, show_default=True, metavar="PCT",
@@ -43,12 +44,10 @@ def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_chang
     except GpuprofError as error:
         error.exit_code = 2  # diff's contract: any unusable input exits 2
         raise
-    if fmt in ("table", "markdown"):
-        echo(render(result, fmt, gpus))
-    else:
+    if fmt not in ("table", "markdown"):  # what was compared goes to stderr: CSV, JSON and XML stay whole
         for line in header(result, gpus):
             note(line)
-        echo(render(result, fmt, gpus))
+    echo(render(result, fmt, gpus))
     for outcome in result.gates:
         note(outcome.line)
     if not result.matched:

@@ -38,7 +38,8 @@ def header(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None
     lines = []
     for name, side, given in zip("AB", result.sides, gpus):
         formats = ", ".join(sorted({r.format for r in side.runs}))
-        lines.append(f"{name}: {side.label} ({formats}; {len(side.runs)} run(s); device: {_devices(side, given, f'--gpu-{name.lower()}')}; "
+        device = _devices(side, given, f"--gpu-{name.lower()}")
+        lines.append(f"{name}: {side.label} ({formats}; {len(side.runs)} run(s); device: {device}; "
                      f"clock: {side.clock or 'not recorded'})")
     lines.append(f"matched {result.matched} kernel(s) or run(s); only in A: {result.only[0]}, only in B: "
                  f"{result.only[1]} (listed at the end, never dropped)")
