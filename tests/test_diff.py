@@ -316,6 +316,26 @@ def test_bad_input_is_one_line_and_exit_2(store: Path, args: list, message: str)
     assert len([line for line in outcome.output.splitlines() if line.startswith("error:")]) == 1
 
 
+def test_nothing_matched_lists_both_sides_renders_every_format_and_exits_2() -> None:
+    """No kernel of the K40 profile is in the V100 one: everything is listed as only on one side."""
+    result = diff(K40C, V100)
+    assert result.matched == 0 and result.exit_code == 2
+    assert set(result.frame["verdict"]) == {"only in A", "only in B"}
+    for fmt in ("table", "markdown", "csv", "json", "junit"):
+        outcome = cli(K40C, V100, "--format", fmt)
+        assert outcome.exit_code == 2 and "nothing to compare" in outcome.output
+    assert ET.fromstring(cli(K40C, V100, "--format", "junit").stdout).get("skipped") == "4"
+
+
+def test_runs_measured_with_other_settings_are_matched_and_said(measured: Run) -> None:
+    warm = part(measured, 0)
+    cold = Run(warm.kind, warm.format, warm.source, warm.device, {**warm.workload, "cache": "cold"},
+               warm.environment, warm.launches)
+    result = diff(warm, cold)
+    assert result.matched == 1
+    assert any("measured differently: A warm cache" in n and "B cold cache" in n for n in result.notes)
+
+
 # ---- output formats -------------------------------------------------------------------------------
 
 def test_formats_stay_whole_and_parse(store: Path) -> None:

@@ -183,6 +183,8 @@ def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str]
     pairs = [rows.Pair(grouping.labels[k], frame_a.iloc[index_a[k]], frame_b.iloc[index_b[k]],
                        frame_a["family"].iat[index_a[k][0]]) for k in matched]
     pairs.sort(key=_by_impact)
+    notes = [f"{p.label} was measured differently: A {p.a['settings'].iat[0]}; B {p.b['settings'].iat[0]}"
+             for p in pairs if p.family == "run" and p.a["settings"].iat[0] != p.b["settings"].iat[0]]
     minimum = {"": min_change}
     for g in parsed:
         minimum[g.metric] = min(minimum.get(g.metric, min_change), abs(g.limit))
@@ -199,6 +201,6 @@ def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str]
         for i, (status, why) in outcome.rows.items():
             found[i]["gate"] = "; ".join(filter(None, [found[i]["gate"], f"{outcome.gate.text} {status}"]))
     frame = pd.DataFrame([{c: r[c] for c in rows.COLUMNS} for r in found], columns=list(rows.COLUMNS))
-    notes = grouping.notes + [n for s in sides for n in s.notes]
+    notes = grouping.notes + notes + [n for s in sides for n in s.notes]
     only = (len([k for k in index_a if k not in index_b]), len([k for k in index_b if k not in index_a]))
     return DiffResult(frame, sides, len(matched), only, notes, outcomes)
