@@ -141,6 +141,26 @@ def _clock(side: Side, frame: pd.DataFrame) -> str:
     return "; ".join(dict.fromkeys(found))
 
 
+def _launches(sides: tuple[Side, Side], gpus: tuple[str | None, str | None]
+              ) -> tuple[tuple[pd.DataFrame, dict[str, str]], tuple[pd.DataFrame, dict[str, str]]]:
+    """Both sides' launches as one frame each, with where each quantity came from; ncu's stall
+    reasons folded into nvprof's when one side is nvprof and the other ncu."""
+    import pandas as pd
+
+    from gpuprof.diffing.metrics import stall_names
+
+    found = [_frames(side, gpu) for side, gpu in zip(sides, gpus)]
+    fold = len({f.attrs.get("stalls") for frames, _ in found for f in frames} - {None}) > 1
+    out = []
+    for side, (frames, origins) in zip(sides, found):
+        if fold and any(f.attrs.get("stalls") == "ncu" for f in frames):
+            origins.update(dict.fromkeys(stall_names(), FOLDED))
+        frame = pd.concat([_folded(f) if fold else f for f in frames], ignore_index=True)
+        side.clock = _clock(side, frame)
+        out.append((frame, origins))
+    return out[0], out[1]
+
+
 def _by_impact(pair: Any) -> tuple[float, str]:
     """Largest change in total time first; kernels without time last, by name."""
     from gpuprof.diffing.rows import impact
@@ -159,7 +179,6 @@ def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str]
 
     from gpuprof.diffing import gates, rows
     from gpuprof.diffing.matching import MATCHES, group
-    from gpuprof.diffing.metrics import stall_names
     from gpuprof.errors import InputError
 
     if match not in MATCHES:
@@ -168,15 +187,7 @@ def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str]
         raise InputError(f"--min-change {100 * min_change:g}% is out of range", "give a percentage from 0 to 1000")
     parsed = [gates.parse(text) for text in fail_if]
     sides = (_side(a, store), _side(b, store))
-    (frames_a, origins_a), (frames_b, origins_b) = (_frames(s, g) for s, g in zip(sides, gpus))
-    if len({f.attrs.get("stalls") for f in frames_a + frames_b} - {None}) > 1:  # nvprof against ncu
-        for frames, origins in ((frames_a, origins_a), (frames_b, origins_b)):
-            if any(f.attrs.get("stalls") == "ncu" for f in frames):
-                origins.update(dict.fromkeys(stall_names(), FOLDED))
-        frames_a, frames_b = ([_folded(f) for f in frames] for frames in (frames_a, frames_b))
-    frame_a, frame_b = (pd.concat(frames, ignore_index=True) for frames in (frames_a, frames_b))
-    for side, frame in zip(sides, (frame_a, frame_b)):
-        side.clock = _clock(side, frame)
+    (frame_a, origins_a), (frame_b, origins_b) = _launches(sides, gpus)
     grouping = group(frame_a, frame_b, match)
     index_a, index_b = (f.groupby(ids).indices for f, ids in ((frame_a, grouping.a), (frame_b, grouping.b)))
     matched = [k for k in index_a if k in index_b]
