@@ -226,7 +226,27 @@ def _totals(means: np.ndarray, counts: np.ndarray, names: list[str],
     return out
 
 
-def total_rows(pairs: list[Pair], kernel_rows: list[dict[str, Any]], minimum: dict[str, float]) -> list[dict[str, Any]]:
+def _side_means(pairs: list[Pair], side: str, names: list[str],
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel of one side, the mean per launch of each metric (a measured run's median repeat)
+    and those of every bootstrap resample of its launches, drawn together: (kernels × metrics × 1)
+    and (kernels × metrics × resamples)."""
+    point, resampled = [], []
+    for pair in pairs:
+        frame = getattr(pair, side)
+        rows = np.column_stack([frame[n].to_numpy(dtype=float) if n in frame else np.full(len(frame), np.nan)
+                                for n in names] + [frame["weight"].to_numpy(dtype=float)])
+        if pair.family == "run":
+            point.append(_medians(rows))
+            resampled.append(sig.resample(rows, _medians, rng).T)
+        else:
+            point.append(_means(rows))
+            resampled.append(sig.resample_means(rows[:, :-1], rows[:, -1], rng).T)
+    return np.array(point)[..., None], np.array(resampled)
+
+
+def total_rows(pairs: list[Pair], kernel_rows: list[dict[str, Any]],
+               minimum: dict[str, float]) -> list[dict[str, Any]]:
     """The time-weighted totals over matched kernels that have time on both sides; none for a
     single kernel, whose own rows say it all."""
     timed = [p for p in pairs if len(_values(p.a, "time")) and len(_values(p.b, "time"))]
@@ -235,21 +255,8 @@ def total_rows(pairs: list[Pair], kernel_rows: list[dict[str, Any]], minimum: di
     names = [s.name for s in m.DERIVED if s.total and all(s.name in p.a or s.name in p.b for p in timed)]
     names = [n for n in names if n == "time" or any(n in p.a and n in p.b for p in timed)]
     rng = np.random.default_rng(sig.SEED)
-    point, boot = [], []
-    for side in ("a", "b"):
-        per_kernel, resampled = [], []
-        for pair in timed:
-            frame = getattr(pair, side)
-            rows = np.column_stack([frame[n].to_numpy(dtype=float) if n in frame else np.full(len(frame), np.nan)
-                                    for n in names] + [frame["weight"].to_numpy(dtype=float)])
-            if pair.family == "run":
-                per_kernel.append(_medians(rows))
-                resampled.append(sig.resample(rows, _medians, rng).T)
-            else:
-                per_kernel.append(_means(rows))
-                resampled.append(sig.resample_means(rows[:, :-1], rows[:, -1], rng).T)
-        point.append(np.array(per_kernel)[..., None])
-        boot.append(np.array(resampled))
+    (point_a, boot_a), (point_b, boot_b) = (_side_means(timed, side, names, rng) for side in ("a", "b"))
+    point, boot = [point_a, point_b], [boot_a, boot_b]
     counts = np.array([p.count(p.a) for p in timed])
     known = ~np.isnan(point[0][..., 0]) & ~np.isnan(point[1][..., 0])
     use = {}
