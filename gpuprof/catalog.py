@@ -14,9 +14,13 @@ where a source gives one, the FLOP per counted instruction by compute capability
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+
+_NVPROF_METRIC = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -80,3 +84,43 @@ def ncu_metrics() -> list[str]:
             if name not in names:
                 names.append(name)
     return names
+
+
+def ncu_metrics_of(keys: Sequence[str]) -> list[str]:
+    """The part of :func:`ncu_metrics` that the entries ``keys`` name, in its order (KeyError for an
+    unknown key)."""
+    wanted = {name for key in keys for name in (*entries()[key].ncu, *entries()[key].ncu_sum)}
+    return [name for name in ncu_metrics() if name in wanted]
+
+
+def nvprof_metrics(keys: Sequence[str] | None = None) -> list[str]:
+    """The nvprof metric names of the entries ``keys`` names (all by default); trace column names
+    such as Duration are left out (they are not metrics ``--metrics`` accepts)."""
+    chosen = entries().values() if keys is None else [entries()[key] for key in keys]
+    names: list[str] = []
+    for entry in chosen:
+        names += [n for n in entry.nvprof if _NVPROF_METRIC.match(n) and n not in names]
+    return names
+
+
+@dataclass(frozen=True)
+class MetricSet:
+    """A ``gpuprof profile --set``: the catalog entries each profiler collects to answer one question
+    (None: every entry), and whether the answer needs kernel durations."""
+
+    name: str
+    question: str
+    ncu: tuple[str, ...] | None
+    nvprof: tuple[str, ...] | None
+    durations: bool
+
+
+@functools.cache
+def metric_sets() -> dict[str, MetricSet]:
+    """The sets in ``gpuprof/data/metric_sets.toml``, by name."""
+    data = tomllib.loads(resources.files("gpuprof.data").joinpath("metric_sets.toml").read_text())
+    return {name: MetricSet(name, spec["question"],
+                            tuple(spec["ncu"]) if "ncu" in spec else None,
+                            tuple(spec["nvprof"]) if "nvprof" in spec else None,
+                            bool(spec["durations"]))
+            for name, spec in data.items()}

@@ -34,4 +34,8 @@ def find_run(store: Store, prefix: str, fmt: str) -> str:
     run = store.get(matches[0])
     if run.kind == "run":
         return run_report(run, fmt)
+    if run.kind == "profile":
+        from gpuprof.render.profile_report import profile_report
+
+        return profile_report([run], fmt) or emit(run.metrics_frame(), fmt)
     return emit(run.metrics_frame(), fmt)
