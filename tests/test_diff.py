@@ -102,6 +102,12 @@ def test_order_matching_pairs_the_renamed_kernel() -> None:
                                                               "smsp__cycles_elapsed.avg.per_second"))
     assert gemm["time"]["B"] == pytest.approx(b_cycles[2][1] / b_clock[2][1])
     assert result.only == (0, 0)
+    # gemm_v1 ran the tensor pipe (smsp__inst_executed_pipe_tensor.sum > 0) and no metric counts its
+    # FLOPs on an A100: no FLOP/s on either side, so a FLOP/s gate cannot pass
+    assert ncu_values(A100, "smsp__inst_executed_pipe_tensor.sum")[2][1] > 0
+    gated = diff(A100, A100_ERRORS, match="order", fail_if=["flop_rate:-3%"])
+    assert rows(gated.frame, "gemm_v1")["flop_rate"]["verdict"] == "not in A or B"
+    assert gated.gates[0].status == "inconclusive" and gated.exit_code == 2
 
 
 def test_k40_nvprof_against_rtx3080_ncu_compares_renamed_metrics_and_folded_stalls() -> None:
@@ -267,7 +273,8 @@ def test_exit_codes_passed_regressed_inconclusive(store: Path) -> None:
     assert regressed.exit_code == 1 and "gate time:+5%: REGRESSED" in regressed.output
     inconclusive = cli("aaaa0001", "bbbb0003", "--store", store, "--fail-if", "achieved_occupancy:-5%")
     assert inconclusive.exit_code == 2
-    assert "no matched kernel has achieved_occupancy on both sides" in inconclusive.output
+    assert "gate achieved_occupancy:-5%: inconclusive: 1 of 1 row(s): add 288x288 float32 numpy: not in A or B" \
+        in inconclusive.output  # a CPU run has no occupancy: the gate cannot pass on it
 
 
 def test_runs_file_store_and_sweep_inputs(store: Path, tmp_path: Path) -> None:

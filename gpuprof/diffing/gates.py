@@ -7,7 +7,8 @@ A gate is decided per matched kernel and on the total, each from its row's verdi
   (inconclusive instead when that side is a tool's aggregate whose min..max holds the other median);
 * passed: the 95 % interval's bound on the gate's side is within the limit (or the values are equal);
 * inconclusive: neither (the interval reaches past the limit without a significant change), or a
-  kernel has the metric on one side only.
+  matched kernel has the metric on one side only, or on neither (FLOPs a tool could not count);
+  copies and memsets without the metric are left out.
 
 Exit status: 1 when any gate regressed, else 2 when any is inconclusive, else 0.
 """

@@ -124,7 +124,9 @@ def _names(pair: Pair, gated: Iterable[str]) -> list[str]:
     stalls = [c for c in either if c.startswith("stall_")]
     share = {c: max(np.median(v) if len(v := _values(f, c)) else 0.0 for f in (pair.a, pair.b)) for c in stalls}
     names += sorted(stalls, key=lambda c: -share[c])[:TOP_STALLS]
-    return names + sorted(g for g in gated if g in either and g not in names)
+    # a gated metric neither side has is a row too (the gate cannot pass on it), but not for copies
+    kernel = all(str(f["activity"].iat[0]) in ("", "kernel", "nan") for f in (pair.a, pair.b) if "activity" in f)
+    return names + sorted(g for g in gated if (g in either or kernel) and g not in names)
 
 
 def _basis(a: str, b: str) -> str:
@@ -151,6 +153,10 @@ def pair_rows(pair: Pair, origins: tuple[dict[str, str], dict[str, str]],
                             "counted by the tools (repeats for a measured run)", a, b))
             continue
         a, b = _values(pair.a, name), _values(pair.b, name)
+        if not len(a) and not len(b):
+            rows.append(row(pair.label, spec, None, "not in A or B", "neither side counted it (see the other rows' "
+                            "notes, e.g. tensor work without a FLOP count)"))
+            continue
         if not len(a) or not len(b):
             has, lacks = ("B", "A") if len(b) else ("A", "B")
             medians = [float(np.median(v)) if len(v) else math.nan for v in (a, b)]

@@ -189,7 +189,7 @@ def imported(run: Run) -> pd.DataFrame:
     frame = pd.DataFrame({
         "kernel": launches["kernel"].to_numpy(dtype=object),
         "grid": _config(attributes, raw, "grid"), "block": _config(attributes, raw, "block"),
-        "nvtx": _attribute(attributes, "nvtx"), "device": names,
+        "nvtx": _attribute(attributes, "nvtx"), "device": names, "activity": _attribute(attributes, "kind"),
         "weight": launches["invocations"].to_numpy(dtype=float), **values})
     frame["time_min"], frame["time_max"] = _time_range(run)
     frame.attrs.update(origins=_origins(run, values), stalls=vocabulary)
