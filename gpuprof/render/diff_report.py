@@ -10,7 +10,7 @@ import math
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.render import emit, emit_noted
+from gpuprof.render import emit
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,7 +85,7 @@ def view(frame: pd.DataFrame) -> pd.DataFrame:
 def table(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None)) -> str:
     from gpuprof.diffing.rows import STATISTICS
 
-    body = emit_noted(view(result.frame), "table", column="basis")
+    body = emit(view(result.frame), "table")  # the basis column moves under the table as numbered notes
     return "\n".join([*header(result, gpus), "", body, "", textwrap.fill(STATISTICS, 100)])
 
 
