@@ -96,9 +96,10 @@ def quantities(run: Run) -> list[Quantity]:
         Quantity("arithmetic intensity", flops / moved, "FLOP/byte", ANALYTIC, "FLOPs / bytes moved"),
     ]
     out += _efficiency_quantities(run, rate, byte_rate, dtype)
+    from gpuprof.derive import compile as compiled
     from gpuprof.derive.energy import energy_quantities
 
-    return out + energy_quantities(run)
+    return out + compiled.quantities(run) + energy_quantities(run)
 
 
 def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) -> list[Quantity]:

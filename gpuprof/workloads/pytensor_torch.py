@@ -1,0 +1,65 @@
+"""PyTensor's PyTorch backend: the op's PyTensor graph compiled with ``mode="PYTORCH"``, run by
+PyTorch on the CPU or an NVIDIA GPU (with a CUDA build of torch).
+
+PyTensor turns the graph into a Python function of ``torch`` calls and wraps it in
+``torch.compile`` (TorchInductor: C++/OpenMP on the CPU, Triton kernels on a GPU), compiled on the
+first call. PyTensor's own call wrapper copies every output to a NumPy array (``out.cpu().numpy()``,
+a device-to-host copy on a GPU), so the engine calls the compiled function inside it directly, on
+tensors already on the device, and the result stays there. That function looks up PyTensor's
+generated helpers as attributes of ``pytensor.link.utils``; the wrapper sets them around each call,
+the engine sets them once. CUDA launches are asynchronous: on a GPU every timed call waits for
+``torch.cuda.synchronize``; on the CPU PyTorch returns when the result is computed. The compiled
+function allocates its output on each call (PyTorch's allocator), where the NumPy engines write
+into a preallocated one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytensor
+import pytensor.link.utils
+import torch
+
+from gpuprof.errors import DeviceError
+from gpuprof.workloads import pytensor_engine
+
+NAME = "pytensor-torch"
+MODE = "PYTORCH"
+COMPILER = "PyTensor graph rewrite, then torch.compile: TorchInductor compiles on the first call"
+WAITS = {"cpu": "the result (PyTorch on the CPU computes before it returns)",
+         "cuda": "torch.cuda.synchronize (CUDA launches are asynchronous)"}
+
+
+def version() -> str:
+    return f"pytensor {pytensor.__version__} (mode {MODE}), torch {torch.__version__}"
+
+
+def place(arrays: list[np.ndarray], device: str) -> list[Any]:
+    if device == "cpu":
+        return [torch.from_numpy(x) for x in arrays]
+    if not torch.cuda.is_available():
+        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, no usable device"
+        raise DeviceError(f"PyTorch {torch.__version__} cannot use a GPU here ({build})",
+                          "install a CUDA build of torch (README: Theano-family engines), or use --device cpu")
+    return [torch.as_tensor(x, device="cuda") for x in arrays]
+
+
+def block(result: Any) -> Any:
+    if result.is_cuda:
+        torch.cuda.synchronize(result.device)
+    return result
+
+
+def to_host(result: Any) -> np.ndarray:
+    return result.detach().cpu().numpy()
+
+
+def prepare(op: str, inputs: list[Any], scalar: float, out: np.ndarray) -> Callable[[], Any]:
+    wrapper = pytensor_engine.compiled(op, inputs, scalar, str(out.dtype), MODE).vm.jit_fn
+    for name, functor in wrapper.gen_functors:
+        setattr(pytensor.link.utils, name[1:], functor)
+    inner = wrapper.fn  # torch.compile of PyTensor's generated function
+    return lambda: inner(*inputs)[0]
