@@ -26,7 +26,7 @@ from gpuprof.derive.efficiency import (
 )
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
-from gpuprof.model import DERIVED, MEASURED, Launch, Run
+from gpuprof.model import DERIVED, MEASURED, Run
 from gpuprof.sizes import parse_size
 
 if TYPE_CHECKING:

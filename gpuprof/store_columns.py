@@ -8,7 +8,12 @@ so a foreign or damaged store can at worst fail to decode:
 - ``category``: repeated strings as a JSON list of the distinct values, a newline, then the
   ``.npy`` codes (-1 for a missing value);
 - ``sparse``: an object column that is mostly None as a JSON list of ``[row, string]`` pairs;
-- ``json``: a JSON list of one value per row (the launch attributes).
+- ``nan``: a float column with no value at all (most runs' ``minimum``/``maximum``), stored empty;
+- ``counts``: the metric table's launch column (sorted) as ``.npy`` rows per launch;
+- ``keyed``: the launch attributes (dicts of strings) as a JSON header of the keys and each key's
+  distinct values, a newline, then ``.npy`` codes (launches × keys, -1 where a launch lacks the
+  key): a profile repeats the same host, process and device on every launch;
+- ``json``: a JSON list of one value per row, for attributes the keyed form cannot hold.
 """
 
 from __future__ import annotations
@@ -22,11 +27,14 @@ from gpuprof.errors import StoreError
 # (table, column, encoding) in the order they are written; the tables' layout is gpuprof.tables'.
 LAYOUT = (
     ("launches", "kernel", "category"), ("launches", "index", "npy"), ("launches", "device", "category"),
-    ("launches", "invocations", "npy"), ("launches", "attributes", "json"),
-    ("metrics", "launch", "npy"), ("metrics", "metric", "category"), ("metrics", "canonical", "category"),
+    ("launches", "invocations", "npy"), ("launches", "attributes", "keyed"),
+    ("metrics", "launch", "counts"), ("metrics", "metric", "category"), ("metrics", "canonical", "category"),
     ("metrics", "value", "npy"), ("metrics", "text", "sparse"), ("metrics", "unit", "category"),
     ("metrics", "origin", "category"), ("metrics", "minimum", "npy"), ("metrics", "maximum", "npy"),
 )
+
+
+_ALTERNATIVES = {"npy": ("nan",), "keyed": ("json",)}  # what encode() falls back to
 
 
 def _npy(array: object) -> bytes:
@@ -45,13 +53,20 @@ def _from_npy(data: bytes) -> object:
 
 def encode(launch_table: object, metric_table: object) -> Iterator[tuple[str, str, str, bytes]]:
     """(table, column, encoding, data) for every column of a run's tables."""
+    import numpy as np
     import pandas as pd
 
     frames = {"launches": launch_table, "metrics": metric_table}
     for table, column, encoding in LAYOUT:
         series = frames[table][column]
-        if encoding == "npy":
+        if encoding == "npy" and series.isna().all() and len(series) and series.dtype.kind == "f":
+            encoding, data = "nan", b""
+        elif encoding == "npy":
             data = _npy(series.to_numpy())
+        elif encoding == "counts":
+            data = _npy(np.bincount(series.to_numpy(), minlength=len(launch_table)))
+        elif encoding == "keyed":
+            encoding, data = _keyed(series.tolist())
         elif encoding == "category":
             values = series.array if isinstance(series.dtype, pd.CategoricalDtype) else pd.Categorical(series)
             categories = json.dumps([str(c) for c in values.categories]).encode()
@@ -63,6 +78,35 @@ def encode(launch_table: object, metric_table: object) -> Iterator[tuple[str, st
         else:
             data = json.dumps(series.tolist()).encode()
         yield table, column, encoding, data
+
+
+def _keyed(attributes: list[dict[str, str]]) -> tuple[str, bytes]:
+    """("keyed", data) for the attribute dicts; ("json", data) when a value is not a string."""
+    import numpy as np
+    import pandas as pd
+
+    keys = list(dict.fromkeys(key for attrs in attributes for key in attrs))
+    if not all(isinstance(value, str) for attrs in attributes for value in attrs.values()):
+        return "json", json.dumps(attributes).encode()
+    codes = np.full((len(attributes), len(keys)), -1, dtype=np.int32)
+    values = []
+    for column, key in enumerate(keys):
+        found, distinct = pd.factorize(np.array([attrs.get(key) for attrs in attributes], dtype=object))
+        codes[:, column] = found
+        values.append(list(distinct))
+    return "keyed", json.dumps({"keys": keys, "values": values}).encode() + b"\n" + _npy(codes)
+
+
+def _from_keyed(data: bytes) -> list[dict[str, str]]:
+    import numpy as np
+
+    head, _, body = data.partition(b"\n")
+    header, codes = json.loads(head), _from_npy(body)
+    columns = [np.array([*values, None], dtype=object)[codes[:, column]]
+               for column, values in enumerate(header["values"])]  # code -1 takes the trailing None
+    keys = header["keys"]
+    return [{key: value for key, value in zip(keys, row) if value is not None}
+            for row in zip(*columns)] if keys else [{} for _ in range(len(codes))]
 
 
 def decode(parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metrics: int,
@@ -79,10 +123,17 @@ def decode(parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metri
     for table, column, expected in LAYOUT:
         encoding, data = parts.get((table, column), ("", b""))
         try:
-            if encoding != expected:
+            if encoding not in (expected, *_ALTERNATIVES.get(expected, ())):
                 raise ValueError(f"column {table}.{column} is {'missing' if not encoding else encoding}")
             if encoding == "npy":
                 values = _from_npy(data)
+            elif encoding == "nan":
+                values = np.full(sizes[table], np.nan)
+            elif encoding == "counts":
+                counts = _from_npy(data)
+                values = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+            elif encoding == "keyed":
+                values = tables.objects(_from_keyed(data))
             elif encoding == "category":
                 head, _, codes = data.partition(b"\n")
                 values = pd.Categorical.from_codes(_from_npy(codes), json.loads(head))

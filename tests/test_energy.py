@@ -137,6 +137,9 @@ def test_impossible_readings_are_notes_not_numbers() -> None:
     below = Reading("test", 0.1, duration_s=1.0, energy_j=1.0, powers_w=[2.0, 3.0])
     assert checked_metrics(below) == ([], ["energy (test) not reported: impossible reading: "
                                            "average power 1 W is below the lowest sample 2 W"])
+    above = Reading("test", 0.1, duration_s=1.0, energy_j=9.0, powers_w=[2.0, 3.0])
+    assert checked_metrics(above) == ([], ["energy (test) not reported: impossible reading: "
+                                           "average power 9 W is above the highest sample 3 W"])
     metrics, notes = checked_metrics(Reading("test", 0.1, duration_s=1.0, energy_j=1.0, powers_w=[]))
     assert metrics == [] and "energy 1 J with no power samples" in notes[0]
     metrics, notes = checked_metrics(Reading("test", 0.1, duration_s=1.0, energy_j=-0.5, powers_w=[1.0]))

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from fakes.environment import FAKES, FIXTURES, calls, search_path, use_stand_ins
+from fakes.environment import FAKES, FIXTURES, calls, isolate_discovery, search_path, use_stand_ins
 
 from gpuprof import catalog
 from gpuprof.errors import InputError, ProfilerError
-from gpuprof.launch import ncu, nvprof, profilers
+from gpuprof.launch import discovery, ncu, nvprof, profilers
 from gpuprof.launch.profilers import ProfileOptions
 
 CHILD = ["/usr/bin/python3", "-m", "gpuprof.launch.child", "--op", "dot"]
@@ -59,6 +59,9 @@ def test_ncu_metrics_come_from_the_catalog_and_are_metric_names():
                  "smsp__cycles_elapsed.avg.per_second"):
         assert name in names
     assert any(n.startswith("smsp__warp_issue_stalled_") for n in names)
+    # the FMA-pipe ceilings that make efficiency at the measured clock possible (derive.counters.peak_flop_rate)
+    for op in ("ffma", "dfma", "hfma"):
+        assert f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained" in names
     assert "Duration" not in names  # a details-page title, not a collectable metric
 
 
@@ -101,6 +104,7 @@ def test_auto_picks_by_compute_capability(profiler_calls, cc, expected):
 
 
 def test_auto_uses_nvprof_on_volta_when_ncu_is_missing(tmp_path, monkeypatch):
+    isolate_discovery(tmp_path, monkeypatch)
     only_nvprof = tmp_path / "bin"
     only_nvprof.mkdir()
     (only_nvprof / "nvprof").symlink_to(FAKES / "nvprof")
@@ -108,7 +112,7 @@ def test_auto_uses_nvprof_on_volta_when_ncu_is_missing(tmp_path, monkeypatch):
     assert profilers.choose("auto", (7, 0)).backend == "nvprof"
     fallback = profilers.choose("auto", (8, 6))
     assert fallback.backend == "none" and fallback.fallback
-    assert "ncu: ncu not found on PATH" in fallback.reason and "install Nsight Compute" in fallback.reason
+    assert "ncu: ncu not found (searched PATH, " in fallback.reason and "install Nsight Compute" in fallback.reason
 
 
 def test_explicit_profiler_errors(profiler_calls, monkeypatch):
@@ -117,9 +121,10 @@ def test_explicit_profiler_errors(profiler_calls, monkeypatch):
     with pytest.raises(ProfilerError, match="does not support compute capability 6.1"):
         profilers.choose("ncu", (6, 1))
     monkeypatch.setenv("PATH", search_path())
-    with pytest.raises(ProfilerError, match="ncu not found on PATH") as error:
+    with pytest.raises(ProfilerError, match=r"ncu not found \(searched PATH, .*nsight-compute/<version>/ncu, "
+                                            r"\$CUDA_HOME/bin \(\$CUDA_HOME unset\), .*/usr/local/cuda/bin\)") as error:
         profilers.choose("ncu", (8, 0))
-    assert "--profiler none" in str(error.value)
+    assert "--profiler none" in str(error.value) and "--profiler /path/to/ncu" in str(error.value)
     assert profilers.choose("none", (8, 0)).backend == "none"
     with pytest.raises(InputError):
         profilers.choose("nsys", (8, 0))
@@ -144,3 +149,80 @@ def test_passes_from_the_console_log_line():
     log = (FIXTURES / "ncu_text_print_summary_per_gpu_a100_roofline_EXCERPT.log").read_text()
     assert ncu.passes([], log) == ([18], "ncu console log")
     assert ncu.passes([], "") == ([], "not reported")
+
+
+def _install(folder, tool: str = "ncu"):
+    """A stand-in profiler installed as ``folder/tool`` (a link to tests/fakes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / tool).symlink_to(FAKES / tool)
+    return folder / tool
+
+
+def test_ncu_is_found_in_nvidias_install_places_newest_version_first(tmp_path, monkeypatch):
+    root = isolate_discovery(tmp_path, monkeypatch)
+    monkeypatch.setenv("PATH", search_path())  # not on PATH
+    opt = root / "opt" / "nvidia" / "nsight-compute"
+    _install(opt / "2024.1.0")
+    newest = _install(opt / "2025.3.1")
+    _install(opt / "2025.1.10")
+    (opt / "latest-docs").mkdir()  # not a version folder
+    found = profilers.probe("ncu")
+    assert found.usable and found.path == str(FAKES / "ncu")  # the link's target, probed once per executable
+    assert found.found_by == f"{opt}, newest of 3 version(s)"
+    assert discovery.locate("ncu").path == str(newest)
+    choice = profilers.choose("auto", (9, 0))
+    assert choice.backend == "ncu" and f"found by {opt}, newest of 3 version(s)" in choice.reason
+
+
+@pytest.mark.parametrize("place", ["cuda_home", "usr_local_cuda"])
+def test_profilers_are_found_in_the_cuda_toolkit(tmp_path, monkeypatch, place):
+    root = isolate_discovery(tmp_path, monkeypatch)
+    monkeypatch.setenv("PATH", search_path())
+    if place == "cuda_home":
+        monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda-12.4"))
+        _install(tmp_path / "cuda-12.4" / "bin", "nvprof")
+        where = "$CUDA_HOME/bin"
+    else:
+        _install(root / "usr" / "local" / "cuda" / "bin", "nvprof")
+        where = f"{root / 'usr' / 'local' / 'cuda'}/bin"
+    found = profilers.probe("nvprof")
+    assert found.usable and found.found_by == where and found.version == "0.0.0-fake"
+
+
+def test_profiler_given_by_path_is_identified_by_its_banner(tmp_path, monkeypatch):
+    isolate_discovery(tmp_path, monkeypatch)
+    monkeypatch.setenv("PATH", search_path())
+    renamed = tmp_path / "tools" / "my-ncu"
+    renamed.parent.mkdir()
+    renamed.symlink_to(FAKES / "ncu")
+    choice = profilers.choose(str(renamed), (9, 0))
+    assert choice.backend == "ncu" and choice.probe.path == str(renamed) and choice.probe.found_by == "--profiler"
+    assert choice.reason == f"--profiler {renamed}: ncu 0.0.0-fake ({renamed}, found by --profiler)"
+    with pytest.raises(ProfilerError, match="nvprof does not support compute capability 9.0"):
+        profilers.choose(str(FAKES / "nvprof"), (9, 0))
+    with pytest.raises(ProfilerError, match="no executable file there"):
+        profilers.choose(str(tmp_path / "missing" / "ncu"), (9, 0))
+    not_a_profiler = tmp_path / "tools" / "echo-version"
+    not_a_profiler.write_text("#!/bin/sh\necho 'some tool Version 1.0'\n")
+    not_a_profiler.chmod(0o755)
+    with pytest.raises(ProfilerError, match="does not name Nsight Compute or nvprof"):
+        profilers.choose(str(not_a_profiler), (9, 0))
+
+
+def test_ncu_asks_only_for_metrics_the_gpu_lists(tmp_path, profiler_calls, monkeypatch):
+    # the real `ncu --devices 0 --query-metrics` output of an A100 (ncu 2023.2), whose author kept its
+    # first two rows: against it, only the two DRAM metrics are requested and the rest are named as missing
+    monkeypatch.setenv("GPUPROF_FAKE_QUERY", str(FIXTURES / "ncu_query_metrics_a100_EXCERPT.txt"))
+    exe = str(FAKES / "ncu")
+    assert ncu.offered(exe) == {"dram__bytes", "dram__bytes_read"}
+    collect, missing = ncu.to_collect(exe)
+    assert collect == [m for m in ncu.metrics() if m.split(".")[0] in ("dram__bytes", "dram__bytes_read")]
+    assert "dram__bytes_read.sum" in collect and "dram__bytes.sum.per_second" in collect
+    assert "gpu__time_duration.sum" in missing and len(collect) + len(missing) == len(ncu.metrics())
+    argv = ncu.command(exe, CHILD, tmp_path, ProfileOptions("gpuprof:dot:8x8x8:float32"))
+    assert argv[argv.index("--metrics") + 1] == ",".join(collect)
+    [note] = [n for n in ncu.notes(ProfileOptions("r"), exe) if "does not offer" in n]
+    assert note.startswith("ncu on this GPU does not offer: gpu__time_duration.sum, gpc__cycles_elapsed.max, ")
+    assert note.endswith("(left out of --metrics)") and "dram__bytes_read.sum," not in note
+    queries = [c["argv"] for c in calls(profiler_calls) if "--query-metrics" in c["argv"]]
+    assert queries == [["--devices", "0", "--query-metrics"]]  # asked once, however often the list is used

@@ -11,6 +11,7 @@ by the last tests.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -63,7 +64,7 @@ def _settings(tmp_path, op="add", shape="256x256", **gpu) -> RunSettings:
 
 
 def _profiling_call(record) -> list[str]:
-    return [c["argv"] for c in calls(record) if c["argv"] not in (["--version"], ["--query-metrics"])][0]
+    return [c["argv"] for c in calls(record) if c["argv"] != ["--version"] and "--query-metrics" not in c["argv"]][0]
 
 
 def test_ncu_run_end_to_end(tmp_path, stand_in, profiler_calls):
@@ -80,9 +81,10 @@ def test_ncu_run_end_to_end(tmp_path, stand_in, profiler_calls):
     assert command == ncu.command(run.environment["profiler_path"], child, folder, options)
     assert command[1:] == argv and command[0].endswith("/fakes/ncu")
     assert child[1:] == ["-m", "gpuprof.launch.child", "--op", "add", "--shape", "256x256", "--dtype", "float32",
-                         "--engine", "cupy", "--repeat", "3", "--warmup", "1", "--profiled", "3",
+                         "--engine", "cupy", "--repeat", "3", "--warmup", "1", "--profiled", "3", "--batch", "0",
                          "--range", "gpuprof:add:256x256:float32", "--seed", "0", "--result",
                          str(folder / "child.json")]
+    assert [c["argv"] for c in calls(profiler_calls)][:2] == [["--version"], ["--devices", "0", "--query-metrics"]]
     assert {p.name for p in folder.iterdir()} >= {"ncu.csv", "report.ncu-rep", "child.json", "stdout.txt", "stderr.txt"}
 
     timed = [launch for launch in run.launches if launch.attributes["phase"] == "timed"]
@@ -100,6 +102,21 @@ def test_ncu_run_end_to_end(tmp_path, stand_in, profiler_calls):
     assert run.environment["profiler_settings"]["clock_control"] == "base"
     assert any("--clock-control base" in note and "locked" in note for note in run.notes)
     assert run.workload["profiled"] == 3 and run.format == "cuda-cupy"
+    assert f"profiler: ncu 0.0.0-fake ({command[0]}, found by PATH)" in run.notes
+    # this page holds 16 launches of another program, which cannot be 3 calls of the op: said, not used
+    assert run.environment["kernels_per_call"] is None
+    [nvtx] = [note for note in run.notes if "NVTX range" in note]
+    assert "16 kernel launch(es) read for 3 profiled call(s)" in nvtx and "gpuprof:add:256x256:float32" in nvtx
+
+
+def test_profiled_calls_are_their_own_option_and_checked_against_the_launches_read(tmp_path, stand_in, profiler_calls):
+    stand_in("NVIDIA B200", "10.0", "ncu_csv_raw_page_b200_flashattn.csv")
+    run = gpu_session.run_gpu(_settings(tmp_path, profiled=16), (256, 256))  # --repeat stays 3
+    argv = _profiling_call(profiler_calls)
+    assert argv[argv.index("--profiled") + 1] == "16" and argv[argv.index("--repeat") + 1] == "3"
+    assert run.environment["kernels_per_call"] == 1
+    assert run.environment["nvtx_check"] == "passed: 16 launch(es) = 16 call(s) x 1 kernel(s)"
+    assert not any("NVTX range" in note for note in run.notes)
 
 
 def test_nvprof_run_end_to_end(tmp_path, stand_in, profiler_calls):
@@ -123,6 +140,7 @@ def test_nvprof_run_end_to_end(tmp_path, stand_in, profiler_calls):
     assert profiled[0].value("stall_sync") == pytest.approx(28.125501)
     assert run.environment["replay_passes"] == []
     assert any("time from CUDA events" in note for note in run.notes)
+    assert run.environment["kernels_per_call"] == 1  # nvprof's 3 invocations are the 3 profiled calls
 
 
 def test_counter_permission_falls_back_to_event_timing(tmp_path, stand_in, profiler_calls):
@@ -136,6 +154,66 @@ def test_counter_permission_falls_back_to_event_timing(tmp_path, stand_in, profi
     assert "FLOPs are analytic" in note and "NVreg_RestrictProfilingToAdminUsers=0" in note
     assert "\n" not in note
     assert (tmp_path / "reports" / run.run_id / "ncu.csv").read_text().startswith("==PROF== Connected")
+
+
+QUOTED_METRIC_ERROR = r"==ERROR== Failed to find metric regex:^flop_count_sp\.(sum|min|max|avg|pct|ratio|max_rate)$"
+
+
+def _child_run_directly(tmp_path, monkeypatch, argv_seen: list[list[str]]) -> None:
+    """The stand-in result for a workload child gpuprof runs without a profiler (it needs a GPU)."""
+    profiling = gpu_session._execute
+
+    def execute(argv, run_dir, timeout):
+        if argv[0] != sys.executable:
+            return profiling(argv, run_dir, timeout)
+        argv_seen.append(argv)
+        (run_dir / "child.json").write_bytes((tmp_path / "child-stand-in.json").read_bytes())
+        return 0
+
+    monkeypatch.setattr(gpu_session, "_execute", execute)
+
+
+def test_a_metric_the_gpu_lacks_keeps_the_event_timing(tmp_path, stand_in, monkeypatch):
+    # ncu refused a metric name (a log quoted from a real L4 run) and exited 1 after the workload wrote its result
+    stand_in("NVIDIA L4", "8.9", "ncu_err_failed_to_find_metric_QUOTED.log")
+    monkeypatch.setenv("GPUPROF_FAKE_EXIT", "1")
+    run = gpu_session.run_gpu(_settings(tmp_path), (256, 256))
+
+    assert [launch.attributes["phase"] for launch in run.launches] == ["timed"] * 3
+    assert [launch.value("kernel_duration") for launch in run.launches] == STAND_IN_TIMES
+    assert run.environment["profiler_outcome"] == f"failed: {QUOTED_METRIC_ERROR}"
+    [note] = [n for n in run.notes if "measured nothing usable" in n]
+    assert note == (f"ncu measured nothing usable ({QUOTED_METRIC_ERROR}), so time is from CUDA events and FLOPs "
+                    f"are analytic; see {tmp_path / 'reports' / run.run_id / 'ncu.csv'}")
+
+
+def test_a_profiler_that_stops_the_workload_is_followed_by_a_run_without_it(tmp_path, stand_in, monkeypatch):
+    stand_in("NVIDIA L4", "8.9", "ncu_err_failed_to_find_metric_QUOTED.log")
+    monkeypatch.delenv("GPUPROF_FAKE_CHILD")  # ncu stopped: the workload wrote no result
+    monkeypatch.setenv("GPUPROF_FAKE_EXIT", "1")
+    direct: list[list[str]] = []
+    _child_run_directly(tmp_path, monkeypatch, direct)
+    run = gpu_session.run_gpu(_settings(tmp_path), (256, 256))
+
+    folder = tmp_path / "reports" / run.run_id
+    [argv] = direct
+    assert argv[argv.index("--profiled") + 1] == "0" and argv[-1] == str(folder / "without-profiler" / "child.json")
+    assert [launch.value("kernel_duration") for launch in run.launches] == STAND_IN_TIMES
+    assert run.environment["profiler_outcome"] == "failed: stopped before the workload finished"
+    assert (f"ncu stopped before the workload finished ({QUOTED_METRIC_ERROR}); measured again without a profiler, "
+            f"so time is from CUDA events and FLOPs are analytic (files in {folder})") in run.notes
+    assert (folder / "ncu.csv").is_file()  # the profiler's log is kept beside the second run's files
+
+
+def test_no_counters_runs_no_profiler(tmp_path, stand_in, profiler_calls, monkeypatch):
+    stand_in("NVIDIA A100-SXM4-40GB", "8.0", None)
+    direct: list[list[str]] = []
+    _child_run_directly(tmp_path, monkeypatch, direct)
+    settings = dataclasses.replace(_settings(tmp_path), counters=False)
+    run = gpu_session.run_gpu(settings, (256, 256))
+    assert calls(profiler_calls) == []  # no profiler even probed
+    assert run.environment["profiler"] == "none" and len(direct) == 1
+    assert "hardware counters off (--no-counters): time from CUDA events, FLOPs analytic" in run.notes
 
 
 def test_profiler_none_runs_the_child_directly(tmp_path, stand_in, monkeypatch):

@@ -84,3 +84,38 @@ def test_truncated_report_is_a_format_error(tmp_path: Path) -> None:
     path.write_bytes(REP.read_bytes()[:100_000])
     with pytest.raises(FormatError, match="no profiled kernels"):
         readers.read(path)
+
+
+@pytest.fixture
+def aborting_report(tmp_path: Path) -> Path:
+    """A report on which ncu_report aborts its process (tests/fixtures/damaged/README.md)."""
+    import gzip
+
+    packed = Path(__file__).parent / "fixtures" / "damaged" / "ncu_report_aborts_loader.ncu-rep.gz"
+    path = tmp_path / "damaged.ncu-rep"
+    path.write_bytes(gzip.decompress(packed.read_bytes()))
+    return path
+
+
+@pytest.mark.parametrize("load", [ncu_rep._load_forked, ncu_rep._load_spawned], ids=["forked", "spawned"])
+def test_a_report_that_aborts_ncu_report_is_caught_in_another_process(aborting_report: Path, load) -> None:
+    import signal
+
+    assert load(aborting_report) == signal.SIGABRT
+    assert load(REP) == 0
+
+
+def test_reading_a_report_that_aborts_ncu_report_is_one_line(aborting_report: Path) -> None:
+    with pytest.raises(FormatError, match=r"ncu_report crashed loading it \(signal 6\): the report is damaged"):
+        readers.read(aborting_report)
+
+
+def test_a_load_that_hangs_is_killed_at_the_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    monkeypatch.setattr(ncu_report, "load_report", lambda path: time.sleep(60))  # the forked child inherits it
+    monkeypatch.setattr(ncu_rep, "PROBE_TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    with pytest.raises(FormatError, match="did not finish loading it within 0.5 s"):
+        ncu_rep.check_loadable(REP)
+    assert time.monotonic() - started < 10

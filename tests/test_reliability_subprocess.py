@@ -96,8 +96,9 @@ def test_paths_with_spaces_quotes_and_semicolons_reach_the_profiler_unchanged(tm
     run = gpu_session.run_gpu(_settings(reports), (64, 64))
 
     folder = reports / run.run_id
-    profiled = [c["argv"] for c in calls(record) if c["argv"] != ["--version"]]
-    child = gpu_session.child_command(_settings(reports), (64, 64), "cupy", 1, folder / "child.json")
+    profiled = [c["argv"] for c in calls(record) if c["argv"] != ["--version"] and "--query-metrics" not in c["argv"]]
+    child = gpu_session.child_command(_settings(reports), (64, 64), "cupy", gpu_session.DEFAULT_PROFILED,
+                                      folder / "child.json")
     options = profilers.ProfileOptions("gpuprof:add:64x64:float32")
     expected = ncu.command(str(bin_dir / "ncu"), child, folder, options)
     assert run.environment["profiler_command"] == expected
@@ -111,6 +112,8 @@ HANGING_NCU = """#!/usr/bin/env python3
 import os, subprocess, sys, time
 if sys.argv[1:] == ["--version"]:
     print("NVIDIA (R) Nsight Compute Command Line Profiler\\nVersion 2099.1 (hanging stand-in)")
+    sys.exit(0)
+if "--query-metrics" in sys.argv:  # it hangs only once it profiles
     sys.exit(0)
 print("==PROF== Connected to process (hanging stand-in)", file=sys.stderr, flush=True)
 print("==ERROR== stand-in: the workload stopped responding", file=sys.stderr, flush=True)

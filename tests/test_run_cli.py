@@ -141,9 +141,9 @@ def test_gpu_profiler_options_reach_the_gpu_session(tmp_path, monkeypatch):
         raise DeviceError("stop here", "nothing to measure in this test")
 
     monkeypatch.setattr(gpu_session, "run_gpu", fake_run_gpu)
-    result = invoke("--op", "dot", "--shape", "8", "--device", "cuda", "--profiler", "ncu",
-                    "--clock-control", "none", "--cache-control", "none", "--replay-mode", "application",
-                    store=tmp_path / "s.sqlite")
+    result = invoke("--op", "dot", "--shape", "8", "--device", "cuda", "--profiler", "/opt/ncu/ncu",
+                    "--profiled", "2", "--clock-control", "none", "--cache-control", "none",
+                    "--replay-mode", "application", store=tmp_path / "s.sqlite")
     assert result.exit_code == 5 and "stop here" in result.output
-    assert seen == {"profiler": "ncu", "clock_control": "none", "cache_control": "none",
+    assert seen == {"profiler": "/opt/ncu/ncu", "profiled": 2, "clock_control": "none", "cache_control": "none",
                     "replay_mode": "application", "shape": (8, 8, 8)}

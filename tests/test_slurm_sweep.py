@@ -260,10 +260,20 @@ def test_gpuprof_sweep_slurm_command_end_to_end(cluster: SlurmCluster, tmp_path:
     assert len(list(folder.glob("runs-*.jsonl"))) == 1  # chunk = 3: one job
 
 
-def test_array_task_cancelled_before_it_started_does_not_hang_the_wait(cluster: SlurmCluster, config: Path,
-                                                                      tmp_path: Path) -> None:
-    # A pending array task that is cancelled vanishes from squeue and never reaches sacct: the wait
-    # must still end, and say so (submitit alone waits for such a job forever).
+def _accounting_lists_pending_array(cluster: SlurmCluster, array: str) -> None:
+    """Wait (bounded) until sacct shows the held array as one pending range record, e.g. ``7_[0-2]``."""
+    give_up = time.monotonic() + 30
+    while f"{array}_[" not in cluster.command("sacct", "-X", "-n", "-P", "-o", "JobID,State", "-j", array):
+        assert time.monotonic() < give_up, "slurmdbd did not record the pending array in 30 s"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("accounting", ["before", "after"])
+def test_array_task_cancelled_before_it_started_is_reported_cancelled(cluster: SlurmCluster, config: Path,
+                                                                     tmp_path: Path, accounting: str) -> None:
+    # A pending array task that is cancelled vanishes from squeue and never gets an accounting record:
+    # the wait must still end, and call it cancelled however far accounting had got (issue 21: with
+    # the array's pending range record already in sacct, submitit reported the task as PENDING).
     first: list[str] = []
 
     def cancel_first_while_held(event: SlurmProgress) -> None:
@@ -272,6 +282,8 @@ def test_array_task_cancelled_before_it_started_does_not_hang_the_wait(cluster: 
         if first:
             cluster.command("scontrol", "release", event.job_id)
         else:
+            if accounting == "after":
+                _accounting_lists_pending_array(cluster, event.job_id.split("_")[0])
             cluster.command("scancel", event.job_id)
         first.append(event.job_id)
 
@@ -279,8 +291,9 @@ def test_array_task_cancelled_before_it_started_does_not_hang_the_wait(cluster: 
                             tmp_path / "cluster", Recorder(), tmp_path / "s.sqlite", device="cpu",
                             progress_callback=cancel_first_while_held, stop=deadline())
     assert len(result.stored) == 2 and len(result.failed) == 1
-    assert result.failed[0][1].startswith(f"Slurm job {first[0]} GONE: left the queue without a result or an "
-                                          "accounting record (cancelled before it started?)")
+    assert result.failed[0][1].startswith(f"Slurm job {first[0]} CANCELLED: cancelled before it started")
+    assert result.failed[0][1].endswith("rerun with --resume to measure the missing points")
+    assert "(logs:" not in result.failed[0][1]  # it never started, so Slurm wrote none
 
 
 def test_a_partition_slurm_does_not_have_is_one_clear_error(cluster: SlurmCluster, tmp_path: Path) -> None:

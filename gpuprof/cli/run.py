@@ -24,9 +24,12 @@ from gpuprof.workloads import ENGINES
 @click.option("--cache", default="warm", show_default=True, type=click.Choice(("warm", "cold")),
               help="warm: same buffers every repeat; cold: rotate through buffers larger than the last-level cache.")
 @click.option("--counters/--no-counters", default=True, show_default=True,
-              help="Count hardware events (perf on CPUs) during the timed repeats where the machine allows.")
-@click.option("--profiler", default=None, type=click.Choice(("ncu", "nvprof", "none")),
-              help="GPU only: profiler to run under (default by compute capability).")
+              help="Count hardware events (perf on CPUs, ncu/nvprof on GPUs) where the machine allows.")
+@click.option("--profiler", default=None, metavar="ncu|nvprof|none|PATH",
+              help="GPU only: profiler to run under, or the path to an ncu/nvprof executable "
+                   "(default: by compute capability, found on PATH or in NVIDIA's install folders).")
+@click.option("--profiled", default=3, show_default=True, type=click.IntRange(min=1),
+              help="GPU only: calls of the op run under the profiler (each is replayed once per pass).")
 @click.option("--clock-control", default="base", show_default=True, type=click.Choice(("base", "none")),
               help="GPU/ncu only: ncu locks clocks to base by default; 'none' leaves them free.")
 @click.option("--cache-control", default="all", show_default=True, type=click.Choice(("all", "none")),
@@ -37,7 +40,7 @@ from gpuprof.workloads import ENGINES
 @store_option
 @handle_errors
 def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | None, device: str,
-        repeat: int, warmup: int, cache: str, counters: bool, profiler: str | None, clock_control: str,
+        repeat: int, warmup: int, cache: str, counters: bool, profiler: str | None, profiled: int, clock_control: str,
         cache_control: str, replay_mode: str, fmt: str, store_path: str | None) -> None:
     """Measure OP at one size on the CPU or a GPU, store the run, and print what it achieved."""
     from gpuprof.api import measure_and_store
@@ -47,7 +50,7 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
     settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
                            repeat=repeat, warmup=warmup, cache=cache, counters=counters,
                            command=command_line(),
-                           gpu={"profiler": profiler, "clock_control": clock_control,
+                           gpu={"profiler": profiler, "profiled": profiled, "clock_control": clock_control,
                                 "cache_control": cache_control, "replay_mode": replay_mode})
     result, where = measure_and_store(settings, store_path)
     echo(run_report(result, fmt))

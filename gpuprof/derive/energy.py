@@ -41,8 +41,8 @@ def energy_quantities(run: Run) -> list[Quantity]:
     method = launch.value("energy method") or "energy meter"
     per_call = total / calls
     out = [
-        Quantity("energy (timed repeats)", total, "joule", MEASURED, f"{method}; {calls} timed repeats"),
-        Quantity("energy per call", per_call, "joule", DERIVED, f"measured energy / {calls} repeats"),
+        Quantity("energy (timed repeats)", total, "joule", MEASURED, f"{method}; {calls} timed calls"),
+        Quantity("energy per call", per_call, "joule", DERIVED, f"measured energy / {calls} calls"),
     ]
     average, low, high = (_number(launch, k) for k in ("power_avg", "power_min", "power_max"))
     samples, interval = _number(launch, "energy samples"), _number(launch, "energy sampling interval")

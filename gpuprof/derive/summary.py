@@ -98,6 +98,9 @@ def quantities(run: Run) -> list[Quantity]:
     out += _efficiency_quantities(run, rate, byte_rate, dtype)
     from gpuprof.derive import compile as compiled
     from gpuprof.derive.energy import energy_quantities
+    from gpuprof.derive.profiled import quantities as profiled_quantities
+
+    out += profiled_quantities(run, float(flops), float(moved), stats.median)
 
     return out + compiled.quantities(run) + energy_quantities(run)
 

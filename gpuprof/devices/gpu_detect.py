@@ -13,13 +13,13 @@ judged by the same arithmetic.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import DeviceError
 from gpuprof.model import PEAK_TABLE
+from gpuprof.workloads import CUDA_INSTALL
 
 # cudaDeviceAttr values (CUDA 13.0 driver_types.h); the same numbers in CUDA 11 and 12.
 ATTR_CLOCK_RATE = 13          # cudaDevAttrClockRate, kHz ("Peak clock frequency")
@@ -65,7 +65,7 @@ def _nvml() -> Any:
         import pynvml
     except ImportError:
         raise DeviceError("no NVIDIA GPU support: NVML bindings (nvidia-ml-py) are not installed",
-                          "pip install 'gpuprof-hpc[cuda]', or " + _NO_GPU_FIX) from None
+                          f"{CUDA_INSTALL}, or {_NO_GPU_FIX}") from None
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as error:
@@ -76,11 +76,13 @@ def _nvml() -> Any:
     return pynvml
 
 
-def _optional(nvml: Any, call: Callable[..., Any], *args: Any) -> Any:
-    """A value NVML may not support on this device or driver: None instead of an error."""
+def _optional(nvml: Any, call: str, *args: Any) -> Any:
+    """NVML's ``call(*args)``, or None where this device or driver does not support it (NVMLError)
+    or this nvidia-ml-py predates the call (AttributeError: older releases lack newer calls such as
+    nvmlDeviceGetNumGpuCores), so the call is looked up here, not by the caller."""
     try:
-        return call(*args)
-    except nvml.NVMLError:
+        return getattr(nvml, call)(*args)
+    except (nvml.NVMLError, AttributeError):
         return None
 
 
@@ -146,21 +148,21 @@ def _lanes(cc: str | None) -> int | None:
 
 def _read_device(nvml: Any, index: int, cuda: dict[str, dict[int, int]], runtime: str) -> GpuInfo:
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
-    pci = _optional(nvml, nvml.nvmlDeviceGetPciInfo, handle)
+    pci = _optional(nvml, "nvmlDeviceGetPciInfo", handle)
     bus = _bus_key(pci.busId) if pci is not None else None
     attrs = cuda.get(bus or "", {})
-    capability = _optional(nvml, nvml.nvmlDeviceGetCudaComputeCapability, handle)
+    capability = _optional(nvml, "nvmlDeviceGetCudaComputeCapability", handle)
     cc = f"{capability[0]}.{capability[1]}" if capability else None
-    cores = _optional(nvml, nvml.nvmlDeviceGetNumGpuCores, handle)
+    cores = _optional(nvml, "nvmlDeviceGetNumGpuCores", handle)
     sm_count, sm_source = attrs.get(ATTR_SM_COUNT), f"cudaDevAttrMultiProcessorCount via {runtime}"
     lanes = _lanes(cc)
     if sm_count is None and cores and lanes:
         sm_count, sm_source = cores // lanes, f"NVML cores {cores} / {lanes} lanes per SM (CC {cc})"
     elif sm_count is None:
         sm_source = "unknown (no CUDA runtime and no NVML core count)"
-    max_sm = _mhz(_optional(nvml, nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_SM))
-    max_mem = _mhz(_optional(nvml, nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_MEM))
-    memory = _optional(nvml, nvml.nvmlDeviceGetMemoryInfo, handle)
+    max_sm = _mhz(_optional(nvml, "nvmlDeviceGetMaxClockInfo", handle, nvml.NVML_CLOCK_SM))
+    max_mem = _mhz(_optional(nvml, "nvmlDeviceGetMaxClockInfo", handle, nvml.NVML_CLOCK_MEM))
+    memory = _optional(nvml, "nvmlDeviceGetMemoryInfo", handle)
     return GpuInfo(
         index=index,
         name=_text(nvml.nvmlDeviceGetName(handle)),
@@ -170,13 +172,13 @@ def _read_device(nvml: Any, index: int, cuda: dict[str, dict[int, int]], runtime
         sm_count_source=sm_source,
         cores=cores,
         max_sm_clock_hz=max_sm or (attrs[ATTR_CLOCK_RATE] * 1e3 if ATTR_CLOCK_RATE in attrs else None),
-        sm_clock_hz=_mhz(_optional(nvml, nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM)),
+        sm_clock_hz=_mhz(_optional(nvml, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM)),
         max_memory_clock_hz=max_mem or (attrs[ATTR_MEMORY_CLOCK_RATE] * 1e3
                                         if ATTR_MEMORY_CLOCK_RATE in attrs else None),
-        bus_width_bits=_optional(nvml, nvml.nvmlDeviceGetMemoryBusWidth, handle) or attrs.get(ATTR_BUS_WIDTH),
+        bus_width_bits=_optional(nvml, "nvmlDeviceGetMemoryBusWidth", handle) or attrs.get(ATTR_BUS_WIDTH),
         memory_bytes=memory.total if memory is not None else None,
         l2_bytes=attrs.get(ATTR_L2_BYTES),
-        driver=_text(_optional(nvml, nvml.nvmlSystemGetDriverVersion) or "") or None,
+        driver=_text(_optional(nvml, "nvmlSystemGetDriverVersion") or "") or None,
     )
 
 

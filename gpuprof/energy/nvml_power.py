@@ -94,8 +94,9 @@ def open_nvml(index: int, interval: float, pci_bus_id: str | None = None) -> tup
     try:
         import pynvml
     except ImportError:
-        return None, [("no GPU power source: nvidia-ml-py is not installed (pip install 'gpuprof-hpc[cuda]'); "
-                       "energy not measured")]
+        from gpuprof.workloads import CUDA_INSTALL
+
+        return None, [f"no GPU power source: nvidia-ml-py is not installed ({CUDA_INSTALL}); energy not measured"]
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as error:

@@ -74,6 +74,8 @@ def checked_metrics(reading: Reading) -> tuple[list[Metric], list[str]]:
     average = energy / reading.duration_s if energy is not None and reading.duration_s > 0 else None
     if average is not None and powers and average < min(powers) * (1 - _SLACK):
         problems.append(f"average power {average:.4g} W is below the lowest sample {min(powers):.4g} W")
+    if average is not None and powers and average > max(powers) * (1 + _SLACK):
+        problems.append(f"average power {average:.4g} W is above the highest sample {max(powers):.4g} W")
     if problems:
         return [], [f"{what} not reported: impossible reading: {'; '.join(problems)}"]
     if energy is None:

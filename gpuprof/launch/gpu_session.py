@@ -4,16 +4,21 @@ and return one :class:`gpuprof.model.Run`.
 
 The Run holds two kinds of launches, told apart by ``attributes["phase"]``:
 
-* ``timed``: one per ``--repeat``, CUDA-event time of an unprofiled call (origin ``timed``);
-* ``profiled``: what the profiler reported for the launches inside the NVTX range (origin
-  ``measured``: kernel duration at the profiler's clocks, FLOP counts, DRAM bytes, stalls).
+* ``timed``: one per ``--repeat``, the CUDA-event time per call of a batch of unprofiled calls
+  (origin ``timed``; the batch size is in ``attributes["batch"]``, how it was issued in
+  ``environment["timer"]``);
+* ``profiled``: what the profiler reported for the ``--profiled`` calls inside the NVTX range
+  (origin ``measured``: kernel duration at the profiler's clocks, FLOP counts, DRAM bytes, stalls),
+  read back by :mod:`gpuprof.launch.gpu_readback`.
 
 A third, ``energy``, is one launch over all timed repeats holding NVML's energy and power, when
 the child could meter them (otherwise ``Run.notes`` says why).
 
-When counters are unavailable (no profiler installed, ``--profiler none``, or ERR_NVGPUCTRPERM)
-the run still has its timed launches, FLOPs stay analytic, and ``Run.notes`` says in one line why
-and what would enable counters. Subprocesses get a list argv (never a shell) and a timeout; their
+When counters are unavailable (no profiler installed, ``--profiler none``, ``--no-counters``,
+ERR_NVGPUCTRPERM, or a profiler that failed) the run still has its timed launches, FLOPs stay
+analytic, and ``Run.notes`` says in one line why and what would enable counters. A profiler that
+stops before the workload wrote its result (ncu refusing an unknown metric name, say) makes the
+workload run again without it, so the event timing is kept. Subprocesses get a list argv (never a shell) and a timeout; their
 stdout and stderr are kept in the run folder.
 """
 
@@ -43,15 +48,20 @@ if TYPE_CHECKING:
 
 GPU_ENGINES = ("cupy", "cuda-kernels")
 DEFAULT_TIMEOUT_S = 1800.0
+DEFAULT_PROFILED = 3  # calls run under the profiler: each is replayed once per pass, so few are enough
 RESULT_NAME = "child.json"
+RETRY_DIR = "without-profiler"
 TAIL_LINES = 5
+NO_COUNTERS = profilers.Choice("none", "hardware counters off (--no-counters): time from CUDA events, FLOPs analytic")
 
 
 @dataclass(frozen=True)
 class GpuOptions:
     """The GPU-only options of ``gpuprof run`` (``RunSettings.gpu``), validated."""
 
-    profiler: str = "auto"
+    profiler: str = "auto"          # auto, ncu, nvprof, none, or the path to an ncu/nvprof executable
+    profiled: int = DEFAULT_PROFILED
+    batch: int = 0                  # calls per timed repeat; 0 lets the child pick (launch/child.py)
     clock_control: str = "base"
     cache_control: str = "all"
     replay_mode: str = "kernel"
@@ -68,8 +78,8 @@ class GpuOptions:
         if "reports_dir" in values:
             values["reports_dir"] = Path(values["reports_dir"])
         options = cls(**values)
-        if options.profiler not in profilers.PROFILERS:
-            raise InputError(f"unknown profiler '{options.profiler}'", f"choose one of: {', '.join(profilers.PROFILERS)}")
+        if options.profiled < 1 or options.batch < 0:
+            raise InputError("--profiled must be at least 1 and the batch size at least 0", "e.g. --profiled 3")
         if options.timeout <= 0:
             raise InputError("the GPU run timeout must be positive", "give a number of seconds, e.g. 600")
         return options
@@ -80,7 +90,9 @@ def _cupy_state() -> tuple[bool, str]:
     try:
         import cupy
     except ImportError:
-        return False, "CuPy: not installed (pip install 'gpuprof-hpc[cuda]')"
+        from gpuprof.workloads import CUDA_INSTALL
+
+        return False, f"CuPy: not installed ({CUDA_INSTALL})"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except cupy.cuda.runtime.CUDARuntimeError as error:
@@ -129,12 +141,13 @@ def nvtx_range(op: str, shape: tuple[int, ...], dtype: str) -> str:
 
 
 def child_command(settings: RunSettings, shape: tuple[int, ...], engine: str, profiled: int,
-                  result: Path) -> list[str]:
+                  result: Path, batch: int = 0) -> list[str]:
     """The workload child's argv (run directly, or after the profiler's own options)."""
     return [sys.executable, "-m", "gpuprof.launch.child",
             "--op", settings.op, "--shape", ops.shape_text(shape), "--dtype", settings.dtype,
             "--engine", engine, "--repeat", str(settings.repeat), "--warmup", str(settings.warmup),
-            "--profiled", str(profiled), "--range", nvtx_range(settings.op, shape, settings.dtype),
+            "--profiled", str(profiled), "--batch", str(batch),
+            "--range", nvtx_range(settings.op, shape, settings.dtype),
             "--seed", str(settings.seed), "--result", str(result)]
 
 
@@ -179,39 +192,6 @@ def _child_record(run_dir: Path, code: int) -> dict[str, Any]:
     return record
 
 
-def _profiled_launches(module: Any, run_dir: Path, first_index: int) -> list[Launch]:
-    """The profiler's launches, read back by the reader that recognises its log."""
-    from gpuprof import readers
-
-    log = module.log_path(run_dir)
-    try:
-        profile = readers.read(log)
-    except GpuprofError as error:
-        raise ProfilerError(f"{module.NAME} output could not be read: {error}",
-                            f"see {log} and {run_dir / 'stderr.txt'}") from None
-    launches = []
-    for offset, launch in enumerate(profile.launches):
-        launch.index = first_index + offset
-        launch.attributes["phase"] = "profiled"
-        launch.attributes["reader"] = profile.format
-        launches.append(launch)
-    return launches
-
-
-def _collect(module: Any, exe: str, profile: profilers.ProfileOptions, run_dir: Path,
-             first_index: int) -> tuple[list[Launch], dict[str, Any], list[str]]:
-    """The profiler's launches, what it reported about itself, and notes; no launches and the
-    permission note when it was refused the counters."""
-    log = module.log_path(run_dir)
-    log_text = (log.read_text(errors="replace") if log.is_file() else "") + _tail(run_dir / "stderr.txt")
-    if profilers.counters_refused(log_text):
-        return [], {"profiler_outcome": "counters refused (ERR_NVGPUCTRPERM)"}, [profilers.PERMISSION_NOTE]
-    measured = _profiled_launches(module, run_dir, first_index)
-    counts, source = module.passes(measured, log_text)
-    outcome = {"profiler_outcome": "counters collected", "replay_passes": counts, "replay_passes_source": source}
-    return measured, outcome, module.notes(profile, exe)
-
-
 def _device_record(info: GpuInfo | None, child_device: dict[str, Any]) -> dict[str, Any]:
     """NVML's view (name, clocks, driver) with the CUDA runtime's (versions) and the peaks."""
     from gpuprof.devices import gpu_detect, gpu_table
@@ -230,17 +210,40 @@ def _device_record(info: GpuInfo | None, child_device: dict[str, Any]) -> dict[s
 
 
 def _timed_launches(record: dict[str, Any], kernel: str, device: str) -> tuple[list[Launch], list[str]]:
-    """One launch per timed repeat, then the energy metered around all of them; the energy notes."""
-    launches = [Launch(kernel, i, device, 1, {"phase": "timed"},
+    """One launch per timed repeat (its time per call), then the energy metered around all the timed
+    calls; the energy notes."""
+    batch = int(record.get("batch", 1))
+    launches = [Launch(kernel, i, device, 1, {"phase": "timed", "batch": str(batch)},
                        [Metric("cuda_event_time", t, "second", "kernel_duration", TIMED)])
                 for i, t in enumerate(record["times"])]
     from gpuprof.energy import from_record
 
     metrics, notes = from_record(record.get("energy"))
     if metrics:
-        launches.append(Launch(kernel, len(launches), device, len(record["times"]),
-                               {"phase": "energy", "scope": "all timed repeats (energy)"}, metrics))
+        launches.append(Launch(kernel, len(launches), device, len(record["times"]) * batch,
+                               {"phase": "energy", "scope": "all timed calls (energy)"}, metrics))
     return launches, notes
+
+
+def _first_error(module: Any, run_dir: Path, code: int) -> str:
+    from gpuprof.launch.gpu_readback import error_lines, profiler_text
+
+    found = error_lines(profiler_text(module.log_path(run_dir), run_dir))
+    return found[0] if found else f"exit code {code}, stderr: {_tail(run_dir / 'stderr.txt')}"
+
+
+def _measured_record(module: Any, run_dir: Path, code: int, again: list[str], timeout: float) -> tuple[dict[str, Any], list[str]]:
+    """The child's result; when a profiler stopped before the child wrote it, the result of the child
+    run again without the profiler (in ``RETRY_DIR``), with a note saying why."""
+    if module is None or (run_dir / RESULT_NAME).is_file():
+        return _child_record(run_dir, code), []
+    why = _first_error(module, run_dir, code)
+    retry_dir = run_dir / RETRY_DIR
+    retry_dir.mkdir(exist_ok=True)
+    argv = [*again[:again.index("--result") + 1], str(retry_dir / RESULT_NAME)]
+    record = _child_record(retry_dir, _execute(argv, retry_dir, timeout))
+    return record, [f"{module.NAME} stopped before the workload finished ({why}); measured again without a "
+                    f"profiler, so time is from CUDA events and FLOPs are analytic (files in {run_dir})"]
 
 
 def _cc(info: GpuInfo | None) -> tuple[int, int] | None:
@@ -261,21 +264,23 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     if not cupy_ok:
         raise DeviceError(f"--device cuda: no usable NVIDIA GPU ({nvml_text}; {cupy_text})",
                           "use --device cpu")
-    choice = profilers.choose(options.profiler, _cc(info))
+    choice = profilers.choose(options.profiler, _cc(info)) if settings.counters else NO_COUNTERS
     run_id = uuid.uuid4().hex
     run_dir = options.reports_dir / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     profile = profilers.ProfileOptions(nvtx_range(settings.op, shape, settings.dtype), options.clock_control,
                                        options.cache_control, options.replay_mode)
-    profiled = settings.repeat if choice.backend != "none" else 0
-    child = child_command(settings, shape, engine, profiled, run_dir / RESULT_NAME)
+    profiled = options.profiled if choice.backend != "none" else 0
+    child = child_command(settings, shape, engine, profiled, run_dir / RESULT_NAME, options.batch)
     module = choice.module() if choice.backend != "none" else None
     exe = choice.probe.path if choice.probe else ""
     argv = module.command(exe, child, run_dir, profile) if module else child
     code = _execute(argv, run_dir, options.timeout)
-    record = _child_record(run_dir, code)
+    unprofiled = child_command(settings, shape, engine, 0, run_dir / RESULT_NAME, options.batch)
+    record, retried = _measured_record(module, run_dir, code, unprofiled, options.timeout)
 
-    notes = [choice.reason] if choice.fallback else []
+    notes = [choice.reason] if choice.fallback or choice is NO_COUNTERS else []
+    notes += [f"profiler: {choice.probe.described}"] if choice.probe else []
     environment: dict[str, Any] = {
         "host": platform.node(), "platform": platform.platform(), "python": sys.version.split()[0],
         "command": settings.command, "timer": record["timer"], "engine_version": record["engine_version"],
@@ -286,19 +291,23 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     launches, energy_notes = _timed_launches(record, record.get("kernel") or f"{engine}:{settings.op}", device_name)
     notes += energy_notes
     if module is not None and choice.probe is not None:
+        from gpuprof.launch.gpu_readback import collect, failed
+
         environment.update(profiler_path=exe, profiler_version=choice.probe.version,
-                           profiler_settings=module.settings(profile))
-        measured, outcome, more_notes = _collect(module, exe, profile, run_dir, len(launches))
-        launches += measured
-        environment.update(outcome)
-        notes += more_notes
+                           profiler_found_by=choice.probe.found_by, profiler_settings=module.settings(profile))
+        back = (failed(module.NAME, "stopped before the workload finished", module.log_path(run_dir)) if retried
+                else collect(module, exe, profile, run_dir, len(launches), profiled, record.get("kernel")))
+        launches += back.launches
+        environment.update(back.environment)
+        notes += retried or back.notes
     if settings.cache == "cold":
         notes.append("--cache cold applies to the CPU path; GPU timed launches reuse one set of buffers (warm L2)")
     workload = {
         "op": settings.op, "formula": ops.get_op(settings.op).formula, "dtype": settings.dtype,
         "shape": list(shape), "size_bytes": ops.footprint(settings.op, shape, settings.dtype),
         "requested": settings.size or settings.shape, "engine": engine, "requested_engine": settings.engine or engine,
-        "repeat": settings.repeat, "warmup": settings.warmup, "profiled": profiled, "cache": "warm",
+        "repeat": settings.repeat, "warmup": settings.warmup, "profiled": profiled, "batch": record.get("batch", 1),
+        "cache": "warm",
         "relative_error": record["relative_error"], "seed": settings.seed,
     }
     return Run(kind="run", format=f"cuda-{engine}", source=settings.command or shlex.join(argv),

@@ -7,7 +7,13 @@ https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html):
   push/pop range the workload child opens around each profiled launch; the trailing ``/`` marks a
   push/pop range of the default domain. Warm-up and event-timed launches run outside it.
 * ``--metrics a,b,...`` (section "Profile"): the catalog's ncu metrics (time, FLOP counters, DRAM
-  bytes, clocks, efficiencies, warp-stall percentages); only these are collected, no sections.
+  bytes, clocks, FMA-pipe ceilings, efficiencies, warp-stall percentages) that this GPU offers; only
+  these are collected, no sections. What the GPU offers comes from ``ncu --devices 0
+  --query-metrics`` (section "General": it lists the base names, without the ``.sum``/``.avg``/
+  ``.pct`` suffixes, for the chip of CUDA device 0, the device the workload child uses), asked once
+  per ncu; a metric whose base name is not listed is left out and named in the run's notes, because
+  ncu refuses the whole run for one unknown name (``==ERROR== Failed to find metric``). ncu's chip
+  option would need the chip's name (ga100, gh100), which neither NVML nor CUDA reports.
 * ``--clock-control base|none`` ("Profile"): ``base`` locks GPC and memory clocks to base during
   profiling. gpuprof always passes it explicitly, because the default changed (``base`` in ncu
   2019-2025, ``boost`` in 2026.1), and the Run records which one was used.
@@ -28,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprof import catalog
+from gpuprof.launch import profilers
 from gpuprof.launch.profilers import ProfileOptions
 from gpuprof.model import Launch
 
@@ -37,6 +44,7 @@ REPORT_STEM = "report"  # ncu appends .ncu-rep
 _PASSES = re.compile(r"^==PROF== Profiling .* - (\d+) passes?\s*$", re.MULTILINE)
 # ncu's NVTX filter quantifiers; a literal one inside a range name is escaped with '\'.
 _QUANTIFIERS = re.compile(r"([@,\[\]/*+\\])")
+_LISTED = r"^([a-z][a-z0-9]*__[a-z0-9_]+)\s"  # a --query-metrics row: "dram__bytes   Counter   byte   # of ..."
 CLOCK_TEXT = {
     "base": "ncu --clock-control base: GPC and memory clocks locked to their base frequency while "
             "profiling, so counter-derived rates are at base clock, below boost; use "
@@ -48,6 +56,21 @@ CLOCK_TEXT = {
 def metrics() -> list[str]:
     """The ``--metrics`` list: every ncu metric name in the catalog."""
     return catalog.ncu_metrics()
+
+
+def offered(exe: str) -> frozenset[str] | None:
+    """Base metric names ``ncu --devices 0 --query-metrics`` lists; None when it lists none."""
+    return profilers.listed((exe, "--devices", "0", "--query-metrics"), _LISTED)
+
+
+def base_name(metric: str) -> str:
+    """``smsp__cycles_elapsed.avg.per_second`` -> ``smsp__cycles_elapsed``, as --query-metrics lists it."""
+    return metric.split(".", 1)[0]
+
+
+def to_collect(exe: str) -> tuple[list[str], list[str]]:
+    """(catalog metrics this GPU offers, those it does not)."""
+    return profilers.split_offered(metrics(), offered(exe), base_name)
 
 
 def nvtx_filter(range_name: str) -> str:
@@ -64,7 +87,7 @@ def command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) 
     return [
         exe,
         "--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range),
-        "--metrics", ",".join(metrics()),
+        "--metrics", ",".join(to_collect(exe)[0]),
         "--clock-control", options.clock_control,
         "--cache-control", options.cache_control,
         "--replay-mode", options.replay_mode,
@@ -92,4 +115,6 @@ def settings(options: ProfileOptions) -> dict[str, Any]:
 
 
 def notes(options: ProfileOptions, exe: str) -> list[str]:
-    return [CLOCK_TEXT[options.clock_control]]
+    _, missing = to_collect(exe)
+    lacking = [f"ncu on this GPU does not offer: {', '.join(missing)} (left out of --metrics)"] if missing else []
+    return [CLOCK_TEXT[options.clock_control], *lacking]

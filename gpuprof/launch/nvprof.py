@@ -23,20 +23,19 @@ whatever the driver sets (recorded from NVML).
 
 from __future__ import annotations
 
-import functools
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from gpuprof import catalog
-from gpuprof.launch.profilers import PROBE_TIMEOUT_S, ProfileOptions
+from gpuprof.launch import profilers
+from gpuprof.launch.profilers import ProfileOptions
 from gpuprof.model import Launch
 
 NAME = "nvprof"
 LOG_NAME = "nvprof.csv"
 _NVPROF_METRIC = re.compile(r"^[a-z][a-z0-9_]*$")
-_LISTED = re.compile(r"^\s*([a-z][a-z0-9_]*):\s", re.MULTILINE)
+_LISTED = r"^\s*([a-z][a-z0-9_]*):\s"
 
 
 def wanted_metrics() -> list[str]:
@@ -47,25 +46,14 @@ def wanted_metrics() -> list[str]:
     return names
 
 
-@functools.cache
 def offered(exe: str) -> frozenset[str] | None:
     """Metric names ``nvprof --query-metrics`` lists for this machine's GPU; None when it lists none."""
-    try:
-        done = subprocess.run([exe, "--query-metrics"], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = frozenset(_LISTED.findall(done.stdout + done.stderr))
-    return found or None
+    return profilers.listed((exe, "--query-metrics"), _LISTED)
 
 
 def metrics(exe: str) -> tuple[list[str], list[str]]:
     """(metrics to collect, catalog metrics this GPU does not offer)."""
-    wanted = wanted_metrics()
-    available = offered(exe)
-    if available is None:
-        return wanted, []
-    return [m for m in wanted if m in available], [m for m in wanted if m not in available]
+    return profilers.split_offered(wanted_metrics(), offered(exe))
 
 
 def log_path(run_dir: Path) -> Path:

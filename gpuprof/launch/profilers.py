@@ -3,8 +3,10 @@
 A backend is a module (:mod:`gpuprof.launch.ncu`, :mod:`gpuprof.launch.nvprof`) with ``NAME``,
 ``command(exe, child, run_dir, options) -> argv``, ``log_path(run_dir)`` (the file to read back),
 ``settings(options) -> dict`` (what it controlled, for the Run) and ``notes(options, log) -> list``.
-Each profiler is probed once per executable (``which`` + ``--version``) and only when a run needs
-it, so a machine without one fails only when that profiler is actually asked for.
+Each profiler is found in NVIDIA's standard places (:mod:`gpuprof.launch.discovery`) or given by
+path (``--profiler /path/to/ncu``), probed once per executable (``--version``, whose banner also
+says whether it is ncu or nvprof) and only when a run needs it, so a machine without one fails only
+when that profiler is actually asked for.
 
 Selection by compute capability (NVIDIA's support statements):
 Nsight Compute profiles compute capability 7.0 (Volta) and newer; nvprof profiles up to 7.x and
@@ -16,16 +18,19 @@ neither is installed.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
 import re
-import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 from gpuprof.errors import InputError, ProfilerError
+from gpuprof.launch import discovery
 
 PROFILERS = ("auto", "ncu", "nvprof", "none")
 CLOCK_CONTROLS = ("base", "none")
@@ -36,9 +41,11 @@ NVPROF_MAX_CC = (8, 0)  # exclusive
 PROBE_TIMEOUT_S = 60
 _VERSION = re.compile(r"(?:Release\s+)?[Vv]ersion\s+(\S+)")
 _INSTALL = {
-    "ncu": "install Nsight Compute (it ships with the CUDA toolkit) and put ncu on PATH",
-    "nvprof": "install a CUDA toolkit of version 11 or older (nvprof) and put nvprof on PATH",
+    "ncu": "install Nsight Compute (it ships with the CUDA toolkit), or give its path: --profiler /path/to/ncu",
+    "nvprof": "install a CUDA toolkit of version 11 or older (nvprof), or give its path: --profiler /path/to/nvprof",
 }
+# How each tool's --version banner names it (the stand-ins in tests/fakes print the same first lines).
+_BANNERS = {"ncu": "Nsight Compute", "nvprof": "nvprof"}
 PERMISSION_MARK = "ERR_NVGPUCTRPERM"
 PERMISSION_NOTE = (
     "counters refused (ERR_NVGPUCTRPERM: the driver lets only admin users read GPU performance "
@@ -72,6 +79,12 @@ class Probe:
     path: str | None
     version: str | None
     problem: str | None = None  # why it cannot be used; None when usable
+    found_by: str = ""          # where it was found: "PATH", "--profiler", "/opt/nvidia/nsight-compute, ..."
+
+    @property
+    def described(self) -> str:
+        """'ncu 2025.3.1.0 (/opt/nvidia/nsight-compute/2025.3.1/ncu, found in ...)', for the run's notes."""
+        return f"{self.name} {self.version} ({self.path}, found by {self.found_by})"
 
     @property
     def usable(self) -> bool:
@@ -92,41 +105,66 @@ class Choice:
 
 
 def probe(name: str) -> Probe:
-    """``which name`` then ``name --version``, once per executable found on the current PATH."""
-    path = shutil.which(name)
-    if path is None:
-        return Probe(name, None, None, f"{name} not found on PATH")
-    return _probe_executable(name, os.path.realpath(path))
+    """``name`` found in the standard places, then ``--version``, once per executable."""
+    found = discovery.locate(name)
+    if found is None:
+        return Probe(name, None, None, f"{name} not found (searched {discovery.searched(name)})")
+    probed = _probe_executable(os.path.realpath(found.path))
+    if probed.usable and probed.name != name:
+        return Probe(name, found.path, None, f"{found.path} is {probed.name}, not {name}", found.where)
+    return dataclasses.replace(probed, name=name, found_by=found.where)
 
 
 @functools.cache
-def _probe_executable(name: str, path: str) -> Probe:
+def _probe_executable(path: str) -> Probe:
+    """``path --version``: which profiler it is (from its banner) and its version."""
+    guess = Path(path).name
     try:
         done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
                               check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
-        return Probe(name, path, None, f"'{path} --version' failed: {error}")
+        return Probe(guess, path, None, f"'{path} --version' failed: {error}")
     output = done.stdout + done.stderr
     found = _VERSION.search(output)
     if done.returncode != 0 or not found:
         first = output.strip().splitlines()[:1]
-        return Probe(name, path, None, f"'{path} --version' exited {done.returncode}: "
-                                       f"{first[0] if first else 'no output'}")
-    return Probe(name, path, found.group(1))
+        return Probe(guess, path, None, f"'{path} --version' exited {done.returncode}: "
+                                        f"{first[0] if first else 'no output'}")
+    kind = next((name for name, mark in _BANNERS.items() if mark in output), None)
+    if kind is None:
+        return Probe(guess, path, None, f"'{path} --version' does not name Nsight Compute or nvprof")
+    return Probe(kind, path, found.group(1))
 
 
 def _cc_text(cc: tuple[int, int] | None) -> str:
     return f"{cc[0]}.{cc[1]}" if cc else "unknown"
 
 
-def _require(name: str, cc: tuple[int, int] | None) -> Probe:
-    """The probe of an explicitly requested profiler; ProfilerError when it cannot serve this GPU."""
+def _given_path(text: str) -> Probe:
+    """The profiler at the path ``--profiler`` gave; ProfilerError when it is not ncu or nvprof."""
+    path = Path(text).expanduser()
+    if not discovery.executable(path):
+        raise ProfilerError(f"--profiler {text}: no executable file there",
+                            "give the path to an ncu or nvprof executable, or one of: " + ", ".join(PROFILERS))
+    found = _probe_executable(os.path.realpath(path))
+    if not found.usable:
+        raise ProfilerError(f"--profiler {text}: {found.problem}", "give the path to an ncu or nvprof executable")
+    return dataclasses.replace(found, path=str(path), found_by="--profiler")
+
+
+def _supports(name: str, cc: tuple[int, int] | None) -> None:
+    """ProfilerError when profiler ``name`` cannot serve a GPU of compute capability ``cc``."""
     if name == "ncu" and cc is not None and cc < NCU_MIN_CC:
         raise ProfilerError(f"Nsight Compute (ncu) does not support compute capability {_cc_text(cc)}; "
                             "it profiles 7.0 (Volta) and newer", "use --profiler nvprof")
     if name == "nvprof" and cc is not None and cc >= NVPROF_MAX_CC:
         raise ProfilerError(f"nvprof does not support compute capability {_cc_text(cc)} (8.0 and newer)",
                             "use --profiler ncu")
+
+
+def _require(name: str, cc: tuple[int, int] | None) -> Probe:
+    """The probe of an explicitly requested profiler; ProfilerError when it cannot serve this GPU."""
+    _supports(name, cc)
     found = probe(name)
     if not found.usable:
         raise ProfilerError(f"--profiler {name}: {found.problem}",
@@ -148,25 +186,49 @@ def candidates(cc: tuple[int, int] | None) -> list[str]:
 def choose(requested: str | None, cc: tuple[int, int] | None) -> Choice:
     """The profiler for a GPU of compute capability ``cc`` and the reason, as the Run records it."""
     requested = requested or "auto"
+    if requested not in PROFILERS and os.sep not in requested:
+        raise InputError(f"unknown profiler '{requested}'",
+                         f"choose one of: {', '.join(PROFILERS)}, or give the path to an ncu or nvprof executable")
     if requested not in PROFILERS:
-        raise InputError(f"unknown profiler '{requested}'", f"choose one of: {', '.join(PROFILERS)}")
+        found = _given_path(requested)
+        _supports(found.name, cc)
+        return Choice(found.name, f"--profiler {requested}: {found.described}", found)
     if requested == "none":
         return Choice("none", "--profiler none: kernel time from CUDA events, FLOPs analytic")
     if requested != "auto":
         found = _require(requested, cc)
-        return Choice(requested, f"--profiler {requested} ({found.path}, version {found.version})", found)
+        return Choice(requested, f"--profiler {requested}: {found.described}", found)
     tried = []
     for name in candidates(cc):
         found = probe(name)
         if found.usable:
-            return Choice(name, f"--profiler auto: compute capability {_cc_text(cc)} -> {name} "
-                                f"({found.path}, version {found.version}); ncu supports CC >= 7.0, "
-                                "nvprof CC < 8.0", found)
+            return Choice(name, f"--profiler auto: compute capability {_cc_text(cc)} -> {found.described}; "
+                                "ncu supports CC >= 7.0, nvprof CC < 8.0", found)
         tried.append(f"{name}: {found.problem}")
     names = " or ".join(candidates(cc))
     return Choice("none", f"no profiler for compute capability {_cc_text(cc)} ({'; '.join(tried)}), so "
                           f"time is from CUDA events and FLOPs are analytic; {_INSTALL[candidates(cc)[0]]} "
                           f"to get {names} counters", fallback=True)
+
+
+@functools.cache
+def listed(argv: tuple[str, ...], pattern: str) -> frozenset[str] | None:
+    """The names a profiler's metric query prints (``pattern``'s group, one per line), queried once
+    per argv; None when the query cannot run or lists nothing, and the caller then asks for every
+    metric and lets the profiler say what it lacks."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return frozenset(re.findall(pattern, done.stdout + done.stderr, re.MULTILINE)) or None
+
+
+def split_offered(wanted: list[str], offered: frozenset[str] | None,
+                  base: Callable[[str], str] = str) -> tuple[list[str], list[str]]:
+    """(the wanted metrics whose ``base`` name is offered, the others); all of them when nothing was listed."""
+    if offered is None:
+        return wanted, []
+    return [m for m in wanted if base(m) in offered], [m for m in wanted if base(m) not in offered]
 
 
 def counters_refused(text: str) -> bool:

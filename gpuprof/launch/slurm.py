@@ -14,7 +14,8 @@ API (what ``gpuprof sweep CONFIG --slurm`` calls)::
 - ``progress_callback`` gets a :class:`SlurmProgress` per job submitted, attached, finished or failed;
   ``on_runs`` gets runs as they come back (to store them at once); ``stop()`` ends the wait early.
 - Returns the runs to merge into the store and a :class:`SlurmFailure` per job that failed,
-  timed out or was cancelled (with submitit's stdout/stderr paths) and per point that failed.
+  timed out or was cancelled (with submitit's stdout/stderr paths, if the job wrote them) and per
+  point that failed. :mod:`gpuprof.launch.slurm_state` reads how a job ended.
 
 Points are grouped into jobs by device kind and then in chunks of ``options.chunk`` (0: one job per
 device kind); several jobs of one kind are one job array. A requeued job skips the points already
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.errors import GpuprofError, InputError
+from gpuprof.launch.slurm_state import FINAL_STATES, final_state, queue
 from gpuprof.model import Run
 
 if TYPE_CHECKING:
@@ -48,9 +50,6 @@ if TYPE_CHECKING:
     from gpuprof.sweep import Listener, SweepConfig, SweepResult
 
 MANIFEST = "jobs.jsonl"
-# Job states after which a job produces nothing more; GONE: no longer listed by squeue.
-FINAL_STATES = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-                "BOOT_FAIL", "DEADLINE", "REVOKED", "GONE"}
 _OPTION_KEYS = {"partition", "gpus", "cpus", "time", "chunk", "sbatch", "setup", "poll"}
 
 
@@ -120,11 +119,12 @@ class SlurmFailure:
     state: str                # Slurm state (CANCELLED, TIMEOUT, FAILED...) or POINT-FAILED
     keys: tuple[str, ...]     # points without a run
     message: str
-    stdout: str
+    stdout: str               # "" when the job never wrote one (it never started)
     stderr: str
 
     def describe(self) -> str:
-        return (f"Slurm job {self.job_id} {self.state}: {self.message} (logs: {self.stdout}, {self.stderr}); "
+        logs = f" (logs: {self.stdout}, {self.stderr})" if self.stdout or self.stderr else ""
+        return (f"Slurm job {self.job_id} {self.state}: {self.message}{logs}; "
                 "rerun with --resume to measure the missing points")
 
 
@@ -278,6 +278,7 @@ class _Job:
     job: Any                    # submitit.SlurmJob
     points: list[SlurmPoint]
     result_file: Path
+    seen: str = "PENDING"       # the last state squeue listed; sbatch queues a job as PENDING
 
 
 def _collect(result_dir: Path, wanted: dict[tuple[str, str], SlurmPoint],
@@ -316,46 +317,31 @@ def _record(result_dir: Path, job: _Job) -> None:
         handle.write(json.dumps(entry) + "\n")
 
 
-def _queue() -> dict[str, str] | None:
-    """State of each of this user's jobs slurmctld still knows (array tasks one by one); None if squeue failed.
-
-    squeue, not sacct, says when a job has ended: an array task cancelled while pending may never
-    reach accounting, and submitit would then wait for it forever. Ended jobs stay listed (with
-    ``--states=all``) for slurmctld's MinJobAge, 300 s by default.
-    """
-    import subprocess
-
-    try:
-        done = subprocess.run(["squeue", "--me", "--noheader", "--array", "--states=all", "--format=%i|%T"],
-                              capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    return dict(line.split("|", 1) for line in done.stdout.splitlines() if "|" in line)
-
-
 def _finished(job: _Job, queued: dict[str, str] | None) -> bool:
+    """Whether the job left the queue (ended, or no longer listed); squeue failing says nothing."""
     if job.job.paths.result_pickle.exists():
         return True
-    return queued is not None and queued.get(str(job.job.job_id), "GONE") in FINAL_STATES
+    if queued is None:
+        return False
+    listed = queued.get(str(job.job.job_id))
+    return listed is None or listed in FINAL_STATES
 
 
 def _reattach(submitit: Any, result_dir: Path, wanted: dict[tuple[str, str], SlurmPoint]) -> list[_Job]:
     """Jobs from an earlier call that are still queued or running and hold wanted points."""
     jobs = []
-    queued = _queue()
+    queued = queue()
     for entry in _manifest_entries(result_dir):
         points = [wanted[tuple(k)] for k in entry.get("keys", []) if tuple(k) in wanted]
         if points:
             job = _Job(submitit.SlurmJob(folder=Path(entry["folder"]) / "%j", job_id=entry["job_id"]),
-                       points, Path(entry["result_file"]))
+                       points, Path(entry["result_file"]), (queued or {}).get(entry["job_id"], "UNKNOWN"))
             if queued is None or not _finished(job, queued):
                 jobs.append(job)
     return jobs
 
 
-def _outcome(job: _Job, queued: dict[str, str] | None) -> tuple[str, list[tuple[str, str]], str]:
+def _outcome(job: _Job, queued: dict[str, str], poll_s: float) -> tuple[str, list[tuple[str, str]], str]:
     """(state, point failures reported by the job, message) of a finished job."""
     submitit = _require_submitit()
     if job.job.paths.result_pickle.exists():
@@ -365,18 +351,14 @@ def _outcome(job: _Job, queued: dict[str, str] | None) -> tuple[str, list[tuple[
             lines = [line for line in str(error).splitlines() if line.strip() and not line.startswith("-")]
             trace = [line for line in lines if not line.startswith(("Job (task", "You can check", "or at paths", "  - "))]
             return "FAILED", [], trace[-1].strip() if trace else "the job raised an error"
-    state = (queued or {}).get(str(job.job.job_id), "GONE")
-    if state == "GONE":  # aged out of slurmctld's memory, or never started: ask accounting
-        state = (job.job.watcher.get_state(job.job.job_id, mode="force").split() or ["GONE"])[0].upper()
-    if state in ("GONE", "UNKNOWN"):
-        return "GONE", [], "left the queue without a result or an accounting record (cancelled before it started?)"
-    return state, [], "ended without a result"
+    state, message = final_state(str(job.job.job_id), queued.get(str(job.job.job_id)), job.seen, poll_s)
+    return state, [], message
 
 
 def _failures(job: _Job, state: str, point_errors: list[tuple[str, str]], message: str,
               measured: set[tuple[str, str]]) -> list[SlurmFailure]:
     paths = job.job.paths
-    logs = (str(paths.stdout), str(paths.stderr))
+    logs = tuple(str(path) if path.exists() else "" for path in (paths.stdout, paths.stderr))
     out = [SlurmFailure(str(job.job.job_id), "POINT-FAILED", (key,), error, *logs) for key, error in point_errors]
     errored = {key for key, _ in point_errors}
     missing = tuple(p.key for p in job.points if _point_identity(p) not in measured and p.key not in errored)
@@ -452,13 +434,15 @@ def _wait(jobs: list[_Job], options: SlurmOptions, result_dir: Path, wanted: dic
     failures: list[SlurmFailure] = []
     pending = list(jobs)
     while pending and not stop():
-        queued = _queue()
+        queued = queue()
+        for job in pending:
+            job.seen = (queued or {}).get(str(job.job.job_id), job.seen)
         for job in [j for j in pending if _finished(j, queued)]:
             pending.remove(job)
             new = {k: r for k, r in _collect(result_dir, wanted, [job.result_file]).items() if k not in runs}
             runs.update(new)
             deliver(list(new.values()))
-            state, point_errors, message = _outcome(job, queued)
+            state, point_errors, message = _outcome(job, queued or {}, options.poll_s)
             lost = _failures(job, state, point_errors, message, set(runs))
             failures += lost
             notify(SlurmProgress("failed" if lost else "finished", str(job.job.job_id), len(job.points),

@@ -27,7 +27,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, count, repeat
+from itertools import repeat
 from pathlib import Path
 from typing import TextIO
 

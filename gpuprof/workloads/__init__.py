@@ -35,8 +35,9 @@ ENGINES: dict[str, tuple[str, tuple[str, ...]]] = {
 DEFAULT = {"cpu": "numpy", "cuda": "cupy"}
 # On a GPU, ``pytensor`` (and ``theano``) take the first of these backends that is installed with GPU support.
 GPU_BACKENDS = ("pytensor-jax", "pytensor-torch")
-_EXTRAS = {"pytensor": "theano", "theano": "theano", "pytensor-jax": "jax", "pytensor-torch": "torch",
-           "cupy": "cuda", "cuda-kernels": "cuda"}
+# The GPU extras, one per CUDA line (pyproject.toml); every "not installed" message names both.
+CUDA_INSTALL = ('pip install "gpuprof-hpc[cuda13]" (driver 580 or newer, CUDA 13) or '
+                '"gpuprof-hpc[cuda12]" (CUDA 12 drivers)')
 
 
 def engine_names(device: str | None = None) -> list[str]:
@@ -59,8 +60,8 @@ def load(name: str, device: str) -> ModuleType:
     try:
         return importlib.import_module(f"gpuprof.workloads.{module_name}")
     except ImportError as error:
-        raise EngineError(f"engine '{name}' is not installed ({error.name or error})",
-                          f"pip install \"gpuprof-hpc[{_EXTRAS.get(name, name)}]\"") from None
+        fix = CUDA_INSTALL if devices == ("cuda",) else f'pip install "gpuprof-hpc[{_EXTRAS.get(name, name)}]"'
+        raise EngineError(f"engine '{name}' is not installed ({error.name or error})", fix) from None
 
 
 def resolve(name: str, device: str) -> tuple[ModuleType, list[str]]:
@@ -114,3 +115,6 @@ def blocking(engine: ModuleType, call: Callable[[], Any]) -> Callable[[], Any]:
     """``call``, returning only once its result is computed (asynchronous backends dispatch and return)."""
     block = getattr(engine, "block", None)
     return call if block is None else lambda: block(call())
+
+
+_EXTRAS = {"pytensor": "theano", "theano": "theano", "pytensor-jax": "jax", "pytensor-torch": "torch"}

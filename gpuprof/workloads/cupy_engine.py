@@ -1,8 +1,12 @@
 """CuPy on an NVIDIA GPU: each op as the CuPy call an engineer would write, into ``out``.
 
 Elementwise ops are CuPy ufuncs (one generated kernel each); ``dot`` is ``cupy.matmul``, i.e.
-cuBLAS (for float16, CuPy's default compute type is float32). ``sigmoid`` has no CuPy ufunc, so it
-is one ElementwiseKernel (one fused kernel, like the hand-written one) rather than four ufunc calls.
+``cublasGemmEx`` with compute type 32F for float16/float32 and 64F for float64, asking for tensor-op
+algorithms on compute capability >= 8.0 (>= 7.0 for float16). So float16 dot runs on tensor cores
+(HMMA, FP32 accumulation), which the FADD/FMUL/FFMA/HFMA counters do not see; float32 stays on FFMA
+unless ``CUPY_TF32=1``; float64 may use FP64 tensor cores (DMMA) on A100/H100. Sources and the table:
+kernels/README.md. ``sigmoid`` has no CuPy ufunc, so it is one ElementwiseKernel (one fused kernel,
+like the hand-written one) rather than four ufunc calls.
 Importing this module needs CuPy but no GPU; calling ``prepare`` needs a GPU.
 """
 

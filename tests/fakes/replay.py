@@ -8,9 +8,11 @@ It never runs the workload it is given (that needs a GPU). Environment variables
 * ``GPUPROF_FAKE_CHILD``   stand-in for the workload child's result file, copied to its ``--result``
                            path; tests use it to check plumbing, never as a GPU measurement
 * ``GPUPROF_FAKE_EXIT``    exit code of the profiling call (default 0)
+* ``GPUPROF_FAKE_QUERY``   real ``--query-metrics`` output (a fixture) printed for a metric query;
+                           without it a query prints nothing (no recorded nvprof listing exists)
 
 ``--version`` prints a banner in the tool's format with the version ``GPUPROF_FAKE_VERSION``
-(default 0.0.0-fake); ``nvprof --query-metrics`` prints nothing (no recorded output exists).
+(default 0.0.0-fake).
 """
 
 from __future__ import annotations
@@ -39,7 +41,11 @@ def main(tool: str) -> int:
     if argv == ["--version"]:
         sys.stdout.write(BANNER[tool].format(version=os.environ.get("GPUPROF_FAKE_VERSION", "0.0.0-fake")))
         return 0
-    if argv == ["--query-metrics"]:
+    if "--query-metrics" in argv:
+        query = os.environ.get("GPUPROF_FAKE_QUERY")
+        if query:
+            with open(query) as listing:
+                sys.stdout.write(listing.read())
         return 0
     copies = [("GPUPROF_FAKE_LOG", _value(argv, "--log-file")),
               ("GPUPROF_FAKE_CHILD", _value(argv, "--result"))]

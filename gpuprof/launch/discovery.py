@@ -1,0 +1,75 @@
+"""Where NVIDIA's profilers are installed: the places searched for ``ncu`` and ``nvprof``, in order.
+
+Nsight Compute installs itself as ``/opt/nvidia/nsight-compute/<version>/ncu``; a CUDA toolkit puts
+``ncu`` (a launcher into its bundled Nsight Compute) and, up to CUDA 11, ``nvprof`` in
+``<toolkit>/bin``. None of these is on PATH by default: an offline H100 machine with driver 580 and
+CUDA 13 had ncu only under ``/opt/nvidia/nsight-compute/2025.3.1/`` (shared/reference/
+offline_gpu_machine_notes.md). Searched: PATH; for ncu, the newest version folder under
+``/opt/nvidia/nsight-compute``; ``$CUDA_HOME/bin``; ``/usr/local/cuda/bin``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+NSIGHT_COMPUTE_ROOT = Path("/opt/nvidia/nsight-compute")
+CUDA_DEFAULT = Path("/usr/local/cuda")
+_VERSION_FOLDER = re.compile(r"^\d+(?:\.\d+)*$")
+
+
+@dataclass(frozen=True)
+class Found:
+    """An executable and where it was found ("PATH", "/opt/nvidia/nsight-compute, newest of 2 versions")."""
+
+    path: str
+    where: str
+
+
+def executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _newest_nsight_compute(name: str) -> Found | None:
+    """``<root>/<version>/ncu`` with the highest version number (2025.3.1 after 2024.1.0 and 2025.1.10)."""
+    if not NSIGHT_COMPUTE_ROOT.is_dir():
+        return None
+    versions = [(tuple(int(part) for part in folder.name.split(".")), folder)
+                for folder in NSIGHT_COMPUTE_ROOT.iterdir()
+                if _VERSION_FOLDER.match(folder.name) and executable(folder / name)]
+    if not versions:
+        return None
+    _, newest = max(versions)
+    return Found(str(newest / name), f"{NSIGHT_COMPUTE_ROOT}, newest of {len(versions)} version(s)")
+
+
+def _toolkit_bins() -> list[tuple[Path | None, str]]:
+    home = os.environ.get("CUDA_HOME")
+    return [(Path(home) / "bin" if home else None, "$CUDA_HOME/bin"), (CUDA_DEFAULT / "bin", f"{CUDA_DEFAULT}/bin")]
+
+
+def locate(name: str) -> Found | None:
+    """The first ``name`` executable in the standard places, or None."""
+    on_path = shutil.which(name)
+    if on_path:
+        return Found(on_path, "PATH")
+    if name == "ncu":
+        newest = _newest_nsight_compute(name)
+        if newest:
+            return newest
+    for folder, label in _toolkit_bins():
+        if folder is not None and executable(folder / name):
+            return Found(str(folder / name), label)
+    return None
+
+
+def searched(name: str) -> str:
+    """The places :func:`locate` looked, for a 'not found' message."""
+    places = ["PATH"]
+    if name == "ncu":
+        places.append(f"{NSIGHT_COMPUTE_ROOT}/<version>/ncu")
+    places += [label if folder else f"{label} ($CUDA_HOME unset)" for folder, label in _toolkit_bins()]
+    return ", ".join(places)

@@ -1,0 +1,115 @@
+"""benchmarks/gpu_acceptance.py without a GPU: its self-check runs every case through the stand-in
+profilers and writes the summary, saying on its first line that no GPU ran; its checks, fed
+synthesized results, pass and fail where docs/gpu.md says they should. Nothing here is a GPU result."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("gpu_acceptance", ROOT / "benchmarks" / "gpu_acceptance.py")
+acceptance = importlib.util.module_from_spec(spec)
+sys.modules["gpu_acceptance"] = acceptance  # dataclasses look their module up there
+spec.loader.exec_module(acceptance)
+
+
+@pytest.fixture(scope="module")
+def self_check(tmp_path_factory) -> tuple[int, Path]:
+    out = tmp_path_factory.mktemp("acceptance")
+    return acceptance.main([str(out), "--self-check", "--pack", str(out / "packed")]), out
+
+
+def test_self_check_runs_every_case_and_says_no_gpu_ran(self_check) -> None:
+    code, out = self_check
+    summary = (out / "summary.md").read_text()
+    assert code == 0
+    assert summary.splitlines()[2].startswith("**SELF-CHECK WITHOUT A GPU**")
+    assert "- mode: self-check" in summary and "- ncu: ncu 0.0.0-fake (" in summary
+    results = json.loads((out / "results.json").read_text())["results"]
+    planned = [case.name for case in acceptance.plan("all", nvprof=False)]
+    assert [r["case"]["name"] for r in results] == planned and len(planned) == 39
+    for result in results:
+        assert result["code"] == 0 and result["run_id"], result
+        assert (out / "cases" / f"{result['case']['name']}.json").is_file()
+        assert list((out / "reports").glob(f"{result['run_id']}*/ncu.csv"))  # the raw report is kept
+        verdicts = [verdict for _, verdict, _ in result["checks"]]
+        assert verdicts[0] == "pass" and set(verdicts[1:]) <= {acceptance.NOT_EVALUATED}  # no GPU check passes
+    assert "0 FAIL" in summary and "0 not run" in summary
+
+
+def test_self_check_runs_the_direct_ncu_sweep_compare_and_stalls(self_check) -> None:
+    _, out = self_check
+    other = {name: (verdict, detail) for name, verdict, detail in json.loads((out / "results.json").read_text())["other"]}
+    assert other["sweep (4 points x 2 engines)"][0] == other["compare"][0] == other["stalls"][0] == "pass (plumbing)"
+    # the stand-in replays the converted RTX 3080 page: both readings are its 70 MFLOP, and no verdict is given
+    assert other["direct ncu: add-cuda-kernels-float32-2048x2048"] == (acceptance.NOT_EVALUATED,
+                                                                       "direct 70000000.0, gpuprof 70000000.0")
+    argv = json.loads((out / "direct-ncu" / "add-cuda-kernels-float32-2048x2048" / "command.json").read_text())
+    assert argv[argv.index("--clock-control") + 1] == "none" and argv[argv.index("--page") + 1] == "raw"
+    assert "add" in (out / "compare.md").read_text()
+    assert (out / "stalls.txt").read_text().strip()
+
+
+def _result(case, **rows) -> object:
+    names = {"ratio": "FLOPs counted / analytic", "event": "time (median)", "profiler": "time (profiler)",
+             "bandwidth": "efficiency: bandwidth vs peak"}
+    return acceptance.Result(case, 0, rows={names[k]: {"value": v} for k, v in rows.items()}, run_id="abc")
+
+
+@pytest.mark.parametrize(("case", "rows", "expected"), [
+    (acceptance._case("add", "cuda-kernels", "float32"), {"ratio": 1.0004}, "pass"),
+    (acceptance._case("dot", "cuda-kernels", "float16"), {"ratio": 1.002}, "FAIL"),
+    (acceptance._case("scalar", "cuda-kernels", "float64"), {}, "FAIL"),  # no counted FLOPs at all
+    (acceptance._case("sigmoid", "cuda-kernels", "float32"), {"ratio": 2.9}, "pass"),
+    (acceptance._case("tanh", "cuda-kernels", "float32"), {"ratio": 6.0}, "FAIL"),
+    (acceptance._case("tanh", "cuda-kernels", "float64"), {"ratio": 12.0}, "pass"),
+])
+def test_flop_ratio_checks(case, rows, expected) -> None:
+    [(_, verdict, _)] = acceptance.checks(_result(case, **rows), self_check=False)[1:]
+    assert verdict == expected
+
+
+def test_large_add_checks_time_and_bandwidth() -> None:
+    case = acceptance._case("add", "cupy", "float32", "384MB", purpose="large")
+    good = acceptance.checks(_result(case, event=0.0105, profiler=0.0100, bandwidth=85.0), self_check=False)
+    bad = acceptance.checks(_result(case, event=0.013, profiler=0.0100, bandwidth=60.0), self_check=False)
+    assert [v for _, v, _ in good] == ["pass", "pass", "pass"] and [v for _, v, _ in bad] == ["pass", "FAIL", "FAIL"]
+    failed = acceptance.Result(case, 5, error="error: --device cuda: no usable NVIDIA GPU")
+    assert acceptance.checks(failed, self_check=False) == [("ran", "FAIL", "exit 5: error: --device cuda: no usable "
+                                                                           "NVIDIA GPU")]
+
+
+def test_parts_merge_into_one_summary(tmp_path) -> None:
+    env = {"mode": "gpu", "device": "test"}
+    for part, op in (("a", "add"), ("b", "mul")):
+        (tmp_path / part).mkdir()
+        result = _result(acceptance._case(op, "cuda-kernels", "float32"), ratio=1.0)
+        acceptance.write_summary(tmp_path / part, env, [result], {result.case.name: acceptance.checks(result, False)},
+                                 [(f"other {part}", "pass", "")])
+    text, bad = acceptance.merge(tmp_path / "all", [tmp_path / "a", tmp_path / "b"])
+    assert bad == 0 and "add-cuda-kernels-float32-2048x2048" in text and "mul-cuda-kernels-float32-2048x2048" in text
+    assert "| other a | pass |" in text and "| other b | pass |" in text and "6 pass, 0 FAIL" in text  # 2 x (ran, ratio) + 2 others
+
+
+def test_the_pack_fits_what_the_lent_machine_hands_back(self_check, tmp_path, monkeypatch) -> None:
+    _, out = self_check
+    packed = sorted(p.name for p in (out / "packed").iterdir())
+    assert packed == ["ncu-rep.tar.gz", "packed.txt", "raw.tar.gz", "results.json", "summary.csv", "summary.md"]
+    assert all((out / "packed" / name).stat().st_size < 16 * 2**20 for name in packed)  # 8 files of <= 16 MiB come back
+    # .ncu-rep files go into their own archive until it holds 15 MiB; the rest are named, not lost silently
+    reports = tmp_path / "run" / "reports"
+    for name, size in (("a", 6), ("b", 6), ("c", 6)):
+        (reports / name).mkdir(parents=True)
+        (reports / name / "report.ncu-rep").write_bytes(b"x" * size)
+    monkeypatch.setattr(acceptance, "PACK_LIMIT", 12)
+    for name in ("summary.md", "summary.csv", "results.json"):
+        (tmp_path / "run" / name).write_text("")
+    acceptance.pack(tmp_path / "run", tmp_path / "packed")
+    assert (tmp_path / "packed" / "packed.txt").read_text() == (
+        "ncu-rep.tar.gz: reports/a/report.ncu-rep\nncu-rep.tar.gz: reports/b/report.ncu-rep\n"
+        "left out (over 0 MiB): reports/c/report.ncu-rep\n")

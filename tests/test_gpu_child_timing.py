@@ -1,0 +1,75 @@
+"""The workload child's timed batches: how many calls a batch holds and how they are issued.
+
+The child's CUDA-event timing itself needs a GPU (``pytest -m gpu``, benchmarks/gpu_acceptance.py);
+here a stand-in stream records what the launcher asks of it: a CUDA graph captured from N calls, or,
+where capture fails, a plain loop whose description says so and why.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuprof.launch.child import BATCH_TARGET_S, MAX_BATCH, batch_launcher, batch_size
+
+
+@pytest.mark.parametrize(("requested", "one_call_s", "expected"), [
+    (7, 1e-3, 7),                        # asked for: kept
+    (0, 2e-6, MAX_BATCH),                # a 2 µs add: 1000 calls (capped)
+    (0, 40e-6, 50),                      # 2 ms / 40 µs
+    (0, 0.5, 1),                         # one long call is its own batch
+    (0, 0.0, MAX_BATCH),                 # an event pair that read 0 s
+])
+def test_batch_size(requested, one_call_s, expected):
+    assert batch_size(requested, one_call_s) == expected
+    assert BATCH_TARGET_S == 2e-3
+
+
+class _Graph:
+    def __init__(self, captured: int, launches: list[int]) -> None:
+        self.captured, self._launches = captured, launches
+
+    def launch(self, stream: object) -> None:
+        self._launches.append(self.captured)
+
+
+class _Stream:
+    """begin_capture/end_capture as CuPy's Stream has them; ``refuse`` makes capture fail as cuBLAS can."""
+
+    def __init__(self, refuse: Exception | None = None) -> None:
+        self.refuse, self.capturing, self.captured, self.launches = refuse, False, 0, []
+
+    def begin_capture(self) -> None:
+        self.capturing = True
+
+    def end_capture(self) -> _Graph:
+        self.capturing = False
+        if self.refuse:
+            raise self.refuse
+        return _Graph(self.captured, self.launches)
+
+
+def test_a_batch_is_one_cuda_graph_of_n_calls():
+    stream, issued = _Stream(), []
+
+    def call() -> None:
+        issued.append("captured" if stream.capturing else "direct")
+        stream.captured += stream.capturing
+
+    launch, how = batch_launcher(None, call, 5, stream)
+    assert issued == ["captured"] * 5 and not stream.capturing
+    launch()
+    launch()
+    assert stream.launches == [5, 5] and issued == ["captured"] * 5  # replayed by the graph, not re-issued
+    assert how == "a CUDA graph of 5 launch(es) (stream capture), time per launch = batch / 5"
+
+
+def test_a_call_that_cannot_be_captured_is_timed_in_a_loop_that_says_so():
+    refused = RuntimeError("cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing")
+    stream, issued = _Stream(refuse=refused), []
+    launch, how = batch_launcher(None, lambda: issued.append(stream.capturing), 3, stream)
+    issued.clear()
+    launch()
+    assert issued == [False] * 3
+    assert how == ("3 back-to-back launch(es) issued from Python (CUDA graph capture failed: RuntimeError: "
+                   "cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing), time per "
+                   "launch = batch / 3, launch latency included where it exceeds the kernel")
