@@ -200,7 +200,8 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     launches = [Launch(kernel, i, info.get("name", "cpu"), 1, {"buffer_set": str((settings.warmup + i) % sets)},
                        [Metric("wall_time", t, "second", "kernel_duration", TIMED)])
                 for i, t in enumerate(times)]
-    launches += compile_time.launch(engine, kernel, info.get("name", "cpu"), len(launches), prepare_s, first_s)
+    launches += compile_time.launch(getattr(engine, "COMPILER", None), kernel, info.get("name", "cpu"), len(launches),
+                                    prepare_s, first_s)
     clock = cpu.current_clock_hz()
     for session, scope in ((counters, "perf stat"), (meter, "energy")):
         if session is None:

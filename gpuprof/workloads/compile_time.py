@@ -36,9 +36,9 @@ def first_call(engine: Any, call: Callable[[], Any], op: str, dtype: str, device
     return result, time.perf_counter() - start
 
 
-def launch(engine: Any, kernel: str, device: str, index: int, prepare_s: float, first_s: float) -> list[Launch]:
-    """The compile launch of an engine that has a ``COMPILER``; none for the others."""
-    compiler = getattr(engine, "COMPILER", None)
+def launch(compiler: str | None, kernel: str, device: str, index: int, prepare_s: float,
+           first_s: float) -> list[Launch]:
+    """The compile launch of an engine that names its ``COMPILER``; none for the others."""
     if compiler is None:
         return []
     return [Launch(kernel, index, device, 1, {"phase": PHASE, "compiler": compiler},

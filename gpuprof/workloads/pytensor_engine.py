@@ -48,8 +48,10 @@ def _expression(op: str, a: pt.TensorVariable, b: pt.TensorVariable | None, scal
     raise ValueError(op)
 
 
-def compiled(op: str, inputs: list[Any], scalar: float, dtype: str, mode: str) -> Any:
-    """The op's PyTensor function for ``mode`` and the shapes of ``inputs``, compiled once per process."""
+def compiled(op: str, inputs: list[Any], scalar: float, mode: str) -> Any:
+    """The op's PyTensor function for ``mode`` and the shapes and dtype of ``inputs`` (NumPy, JAX or
+    torch arrays), compiled once per process."""
+    dtype = str(inputs[0].dtype).removeprefix("torch.")
     return _compiled(op, tuple(tuple(int(n) for n in x.shape) for x in inputs), scalar, dtype, mode)
 
 
@@ -61,5 +63,5 @@ def _compiled(op: str, shapes: tuple[tuple[int, ...], ...], scalar: float, dtype
 
 
 def prepare(op: str, inputs: list[np.ndarray], scalar: float, out: np.ndarray) -> Callable[[], np.ndarray]:
-    function = compiled(op, inputs, scalar, str(out.dtype), MODE)
+    function = compiled(op, inputs, scalar, MODE)
     return lambda: function(*inputs)

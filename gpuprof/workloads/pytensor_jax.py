@@ -14,6 +14,7 @@ float64 is computed in float64.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,21 @@ def to_host(result: Any) -> np.ndarray:
     return np.asarray(result)
 
 
-def prepare(op: str, inputs: list[Any], scalar: float, out: np.ndarray) -> Callable[[], Any]:
-    jitted = pytensor_engine.compiled(op, inputs, scalar, str(out.dtype), MODE).vm.jit_fn
+GPU_TIMER = ("time.perf_counter around {count} dispatches, stopped when the last result is ready "
+             "(block_until_ready: a device runs XLA's executions in order on its compute stream; JAX exposes "
+             "no CUDA events), time per call = batch / {count}, dispatch latency included where it exceeds the kernel")
+
+
+def batch_seconds(call: Callable[[], Any], count: int) -> float:
+    """Seconds for ``count`` dispatches of ``call`` on a GPU, up to the last result being ready."""
+    start = time.perf_counter()
+    for _ in range(count - 1):
+        call()
+    block(call())
+    return time.perf_counter() - start
+
+
+def prepare(op: str, inputs: list[Any], scalar: float, out: Any = None) -> Callable[[], Any]:
+    """The dispatching call; ``out`` is not used (the compiled function allocates its result)."""
+    jitted = pytensor_engine.compiled(op, inputs, scalar, MODE).vm.jit_fn
     return lambda: jitted(*inputs)[0]

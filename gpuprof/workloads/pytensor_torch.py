@@ -15,6 +15,7 @@ into a preallocated one.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,10 @@ from gpuprof.workloads import pytensor_engine
 NAME = "pytensor-torch"
 MODE = "PYTORCH"
 COMPILER = "PyTensor graph rewrite, then torch.compile: TorchInductor compiles on the first call"
+# PyTensor hands its read-only constant (the s of ``scalar``) to torch.as_tensor, which warns that
+# writing to it would be undefined; nothing writes to it.
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning,
+                        module=r"pytensor\.link\.pytorch")
 WAITS = {"cpu": "the result (PyTorch on the CPU computes before it returns)",
          "cuda": "torch.cuda.synchronize (CUDA launches are asynchronous)"}
 
@@ -57,8 +62,24 @@ def to_host(result: Any) -> np.ndarray:
     return result.detach().cpu().numpy()
 
 
-def prepare(op: str, inputs: list[Any], scalar: float, out: np.ndarray) -> Callable[[], Any]:
-    wrapper = pytensor_engine.compiled(op, inputs, scalar, str(out.dtype), MODE).vm.jit_fn
+GPU_TIMER = ("CUDA events (torch.cuda.Event) on PyTorch's current stream around {count} dispatches, "
+             "time per call = batch / {count}, dispatch latency included where it exceeds the kernels")
+
+
+def batch_seconds(call: Callable[[], Any], count: int) -> float:
+    """GPU seconds of ``count`` dispatches of ``call``, between two CUDA events on torch's current stream."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(count):
+        call()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / 1e3
+
+
+def prepare(op: str, inputs: list[Any], scalar: float, out: Any = None) -> Callable[[], Any]:
+    """The dispatching call; ``out`` is not used (the compiled function allocates its result)."""
+    wrapper = pytensor_engine.compiled(op, inputs, scalar, MODE).vm.jit_fn
     for name, functor in wrapper.gen_functors:
         setattr(pytensor.link.utils, name[1:], functor)
     inner = wrapper.fn  # torch.compile of PyTensor's generated function
