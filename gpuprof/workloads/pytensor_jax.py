@@ -9,7 +9,9 @@ JAX dispatches asynchronously: a call returns before the work is done, so every 
 for ``block_until_ready``. Like every XLA program it allocates its output on each call (XLA's
 pooled allocator), where the NumPy engines write into a preallocated one.
 PyTensor switches JAX to 64-bit mode (``jax_enable_x64``) when it loads its JAX backend, so
-float64 is computed in float64.
+float64 is computed in float64. JAX's default lets a float32 matrix product run in TF32 on recent
+GPUs (JAX documentation, "Matmul precision"); the engine asks for full float32
+(``jax_default_matmul_precision = "highest"``), as the study's SGEMM and the other engines compute it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import pytensor
 
 from gpuprof.errors import DeviceError
 from gpuprof.workloads import pytensor_engine
+
+jax.config.update("jax_default_matmul_precision", "highest")
 
 NAME = "pytensor-jax"
 MODE = "JAX"

@@ -10,7 +10,9 @@ generated helpers as attributes of ``pytensor.link.utils``; the wrapper sets the
 the engine sets them once. CUDA launches are asynchronous: on a GPU every timed call waits for
 ``torch.cuda.synchronize``; on the CPU PyTorch returns when the result is computed. The compiled
 function allocates its output on each call (PyTorch's allocator), where the NumPy engines write
-into a preallocated one.
+into a preallocated one. Float32 matrix products are computed in full float32
+(``torch.set_float32_matmul_precision("highest")``, PyTorch's default, set so that nothing else in
+the process can turn TF32 on).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from gpuprof.workloads import pytensor_engine
 NAME = "pytensor-torch"
 MODE = "PYTORCH"
 COMPILER = "PyTensor graph rewrite, then torch.compile: TorchInductor compiles on the first call"
+torch.set_float32_matmul_precision("highest")
 # PyTensor hands its read-only constant (the s of ``scalar``) to torch.as_tensor, which warns that
 # writing to it would be undefined; nothing writes to it.
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning,
