@@ -83,7 +83,7 @@ def batch_seconds(call: Callable[[], Any], count: int) -> float:
 def prepare(op: str, inputs: list[Any], scalar: float, out: Any = None) -> Callable[[], Any]:
     """The dispatching call; ``out`` is not used (the compiled function allocates its result)."""
     wrapper = pytensor_engine.compiled(op, inputs, scalar, MODE).vm.jit_fn
-    for name, functor in wrapper.gen_functors:
+    for name, functor in getattr(wrapper, "gen_functors", ()):
         setattr(pytensor.link.utils, name[1:], functor)
-    inner = wrapper.fn  # torch.compile of PyTensor's generated function
+    inner = getattr(wrapper, "fn", wrapper)  # torch.compile of PyTensor's function (PyTensor before 3.0 had no wrapper)
     return lambda: inner(*inputs)[0]
