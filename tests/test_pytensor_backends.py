@@ -254,3 +254,32 @@ def test_a_gpu_run_of_theano_stores_the_backend_compile_time_and_kernels(tmp_pat
     run = _stored(tmp_path)
     assert run.format == "cuda-pytensor-torch" and run.workload["requested_engine"] == "theano"
     assert run.notes[0] == note
+
+
+def test_the_paper_sweep_measures_the_device_default_and_both_backends():
+    from pathlib import Path
+
+    from gpuprof.sweep import load_config
+
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "paper.toml")
+    assert {point.engine for point in config.points} == {None, "pytensor-jax", "pytensor-torch"}
+    assert len(config.points) == 3 * 40  # the study's 40 (op, size) points, once per engine
+
+
+def test_a_small_paper_sweep_on_the_cpu_sits_beside_the_published_rows(tmp_path):
+    config = tmp_path / "small-paper.toml"
+    config.write_text('name = "small-paper"\nrepeat = 2\nwarmup = 1\ncounters = false\n'
+                      'engines = ["default", "pytensor-jax", "pytensor-torch"]\n[[grid]]\nops = ["add"]\nsizes = ["6MB"]\n')
+    store = str(tmp_path / "s.sqlite")
+    swept = CliRunner().invoke(main, ["sweep", str(config), "--device", "cpu", "--store", store])
+    assert swept.exit_code == 0, swept.output
+    assert "3 point(s) stored" in swept.output
+    compared = CliRunner().invoke(main, ["compare", "--store", store, "--reference", "paper", "--op", "add",
+                                         "--format", "csv"])
+    assert compared.exit_code == 0, compared.output
+    header = compared.stdout.splitlines()[0]
+    for device in ("· numpy MFLOP/s", "· pytensor-jax MFLOP/s", "· pytensor-torch MFLOP/s", "GTX980 (paper) MFLOP/s"):
+        assert device in header
+    row = next(line for line in compared.stdout.splitlines() if line.startswith("6,") or line.startswith("6.0,"))
+    cells = row.split(",")
+    assert all(cells[header.split(",").index(name)] for name in header.split(",") if name.endswith("MFLOP/s"))
