@@ -14,7 +14,10 @@ pandas, CuPy and nvidia-ml-py) it runs, through the ``gpuprof`` command:
   ``pytensor-torch``; needs a CUDA build of jaxlib or torch), plus add at 384 MB with that engine;
 * ``extra``: add at 384 MB with both engines and a 2048^3 cuBLAS dot (event time against profiler
   time, bandwidth against the DRAM peak), the same kernels under a direct ``ncu`` command for a
-  cross-check of the counts, a small sweep (event timing), ``gpuprof compare`` and ``gpuprof stalls``.
+  cross-check of the counts, a small sweep (event timing), ``gpuprof compare`` and ``gpuprof stalls``,
+  ``gpuprof doctor --for profile`` and ``gpuprof profile`` of the workload child run as a user's
+  command (its NVTX range as the filter): its counted FP32 FLOPs per launch must be the add's
+  analytic count.
 
 Each part stays under 10 minutes (the lent GPU machine's limit per command): nothing starts after
 ``--deadline-s`` (it is listed as not run) and a case gets ``CASE_TIMEOUT_S``. OUT gets
@@ -274,6 +277,32 @@ def extras(gpuprof: Gpuprof, store: Path, results: list[Result], self_check: boo
     return found
 
 
+def profile_and_doctor(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[tuple[str, str, str]]:
+    """``gpuprof doctor --for profile``, and ``gpuprof profile`` of the workload child as a user's
+    command: one add on gpuprof's own kernel, selected by its NVTX range, FP32 FLOPs = elements."""
+    code, stdout, stderr = gpuprof(["doctor", "--for", "profile", "--format", "json"])
+    (gpuprof.out / "doctor.json").write_text(stdout + stderr)
+    found = [("doctor --for profile", PASS if code == 0 else FAIL, f"exit {code}; doctor.json")]
+    shape, label = SHAPES["elementwise"], "acceptance:profile:add"
+    command = [sys.executable, "-m", "gpuprof.launch.child", "--op", "add", "--shape", shape, "--dtype", "float32",
+               "--engine", "cuda-kernels", "--repeat", "1", "--warmup", "1", "--profiled", "1", "--batch", "1",
+               "--range", label, "--result", str(gpuprof.out / "profile-child.json")]
+    code, stdout, stderr = gpuprof(["profile", "--store", str(store), "--nvtx", label, "--clock-control", "none",
+                                    "--format", "json", "--", *command])
+    (gpuprof.out / "profile.txt").write_text(stdout + stderr)
+    rows = json.loads(stdout) if code == 0 and stdout.strip().startswith("[") else []
+    counted = [row.get("flop_count_sp/launch (FLOP)") for row in rows]
+    elements = 1
+    for side in shape.split("x"):
+        elements *= int(side)
+    detail = f"exit {code}; counted FP32 FLOPs per launch {counted}, analytic {elements}; profile.txt"
+    found.append(("profile of the add as a command", PASS if counted == [elements] or self_check and code == 0 else FAIL,
+                  detail))
+    if self_check:  # the stand-in replays another program's page: only the plumbing is checked
+        found = [(name, verdict if verdict == FAIL else f"{PASS} (plumbing)", detail) for name, verdict, detail in found]
+    return found
+
+
 def environment(self_check: bool) -> dict[str, Any]:
     """Device, driver, CUDA runtime, profiler, gpuprof commit: what the summary's header says."""
     from gpuprof.devices import gpu_detect
@@ -450,6 +479,8 @@ def run(out: Path, part: str, deadline_s: float, self_check: bool) -> tuple[str,
             other.append(cross_check(gpuprof, env.get("ncu_path", ""), case, mine, self_check))
         other += [("sweep, compare, stalls", "not run", "deadline reached")] if late() else \
             extras(gpuprof, store, results, self_check)
+        other += [("doctor, profile", "not run", "deadline reached")] if late() else \
+            profile_and_doctor(gpuprof, store, self_check)
     return write_summary(out, env, results, found, other)
 
 

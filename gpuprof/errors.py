@@ -55,3 +55,15 @@ class EngineError(GpuprofError):
     """A workload engine is not installed or produced a wrong result."""
 
     exit_code = 7
+
+
+class CommandFailed(GpuprofError):
+    """The user's command (``gpuprof profile -- CMD``) could not start or exited with an error."""
+
+    exit_code = 8
+
+
+class Interrupted(GpuprofError):
+    """Ctrl-C stopped a profiled command; what it had collected is kept."""
+
+    exit_code = 130

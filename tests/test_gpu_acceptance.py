@@ -47,6 +47,8 @@ def test_self_check_runs_the_direct_ncu_sweep_compare_and_stalls(self_check) -> 
     _, out = self_check
     other = {name: (verdict, detail) for name, verdict, detail in json.loads((out / "results.json").read_text())["other"]}
     assert other["sweep (4 points x 2 engines)"][0] == other["compare"][0] == other["stalls"][0] == "pass (plumbing)"
+    assert other["doctor --for profile"][0] == other["profile of the add as a command"][0] == "pass (plumbing)"
+    assert "analytic 4194304" in other["profile of the add as a command"][1]
     # the stand-in replays the converted RTX 3080 page: both readings are its 70 MFLOP, and no verdict is given
     assert other["direct ncu: add-cuda-kernels-float32-2048x2048"] == (acceptance.NOT_EVALUATED,
                                                                        "direct 70000000.0, gpuprof 70000000.0")

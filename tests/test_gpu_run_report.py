@@ -163,3 +163,44 @@ def test_nvprofs_own_efficiency_is_the_run_clock_one() -> None:
     assert (row.value, row.origin) == (61.25, "measured")
     assert row.basis.startswith("nvprof flop_sp_efficiency: achieved / peak FP32 FLOP/s at the clock")
     assert profiled.per_call(run).flops["sp"] == 2.0e9  # 3 invocations x 2e9 / 3 calls
+
+
+def _tensor_run(cc: str, metrics: list) -> object:
+    """A GPU run's stored shape with one profiled GEMM launch of a 1024 x 1024 x 1024 float16 dot.
+    No public capture of such a launch exists: the counter names are NVIDIA's documented ones
+    (docs/tensor-cores.md) and the counts are chosen here, each as the formula says it must be."""
+    from gpuprof.model import Launch, Metric, Run
+
+    launch = Launch("sm80_xmma_gemm_f16f16_f16f32", 0, "GPU", 1, {"phase": "profiled"},
+                    [Metric("gpu__time_duration.sum", 1.0e-4, "second", "kernel_duration"),
+                     *(Metric(f"smsp__sass_thread_inst_executed_op_h{op}_pred_on.sum", 0.0, "inst")
+                       for op in ("add", "mul", "fma")), *metrics])
+    return Run(kind="run", format="gpu-cupy", source="gpuprof run", device={"name": "GPU", "cc": cc},
+               workload={"op": "dot", "shape": [1024, 1024, 1024], "dtype": "float16", "profiled": 1},
+               environment={"kernels_per_call": 1, "profiler": "ncu"}, launches=[launch])
+
+
+@pytest.mark.parametrize("cc, metrics", [
+    ("8.0", [("sm__ops_path_tensor_src_fp16_dst_fp32.sum", 2 * 1024**3, "")]),  # Ampere: ops counted as such
+    ("7.0", [("sm__inst_executed_pipe_tensor.sum", 2 * 1024**3 / 512, "inst")]),  # Volta: 512 per HMMA.884
+], ids=["ampere-ops-path", "volta-512-per-instruction"])
+def test_tensor_core_flops_count_toward_the_ratio_to_analytic(cc: str, metrics: list) -> None:
+    from gpuprof.derive.profiled import quantities
+    from gpuprof.model import Metric
+
+    run = _tensor_run(cc, [Metric(name, value, unit) for name, value, unit in metrics])
+    rows = {q.name: q for q in quantities(run, 2 * 1024**3, 3 * 2 * 1024**2, 1.0e-4)}
+    assert rows["FLOPs counted (tensor cores)"].value == 2 * 1024**3
+    assert rows["FLOPs counted / analytic"].value == pytest.approx(1.0)
+    assert "and tensor cores" in rows["FLOPs counted / analytic"].basis
+
+
+def test_tensor_work_a_file_cannot_count_is_said_beside_the_ratio() -> None:
+    from gpuprof.derive.profiled import quantities
+    from gpuprof.model import Metric
+
+    # Ampere without the ops_path counters: only Volta's instruction factor is documented
+    run = _tensor_run("8.0", [Metric("sm__inst_executed_pipe_tensor.sum", 1.0e6, "inst")])
+    rows = {q.name: q for q in quantities(run, 2 * 1024**3, 3 * 2 * 1024**2, 1.0e-4)}
+    assert "FLOPs counted (tensor cores)" not in rows
+    assert "tensor pipe active but its work not counted" in rows["FLOPs counted / analytic"].basis

@@ -14,7 +14,7 @@ from gpuprof import tables
 from gpuprof.model import Run
 from gpuprof.readers import _ncu_csv_bulk, ncu_csv
 from gpuprof.readers._text import metric_columns, metric_maker
-from fixture_paths import A100, A100_ERRORS, B200, V100
+from fixture_paths import A100, A100_ERRORS, B200, FIXTURES, V100
 
 FAST = _ncu_csv_bulk.read
 
@@ -149,3 +149,60 @@ def test_column_conversion_equals_the_row_by_row_one(rows: list[tuple[str, str, 
 def _comparable(metrics) -> list[tuple]:
     return [(m.name, None if isinstance(m.value, float) and math.isnan(m.value) else m.value, m.unit, m.canonical,
              m.origin) for m in metrics]
+
+
+# The NERSC-method fixtures of SOURCES.md section 6, and byte-level variants of them: no public ncu
+# CSV with a UTF-8 BOM, CRLF line ends or the 'unnamed>::' spelling beside rule columns was found,
+# so those are the real files with only that changed, by the functions below.
+V100_TENSOR = FIXTURES / "ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.sm__inst_executed_pipe_tensor.sum.csv"
+A100_BERT = FIXTURES / "ncu_csv_a100_nersc_rule_columns_unnamed_ns_bert_EXCERPT.csv"
+A100_SGEMM = FIXTURES / "ncu_csv_a100_nersc_roofline_metrics_with_duration_sgemm.csv"
+BYTE_VARIANTS = {
+    "as published": lambda data: data,
+    "UTF-8 BOM": lambda data: b"\xef\xbb\xbf" + data,
+    "CRLF line ends": lambda data: data.replace(b"\n", b"\r\n"),
+    "BOM and CRLF": lambda data: b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n"),
+    "ncu's 'unnamed>::' spelling": lambda data: data.replace(b"<unnamed>::", b"unnamed>::"),
+}
+
+
+@pytest.mark.parametrize("variant", BYTE_VARIANTS)
+@pytest.mark.parametrize("fixture", [V100_TENSOR, A100_BERT, A100_SGEMM], ids=lambda p: p.name[:40])
+def test_nersc_files_and_their_byte_variants_read_the_same_either_way(fixture: Path, variant: str, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / fixture.name
+    path.write_bytes(BYTE_VARIANTS[variant](fixture.read_bytes()))
+    fast, run, lines = _read_both(path, monkeypatch)
+    assert fast
+    assert _contents(run) == _contents(lines)
+    assert _contents(run)[0] == _contents(ncu_csv.read(fixture))[0] or "unnamed" in variant
+
+
+def test_nersc_v100_program_output_before_the_header_is_no_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """38 lines of TensorFlow's stdout ('Loading data...', 'All done') sit between '==PROF==
+    Connected' and the header: 9 launches, IDs 104-125, and no note (the ==PROF== lines are info)."""
+    fast, run, _ = _read_both(V100_TENSOR, monkeypatch)
+    assert fast and run.notes == []
+    assert run.launch_table["index"].tolist() == [104, 110, 116, 120, 121, 122, 123, 124, 125]
+    gemm = run.launches[6]
+    assert gemm.kernel == "volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn"
+    assert (gemm.value("sm__inst_executed_pipe_tensor.sum"), gemm.metric("sm__inst_executed_pipe_tensor.sum").canonical,
+            gemm.attributes["time"]) == (7_077_888, "tensor_inst", "2020-Jun-09 11:54:24")
+
+
+@pytest.mark.parametrize("spelling", ["<unnamed>::", "unnamed>::"])
+def test_anonymous_namespace_names_and_empty_units_are_kept(spelling: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """6c's softmax kernel keeps ncu's spelling of its anonymous namespace, either one; counts with
+    an empty unit ('Block Size', 'Grid Size') read as plain numbers; rule rows become the launch's
+    rules."""
+    path = tmp_path / "bert.csv"
+    path.write_bytes(A100_BERT.read_bytes().replace(b"<unnamed>::", spelling.encode()))
+    _, run, _ = _read_both(path, monkeypatch)
+    softmax = run.launches[1]
+    assert softmax.kernel == (f"void {spelling}softmax_warp_forward<float, float, float, (int)5, (bool)0, (bool)0>"
+                              "(T2 *, const T1 *, int, int, int, const bool *, int, bool)")
+    assert (softmax.value("Block Size"), softmax.metric("Block Size").unit, softmax.value("Grid Size")) == (128, "", 40)
+    assert softmax.value("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum") == 0
+    assert softmax.attributes["rules"].startswith("LaunchConfiguration [WRN]: The grid for this launch is configured "
+                                                  "to execute only 40 blocks")

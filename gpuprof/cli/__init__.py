@@ -16,6 +16,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "calibrate": ("calibrate", "calibrate", "Measure and store this CPU's FLOP/s and bandwidth ceilings."),
     "import": ("importing", "import_", "Read profiler output files into the results store."),
     "run": ("run", "run", "Measure one op at one size on the CPU or a GPU."),
+    "profile": ("profile", "profile", "Run any command under ncu, nvprof or perf; store and print its kernels."),
+    "doctor": ("doctor", "doctor", "Check what profiling needs here (driver, counters, profilers, perf, energy)."),
     "show": ("show", "show", "List stored results."),
     "devices": ("devices", "devices", "List this machine's CPU and NVIDIA GPUs with their peaks."),
     "peaks": ("devices", "peaks", "GPU peak FLOP/s and bandwidth from the device table, with formulas."),

@@ -11,14 +11,22 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note, store_o
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--reader", "reader", default=None, metavar="NAME",
               help="Read every file as this format instead of detecting it from the content.")
+@click.option("--join", "join", is_flag=True,
+              help="Store FILES as one run: files of one application that each hold some of the metrics "
+                   "(one ncu run per metric); launches join by ID where every file names the same kernel.")
+@click.option("--gpu", "gpu", default=None, metavar="NAME",
+              help="The GPU the files were profiled on, for files that do not name it (ncu CSVs): sets the "
+                   "tensor-FLOP rule and the ceilings. A device-table name or key ('gpuprof peaks' lists them).")
 @format_option
 @store_option
 @handle_errors
-def import_(files: tuple[str, ...], reader: str | None, fmt: str, store_path: str | None) -> None:
+def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | None, fmt: str,
+            store_path: str | None) -> None:
     """Read FILES (nvprof, Nsight Compute, Nsight Systems, perf output) into the results store.
 
-    Each file is stored as one run, whole or not at all; the first file that cannot be read stops
-    the import, and the files before it stay stored. Prints one row per kernel.
+    Each file is stored as one run, whole or not at all (with --join, all files as one run); the
+    first file that cannot be read stops the import, and the files before it stay stored. Prints
+    one row per kernel.
     """
     from gpuprof import importing
     from gpuprof.errors import GpuprofError
@@ -32,12 +40,12 @@ def import_(files: tuple[str, ...], reader: str | None, fmt: str, store_path: st
         if not added:
             note(f"{run.source} was already in the store as run {run.run_id}")
             return
-        note(f"imported {run.source} as {run.format}: {len(run.launches)} launches, run {run.run_id}")
+        note(f"imported {run.source} as {run.format}: {len(run.launch_table)} launches, run {run.run_id}")
         for line in run.notes:
             note(f"  note: {line}")
 
     try:
-        importing.import_files(files, store_path, reader, on_stored=stored)
+        importing.import_files(files, store_path, reader, on_stored=stored, join=join, gpu=gpu)
     except GpuprofError:
         if imported:
             note(f"stored before the error: {', '.join(run.source for run in imported)}")

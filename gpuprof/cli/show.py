@@ -9,7 +9,7 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note, store_o
 
 @click.command()
 @click.argument("run_id", required=False)
-@click.option("--kind", type=click.Choice(("run", "import", "calibration", "all")), default="all",
+@click.option("--kind", type=click.Choice(("run", "import", "calibration", "profile", "all")), default="all",
               show_default=True, help="Which stored runs to list.")
 @format_option
 @store_option

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpuprof.derive import counters
+from gpuprof.derive import counters, tensor
 from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
 from gpuprof.derive.summary import Quantity, run_peaks
 from gpuprof.devices.peaks import Peaks
@@ -42,6 +42,8 @@ class PerCall:
     clock_hz: float | None           # SM clock, weighted by kernel time
     peak_at_clock: dict[str, float]  # precision -> FMA-pipe ceiling at the measured clock (ncu), FLOP/s
     tool_efficiency: dict[str, float]  # precision -> the tool's own flop_<p>_efficiency, one-kernel calls
+    tensor: float | None = None      # tensor-core FLOP per call; None when not counted or none ran
+    tensor_basis: str = ""           # how, or why not (gpuprof.derive.tensor.RULES)
 
 
 def _per_call_total(values: np.ndarray, invocations: np.ndarray, calls: int) -> float | None:
@@ -72,7 +74,8 @@ def per_call(run: Run) -> PerCall | None:
     if not kernels or not calls or not launches:
         return None
     own_keys = [f"flop_{p}_efficiency" for p in PRECISIONS]
-    c = counters.Counters.of_launches(launches, extra=own_keys)
+    c = counters.Counters.of_launches(launches, extra=(*own_keys, *tensor.names()),
+                                      cc=[str(run.device.get("cc", ""))] * len(launches))
     n = np.array([launch.invocations for launch in launches], dtype=float)
     times = counters.kernel_time(c)
     flops = {p: v for p in PRECISIONS if (v := _per_call_total(counters.flops(c, p), n, calls)) is not None}
@@ -80,9 +83,13 @@ def per_call(run: Run) -> PerCall | None:
              if (v := _time_weighted(counters.peak_flop_rate(c, p), times, n)) is not None}
     own = {p: float(c.number(key)[0]) for p, key in zip(PRECISIONS, own_keys)
            if len(launches) == 1 and not np.isnan(c.number(key)[0])}
+    tensor_flops, rules, kinds = tensor.parts(c)
+    worked = sorted({tensor.RULES[rule] for rule in rules.tolist() if rule != tensor.NONE})
     return PerCall(kernels, calls, str(run.environment.get("profiler", "profiler")), flops,
                    _per_call_total(times, n, calls), _per_call_total(counters.dram_bytes(c), n, calls),
-                   _time_weighted(counters.sm_clock(c), times, n), peaks, own)
+                   _time_weighted(counters.sm_clock(c), times, n), peaks, own,
+                   _per_call_total(tensor_flops, n, calls) or None,
+                   "; ".join([*worked, *sorted({k for k in kinds.tolist() if k})]))
 
 
 def kernel_names(run: Run, kernels: int) -> list[str]:
@@ -145,13 +152,19 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
         if value or q == p:
             out.append(Quantity(f"FLOPs counted ({PRECISIONS[q]})", value, "FLOP", MEASURED,
                                 f"{found.tool}: {PRECISIONS[q]} add + mul + 2 x fma thread instructions {per}"))
+    if found.tensor is not None:
+        out.append(Quantity("FLOPs counted (tensor cores)", found.tensor, "FLOP", MEASURED,
+                            f"{found.tool}: {found.tensor_basis} {per}"))
     if found.flops:
-        total = sum(found.flops.values())
+        total = sum(found.flops.values()) + (found.tensor or 0.0)
         ratio = total / analytic_flops if analytic_flops else None
+        uncounted = "; ".join(rule for rule in (tensor.RULES[tensor.UNCOUNTED], tensor.RULES[tensor.UNKNOWN_GPU])
+                              if rule in found.tensor_basis)
         if ratio is not None:
             out.append(Quantity("FLOPs counted / analytic", ratio, "", DERIVED,
-                                f"{human(total, 'FLOP')} counted (all precisions) / {human(analytic_flops, 'FLOP')} "
-                                f"analytic{_ratio_hint(ratio)}"))
+                                f"{human(total, 'FLOP')} counted (all precisions"
+                                f"{' and tensor cores' if found.tensor else ''}) / {human(analytic_flops, 'FLOP')} "
+                                f"analytic{_ratio_hint(ratio)}" + (f"; {uncounted}" if uncounted else "")))
     if found.dram_bytes is not None:
         out.append(Quantity("DRAM bytes (counted)", found.dram_bytes, "byte", MEASURED,
                             f"{found.tool}: DRAM read + write {per}; compulsory {human(analytic_bytes, 'byte')}: "

@@ -5,7 +5,8 @@ Nsight Compute installs itself as ``/opt/nvidia/nsight-compute/<version>/ncu``; 
 ``<toolkit>/bin``. None of these is on PATH by default: an offline H100 machine with driver 580 and
 CUDA 13 had ncu only under ``/opt/nvidia/nsight-compute/2025.3.1/`` (shared/reference/
 offline_gpu_machine_notes.md). Searched: PATH; for ncu, the newest version folder under
-``/opt/nvidia/nsight-compute``; ``$CUDA_HOME/bin``; ``/usr/local/cuda/bin``.
+``/opt/nvidia/nsight-compute`` (for nsys, ``/opt/nvidia/nsight-systems/<version>/bin``, where Nsight
+Systems installs itself); ``$CUDA_HOME/bin``; ``/usr/local/cuda/bin``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NSIGHT_COMPUTE_ROOT = Path("/opt/nvidia/nsight-compute")
+NSIGHT_SYSTEMS_ROOT = Path("/opt/nvidia/nsight-systems")
 CUDA_DEFAULT = Path("/usr/local/cuda")
 _VERSION_FOLDER = re.compile(r"^\d+(?:\.\d+)*$")
 
@@ -33,17 +35,25 @@ def executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def _newest_nsight_compute(name: str) -> Found | None:
-    """``<root>/<version>/ncu`` with the highest version number (2025.3.1 after 2024.1.0 and 2025.1.10)."""
-    if not NSIGHT_COMPUTE_ROOT.is_dir():
+def _install_folders() -> dict[str, tuple[Path, str]]:
+    """Tool -> (the folder holding one folder per installed version, the tool's path inside one)."""
+    return {"ncu": (NSIGHT_COMPUTE_ROOT, "ncu"), "nsys": (NSIGHT_SYSTEMS_ROOT, "bin/nsys")}
+
+
+def _newest_install(name: str) -> Found | None:
+    """``<root>/<version>/<tool>`` with the highest version number (2025.3.1 after 2024.1.0 and 2025.1.10)."""
+    if name not in _install_folders():
+        return None
+    root, relative = _install_folders()[name]
+    if not root.is_dir():
         return None
     versions = [(tuple(int(part) for part in folder.name.split(".")), folder)
-                for folder in NSIGHT_COMPUTE_ROOT.iterdir()
-                if _VERSION_FOLDER.match(folder.name) and executable(folder / name)]
+                for folder in root.iterdir()
+                if _VERSION_FOLDER.match(folder.name) and executable(folder / relative)]
     if not versions:
         return None
     _, newest = max(versions)
-    return Found(str(newest / name), f"{NSIGHT_COMPUTE_ROOT}, newest of {len(versions)} version(s)")
+    return Found(str(newest / relative), f"{root}, newest of {len(versions)} version(s)")
 
 
 def _toolkit_bins() -> list[tuple[Path | None, str]]:
@@ -56,10 +66,9 @@ def locate(name: str) -> Found | None:
     on_path = shutil.which(name)
     if on_path:
         return Found(on_path, "PATH")
-    if name == "ncu":
-        newest = _newest_nsight_compute(name)
-        if newest:
-            return newest
+    newest = _newest_install(name)
+    if newest:
+        return newest
     for folder, label in _toolkit_bins():
         if folder is not None and executable(folder / name):
             return Found(str(folder / name), label)
@@ -69,7 +78,8 @@ def locate(name: str) -> Found | None:
 def searched(name: str) -> str:
     """The places :func:`locate` looked, for a 'not found' message."""
     places = ["PATH"]
-    if name == "ncu":
-        places.append(f"{NSIGHT_COMPUTE_ROOT}/<version>/ncu")
+    if name in _install_folders():
+        root, relative = _install_folders()[name]
+        places.append(f"{root}/<version>/{relative}")
     places += [label if folder else f"{label} ($CUDA_HOME unset)" for folder, label in _toolkit_bins()]
     return ", ".join(places)

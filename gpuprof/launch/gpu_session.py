@@ -26,11 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import platform
 import shlex
-import signal
-import subprocess
 import sys
 import uuid
 from dataclasses import dataclass
@@ -39,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprof import errors, ops
 from gpuprof.errors import DeviceError, GpuprofError, InputError, ProfilerError
-from gpuprof.launch import profilers
+from gpuprof.launch import process, profilers
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.workloads import compile_time, engine_names
 
@@ -51,7 +48,6 @@ DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_PROFILED = 3  # calls run under the profiler: each is replayed once per pass, so few are enough
 RESULT_NAME = "child.json"
 RETRY_DIR = "without-profiler"
-TAIL_LINES = 5
 NO_COUNTERS = profilers.Choice("none", "hardware counters off (--no-counters): time from CUDA events, FLOPs analytic")
 
 
@@ -151,31 +147,20 @@ def child_command(settings: RunSettings, shape: tuple[int, ...], engine: str, pr
             "--seed", str(settings.seed), "--result", str(result)]
 
 
-def _tail(path: Path) -> str:
-    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()] if path.is_file() else []
-    return " | ".join(lines[-TAIL_LINES:]) or "nothing"
-
-
 def _execute(argv: list[str], run_dir: Path, timeout: float) -> int:
-    """Run ``argv`` with stdout/stderr kept in the run folder; its exit code.
-
-    It runs in its own process group, so a timeout or Ctrl-C stops the profiler together with the
-    workload it launched (killing only the profiler would leave that workload running).
-    """
-    with open(run_dir / "stdout.txt", "w") as out, open(run_dir / "stderr.txt", "w") as err:
-        try:
-            process = subprocess.Popen(argv, stdout=out, stderr=err, process_group=0)
-        except FileNotFoundError:
-            raise ProfilerError(f"cannot execute {argv[0]}", "check the installation, or use --profiler none") from None
-        try:
-            return process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise ProfilerError(f"{Path(argv[0]).name} did not finish within {timeout:g} s (files in {run_dir})",
-                                "give a smaller --size or --shape, or a longer GPU timeout") from None
-        finally:
-            if process.returncode is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    """Run ``argv`` with stdout/stderr kept in the run folder (one process group, so a timeout or
+    Ctrl-C stops the profiler together with the workload it launched); its exit code. A stopped
+    workload child leaves no result to read, so it is killed at once (no grace)."""
+    try:
+        finished = process.run_group(argv, run_dir, timeout, grace=0)
+    except OSError:
+        raise ProfilerError(f"cannot execute {argv[0]}", "check the installation, or use --profiler none") from None
+    if finished.stopped == process.INTERRUPTED:
+        raise KeyboardInterrupt
+    if finished.stopped == process.TIMEOUT:
+        raise ProfilerError(f"{Path(argv[0]).name} did not finish within {timeout:g} s (files in {run_dir})",
+                            "give a smaller --size or --shape, or a longer GPU timeout")
+    return int(finished.code or 0)
 
 
 def _child_record(run_dir: Path, code: int) -> dict[str, Any]:
@@ -183,7 +168,7 @@ def _child_record(run_dir: Path, code: int) -> dict[str, Any]:
     path = run_dir / RESULT_NAME
     if not path.is_file():
         raise ProfilerError(f"the workload process wrote no result (exit code {code}); stderr: "
-                            f"{_tail(run_dir / 'stderr.txt')}", f"see the files in {run_dir}")
+                            f"{process.tail(run_dir / process.STDERR)}", f"see the files in {run_dir}")
     record = json.loads(path.read_text())
     failure = record.get("error")
     if failure:
@@ -192,10 +177,12 @@ def _child_record(run_dir: Path, code: int) -> dict[str, Any]:
     return record
 
 
-def _device_record(info: GpuInfo | None, child_device: dict[str, Any]) -> dict[str, Any]:
-    """NVML's view (name, clocks, driver) with the CUDA runtime's (versions) and the peaks."""
+def device_record(info: GpuInfo | None, child_device: dict[str, Any] | None = None) -> dict[str, Any]:
+    """NVML's view (name, clocks, driver) with the peaks, and the CUDA runtime's (versions) when the
+    workload child reported it."""
     from gpuprof.devices import gpu_detect, gpu_table
 
+    child_device = child_device or {}
     device: dict[str, Any] = {"kind": "gpu", "name": child_device.get("name"), "cc": child_device.get("cc")}
     peaks = []
     if info is not None:
@@ -204,7 +191,8 @@ def _device_record(info: GpuInfo | None, child_device: dict[str, Any]) -> dict[s
         if len(table) == 1:
             peaks.append(gpu_table.peaks(table[0]))
         peaks.append(gpu_detect.runtime_peaks(info))
-    device["cuda_runtime"] = child_device
+    if child_device:
+        device["cuda_runtime"] = child_device
     device["peaks"] = [dataclasses.asdict(p) for p in peaks]
     return device
 
@@ -229,7 +217,7 @@ def _first_error(module: Any, run_dir: Path, code: int) -> str:
     from gpuprof.launch.gpu_readback import error_lines, profiler_text
 
     found = error_lines(profiler_text(module.log_path(run_dir), run_dir))
-    return found[0] if found else f"exit code {code}, stderr: {_tail(run_dir / 'stderr.txt')}"
+    return found[0] if found else f"exit code {code}, stderr: {process.tail(run_dir / process.STDERR)}"
 
 
 def _measured_record(module: Any, run_dir: Path, code: int, again: list[str], timeout: float) -> tuple[dict[str, Any], list[str]]:
@@ -318,6 +306,6 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
         "relative_error": record["relative_error"], "seed": settings.seed,
     }
     return Run(kind="run", format=f"cuda-{engine}", source=settings.command or shlex.join(argv),
-               device=_device_record(_matching_gpu(info, record["device"].get("pci_bus_id")), record["device"]),
+               device=device_record(_matching_gpu(info, record["device"].get("pci_bus_id")), record["device"]),
                workload=workload, environment=environment,
                launches=launches, notes=notes, run_id=run_id)

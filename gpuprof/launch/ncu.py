@@ -20,6 +20,12 @@ https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html):
 * ``--cache-control all|none`` ("Profile"): ``all`` flushes GPU caches before each replay pass.
 * ``--replay-mode kernel|application`` ("Profile"): replay each kernel, or rerun the application.
 * ``--export <dir>/report --force-overwrite`` ("File"): keep the ``.ncu-rep`` in the run folder.
+* ``gpuprof profile`` adds, for a user's command ("Filter", "Launch"): ``--kernel-name regex:<re>
+  --kernel-name-base demangled`` (match the regular expression against the demangled name, the one
+  gpuprof prints; the default base, ``function``, is the bare function name), ``--launch-skip N`` and
+  ``--launch-count N`` (counted over the launches the other filters keep), and ``--target-processes
+  all`` (also profile the processes the command starts: MPI ranks, Python workers; every launch row
+  of the raw page then names its process).
 * ``--csv --page raw --log-file <dir>/ncu.csv`` ("Output Pages", "Console Output", "File"): with
   ``--export`` ncu prints nothing unless a page is named; the raw page has one row per kernel with
   every collected metric plus the automatically collected device attributes (clock rates, SM
@@ -53,9 +59,9 @@ CLOCK_TEXT = {
 }
 
 
-def metrics() -> list[str]:
-    """The ``--metrics`` list: every ncu metric name in the catalog."""
-    return catalog.ncu_metrics()
+def metrics(keys: tuple[str, ...] | None = None) -> list[str]:
+    """The ``--metrics`` list: the ncu names of the catalog entries ``keys`` (all by default)."""
+    return catalog.ncu_metrics() if keys is None else catalog.ncu_metrics_of(keys)
 
 
 def offered(exe: str) -> frozenset[str] | None:
@@ -68,9 +74,9 @@ def base_name(metric: str) -> str:
     return metric.split(".", 1)[0]
 
 
-def to_collect(exe: str) -> tuple[list[str], list[str]]:
-    """(catalog metrics this GPU offers, those it does not)."""
-    return profilers.split_offered(metrics(), offered(exe), base_name)
+def to_collect(exe: str, keys: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
+    """(the metrics of catalog entries ``keys`` this GPU offers, those it does not)."""
+    return profilers.split_offered(metrics(keys), offered(exe), base_name)
 
 
 def nvtx_filter(range_name: str) -> str:
@@ -82,12 +88,27 @@ def log_path(run_dir: Path) -> Path:
     return run_dir / LOG_NAME
 
 
+def filters(options: ProfileOptions) -> list[str]:
+    """The options that choose which launches ncu profiles (NVTX range, kernel name, skip, count, processes)."""
+    argv = ["--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range)] if options.nvtx_range else []
+    if options.kernel:
+        argv += ["--kernel-name", f"regex:{options.kernel}", "--kernel-name-base", "demangled"]
+    if options.launch_skip:
+        argv += ["--launch-skip", str(options.launch_skip)]
+    if options.launch_count is not None:
+        argv += ["--launch-count", str(options.launch_count)]
+    if options.target_processes:
+        argv += ["--target-processes", options.target_processes]
+    return argv
+
+
 def command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) -> list[str]:
-    """The exact ncu argv for one sweep point (options documented in the module docstring)."""
+    """The exact ncu argv for one sweep point or one user command (options documented in the module
+    docstring)."""
     return [
         exe,
-        "--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range),
-        "--metrics", ",".join(to_collect(exe)[0]),
+        *filters(options),
+        "--metrics", ",".join(to_collect(exe, options.metrics)[0]),
         "--clock-control", options.clock_control,
         "--cache-control", options.cache_control,
         "--replay-mode", options.replay_mode,
@@ -111,10 +132,10 @@ def passes(launches: list[Launch], log_text: str) -> tuple[list[int], str]:
 def settings(options: ProfileOptions) -> dict[str, Any]:
     return {"clock_control": options.clock_control, "clock_control_text": CLOCK_TEXT[options.clock_control],
             "cache_control": options.cache_control, "replay_mode": options.replay_mode,
-            "nvtx_include": nvtx_filter(options.nvtx_range), "page": "raw"}
+            "nvtx_include": nvtx_filter(options.nvtx_range) if options.nvtx_range else None, "page": "raw"}
 
 
 def notes(options: ProfileOptions, exe: str) -> list[str]:
-    _, missing = to_collect(exe)
+    _, missing = to_collect(exe, options.metrics)
     lacking = [f"ncu on this GPU does not offer: {', '.join(missing)} (left out of --metrics)"] if missing else []
     return [CLOCK_TEXT[options.clock_control], *lacking]

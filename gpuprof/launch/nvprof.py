@@ -19,11 +19,22 @@ Why one run and not the study's two: nvprof's metric modes (summary, or per laun
 distorted by replay. gpuprof takes the time from CUDA events around unprofiled launches in the same
 process, so one nvprof run gives both. nvprof has no clock or cache control options; clocks are
 whatever the driver sets (recorded from NVML).
+
+For a user's command (``gpuprof profile``) there are no such events, so a metric set that needs
+durations runs the command twice, as the study did: first ``--csv --print-gpu-trace`` ("GPU-Trace
+and API-Trace Modes"), which times every kernel without counters, then the metric run. The metric
+run profiles from the start (the command has no ``cudaProfilerStart``) and adds, where asked:
+
+* ``--kernels ::<re>:`` ("Profiling Scope", placed before ``--metrics``, whose scope it sets): only
+  kernels whose name matches the regular expression, in any context, stream and invocation;
+* ``--profile-child-processes`` ("Multiprocess Profiling") with ``%p`` in the log name
+  ("Redirecting Output": replaced by each process's ID), so every process writes its own log.
+
+nvprof has no NVTX filter and no launch skip or count.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +45,14 @@ from gpuprof.model import Launch
 
 NAME = "nvprof"
 LOG_NAME = "nvprof.csv"
-_NVPROF_METRIC = re.compile(r"^[a-z][a-z0-9_]*$")
+PER_PROCESS = "nvprof.%p.csv"  # nvprof puts each process's ID in place of %p
+TRACE_NAME, TRACE_PER_PROCESS = "trace.csv", "trace.%p.csv"
 _LISTED = r"^\s*([a-z][a-z0-9_]*):\s"
 
 
 def wanted_metrics() -> list[str]:
     """Every nvprof metric name in the catalog (trace column names such as Duration left out)."""
-    names: list[str] = []
-    for entry in catalog.entries().values():
-        names += [n for n in entry.nvprof if _NVPROF_METRIC.match(n) and n not in names]
-    return names
+    return catalog.nvprof_metrics()
 
 
 def offered(exe: str) -> frozenset[str] | None:
@@ -51,26 +60,42 @@ def offered(exe: str) -> frozenset[str] | None:
     return profilers.listed((exe, "--query-metrics"), _LISTED)
 
 
-def metrics(exe: str) -> tuple[list[str], list[str]]:
-    """(metrics to collect, catalog metrics this GPU does not offer)."""
-    return profilers.split_offered(wanted_metrics(), offered(exe))
+def metrics(exe: str, keys: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
+    """(metrics of the catalog entries ``keys`` (all by default) to collect, those this GPU does not offer)."""
+    return profilers.split_offered(catalog.nvprof_metrics(keys), offered(exe))
 
 
-def log_path(run_dir: Path) -> Path:
-    return run_dir / LOG_NAME
+def log_path(run_dir: Path, options: ProfileOptions | None = None) -> Path:
+    """The metric log; a name with ``%p`` (one file per process) when child processes are profiled."""
+    per_process = options is not None and options.target_processes == "all"
+    return run_dir / (PER_PROCESS if per_process else LOG_NAME)
+
+
+def _processes(options: ProfileOptions) -> list[str]:
+    return ["--profile-child-processes"] if options.target_processes == "all" else []
 
 
 def command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) -> list[str]:
-    """The exact nvprof argv for one sweep point (options documented in the module docstring)."""
-    collect, _ = metrics(exe)
+    """The exact nvprof argv for one sweep point or one user command (module docstring)."""
+    collect, _ = metrics(exe, options.metrics)
     return [
         exe,
-        "--profile-from-start", "off",
-        "--csv", "--log-file", str(log_path(run_dir)),
+        *(["--profile-from-start", "off"] if not options.from_start else []),
+        *_processes(options),
+        "--csv", "--log-file", str(log_path(run_dir, options)),
+        *(["--kernels", f"::{options.kernel}:"] if options.kernel else []),
         "--metrics", ",".join(collect),
         "--replay-mode", options.replay_mode,
         *child,
     ]
+
+
+def trace_command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) -> list[str]:
+    """nvprof timing every kernel of ``child`` without counters (``--print-gpu-trace``): the
+    durations its metric mode does not report."""
+    per_process = options.target_processes == "all"
+    log = run_dir / (TRACE_PER_PROCESS if per_process else TRACE_NAME)
+    return [exe, *_processes(options), "--csv", "--print-gpu-trace", "--log-file", str(log), *child]
 
 
 def passes(launches: list[Launch], log_text: str) -> tuple[list[int], str]:
@@ -83,10 +108,13 @@ def settings(options: ProfileOptions) -> dict[str, Any]:
             "replay_mode": options.replay_mode}
 
 
+def lacking(options: ProfileOptions, exe: str) -> list[str]:
+    """One note naming the metrics asked for that this GPU does not offer, if any."""
+    _, missing = metrics(exe, options.metrics)
+    return [f"nvprof on this GPU does not offer: {', '.join(missing)}"] if missing else []
+
+
 def notes(options: ProfileOptions, exe: str) -> list[str]:
-    out = ["nvprof: kernel time from CUDA events around unprofiled launches (nvprof's metric mode "
-           "reports no durations); counters from the profiled launches, clocks as the driver set them"]
-    _, missing = metrics(exe)
-    if missing:
-        out.append(f"nvprof on this GPU does not offer: {', '.join(missing)}")
-    return out
+    return ["nvprof: kernel time from CUDA events around unprofiled launches (nvprof's metric mode "
+            "reports no durations); counters from the profiled launches, clocks as the driver set them",
+            *lacking(options, exe)]

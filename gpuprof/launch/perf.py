@@ -66,10 +66,11 @@ class Probe:
     unknown: tuple[str, ...] = ()      # perf rejects the name (no such event on this CPU/kernel)
     error: str | None = None           # perf could not count at all
 
-    def reason(self, in_vm: bool = False) -> str | None:
-        """One line on what cannot be counted and what that means; None when everything can."""
+    def reason(self, in_vm: bool = False, consequence: str = ANALYTIC) -> str | None:
+        """One line on what cannot be counted and what that means for FLOPs (``consequence``);
+        None when everything can."""
         if self.error:
-            return f"CPU hardware counters unavailable: {self.error.rstrip('.')}; {ANALYTIC}"
+            return f"CPU hardware counters unavailable: {self.error.rstrip('.')}; {consequence}"
         missing = []
         if self.unsupported:
             missing.append(f"perf reports {_short(self.unsupported)} <not supported>")
@@ -81,7 +82,7 @@ class Probe:
             e in self.unsupported for e in HARDWARE)
         why = " (no PMU exposed in this VM)" if in_vm and hardware_lost else ""
         fp_left = any(e in self.usable for e in INTEL_FP + AMD_FP)
-        tail = "" if fp_left else f"; {ANALYTIC}"
+        tail = "" if fp_left else f"; {consequence}"
         software = [e for e in self.usable if e in SOFTWARE]
         counted = f"; still counting {', '.join(software)}" if software and hardware_lost else ""
         head = "CPU hardware counters unavailable" if hardware_lost else "some CPU counters unavailable"

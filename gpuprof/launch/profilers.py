@@ -40,28 +40,35 @@ NCU_MIN_CC = (7, 0)
 NVPROF_MAX_CC = (8, 0)  # exclusive
 PROBE_TIMEOUT_S = 60
 _VERSION = re.compile(r"(?:Release\s+)?[Vv]ersion\s+(\S+)")
-_INSTALL = {
+INSTALL = {
     "ncu": "install Nsight Compute (it ships with the CUDA toolkit), or give its path: --profiler /path/to/ncu",
     "nvprof": "install a CUDA toolkit of version 11 or older (nvprof), or give its path: --profiler /path/to/nvprof",
 }
 # How each tool's --version banner names it (the stand-ins in tests/fakes print the same first lines).
 _BANNERS = {"ncu": "Nsight Compute", "nvprof": "nvprof"}
 PERMISSION_MARK = "ERR_NVGPUCTRPERM"
+PERMISSION_FIX = ("run as root or load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0 "
+                  "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
 PERMISSION_NOTE = (
     "counters refused (ERR_NVGPUCTRPERM: the driver lets only admin users read GPU performance "
-    "counters), so time is from CUDA events and FLOPs are analytic; to enable counters run as root "
-    "or load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0 "
-    "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+    f"counters), so time is from CUDA events and FLOPs are analytic; to enable counters {PERMISSION_FIX}")
 
 
 @dataclass(frozen=True)
 class ProfileOptions:
-    """How to profile one sweep point; the options a user may set on ``gpuprof run``."""
+    """How to profile: what ``gpuprof run`` sets for its workload child, and the filters and metric
+    set ``gpuprof profile`` adds for a user's command. The defaults give ``gpuprof run``'s argv."""
 
-    nvtx_range: str
+    nvtx_range: str | None                  # profile only inside this push/pop range (default domain)
     clock_control: str = "base"
     cache_control: str = "all"
     replay_mode: str = "kernel"
+    metrics: tuple[str, ...] | None = None  # catalog entries to collect; None: the whole catalog
+    kernel: str | None = None               # regular expression on the demangled kernel name
+    launch_skip: int = 0                    # launches (after the filters) not profiled first
+    launch_count: int | None = None         # launches profiled at most
+    target_processes: str | None = None     # "all": also the processes the command starts (MPI ranks)
+    from_start: bool = False                # nvprof: profile from the start, not from cudaProfilerStart
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("--clock-control", self.clock_control, CLOCK_CONTROLS),
@@ -168,7 +175,7 @@ def _require(name: str, cc: tuple[int, int] | None) -> Probe:
     found = probe(name)
     if not found.usable:
         raise ProfilerError(f"--profiler {name}: {found.problem}",
-                            f"{_INSTALL[name]}, or use --profiler none (CUDA-event timing only)")
+                            f"{INSTALL[name]}, or use --profiler none (CUDA-event timing only)")
     return found
 
 
@@ -207,7 +214,7 @@ def choose(requested: str | None, cc: tuple[int, int] | None) -> Choice:
         tried.append(f"{name}: {found.problem}")
     names = " or ".join(candidates(cc))
     return Choice("none", f"no profiler for compute capability {_cc_text(cc)} ({'; '.join(tried)}), so "
-                          f"time is from CUDA events and FLOPs are analytic; {_INSTALL[candidates(cc)[0]]} "
+                          f"time is from CUDA events and FLOPs are analytic; {INSTALL[candidates(cc)[0]]} "
                           f"to get {names} counters", fallback=True)
 
 

@@ -21,7 +21,7 @@ def listing_frame(runs: list[Run]) -> pd.DataFrame:
         else:
             rows.append({"kind": run.kind, "run": run.run_id[:8], "created": run.created,
                          "device": run.device.get("name", ""), "format": run.format,
-                         "source": run.source, "launches": len(run.launches)})
+                         "source": run.source, "launches": len(run.launch_table)})
     return pd.DataFrame(rows)
 
 
@@ -34,4 +34,8 @@ def find_run(store: Store, prefix: str, fmt: str) -> str:
     run = store.get(matches[0])
     if run.kind == "run":
         return run_report(run, fmt)
+    if run.kind == "profile":
+        from gpuprof.render.profile_report import profile_report
+
+        return profile_report([run], fmt) or emit(run.metrics_frame(), fmt)
     return emit(run.metrics_frame(), fmt)

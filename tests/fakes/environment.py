@@ -30,12 +30,13 @@ def search_path(*dirs: Path | str) -> str:
 
 
 def isolate_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point the standard install places (/opt/nvidia/nsight-compute, $CUDA_HOME, /usr/local/cuda) into
+    """Point the standard install places (/opt/nvidia/nsight-compute and nsight-systems, $CUDA_HOME, /usr/local/cuda) into
     ``tmp_path`` with fresh probe caches, so a real NVIDIA tool on this machine is never found; the root."""
     from gpuprof.launch import discovery, profilers
 
     root = tmp_path / "install-root"
     monkeypatch.setattr(discovery, "NSIGHT_COMPUTE_ROOT", root / "opt" / "nvidia" / "nsight-compute")
+    monkeypatch.setattr(discovery, "NSIGHT_SYSTEMS_ROOT", root / "opt" / "nvidia" / "nsight-systems")
     monkeypatch.setattr(discovery, "CUDA_DEFAULT", root / "usr" / "local" / "cuda")
     monkeypatch.delenv("CUDA_HOME", raising=False)
     profilers._probe_executable.cache_clear()

@@ -1,0 +1,81 @@
+"""``gpuprof profile -- CMD``: run any program under ncu, nvprof or perf, store and print what it measured."""
+
+from __future__ import annotations
+
+import click
+
+from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
+
+SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--set", "metric_set", type=click.Choice(SETS), default="roofline", show_default=True,
+              help="What to answer: roofline (time, FLOPs, bytes, peaks at the clock), stalls (warp-stall "
+                   "reasons), full (the whole catalog). Fewer metrics, fewer replay passes.")
+@click.option("--kernel", metavar="REGEX", default=None,
+              help="Profile only kernels whose demangled name matches this regular expression.")
+@click.option("--nvtx", metavar="RANGE", default=None,
+              help="ncu only: profile only kernels inside this NVTX push/pop range (default domain).")
+@click.option("--launch-skip", type=click.IntRange(min=0), default=0, show_default=True,
+              help="ncu only: launches (after the other filters) left out before profiling starts.")
+@click.option("--launch-count", type=click.IntRange(min=1), default=None,
+              help="ncu only: profile at most this many launches (after the other filters).")
+@click.option("--device", type=click.Choice(("auto", "cuda", "cpu")), default="auto", show_default=True,
+              help="auto = the GPU when NVML finds one, else the CPU (perf stat around the command).")
+@click.option("--profiler", default="auto", show_default=True, metavar="auto|ncu|nvprof|PATH",
+              help="GPU profiler, or the path to an ncu/nvprof executable (default: by compute capability).")
+@click.option("--processes", type=click.Choice(("split", "merge")), default="split", show_default=True,
+              help="When the command starts several processes (MPI ranks): one run per process, or one merged run.")
+@click.option("--clock-control", type=click.Choice(("base", "none")), default="base", show_default=True,
+              help="ncu only: lock clocks to base while profiling, or leave them to the driver.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=1800.0, show_default=True,
+              help="Seconds before the profiler and the command are stopped (the partial report is kept).")
+@click.option("--dry-run", is_flag=True, help="Print the exact profiler command line(s) and exit.")
+@format_option
+@store_option
+@handle_errors
+def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx: str | None, launch_skip: int,
+            launch_count: int | None, device: str, profiler: str, processes: str, clock_control: str,
+            timeout: float, dry_run: bool, fmt: str, store_path: str | None) -> None:
+    """Run COMMAND (after '--') under a profiler, store it as a run and print its kernels.
+
+    On a GPU: ncu (compute capability 7.0 and newer) or nvprof with the smallest metric set for the
+    question; the report stays in reports/<run-id>/. On the CPU: perf stat with the FP events and
+    Top-Down level 1, as far as the machine allows. Whatever goes wrong, what was collected is stored.
+    """
+    from gpuprof import profile as library
+    from gpuprof.render.profile_report import profile_report
+    from gpuprof.store import open_store
+
+    settings = library.ProfileSettings(
+        command=command, metric_set=metric_set, kernel=kernel, nvtx=nvtx, launch_skip=launch_skip,
+        launch_count=launch_count, device=device, profiler=profiler, processes=processes,
+        clock_control=clock_control, timeout=timeout, command_line=command_line())
+    plan = library.plan(settings, store_path)
+    for line in plan.before:
+        note(f"plan: {line}")
+    for line in plan.warnings:
+        note(f"warning: {line}")
+    if dry_run:
+        for line in library.commands(plan):
+            echo(line)
+        return
+    note(f"running: {library.commands(plan)[-1]}")
+    note(f"the command's own output goes to {plan.run_dir}/stdout.txt and stderr.txt")
+    outcome = library.execute(plan)
+    with open_store(store_path) as store:
+        for run in outcome.runs:
+            store.add(run)
+        where = store.path
+    table = profile_report(outcome.runs, fmt)
+    if table:
+        echo(table)
+    for line in dict.fromkeys(line for run in outcome.runs for line in run.notes):
+        if line not in plan.before and not line.startswith("problem: "):
+            note(f"note: {line}")
+    note(f"stored as run{'s' if len(outcome.runs) > 1 else ''} {', '.join(r.run_id[:8] for r in outcome.runs)} "
+         f"in {where}; report files in {plan.run_dir}")
+    if outcome.problem is not None:
+        raise outcome.problem

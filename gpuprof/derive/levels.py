@@ -1,0 +1,212 @@
+"""The hierarchical roofline of a launch or a kernel: bytes at L1, L2 and DRAM, the arithmetic
+intensity at each, whether they are consistent, and the ceiling that binds.
+
+Bytes per level are read as NERSC's method counts them (``l1tex__t_bytes.sum``, ``lts__t_bytes.sum``,
+``dram__bytes.sum``), else from the narrower traffic ncu's own hierarchical roofline sections plot
+(writeback cycles x bytes per cycle, or their rates x kernel time); :data:`LEVEL_RULES` says which.
+
+Every level a request passes is one it passed through the level before, so bytes should fall from
+L1 to L2 to DRAM and intensity rise: ``AI(L1) <= AI(L2) <= AI(DRAM)``. Where that fails,
+:func:`consistency` names the counter that looks wrong. The binding ceiling is the lowest of the
+compute ceiling of the kernel's dominant work (the precision or tensor type with the most FLOPs) and
+each level's bandwidth x that level's intensity, all from the device table
+(:mod:`gpuprof.devices.gpu_table`) at the clocks it states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from gpuprof import catalog
+from gpuprof.derive.counters import Counters, aliases, also_per_launch, choose, kernel_time
+from gpuprof.devices import gpu_table
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+LEVELS = ("l1", "l2", "dram")
+LABELS = {"l1": "L1", "l2": "L2", "dram": "DRAM"}
+# Per level, its alternatives in order: (catalog key, measured per second?); a count is x bytes_per_cycle.
+_SOURCES = {
+    "l1": (("l1_bytes", False), ("l1_writeback_cycles", False), ("l1_writeback_rate", True),
+           ("l1_writeback_cycle_rate", True)),
+    "l2": (("l2_bytes", False), ("l2_sectors", False), ("l2_xbar_cycles", False), ("l2_xbar_rate", True),
+           ("l2_xbar_cycle_rate", True)),
+}
+# The vector work of each precision and the ceiling it meets (gpu_table's "precision/kind").
+VECTOR_KINDS = {"flops_dp": "fp64/fma", "flops_sp": "fp32/fma", "flops_hp": "fp16/fma"}
+# Bytes of an inner level may fall short of the outer one's by this much before the check says so:
+# counters taken in different passes, and L2 write-backs of lines earlier kernels left dirty, move
+# a few percent (a V100 transpose in the NERSC fixtures: DRAM 1.2 % above L2).
+SLACK = 0.05
+
+
+def _rule(level: str, key: str, per_second: bool) -> str:
+    entry = catalog.entries()[key]
+    name = (entry.ncu or entry.also)[0]
+    factor = f"{entry.bytes_per_cycle:g} x " if entry.bytes_per_cycle else ""
+    return f"{LABELS[level]} bytes = {factor}{name}" + (" x kernel time" if per_second else "")
+
+
+LEVEL_RULES = {level: tuple(_rule(level, key, rate) for key, rate in sources) for level, sources in _SOURCES.items()}
+
+
+def names() -> list[str]:
+    """Every name the level rules read, for one pass over a run's table."""
+    return [name for sources in _SOURCES.values() for key, _ in sources for name in aliases(key)]
+
+
+def level_parts(c: Counters, level: str) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes at L1 or L2 per launch (NaN where none) and which rule of :data:`LEVEL_RULES` gave them."""
+    c.fetch(names())
+    time = kernel_time(c)
+    columns = []
+    for key, per_second in _SOURCES[level]:
+        factor = catalog.entries()[key].bytes_per_cycle or 1.0
+        columns.append(c.number(key) * factor * (time if per_second else 1.0))
+    return choose(*columns)
+
+
+@also_per_launch("byte")
+def l1_bytes(c: Counters) -> np.ndarray:
+    """Bytes through L1/TEX."""
+    return level_parts(c, "l1")[0]
+
+
+@also_per_launch("byte")
+def l2_bytes(c: Counters) -> np.ndarray:
+    """Bytes through L2."""
+    return level_parts(c, "l2")[0]
+
+
+def _ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
+
+
+def dominant(frame: pd.DataFrame) -> np.ndarray:
+    """Per row, the ceiling kind ("fp32/fma", "fp16/tensor") of the work with the most FLOPs:
+    vector FLOPs per precision (``flops_dp/sp/hp``) against tensor FLOPs (``flops_tensor``, whose
+    kind is ``tensor_kind``); "" where no work was counted."""
+    import numpy as np
+
+    columns = [*VECTOR_KINDS, "flops_tensor"]
+    values = np.vstack([np.nan_to_num(frame[c].to_numpy(dtype=float), nan=-1.0) for c in columns])
+    kinds = np.array(list(VECTOR_KINDS.values()) + [""], dtype=object)[values.argmax(axis=0)]
+    kinds = np.where(kinds == "", frame["tensor_kind"].to_numpy(dtype=object), kinds)
+    return np.where(values.max(axis=0) > 0, kinds, "")
+
+
+def consistency(l1: np.ndarray, l2: np.ndarray, dram: np.ndarray) -> np.ndarray:
+    """Per row, "" when bytes fall from L1 to L2 to DRAM (AI(L1) <= AI(L2) <= AI(DRAM)) or too few
+    levels were counted to tell; else which counter looks wrong: the one whose removal leaves the
+    others in order, or both of a pair when either would."""
+    import numpy as np
+
+    def below(inner: np.ndarray, outer: np.ndarray) -> np.ndarray:  # NaN compares False
+        return inner < outer * (1 - SLACK)
+
+    l1_low, dram_high, l1_dram = below(l1, l2), below(l2, dram), below(l1, dram)
+    no_l2 = np.isnan(l2)
+    text = np.full(len(l1), "", dtype=object)
+    cases = (  # later cases win
+        (l1_low, "AI L1 > AI L2: L1 counted fewer bytes than L2; the L1 counter looks low or the L2 one high"),
+        (l1_low & l1_dram, "AI L1 > AI L2: L1 counted fewer bytes than L2 and DRAM; the L1 counter looks low"),
+        (dram_high, "AI L2 > AI DRAM: DRAM counted more bytes than L2; the DRAM counter looks high or the L2 one low"),
+        (dram_high & l1_dram, "AI L2 > AI DRAM: DRAM counted more bytes than L2 and L1; the DRAM counter looks high"),
+        (l1_low & dram_high, "AI falls from L1 to L2 to DRAM: the byte counters look swapped or from different runs"),
+        (l1_dram & no_l2,
+         "AI L1 > AI DRAM: L1 counted fewer bytes than DRAM; the L1 counter looks low or the DRAM one high"),
+    )
+    for where, message in cases:
+        text[where] = message
+    return text
+
+
+def _devices(names: Sequence[str]) -> dict[str, gpu_table.GpuSpec | None]:
+    from gpuprof.errors import InputError
+
+    found: dict[str, gpu_table.GpuSpec | None] = {}
+    for name in dict.fromkeys(names):
+        try:
+            found[name] = gpu_table.match(name) if name else None
+        except InputError:  # unknown, or several rows (an ncu CSV's "device 0")
+            found[name] = None
+    return found
+
+
+def _ceiling_text(ceiling: gpu_table.Ceiling) -> str:
+    value, unit = ceiling.display
+    clock = f" at {ceiling.clock_mhz:g} MHz {ceiling.clock}" if ceiling.clock_mhz else ""
+    return f"{ceiling.name} {value:.4g} {unit} ({ceiling.origin}{clock})"
+
+
+def binding(frame: pd.DataFrame, devices: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a frame with ``dominant``, ``ai_l1/l2/dram`` and ``flop_rate_total``, and the device
+    of each row: the binding ceiling (FLOP/s), what it is, and the achieved percent of it.
+
+    NaN where the device is not in the table or the table has no compute ceiling for the dominant
+    work: a memory roof alone would be an upper bound that hides that. Above 100 % the text says so.
+    """
+    import numpy as np
+    import pandas as pd
+
+    rows = len(frame)
+    device_code, names = pd.factorize(np.asarray(devices, dtype=object))
+    kind_code, kinds = pd.factorize(frame["dominant"].to_numpy(dtype=object))
+    specs = _devices(list(names))
+    candidates = [np.full(rows, np.nan) for _ in range(1 + len(LEVELS))]
+    labels = [np.full(rows, "", dtype=object) for _ in range(1 + len(LEVELS))]
+    pairs = np.unique(device_code * max(len(kinds), 1) + kind_code)
+    for pair in pairs.tolist():
+        name, work = names[pair // max(len(kinds), 1)], kinds[pair % max(len(kinds), 1)]
+        found = gpu_table.ceiling(specs[name], *work.split("/")) if specs[name] and "/" in work else None
+        if found:
+            where = (device_code * max(len(kinds), 1) + kind_code) == pair
+            candidates[0][where], labels[0][where] = found.value, _ceiling_text(found)
+    for i, level in enumerate(LEVELS, 1):
+        for code, name in enumerate(names):
+            found = gpu_table.memory_ceiling(specs[name], level) if specs[name] else None
+            if found:
+                where = device_code == code
+                candidates[i][where] = found.value
+                labels[i][where] = _ceiling_text(found) + f" x AI {LABELS[level]}"
+        candidates[i] = candidates[i] * frame[f"ai_{level}"].to_numpy(dtype=float)
+    compute = candidates[0]
+    stacked = np.vstack(candidates)
+    lowest = np.nan_to_num(stacked, nan=np.inf).argmin(axis=0)
+    value = np.where(np.isnan(compute), np.nan, stacked[lowest, np.arange(rows)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        percent = 100.0 * frame["flop_rate_total"].to_numpy(dtype=float) / value
+    text = np.where(np.isnan(value), "", np.vstack(labels)[lowest, np.arange(rows)])
+    over = percent > 100
+    text[over] = text[over] + (" - above 100 %: this ceiling (at the clock it states) is below what ran,"
+                               " or a counter is wrong (see the AI check)")
+    return value, text, percent
+
+
+def roofline_columns(frame: pd.DataFrame, devices: Sequence[str],
+                     ratio: Callable[[str, str], np.ndarray] | None = None) -> pd.DataFrame:
+    """The hierarchical-roofline columns of a frame of FLOPs (``flops_dp/sp/hp/tensor/total``,
+    ``tensor_kind``), bytes (``l1_bytes``, ``l2_bytes``, ``dram_bytes``) and kernel ``time``, per
+    launch or per kernel: FLOP/s, intensity per level, the AI check, the dominant work and the
+    binding ceiling with the percent of it. ``ratio(top, bottom)`` divides two of the frame's
+    columns (row by row unless given: a per-kernel table divides sums over the same launches)."""
+    import pandas as pd
+
+    def row_ratio(top: str, bottom: str) -> np.ndarray:
+        return _ratio(frame[top].to_numpy(dtype=float), frame[bottom].to_numpy(dtype=float))
+
+    ratio = ratio or row_ratio
+    out = pd.DataFrame({"flop_rate_total": ratio("flops_total", "time")}, index=frame.index)
+    for level in LEVELS:
+        out[f"ai_{level}"] = ratio("flops_total", f"{level}_bytes")
+    out["ai_check"] = consistency(*(frame[f"{level}_bytes"].to_numpy(dtype=float) for level in LEVELS))
+    out["dominant"] = dominant(frame)
+    value, text, percent = binding(out, devices)
+    out["binding_ceiling"], out["binding_name"], out["binding_percent"] = value, text, percent
+    return out

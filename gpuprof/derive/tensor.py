@@ -1,0 +1,113 @@
+"""Tensor-core FLOPs per launch, counted per architecture as docs/tensor-cores.md sets out.
+
+Turing and later: the ``sm__ops_path_tensor_*`` counters, summed per input/accumulator type (the
+catalog's ``tensor_ops_*`` entries list every spelling a chip may have; a chip has one set, so the
+ones present are summed). Volta (CC 7.0), which has no such counters: 512 FLOP per tensor-pipe warp
+instruction (``tensor_inst``'s ``flop_per_inst``). No source gives a factor for a later chip's
+instruction count, so there a non-zero count leaves the tensor work unknown; a zero count is no
+work on any chip, and so is a tensor pipe that was never active. Each launch also says which rule
+gave its number (:data:`RULES`), so a table can say where the number came from.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+from gpuprof import catalog
+from gpuprof.derive.counters import Counters, aliases, also_per_launch
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# How a launch's tensor FLOPs were found (index = the code :func:`parts` gives).
+RULES = (
+    "no tensor-core counter in the file: CUDA-core FLOPs only",
+    "tensor FLOPs = sum of the sm__ops_path_tensor_* counters",
+    "tensor FLOPs = 512 x tensor-pipe warp instructions (Volta)",
+    "tensor FLOPs = 0: no tensor-pipe instruction",
+    "tensor pipe active but its work not counted (only Volta's 512 FLOP per tensor-pipe instruction is "
+    "documented; later chips' work is counted by sm__ops_path_tensor_*, not in the file): total FLOPs left empty",
+    "tensor FLOPs = 0: the tensor pipe was idle",
+    "tensor pipe active but its work not counted: the file does not say which GPU ran it, and 512 FLOP per "
+    "tensor-pipe instruction holds on Volta only (name the GPU: gpuprof import --gpu): total FLOPs left empty",
+)
+NONE, OPS, VOLTA, NO_INST, UNCOUNTED, IDLE, UNKNOWN_GPU = range(len(RULES))
+NOT_COUNTED = (UNCOUNTED, UNKNOWN_GPU)
+_SPARSE = "_sparsity_on.sum"
+_ACTIVITY = ("tensor_precision_fu_utilization", "tensor_pipe_active")
+
+
+@functools.cache
+def kinds() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(catalog key, ceiling "precision/kind" or "", counter names) of each ``tensor_ops_*`` type."""
+    return tuple((key, entry.ceiling, tuple(entry.ncu_sum))
+                 for key, entry in catalog.entries().items() if key.startswith("tensor_ops_"))
+
+
+def _present_sum(columns: list[np.ndarray]) -> np.ndarray:
+    """Per launch, the sum of the columns it has; NaN where it has none."""
+    import numpy as np
+
+    stacked = np.vstack(columns)
+    return np.where(np.isnan(stacked).all(axis=0), np.nan, np.nansum(stacked, axis=0))
+
+
+def names() -> list[str]:
+    """Every name the tensor rules read, for one pass over a run's table."""
+    return [*(name for _, _, counters in kinds() for name in counters),
+            *(name for key in ("tensor_inst", *_ACTIVITY) for name in aliases(key))]
+
+
+def by_kind(c: Counters) -> dict[str, np.ndarray]:
+    """Tensor ops per type (ceiling "precision/kind", or the catalog key of a type without one),
+    from the ``sm__ops_path_tensor_*`` counters; NaN where a launch has none of a type's counters."""
+    c.fetch(names())
+    return {ceiling or key: _present_sum([c.raw(name) for name in counted]) for key, ceiling, counted in kinds()}
+
+
+def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per launch: tensor FLOPs (NaN when unknown), the rule that gave them (index into
+    :data:`RULES`) and the kind of the largest tensor work ("fp16/tensor", "" when none)."""
+    import numpy as np
+    import pandas as pd
+
+    types = by_kind(c)
+    ops = _present_sum(list(types.values()))
+    stacked = np.vstack([np.nan_to_num(v, nan=-1.0) for v in types.values()])
+    kind = np.where(np.nan_to_num(ops) > 0, np.array(list(types), dtype=object)[stacked.argmax(axis=0)], "")
+    inst = c.number("tensor_inst")
+    entry = catalog.entries()["tensor_inst"]
+    counted = inst > 0
+    cc = c.cc if counted.any() else np.full(c.launches, "", dtype=object)  # the rules below need it only then
+    per_inst = pd.Series(cc).map(entry.flop_per_inst).astype(float).to_numpy()
+    activity = _present_sum([c.number(key) for key in _ACTIVITY])
+    flops = np.full(c.launches, np.nan)
+    rule = np.full(c.launches, NONE)
+    for code, where, value in (
+            (IDLE, activity == 0, 0.0),
+            (UNCOUNTED, (activity > 0) | counted, np.nan),
+            (UNKNOWN_GPU, counted & (cc == ""), np.nan),
+            (NO_INST, inst == 0, 0.0),
+            (VOLTA, counted & ~np.isnan(per_inst), inst * per_inst),
+            (OPS, ~np.isnan(ops), ops)):  # later rules take precedence
+        flops = np.where(where, value, flops)
+        rule = np.where(where, code, rule)
+    kind = np.where(rule == VOLTA, entry.ceiling, kind)
+    return flops, rule, kind
+
+
+@also_per_launch("FLOP")
+def tensor_flops(c: Counters) -> np.ndarray:
+    """Tensor-core FLOPs (INT8 and narrower: operations), NaN where the work was not counted."""
+    return parts(c)[0]
+
+
+def sparse(c: Counters) -> np.ndarray:
+    """Whether 2:4-sparse tensor ops were counted (``*_sparsity_on``): whether ncu counts them as
+    executed or as their dense equivalent is not settled (docs/tensor-cores.md section 7)."""
+    import numpy as np
+
+    names = [name for _, _, counters in kinds() for name in counters if name.endswith(_SPARSE)]
+    return (np.nan_to_num(np.vstack([c.raw(name) for name in names])) > 0).any(axis=0)
+

@@ -1,0 +1,138 @@
+"""Several profiler files of one application as one run: each file holds some of the metrics of
+the same launches (NERSC's V100 method ran ncu once per metric, one file each).
+
+Launches are matched by the tool's launch ID, and only where every file that has the ID names the
+same kernel: separate runs of an application need not launch the same kernels in the same order
+(cuDNN picks algorithms per run), and joining by ID alone would mix kernels. IDs whose kernels
+disagree are left out and counted in the run's notes. Where two files give the same metric of the
+same launch, the first file's value is kept, and values that differ by more than
+:data:`DISAGREE` are counted in the notes: two passes over the same launches should agree.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuprof import tables
+from gpuprof.derive import skew
+from gpuprof.errors import InputError
+from gpuprof.model import Run
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+DISAGREE = 0.05  # relative difference between two files' values of one metric and launch
+_ELAPSED = {"sm__cycles_elapsed.avg", "smsp__cycles_elapsed.avg", "gpc__cycles_elapsed.max", "Elapsed Cycles"}
+
+
+def source_text(sources: Sequence[str]) -> str:
+    """One name for several files: their common start and end around a '*'
+    ('out.fp16.*.csv'), or the names joined by ' + ' when they share neither."""
+    start = os.path.commonprefix(list(sources))
+    end = os.path.commonprefix([s[len(start):][::-1] for s in sources])[::-1]
+    return f"{start}*{end}" if Path(start).name or end else " + ".join(sources)
+
+
+def join(runs: Sequence[Run]) -> Run:
+    """One run holding the launches the ``runs`` agree on, with every file's metrics of them."""
+    import numpy as np
+    import pandas as pd
+
+    if len(runs) < 2:
+        raise InputError("joining needs at least two files", "give every file of the same application")
+    launches = pd.concat([run.launch_table.assign(file=i, position=np.arange(len(run.launch_table)))
+                          for i, run in enumerate(runs)], ignore_index=True)
+    kernels = launches.groupby("index", sort=False)["kernel"].nunique()
+    agreed = kernels.index[kernels == 1]
+    notes = _disagreements(runs, launches, kernels)
+    files = launches.groupby("index", sort=False)["file"].nunique()
+    partial = int((files[agreed] < len(runs)).sum())
+    if partial:
+        notes.append(f"{partial} launch ID(s) are in some of the files only; they have those files' metrics")
+    kept = launches[launches["index"].isin(agreed)]
+    new_position = pd.Series(np.arange(len(agreed)), index=agreed)
+    first = kept.drop_duplicates("index")
+    launch_table = tables.launch_table(first["kernel"].tolist(), first["index"].tolist(),
+                                       first["device"].tolist(), first["invocations"].tolist(),
+                                       [dict(a) for a in first["attributes"].tolist()])
+    metrics, disagreeing = _metrics(runs, kept, new_position)
+    notes += disagreeing
+    notes = [f"{Path(run.source).name}: {note}" for run in runs for note in run.notes] + notes
+    sources = [run.source for run in runs]
+    formats = sorted({run.format for run in runs})
+    counted = any(skew.cycles_unchecked(run) and _ELAPSED & set(run.metric_table["metric"].cat.categories)
+                  for run in runs)
+    return Run(kind="import", format=formats[0] if len(formats) == 1 else "joined", source=source_text(sources),
+               device=_agreed(run.device for run in runs),
+               environment={**runs[0].environment, "joined": sources, "cycles_beside_counts": counted},
+               notes=notes, tables=(launch_table, metrics))
+
+
+def _disagreements(runs: Sequence[Run], launches: pd.DataFrame, kernels: pd.Series) -> list[str]:
+    """A note on the launch IDs whose files name different kernels, with the first such ID."""
+    bad = kernels.index[kernels > 1]
+    if not len(bad):
+        return []
+    example = launches[launches["index"] == bad[0]].drop_duplicates("kernel")
+    named = "; ".join(f"'{kernel}' in {Path(runs[file].source).name}"
+                      for kernel, file in zip(example["kernel"], example["file"]))
+    return [f"{len(bad)} of {len(kernels)} launch IDs name different kernels in different files and were "
+            f"left out (the files come from separate runs; ID {bad[0]}: {named})"]
+
+
+def _metrics(runs: Sequence[Run], kept: pd.DataFrame, new_position: pd.Series) -> tuple[pd.DataFrame, list[str]]:
+    """The joined metric table (each launch's rows in file order, the first of duplicates kept) and
+    a note on duplicates whose values disagree."""
+    import numpy as np
+    import pandas as pd
+
+    parts = []
+    for i, run in enumerate(runs):
+        mine = kept[kept["file"] == i]
+        to_new = np.full(len(run.launch_table), -1)
+        to_new[mine["position"].to_numpy()] = new_position[mine["index"]].to_numpy()
+        rows = run.metric_table.assign(launch=to_new[run.metric_table["launch"].to_numpy()], file=i)
+        parts.append(rows[rows["launch"] >= 0])
+    rows = pd.concat(parts, ignore_index=True)  # categories differ per file: columns become objects
+    rows = rows.iloc[np.argsort(rows["launch"].to_numpy(), kind="stable")]
+    duplicate = rows.duplicated(["launch", "metric"])
+    notes = _disagreeing_values(rows, new_position.index.to_numpy())
+    rows = rows[~duplicate]
+    columns = {c: rows[c].tolist() if c in tables.CATEGORY_COLUMNS else rows[c].to_numpy()
+               for c in tables.METRIC_COLUMNS}
+    columns["text"] = rows["text"].tolist()
+    return tables.metric_table(**columns), notes
+
+
+def _disagreeing_values(rows: pd.DataFrame, ids: np.ndarray) -> list[str]:
+    """A note counting (launch, metric) pairs whose files' values differ by more than DISAGREE
+    (``ids``: the launch ID of each joined launch)."""
+    import numpy as np
+
+    repeated = rows[rows.duplicated(["launch", "metric"], keep=False)]
+    if not len(repeated):
+        return []
+    spread = repeated.groupby(["launch", "metric"], sort=False)["value"].agg(["min", "max"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = spread["max"] / spread["min"].where(spread["min"] > 0)
+    bad = spread[(ratio > 1 + DISAGREE) | ((spread["min"] <= 0) & (spread["max"] > 0))]
+    if not len(bad):
+        return []
+    (launch, metric), worst = bad.index[0], bad.iloc[0]
+    return [f"{len(bad)} metric value(s) differ by more than {DISAGREE:.0%} between files that measured the "
+            f"same launch (e.g. {metric} of ID {ids[launch]}: {worst['min']:g} and "
+            f"{worst['max']:g}); the first file's value is kept — passes of the same launches should agree, so "
+            "one of them is off (an instrumented pass inflates cycles)"]
+
+
+def _agreed(devices: object) -> dict[str, str]:
+    """The device fields every run that names them agrees on."""
+    merged: dict[str, set[str]] = {}
+    for device in devices:  # type: ignore[attr-defined]
+        for key, value in device.items():
+            merged.setdefault(key, set()).add(value)
+    return {key: values.pop() for key, values in merged.items() if len(values) == 1}

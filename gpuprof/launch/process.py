@@ -1,0 +1,82 @@
+"""Run a profiler (and the program it launches) as one process group, with its output kept in files.
+
+The command gets a list argv (never a shell) and its own process group, so a timeout or a Ctrl-C
+stops the profiler together with everything it started: killing only the profiler would leave the
+workload running. Stopping is polite first: SIGINT to the group, which makes ncu, nvprof and perf
+write out what they collected so far, then SIGKILL for whatever is still running after a grace
+period. What was collected is the caller's to read; nothing here raises for a stopped command.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+GRACE_S = 10.0  # how long a stopped profiler may take to write its partial report
+TIMEOUT, INTERRUPTED = "timeout", "interrupted"
+STDOUT, STDERR = "stdout.txt", "stderr.txt"
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a command ended: its exit code (None when it was stopped before it exited on its own),
+    its wall time (``time.perf_counter_ns`` from start to end), and why it was stopped, if it was."""
+
+    code: int | None
+    seconds: float
+    stopped: str | None = None  # TIMEOUT or INTERRUPTED
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGINT to the group, up to ``grace`` seconds for the leader to write its files and exit
+    (no SIGINT at all with no grace: the caller wants nothing from a stopped command)."""
+    if grace <= 0:
+        return
+    _signal_group(process.pid, signal.SIGINT)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def run_group(argv: list[str], run_dir: Path, timeout: float, grace: float = GRACE_S, prefix: str = "") -> Finished:
+    """Run ``argv`` in its own process group with stdout/stderr in ``run_dir`` (as ``<prefix>stdout.txt``
+    and ``<prefix>stderr.txt``); stop it (and everything it started) at ``timeout`` seconds or on
+    Ctrl-C, giving it ``grace`` seconds after a SIGINT to write what it has. Raises OSError when
+    ``argv[0]`` cannot be executed."""
+    with open(run_dir / f"{prefix}{STDOUT}", "wb") as out, open(run_dir / f"{prefix}{STDERR}", "wb") as err:
+        start = time.perf_counter_ns()
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, process_group=0)
+        stopped = None
+        try:
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                stopped = TIMEOUT
+                _stop(process, grace)
+            except KeyboardInterrupt:
+                stopped = INTERRUPTED
+                _stop(process, grace)
+        finally:
+            if stopped or process.returncode is None:  # what is left of it (its workload) goes now
+                _signal_group(process.pid, signal.SIGKILL)
+                process.wait()
+        seconds = (time.perf_counter_ns() - start) / 1e9
+    return Finished(None if stopped else process.returncode, seconds, stopped)
+
+
+def tail(path: Path, lines: int = 5) -> str:
+    """The last non-empty lines of a kept output file, joined with ' | ' (for one-line messages)."""
+    found = [line for line in path.read_text(errors="replace").splitlines() if line.strip()] if path.is_file() else []
+    return " | ".join(found[-lines:]) or "nothing"
