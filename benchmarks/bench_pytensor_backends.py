@@ -97,7 +97,8 @@ def compare(engine_name: str, op: str, dtype: str) -> tuple[float, float, float,
     ratios = (median["engine"] / median["pytensor"], fast["engine"] / fast["pytensor"],
               median["engine"] / median["framework"], fast["engine"] / fast["framework"])
     flag = "" if max(abs(r - 1) for r in ratios[2:]) <= 0.05 else "  OUTSIDE 5 %"
-    print(f"{engine_name:15s} {op:7s} {SIZES[op]:>5s} {ops.shape_text(shape):>12s}  engine {median['engine'] * 1e3:8.3f} ms"
+    print(f"{engine_name:15s} {op:7s} {SIZES[op]:>5s} {ops.shape_text(shape):>12s}"
+          f"  engine {median['engine'] * 1e3:8.3f} ms"
           f"  pytensor bare {median['pytensor'] * 1e3:8.3f} ms  framework bare {median['framework'] * 1e3:8.3f} ms"
           f"  engine/pytensor {ratios[0]:.3f} ({ratios[1]:.3f})  engine/framework {ratios[2]:.3f} ({ratios[3]:.3f})"
           f"{flag}", flush=True)

@@ -269,7 +269,8 @@ def test_the_paper_sweep_measures_the_device_default_and_both_backends():
 def test_a_small_paper_sweep_on_the_cpu_sits_beside_the_published_rows(tmp_path):
     config = tmp_path / "small-paper.toml"
     config.write_text('name = "small-paper"\nrepeat = 2\nwarmup = 1\ncounters = false\n'
-                      'engines = ["default", "pytensor-jax", "pytensor-torch"]\n[[grid]]\nops = ["add"]\nsizes = ["6MB"]\n')
+                      'engines = ["default", "pytensor-jax", "pytensor-torch"]\n'
+                      '[[grid]]\nops = ["add"]\nsizes = ["6MB"]\n')
     store = str(tmp_path / "s.sqlite")
     swept = CliRunner().invoke(main, ["sweep", str(config), "--device", "cpu", "--store", store])
     assert swept.exit_code == 0, swept.output

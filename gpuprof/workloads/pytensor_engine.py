@@ -3,10 +3,11 @@
 One function is compiled per op (PyTensor fuses several elementwise ops in one function into one
 loop, which would blur per-op numbers) and operand shape, and kept for the process, so buffer sets
 reuse it and a sweep's next size gets its own (torch.compile would otherwise recompile the same
-function for any shape, with dynamic-shape kernels). The output is returned with ``borrow=True`` so PyTensor reuses its output buffer instead
-of allocating per call (``out`` is not used: the result lives in that reused buffer, which the call
-returns). ``trust_input=True``: the operands are the engine's own arrays, so PyTensor's per-call
-input check and copy are skipped (and the JAX and PyTorch engines can pass device arrays).
+function for any shape, with dynamic-shape kernels). The output is returned with ``borrow=True`` so
+PyTensor reuses its output buffer instead of allocating per call (``out`` is not used: the result
+lives in that reused buffer, which the call returns). ``trust_input=True``: the operands are the
+engine's own arrays, so PyTensor's per-call input check and copy are skipped (and the JAX and
+PyTorch engines can pass device arrays).
 Mode: Numba (``mode="NUMBA"``), PyTensor's default backend, which needs no system BLAS for ``dot``.
 On ``--device cuda`` the name ``pytensor`` means a GPU backend instead (``gpuprof.workloads.resolve``).
 """
