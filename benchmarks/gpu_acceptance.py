@@ -165,7 +165,7 @@ def run_case(gpuprof: Gpuprof, case: Case, store: Path) -> Result:
     stored = re.search(r"stored as run (\w+)", stderr)
     result.run_id = stored.group(1) if stored else ""
     if code == 0:
-        result.rows = {row["quantity"]: row for row in json.loads(stdout)}
+        result.rows = {row["quantity"]: row for row in json.loads(stdout)["quantities"]}
     else:
         result.error = (stderr.strip().splitlines() or ["no output"])[-1][:300]
     return result
@@ -202,7 +202,7 @@ def checks(result: Result, self_check: bool) -> list[tuple[str, str, str]]:
         wanted.append((f"event / profiler within 1 +- {TIME_BOUND}",
                        lambda: bool(event and profiler) and abs(event / profiler - 1) <= TIME_BOUND))
     if case.purpose == "large" and case.op == "add":
-        share = _value(result, "efficiency: bandwidth vs peak")
+        share = _value(result, "efficiency: bandwidth, datasheet peak")
         low, high = BANDWIDTH_RANGE
         wanted.append((f"bandwidth {low:g}-{high:g} % of DRAM peak", lambda: share is not None and low <= share <= high))
     for name, holds in wanted:
@@ -351,7 +351,7 @@ def _row(result: Result, found: list[tuple[str, str, str]]) -> list[str]:
             num("FLOPs"), num("FLOPs counted / analytic", 5), num("efficiency: counted FLOP/s vs peak at run clock"),
             num("efficiency: counted FLOP/s vs peak"),
             num(next((n for n in result.rows if n.startswith("efficiency: counted roofline")), "-")),
-            num("efficiency: bandwidth vs peak"), num("kernels per call"), num("compile + first call", 3),
+            num("efficiency: bandwidth, datasheet peak"), num("kernels per call"), num("compile + first call", 3),
             "; ".join(f"{name}: {verdict}" for name, verdict, _ in found)]
 
 

@@ -18,23 +18,30 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprof import ops
 from gpuprof.derive.efficiency import (
+    BYTE_RATE,
+    FLOP_RATE,
     VS_DATASHEET,
     VS_ROOFLINE,
     VS_RUN_CLOCK,
     Efficiency,
+    RunClock,
+    above_100,
     efficiencies,
 )
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
-from gpuprof.model import DERIVED, MEASURED, Run
+from gpuprof.model import CALIBRATED, DERIVED, MEASURED, Run
 from gpuprof.sizes import parse_size
+from gpuprof.units import human
 
 if TYPE_CHECKING:
     import pandas as pd
 
 COLUMNS = ["device", "source", "engine", "host", "op", "dtype", "size_MB", "MFLOP/s", "Efic.%", "roof.%",
            "bound", "GB/s", "J/call", "W", "pJ/FLOP", "GFLOP/s/W", "MFLOP/s origin", "Efic. basis", "roof. basis",
-           "energy basis", "run"]
+           "Efic. ceiling", "roof. ceiling", "Efic. above 100", "roof. above 100", "energy basis", "run"]
+# The columns that say why a percentage is above 100 %, by the column they explain.
+FLAGS = {"Efic.%": "Efic. above 100", "roof.%": "roof. above 100"}
 ENERGY_QUANTITIES = ("J/call", "GFLOP/s/W")
 STUDY_QUANTITIES = ("MFLOP/s", "Efic.%", "roof.%", "bound", *ENERGY_QUANTITIES)
 BOUND_SHORT = {"memory": "mem", "compute": "comp"}
@@ -57,30 +64,46 @@ def _first(found: list[Efficiency], kind: str, unit: str = "FLOP/second") -> Eff
 
 
 def _efficiency_cells(rate: float, byte_rate: float | None, dtype: str, peaks: list[Peaks],
-                      clock_hz: float | None = None) -> dict[str, Any]:
-    """Efic.% against the first FLOP peak (the theoretical one), scaled to the clock of the run when
-    it was recorded (as nvprof's flop_sp_efficiency in the study); roof.% against the first ceiling
-    set that has both a FLOP peak and a bandwidth (a calibrated one, on a CPU)."""
-    cells: dict[str, Any] = {"Efic.%": None, "Efic. basis": "no FLOP peak known", "roof.%": None,
-                             "bound": None, "roof. basis": "no peak bandwidth known"}
+                      clock: RunClock | None = None, cache: str | None = None) -> dict[str, Any]:
+    """Efic.% against the first FLOP peak (the theoretical one), scaled to the clock measured during
+    the run when there is one (as nvprof's flop_sp_efficiency in the study); roof.% against the
+    first ceiling set that has both a FLOP peak and a bandwidth (a calibrated one, on a CPU). Each
+    with its basis, the ceiling in words that do not change from run to run, and why it is above
+    100 % when it is."""
+    clock = clock or RunClock(None, "not recorded")
+    cells: dict[str, Any] = {"Efic.%": None, "Efic. basis": "no FLOP peak known", "Efic. ceiling": "no FLOP peak known",
+                             "roof.%": None, "bound": None, "roof. basis": "no peak bandwidth known",
+                             "roof. ceiling": "no peak bandwidth known", "Efic. above 100": None,
+                             "roof. above 100": None}
     for ceiling in peaks:
-        found = efficiencies(rate, byte_rate, dtype, ceiling, clock_hz)
+        found = efficiencies(rate, byte_rate, dtype, ceiling, clock.hz)
         flop = _first(found, VS_RUN_CLOCK) or _first(found, VS_DATASHEET)
         if flop and cells["Efic.%"] is None:
-            cells.update({"Efic.%": flop.percent, "Efic. basis": f"{flop.kind}: {flop.basis}"})
+            scaled = (f", scaled to the clock measured during each run ({clock.source.split(':')[0]})"
+                      if flop.kind == VS_RUN_CLOCK else "")
+            cells.update({"Efic.%": flop.percent, "Efic. basis": f"{flop.kind}: {flop.basis}",
+                          "Efic. ceiling": f"{dtype} peak {human(ceiling.flops_for(dtype), FLOP_RATE)} "
+                                           f"({ceiling.origin}){scaled}",
+                          "Efic. above 100": above_100(flop, ceiling, clock, cache)})
         roof = _first(found, VS_ROOFLINE)
         if roof and cells["roof.%"] is None:
-            cells.update({"roof.%": roof.percent, "bound": roof.bound, "roof. basis": roof.basis})
+            cells.update({"roof.%": roof.percent, "bound": roof.bound, "roof. basis": roof.basis,
+                          "roof. ceiling": f"min({dtype} peak, AI × peak bandwidth "
+                                           f"{human(ceiling.bandwidth, BYTE_RATE)}) ({ceiling.origin})",
+                          "roof. above 100": above_100(roof, ceiling, clock, cache)})
     return cells
 
 
-def _requested_mb(workload: dict[str, Any]) -> float:
-    """The size the user asked for (``6MB`` -> 6.0), so rows line up with the study's sizes; the
-    exact footprint of the square operands is a little smaller."""
+def _size_mb(workload: dict[str, Any]) -> float:
+    """The size the user asked for (``6MB`` -> 6.0), so rows line up with the study's sizes (the
+    square operands' footprint is a little smaller); the footprint itself when the run was asked
+    for by shape (``--shape 512`` reads as 512 bytes, smaller than the operands, so it is not a size)."""
+    footprint = workload.get("size_bytes", 0)
     try:
-        return parse_size(str(workload.get("requested"))) / 1e6
-    except InputError:  # a --shape request: the real footprint
-        return workload.get("size_bytes", 0) / 1e6
+        asked = parse_size(str(workload.get("requested")))
+    except InputError:
+        asked = 0
+    return (asked if asked >= footprint else footprint) / 1e6
 
 
 def short_name(device: str) -> str:
@@ -89,11 +112,12 @@ def short_name(device: str) -> str:
     return " ".join(name.split()) or device
 
 
-def measured_row(run: Run) -> dict[str, Any]:
-    """The comparison row of one measured run (kind ``run``)."""
+def measured_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
+    """The comparison row of one measured run (kind ``run``), against ``peaks`` (default: the
+    ceilings recorded with it)."""
     from gpuprof.derive.energy import energy_basis, energy_columns
     from gpuprof.derive.stats import timing_stats
-    from gpuprof.derive.summary import run_peaks, timings
+    from gpuprof.derive.summary import run_clock, run_peaks, timings
 
     w = run.workload or {}
     shape, dtype = tuple(w["shape"]), w["dtype"]
@@ -102,9 +126,24 @@ def measured_row(run: Run) -> dict[str, Any]:
     byte_rate = ops.bytes_moved(w["op"], shape, dtype) / seconds
     return {"device": short_name(run.device.get("name", "unknown device")), "source": run.format,
             "engine": w.get("engine"), "host": run.environment.get("host", ""), "op": w["op"], "dtype": dtype,
-            "size_MB": _requested_mb(w), "MFLOP/s": rate / 1e6, "GB/s": byte_rate / 1e9,
-            "MFLOP/s origin": MEASURED_ORIGIN, **_efficiency_cells(rate, byte_rate, dtype, run_peaks(run), run.device.get("clock_during_run_hz")),
+            "size_MB": _size_mb(w), "MFLOP/s": rate / 1e6, "GB/s": byte_rate / 1e9, "MFLOP/s origin": MEASURED_ORIGIN,
+            **_efficiency_cells(rate, byte_rate, dtype, run_peaks(run) if peaks is None else peaks, run_clock(run),
+                                w.get("cache")),
             **energy_columns(run), "energy basis": energy_basis(run), "run": run.run_id[:8], "created": run.created}
+
+
+def ceilings_for(run: Run, runs: list[Run]) -> list[Peaks]:
+    """The ceilings a measured run is judged against: those recorded with it, and for a CPU run
+    recorded without a calibrated one, the best stable calibration of its host among ``runs``
+    (calibrate measures the machine, so a calibration made after the run applies to it too)."""
+    from gpuprof.calibrate import calibrations, peaks_from_runs
+    from gpuprof.derive.summary import run_peaks
+
+    recorded = run_peaks(run)
+    if run.device.get("kind") != "cpu" or any(p.origin == CALIBRATED for p in recorded):
+        return recorded
+    found = peaks_from_runs(calibrations(runs, run.environment.get("host", ""), run.device.get("name")))
+    return recorded + [found] if found else recorded
 
 
 def reference_rows() -> tuple[list[dict[str, Any]], dict[str, list[Peaks]]]:
@@ -121,7 +160,8 @@ def reference_rows() -> tuple[list[dict[str, Any]], dict[str, list[Peaks]]]:
         cells = _efficiency_cells(rate, byte_rate, reference.DTYPE, peaks[label])
         if ai is None:
             cells["roof. basis"] = "nvprof's FLOP count per element is not published for this op"
-        cells.update({"Efic.%": float(r.efficiency_pct), "Efic. basis": reference.EFFICIENCY_ORIGIN})
+        cells.update({"Efic.%": float(r.efficiency_pct), "Efic. basis": reference.EFFICIENCY_ORIGIN,
+                      "Efic. ceiling": reference.EFFICIENCY_ORIGIN, "Efic. above 100": None})
         rows.append({"device": label, "source": f"paper, Table {r.table}", "engine": reference.ENGINE,
                      "host": "", "op": r.op, "dtype": reference.DTYPE, "size_MB": float(r.size_mb),
                      "MFLOP/s": float(r.mflops_per_s), "GB/s": byte_rate / 1e9 if byte_rate else None,
@@ -163,7 +203,6 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
     import pandas as pd
 
     from gpuprof.derive import roofline
-    from gpuprof.derive.summary import run_peaks
 
     runs = list(runs)
     notes: list[str] = []
@@ -176,12 +215,13 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
         if run.kind != "run" or w.get("op") not in wanted or w.get("dtype") != dtype:
             continue
         try:
-            row = measured_row(run)
+            judged_by = ceilings_for(run, runs)
+            row = measured_row(run, judged_by)
         except (KeyError, ValueError, ZeroDivisionError) as error:
             notes.append(f"run {run.run_id[:8]} left out: incomplete record ({type(error).__name__}: {error})")
             continue
         rows.append(row)
-        row_peaks.append(run_peaks(run))
+        row_peaks.append(judged_by)
     _label_devices(rows)
     for row, found in zip(rows, row_peaks):
         peaks.setdefault(row["device"], found)
@@ -200,7 +240,7 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
     frame = frame.sort_values(["op", "size_MB", "device"], key=lambda c: c.map(rank) if c.name != "size_MB" else c,
                               ignore_index=True)
     frame.attrs["devices"] = order
-    notes += _above_roof(frame) + _without_energy(frame)
+    notes += _without_energy(frame)
     imports = [r for r in runs if r.kind == "import"]
     imported, imported_notes = imported_frame(imports, dtype)
     points, _ = roofline.points(imports)
@@ -209,16 +249,6 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
             if device not in peaks:
                 peaks[device] = roofline.table_peaks(device)
     return Comparison(frame, imported, peaks, notes + imported_notes, points)
-
-
-def _above_roof(frame: pd.DataFrame) -> list[str]:
-    """Why a row can sit above 100 % of its roofline, said once per bound."""
-    reasons = {"memory": "the operands fit in a cache faster than the bandwidth ceiling, so that roof does not bind",
-               "compute": "the FLOP ceiling is below what the run achieved (a calibrated ceiling measured on a busy "
-                          "machine: re-run 'gpuprof calibrate' when it is idle)"}
-    above = frame[frame["roof.%"].astype(float) > 100]
-    return [f"{len(rows)} {bound}-bound row(s) above 100 % of the roofline on {', '.join(sorted(set(rows['device'])))}: "
-            f"{reasons.get(bound, '')}" for bound, rows in above.groupby("bound")]
 
 
 def _without_energy(frame: pd.DataFrame) -> list[str]:
@@ -241,21 +271,42 @@ def devices(frame: pd.DataFrame) -> list[str]:
 
 
 def study_table(frame: pd.DataFrame, op: str, device_order: list[str] | None = None) -> pd.DataFrame:
-    """One op in the paper's layout: rows = size (MB), columns = device × (MFLOP/s, Efic.%, roof.%, bound)."""
+    """One op in the paper's layout: rows = size (MB), columns = device × (MFLOP/s, Efic.%, roof.%, bound).
+
+    ``attrs`` tell renderers how to show it: ``groups`` (the devices, whose names prefix their
+    columns), ``notes`` (why a percentage is above 100 %) and ``marks`` ({column: {row: note
+    number}}, the cells each note explains)."""
     import pandas as pd
 
     part = frame[frame["op"] == op]
     order = [d for d in (device_order or devices(frame)) if d in set(part["device"])]
     out = pd.DataFrame({"size (MB)": sorted(set(part["size_MB"]))})
+    out.attrs.update(groups=order, notes=[], marks={})
     for device in order:
         mine = part[part["device"] == device].set_index("size_MB")
         for quantity in STUDY_QUANTITIES:
             values = out["size (MB)"].map(mine[quantity])
             if quantity == "bound":
                 values = values.map(lambda b: BOUND_SHORT.get(b, "") if isinstance(b, str) else "")
-            if (values.notna() & (values != "")).any():  # a device without a roofline gets no empty columns
-                out[f"{device} {quantity}"] = values
+            if not (values.notna() & (values != "")).any():  # a device without a roofline gets no empty columns
+                continue
+            column = f"{device} {quantity}"
+            out[column] = values
+            if quantity in FLAGS:
+                mark(out, column, out["size (MB)"].map(mine[FLAGS[quantity]]))
     return out
+
+
+def mark(frame: pd.DataFrame, column: str, reasons: pd.Series) -> None:
+    """Note the reasons (why a value is above 100 %; None where it is not) of ``column``'s cells in
+    ``frame.attrs``: renderers show ' [n]' after each such cell and the numbered reasons under the
+    table (equal reasons share a number)."""
+    notes = frame.attrs.setdefault("notes", [])
+    marks = frame.attrs.setdefault("marks", {})
+    for row, reason in reasons.items():
+        if isinstance(reason, str):
+            notes += [reason] if reason not in notes else []
+            marks.setdefault(column, {})[row] = notes.index(reason) + 1
 
 
 def device_frame(comparison_: Comparison, dtype: str = "float32") -> pd.DataFrame:
@@ -334,15 +385,24 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
                      "roof.%": cells.get("roof.%"), "bound": cells.get("bound"),
                      "MFLOP/s origin": (IMPORTED_ORIGIN if rate is not None
                                         else f"{MEASURED} ({'time' if time else 'FLOPs'} only)"),
-                     "Efic. origin": next((o for o in group["efficiency origin"] if o), "")})
-    return pd.DataFrame(rows), notes
+                     "Efic. origin": next((o for o in group["efficiency origin"] if o), ""),
+                     "roof. above 100": cells.get("roof. above 100")})
+    imported = pd.DataFrame(rows)
+    if len(imported):
+        efficiency = imported["Efic.%"].astype(float)
+        mark(imported, "Efic.%", efficiency.where(efficiency > 100).map(
+            lambda v: None if pd.isna(v) else "above the profiler's own peak at the clock it measured: a wrong FLOP "
+                                              "count or clock in the file, until shown otherwise"))
+        mark(imported, "roof.%", imported.pop("roof. above 100"))
+    return imported, notes
 
 
 def sources_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Where each device's numbers come from: one row per device and basis."""
-    columns = ["device", "source", "MFLOP/s origin", "Efic. basis", "roof. basis"]
+    """Where each device's numbers come from: one row per device and set of ceilings (the
+    per-row bases, with each run's clock and intensity, are in the long frame)."""
+    columns = ["device", "source", "MFLOP/s origin", "Efic. ceiling", "roof. ceiling"]
     energy = ["energy basis"] if frame["energy basis"].notna().any() else []
-    unique = frame[columns + energy].drop_duplicates(subset=["device", "MFLOP/s origin", "Efic. basis", *energy])
+    unique = frame[columns + energy].drop_duplicates(subset=["device", *columns[2:], *energy])
     rank = {device: i for i, device in enumerate(devices(frame))}
     return unique.sort_values("device", key=lambda d: d.map(rank), kind="stable", ignore_index=True)
 

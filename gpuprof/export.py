@@ -1,9 +1,10 @@
 """Portable run files: one JSON object per line, one line per Run.
 
 For results that must travel without SQLite: a Slurm job writing to a shared filesystem (SQLite
-is not safe over NFS), or a machine sending its results to be merged elsewhere. Lines are appended
-and flushed one run at a time, so a killed writer loses at most the run it was writing; a partial
-last line is skipped on reading and reported.
+is not safe over NFS), or a machine sending its results to be merged elsewhere. A Slurm job appends
+and flushes one run at a time, so a killed writer loses at most the run it was writing; a partial
+last line is skipped on reading and reported. ``gpuprof export`` replaces the file unless asked
+to append.
 """
 
 from __future__ import annotations
@@ -12,16 +13,40 @@ import json
 import os
 from pathlib import Path
 
-from gpuprof.errors import FormatError
+from gpuprof.errors import FormatError, InputError
 from gpuprof.model import Run
+
+
+def _write(path: Path, runs: list[Run], mode: str) -> None:
+    """``runs`` one per line, flushed and synced to disk before returning."""
+    with open(path, mode, encoding="utf-8") as handle:
+        for run in runs:
+            handle.write(json.dumps(run.to_dict()) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def append(path: str | Path, run: Run) -> None:
     """Append ``run`` to ``path`` as one line, flushed and synced to disk."""
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(run.to_dict()) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    _write(Path(path), [run], "a")
+
+
+def write(path: str | Path, runs: list[Run], replace: bool = True) -> None:
+    """``runs`` as the whole of ``path`` (``replace``), or after what it holds. A replacement is
+    written beside it and renamed over it, so a failed export leaves the old file whole."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        if replace:
+            _write(partial, runs, "w")
+            partial.replace(path)
+        else:
+            _write(path, runs, "a")
+    except OSError as error:
+        raise InputError(f"cannot write run file {path}: {error.strerror or error}",
+                         "give a path in a folder that exists and that you can write") from None
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def load(path: str | Path) -> tuple[list[Run], list[str]]:
@@ -38,5 +63,5 @@ def load(path: str | Path) -> tuple[list[Run], list[str]]:
         try:
             runs.append(Run.from_dict(json.loads(line)))
         except (ValueError, TypeError, KeyError) as error:
-            notes.append(f"{path}:{number}: skipped an unreadable run ({type(error).__name__})")
+            notes.append(f"{path}:{number}: skipped, not a whole gpuprof run ({type(error).__name__}: {error})"[:300])
     return runs, notes

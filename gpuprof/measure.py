@@ -22,6 +22,7 @@ from gpuprof import ops
 from gpuprof.errors import InputError
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.sizes import format_bytes, parse_size
+from gpuprof.timing import Progress
 
 CACHE_MODES = ("warm", "cold")
 DEVICES = ("auto", "cpu", "cuda")
@@ -45,7 +46,8 @@ class RunSettings:
     counters: bool = True
     seed: int = 0
     command: str = ""
-    gpu: dict[str, Any] = dataclasses.field(default_factory=dict)  # profiler options for the GPU path
+    gpu: dict[str, Any] = dataclasses.field(default_factory=dict)  # GPU profiler options the user gave
+    progress: Progress | None = dataclasses.field(default=None, compare=False, repr=False)  # hears each call
 
     def __post_init__(self) -> None:
         ops.get_op(self.op)
@@ -58,6 +60,14 @@ class RunSettings:
             raise InputError(f"unknown cache mode '{self.cache}'", f"choose one of: {', '.join(CACHE_MODES)}")
         if self.device not in DEVICES:
             raise InputError(f"unknown device '{self.device}'", f"choose one of: {', '.join(DEVICES)}")
+        if self.device == "cpu" and self.gpu:
+            raise InputError(f"{self.gpu_options()} {'applies' if len(self.gpu) == 1 else 'apply'} to GPU runs "
+                             "only, and --device cpu measures on the CPU",
+                             "drop them (on the CPU gpuprof counts with perf: --counters), or use --device cuda")
+
+    def gpu_options(self) -> str:
+        """The GPU-only options given, as typed: '--profiler ncu, --replay-mode application'."""
+        return ", ".join(f"--{key.replace('_', '-')} {value}" for key, value in self.gpu.items())
 
     def resolved_shape(self) -> tuple[int, ...]:
         if self.shape is not None:
@@ -165,7 +175,7 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     import numpy as np
 
     from gpuprof import workloads
-    from gpuprof.devices import cpu
+    from gpuprof.devices import clock_probe, cpu
     from gpuprof.energy import open_energy
     from gpuprof.timing import time_calls
     from gpuprof.workloads import compile_time
@@ -175,6 +185,8 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     sets = _buffer_sets(settings, footprint)
     _check_memory(settings, shape, sets)
     engine, notes = _load_engine(settings)
+    if settings.gpu:  # --device auto found no GPU
+        notes.append(f"{settings.gpu_options()} ignored: no GPU was used, so no GPU profiler ran")
     rng = np.random.default_rng(settings.seed)
     out_shape = (shape[0], shape[2]) if settings.op == "dot" else shape
     operand_sets = [make_inputs(settings.op, shape, settings.dtype, rng) for _ in range(sets)]
@@ -192,8 +204,13 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     counters, counter_notes = _counters(settings)
     meter, energy_notes = open_energy("cpu")
     notes += counter_notes + energy_notes
-    times = time_calls(calls, settings.warmup, settings.repeat,
-                       around=[c for c in (counters, meter) if c is not None])
+    try:
+        times = time_calls(calls, settings.warmup, settings.repeat,
+                           around=[c for c in (counters, meter) if c is not None], progress=settings.progress)
+    finally:
+        if counters is not None:  # stops perf and removes its FIFOs and log, Ctrl-C or not
+            counters.close()
+    probed = clock_probe.probe()  # at once, while the cores are still at the clock of the repeats
 
     info = cpu.describe()
     kernel = f"{engine.NAME}:{settings.op}"
@@ -202,7 +219,7 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
                 for i, t in enumerate(times)]
     launches += compile_time.launch(getattr(engine, "COMPILER", None), kernel, info.get("name", "cpu"), len(launches),
                                     prepare_s, first_s)
-    clock = cpu.current_clock_hz()
+    clock = (probed.hz, f"{probed.method} (measured)") if probed.hz else None
     for session, scope in ((counters, "perf stat"), (meter, "energy")):
         if session is None:
             continue
@@ -219,6 +236,8 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     device = {**info, "kind": "cpu", "peaks": [dataclasses.asdict(p) for p in peaks]}
     if clock is not None:
         device["clock_during_run_hz"], device["clock_during_run_source"] = clock
+    else:
+        device["clock_during_run_source"] = f"unknown: perf counted no cycles here, and {probed.method}"
     workload = {
         "op": settings.op, "formula": ops.get_op(settings.op).formula, "dtype": settings.dtype,
         "shape": list(shape), "size_bytes": footprint, "requested": settings.size or settings.shape,
@@ -255,7 +274,7 @@ def _calibrated_peaks(info: dict[str, Any], store_path: str | None) -> Any:
     from gpuprof.store import default_path, open_store
 
     path = Path(store_path) if store_path else default_path()
-    if not path.exists():  # reading a calibration never creates a store
+    if not path.exists():  # no store yet: nothing calibrated
         return None
-    with open_store(path) as store:
-        return load_calibration(store, info.get("host") or platform.node())
+    with open_store(path, read_only=True) as store:
+        return load_calibration(store, info.get("host") or platform.node(), info.get("name"))

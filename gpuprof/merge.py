@@ -9,7 +9,6 @@ so its runs get one from the file's sha256, and merging that file again is a no-
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +30,7 @@ class InputResult:
 class MergeResult:
     inputs: list[InputResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)   # run files with lines but not one readable run
 
     @property
     def added(self) -> int:
@@ -39,18 +39,6 @@ class MergeResult:
     @property
     def already(self) -> int:
         return sum(i.already for i in self.inputs)
-
-
-def _is_gpuprof_store(path: Path) -> bool:
-    """A SQLite file with gpuprof's ``runs`` table; opened read-only so a foreign file is untouched."""
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            return db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'").fetchone() is not None
-        finally:
-            db.close()
-    except sqlite3.DatabaseError:
-        return False
 
 
 def _profiler_runs(path: Path) -> tuple[list[Run], str]:
@@ -72,11 +60,8 @@ def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
         raise FormatError(f"{path}: no such file", "give a results store, a .jsonl run file or a profiler output")
     with open(path, "rb") as handle:
         head = handle.read(len(SQLITE_MAGIC))
-    if head == SQLITE_MAGIC:
-        if not _is_gpuprof_store(path):
-            raise StoreError(f"{path} is a SQLite file but not a gpuprof results store",
-                             "give a store written by gpuprof (it has a 'runs' table)")
-        with open_store(path) as store:
+    if head == SQLITE_MAGIC:  # opened read-only: a foreign SQLite file is refused untouched
+        with open_store(path, read_only=True) as store:
             return store.runs(), "store", []
     if path.suffix in (".jsonl", ".ndjson") or head.lstrip().startswith(b"{"):
         runs, notes = export.load(path)
@@ -85,15 +70,17 @@ def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
     return runs, fmt, []
 
 
-def collect(stores: list[str | Path], files: list[str | Path]) -> tuple[list[Run], list[str], list[str]]:
+def collect(stores: list[str | Path], files: list[str | Path],
+            store_optional: bool = False) -> tuple[list[Run], list[str], list[str]]:
     """Runs of several stores and files, without duplicates, with the sources read and notes on
-    anything skipped. No store given: the default store (optional when files are given)."""
+    anything skipped. No store given: the default store, which may be missing when files are given
+    or ``store_optional`` (the reference study's rows need no store)."""
     from gpuprof.store import default_path
 
     runs: dict[str, Run] = {}
     notes: list[str] = []
     sources = [str(s) for s in stores]
-    if not sources and (not files or default_path().is_file()):  # files alone need no store
+    if not sources and (default_path().is_file() or not (files or store_optional)):
         sources = [str(default_path())]
     for path in [*sources, *map(str, files)]:
         if path in sources and not Path(path).is_file():
@@ -118,15 +105,20 @@ def merge(out: str | Path, inputs: list[str | Path]) -> MergeResult:
         runs, kind, notes = load_runs(path)
         loaded.append((str(path), kind, runs))
         result.notes += notes
-    with open_store(out) as store:
-        have = set(store.run_ids())
-        for path, kind, runs in loaded:
-            added = 0
-            for run in runs:
-                if run.run_id in have:
-                    continue
-                store.add(run)
-                have.add(run.run_id)
-                added += 1
-            result.inputs.append(InputResult(path, kind, added, len(runs) - added))
+        if notes and not runs:
+            result.unreadable.append(str(path))
+    try:
+        with open_store(out) as store:
+            have = set(store.run_ids())
+            for path, kind, runs in loaded:
+                added = 0
+                for run in runs:
+                    if run.run_id in have:
+                        continue
+                    store.add(run)
+                    have.add(run.run_id)
+                    added += 1
+                result.inputs.append(InputResult(path, kind, added, len(runs) - added))
+    except StoreError as error:  # the store's own advice names --store, which merge does not have
+        raise StoreError(error.problem, "give another OUT_STORE: a gpuprof results store or a new file") from None
     return result

@@ -82,6 +82,27 @@ def _expected_layout(version: int = SCHEMA_VERSION) -> dict[str, list[str]]:
     return layout
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that can neither create nor change a file, for commands that only read.
+
+    Without a WAL file beside the store no writer is active and every committed run is in the
+    store itself, so it is opened immutable: SQLite then creates no -wal/-shm files, which a plain
+    read-only open would leave behind (in another user's folder, too). With a WAL file (a writer
+    at work, or one that was killed) it is opened read-only so the runs in the WAL are read as well.
+    """
+    if not path.exists():
+        raise StoreError(f"no results store at {path}",
+                         "measure with 'gpuprof run' or 'gpuprof sweep' (they create it), or give another --store")
+    if not path.is_file():
+        raise StoreError(f"{path} is not a file", "give the path of a gpuprof results store with --store")
+    if path.stat().st_size == 0:
+        raise StoreError(f"{path} is an empty file, not a gpuprof results store",
+                         "give a store written by gpuprof with --store or $GPUPROF_STORE")
+    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
+    return sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, timeout=BUSY_SECONDS,
+                           isolation_level=None)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     if path.is_file() and not os.access(path.parent, os.W_OK) and not Path(f"{path}-wal").exists():
         # On a read-only mount SQLite cannot create the WAL index beside the store, so even reading
@@ -109,11 +130,15 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
 class Store:
     """Runs in a SQLite file. Open with :func:`open_store`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = _connect(path)
+            if read_only:
+                self._db = _connect_read_only(path)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = _connect(path)
         except OSError as error:
             raise StoreError(f"cannot create results store {path}: {error.strerror}",
                              "give a writable path with --store or $GPUPROF_STORE") from None
@@ -123,8 +148,11 @@ class Store:
         try:
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
             self._db.execute("PRAGMA foreign_keys = ON")
+            if read_only and not _layout(self._db):  # nothing to read, and nothing may be created
+                raise StoreError(f"{path} is an SQLite file but not a gpuprof results store (it has no tables)",
+                                 "give another path with --store or $GPUPROF_STORE")
             self._check_schema()
-            if self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            if not read_only and self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 _switch_to_wal(self._db)
         except StoreError:
             self._db.close()
@@ -132,6 +160,7 @@ class Store:
         except sqlite3.DatabaseError as error:
             self._db.close()
             raise StoreError(f"cannot open results store {path}: {error}",
+                             "give a gpuprof results store with --store or $GPUPROF_STORE" if read_only else
                              "check free disk space and write permission, or give another path with "
                              "--store or $GPUPROF_STORE") from None
 
@@ -301,5 +330,8 @@ def _run(meta: tuple, **data: object) -> Run:
                notes=json.loads(notes), created=created, run_id=run_id, schema_version=version, **data)
 
 
-def open_store(path: str | Path | None = None) -> Store:
-    return Store(Path(path) if path else default_path())
+def open_store(path: str | Path | None = None, read_only: bool = False) -> Store:
+    """The store at ``path`` (default: :func:`default_path`). ``read_only``: for commands that only
+    read; such a store is never created, changed or given companion files, and a missing one is a
+    StoreError."""
+    return Store(Path(path) if path else default_path(), read_only)

@@ -170,6 +170,9 @@ def load_config(path: str | Path) -> SweepConfig:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise InputError(f"cannot read sweep config {path}: {error.strerror}", "check the path") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not a text file, so not a sweep config",
+                         "give a TOML sweep config such as configs/quick.toml") from None
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"{path} is not valid TOML: {error}", "fix the syntax at that line") from None
     _unknown(path, "", data, _TOP_KEYS)

@@ -10,6 +10,8 @@ from click.testing import CliRunner
 
 from gpuprof import calibrate as cal
 from gpuprof.cli import main
+from gpuprof.devices.cpu import parse
+from gpuprof.model import Launch, Metric, Run
 from gpuprof.store import open_store
 
 MiB = 2**20
@@ -46,7 +48,7 @@ def test_calibration_run_is_consistent() -> None:
         assert any("under 2× the last-level cache" in n for n in run.notes)
 
 
-def test_store_and_load_newest_for_host(tmp_path: Path) -> None:
+def test_store_and_load_the_best_stable_values_for_host(tmp_path: Path) -> None:
     first, second = cal.calibrate(steps=TINY), cal.calibrate(steps=TINY)
     with open_store(tmp_path / "s.sqlite") as store:
         store.add(first)
@@ -55,19 +57,79 @@ def test_store_and_load_newest_for_host(tmp_path: Path) -> None:
         peaks = cal.load_calibration(store, second.environment["host"])
         assert cal.load_calibration(store, "no-such-host") is None
     assert peaks is not None and peaks.origin == "calibrated" and peaks.clock_hz is None
-    assert peaks.flops["float64"] == second.launches[1].value("flop_rate")
-    assert peaks.bandwidth == second.launches[2].value("bandwidth")
+    for index, key in ((1, "float64"), (2, "bandwidth")):
+        values = [run.launches[index] for run in (first, second) if run.launches[index].attributes["stable"] == "yes"]
+        best = max((l.value("flop_rate") or l.value("bandwidth") for l in values), default=None)
+        assert (peaks.flops.get(key) if key != "bandwidth" else peaks.bandwidth) == best
     assert "float16" not in peaks.flops
-    assert "float32 matmul 96x96x96" in peaks.source
+    assert "best stable value of 2 calibration(s)" in peaks.source
+
+
+def _calibration(float32: float, bandwidth: float, stable: str = "yes", created: str = "2026-01-01") -> Run:
+    """A stored calibration with chosen values (timing is what the other tests measure for real)."""
+    timing = {"repeats": "5", "statistic": "best of 5", "stable": stable, "spread_of_fastest": "1.0 %"}
+    return Run(kind=cal.KIND, format=cal.FORMAT, source="test", created=f"{created}T00:00:00+00:00",
+               environment={"host": "h"}, device={**parse(""), "name": "cpu"}, launches=[
+                   Launch("numpy.matmul", 0, attributes={"dtype": "float32", "shape": "8x8x8", **timing},
+                          metrics=[Metric("flop_rate", float32, "FLOP/second", origin="calibrated")]),
+                   Launch("numpy.add", 1, attributes={"array_bytes": "4096", **timing},
+                          metrics=[Metric("bandwidth", bandwidth, "byte/second", origin="calibrated")])])
+
+
+def test_a_worse_calibration_does_not_replace_a_better_one(tmp_path: Path) -> None:
+    good, busy = _calibration(184e9, 15e9), _calibration(103e9, 16e9, created="2026-02-01")
+    with open_store(tmp_path / "s.sqlite") as store:
+        store.add(good)
+        store.add(busy)  # the newest
+        peaks = cal.load_calibration(store, "h")
+    assert peaks is not None and peaks.flops["float32"] == 184e9 and peaks.bandwidth == 16e9
+    assert f"float32 matmul 8x8x8 184.0 GFLOP/s ({good.run_id[:8]}" in peaks.source
+    assert cal.review(busy, [good]) == [
+        f"float32 matmul 8x8x8 103.0 GFLOP/s is 56 % of the 184.0 GFLOP/s that calibration {good.run_id[:8]} "
+        "(2026-01-01) measured on this host; that one stays in use (a busy host only measures less)"]
+    in_use = {row["ceiling"]: row["in use"] for row in cal.summary_rows(busy, [good])}
+    assert in_use == {"float32 matmul": f"{good.run_id[:8]}: 184", "np.add bandwidth": "this"}
+
+
+def test_an_unstable_ceiling_is_stored_but_never_used() -> None:
+    shaky = _calibration(500e9, 20e9, stable="no")
+    assert cal.peaks_from_runs([shaky]) is None
+    steady = _calibration(150e9, 14e9)
+    peaks = cal.peaks_from_runs([steady, shaky])
+    assert peaks is not None and (peaks.flops["float32"], peaks.bandwidth) == (150e9, 14e9)
+    assert [r["stable"] for r in cal.summary_rows(shaky, [steady])] == ["NO (1.0 %)", "NO (1.0 %)"]
+
+
+def test_timing_goes_on_until_the_fastest_calls_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuprof import timing
+
+    class Clock:
+        now = 0
+
+        def perf_counter_ns(self) -> int:
+            return self.now
+
+    clock = Clock()
+    monkeypatch.setattr(timing, "time", clock)
+    durations = iter([30, 10, 20, 40, 50, 10.2, 60, 10.1, 99, 99])  # ms; settles at the 8th call
+
+    def call() -> None:
+        clock.now += int(next(durations) * 1e6)
+
+    times, stable = cal.stable_times(call, cal.Plan(8, 4, warmup=0, repeats=5, budget_s=0.4))
+    assert stable and len(times) == 8
+    assert cal.spread_of_fastest(times) == pytest.approx(0.02)
+    durations = iter([30, 10, 20, 40, 50, 60, 70, 80, 90, 99])
+    times, stable = cal.stable_times(call, cal.Plan(8, 4, warmup=0, repeats=5, budget_s=0.4))
+    assert not stable and len(times) == 9  # 450 ms of calls: over the budget
 
 
 def test_summary_rows_compare_with_theoretical() -> None:
     rows = cal.summary_rows(cal.calibrate(steps=TINY))
-    assert [r["ceiling"] for r in rows] == ["FLOP/s float32 (matmul)", "FLOP/s float64 (matmul)",
-                                            "bandwidth (np.add)"]
+    assert [r["ceiling"] for r in rows] == ["float32 matmul", "float64 matmul", "np.add bandwidth"]
     for row in rows[:2]:
-        if row["theoretical"]:
-            assert row["% of theoretical"] == pytest.approx(100 * row["value"] / row["theoretical"])
+        if row["theory"]:
+            assert row["% of theory"] == pytest.approx(100 * row["value"] / row["theory"])
 
 
 def test_cli_calibrate_quick_stores_and_prints_json(tmp_path: Path) -> None:
@@ -75,7 +137,7 @@ def test_cli_calibrate_quick_stores_and_prints_json(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["calibrate", "--quick", "--store", str(store), "--format", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
-    assert {r["ceiling"] for r in rows} >= {"FLOP/s float32 (matmul)", "bandwidth (np.add)"}
+    assert {r["ceiling"] for r in rows} >= {"float32 matmul", "np.add bandwidth"}
     assert all(r["origin"] == "calibrated" for r in rows)
     assert "stored calibration" in result.stderr
     with open_store(store) as opened:

@@ -133,7 +133,10 @@ def test_cli_table_shows_one_table_per_op_with_sources(store):
     out = CliRunner().invoke(main, ["compare", "--store", str(store), "--reference", "paper", "--op", "dot"])
     assert out.exit_code == 0, out.output
     assert f"dot: {get_op('dot').formula} — MFLOP/s" in out.stdout
-    assert "GTX980 (paper) MFLOP/s" in out.stdout and "3,533,838" in out.stdout
+    lines = out.stdout.splitlines()
+    group_line, header = next((a, b) for a, b in zip(lines, lines[1:]) if "GTX980 (paper)" in a)
+    assert header.split()[-4:] == ["MFLOP/s", "Efic.%", "roof.%", "bound"]  # under the device's name
+    assert "3,533,838" in out.stdout
     assert "Sources: where each device's numbers come from" in out.stdout
     assert "nvprof flop_sp_efficiency" in out.stdout
 
@@ -191,3 +194,102 @@ def test_devices_without_energy_for_one_reason_share_one_note():
     assert _without_energy(frame) == [
         f"no energy numbers for cpu A, cpu B: {no_rapl}",
         "no energy numbers for gpu C in 1 of 2 row(s): not measured: NVML not installed"]
+
+
+def test_a_run_asked_for_by_shape_is_listed_at_its_footprint(tmp_path):
+    store = tmp_path / "s.sqlite"
+    result = CliRunner().invoke(main, ["run", "--op", "add", "--shape", "512", "--device", "cpu", "--repeat", "2",
+                                       "--no-counters", "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    records = json.loads(CliRunner().invoke(main, ["compare", "--store", str(store), "--format", "json"]).stdout)
+    assert [r["size_MB"] for r in records] == [3 * 512 * 512 * 4 / 1e6]  # 3.145728, not 0.000512
+    table = CliRunner().invoke(main, ["compare", "--store", str(store)]).stdout
+    assert table.splitlines()[4].split()[0] == "3.146"
+    asked = measured("add", [707, 707], [1e-3], requested="6MB")
+    asked.workload["size_bytes"] = 3 * 707 * 707 * 4
+    assert comparison([asked]).rows["size_MB"].tolist() == [6.0]  # --size keeps the study's sizes
+
+
+def _calibration_of(host: str, name: str, bandwidth: float) -> Run:
+    from gpuprof.calibrate import FORMAT, KIND
+
+    return Run(kind=KIND, format=FORMAT, source="test", created="2026-02-01T00:00:00+00:00",
+               environment={"host": host}, device={"name": name}, launches=[
+                   Launch("numpy.matmul", 0, attributes={"dtype": "float32", "shape": "8x8x8", "stable": "yes"},
+                          metrics=[Metric("flop_rate", 90e9, "FLOP/second", origin="calibrated")]),
+                   Launch("numpy.add", 1, attributes={"array_bytes": "4096", "stable": "yes"},
+                          metrics=[Metric("bandwidth", bandwidth, "byte/second", origin="calibrated")])])
+
+
+def test_runs_made_before_a_calibration_get_its_roofline_and_the_sources_say_so():
+    before = measured("add", [1000, 1000], [2e-3])
+    before.device["peaks"] = [asdict(THEORY)]  # measured before the host was calibrated
+    result = comparison([before, _calibration_of("h1", before.device["name"], 20e9)])
+    row = result.rows.iloc[0]
+    assert row["roof.%"] == pytest.approx(100 * 0.5e9 / (20e9 / 12))  # 0.5 GFLOP/s of AI 1/12 × 20 GB/s
+    assert row["bound"] == "memory" and "(calibrated)" in row["roof. basis"]
+    from gpuprof.compare import sources_frame
+
+    sources = sources_frame(result.rows)
+    assert sources["roof. ceiling"].tolist() == ["min(float32 peak, AI × peak bandwidth 20 GB/s) (calibrated)"]
+    assert not (sources["roof. ceiling"] == "no peak bandwidth known").any()
+    other_host = comparison([before, _calibration_of("h2", before.device["name"], 20e9)]).rows.iloc[0]
+    assert pd.isna(other_host["roof.%"])  # another machine's calibration is not this one's ceiling
+
+
+def test_compare_flags_every_value_above_100_with_its_reason(tmp_path):
+    fast = measured("dot", [500, 500, 500], [2e-3])  # 125 GFLOP/s: 125 % of the 100 GFLOP/s peak at 2 GHz
+    fast.device.update(clock_during_run_hz=3e9, clock_during_run_source="clock probe after the timed repeats: ...")
+    rows = comparison([fast]).rows
+    assert rows["Efic.%"].iloc[0] == pytest.approx(125 * 2 / 3)  # at the run clock: 83 %, not flagged
+    assert pd.isna(rows["Efic. above 100"].iloc[0])
+    assert rows["roof.%"].iloc[0] == pytest.approx(125 / 0.8)  # the calibrated 80 GFLOP/s compute roof
+    assert rows["roof. above 100"].iloc[0].startswith("above the calibrated FLOP/s ceiling: the ceiling is suspect")
+    store = tmp_path / "s.sqlite"
+    with open_store(store) as opened:
+        opened.add(fast)
+    runner = CliRunner()
+    text = runner.invoke(main, ["compare", "--store", str(store)]).stdout
+    assert "156.2 [1]" in text and "[1] above the calibrated FLOP/s ceiling: the ceiling is suspect" in text
+    markdown = runner.invoke(main, ["compare", "--store", str(store), "--format", "markdown"]).stdout
+    assert "| 156.2 [1] |" in markdown and "1. above the calibrated FLOP/s ceiling" in markdown
+    csv_rows = list(csv.DictReader(io.StringIO(runner.invoke(main, ["compare", "--store", str(store),
+                                                                     "--format", "csv"]).stdout)))
+    assert csv_rows[0]["roof. above 100"].startswith("above the calibrated FLOP/s ceiling")
+    page = tmp_path / "c.html"
+    assert runner.invoke(main, ["compare", "--store", str(store), "--html", str(page)]).exit_code == 0
+    html = page.read_text()
+    assert "156.2 [1]</td>" in html and "<li>above the calibrated FLOP/s ceiling: the ceiling is suspect" in html
+
+
+def test_compare_stalls_in_json_and_a_profile_without_a_device_gets_a_header():
+    from fixture_paths import K40C
+
+    text_summary = FIXTURES / "ncu_text_print_summary_per_gpu_a100_roofline_EXCERPT.log"
+    runner = CliRunner()
+    out = runner.invoke(main, ["compare", "--import", str(K40C), "--import", str(text_summary), "--stalls",
+                               "--format", "json"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.stdout)
+    assert {r["profile"] for r in rows} == {"Tesla K40c", "device not named in the file"}
+    sync = next(r for r in rows if r["profile"] == "Tesla K40c" and r["reason"] == "stall_sync")
+    assert sync["% of stall cycles"] == 28.13 and sync["basis"] == "nvprof"
+    table = runner.invoke(main, ["compare", "--import", str(K40C), "--import", str(text_summary), "--stalls",
+                                 "--wide"]).stdout.split("Warp stalls: % of stall cycles per device\n")[1]
+    header = table.splitlines()[0]
+    assert header.split("  ")[-1].strip() == "device not named in the file" and "Tesla K40c" in header
+
+
+def test_imported_kernels_above_100_are_flagged_too(monkeypatch):
+    from gpuprof.derive import roofline
+
+    run = read_file(FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep")
+    tiny = Peaks("GeForce RTX 3080", {"float32": 1e9}, 1e8, 1.44e9, "peak-table", "a made-up, too small ceiling")
+    monkeypatch.setattr(roofline, "table_peaks", lambda device: [tiny])
+    imported = comparison([run]).imported
+    row = imported.index[imported["kernel"].str.startswith("void computeValue")][0]
+    assert imported.loc[row, "roof.%"] > 100
+    number = imported.attrs["marks"]["roof.%"][row]
+    assert imported.attrs["notes"][number - 1] == ("above the memory ceiling (peak-table): that bandwidth is below "
+                                                   "what the run read")
+    assert "roof. above 100" not in imported.columns

@@ -112,7 +112,8 @@ def test_theoretical_peaks_of_the_build_vm() -> None:
     assert peaks.bandwidth is None
     assert any("gpuprof calibrate" in n for n in peaks.notes)
     assert any("NumPy computes float16 in software" in n for n in peaks.notes)
-    assert "2 cores × 2.600 GHz (/proc/cpuinfo cpu MHz) × 512-bit/element bits × 2 FMA × 2" in peaks.source
+    assert ("2 cores × 2.600 GHz (/proc/cpuinfo cpu MHz) × 512-bit vectors / element bits (16 float32, 8 float64 "
+            "lanes) × 2 FMA units × 2 FLOP per FMA [Intel Sapphire Rapids+ (AMX)]") == peaks.source
 
 
 def test_float16_without_native_fma_runs_at_float32_rate() -> None:

@@ -359,7 +359,9 @@ def test_unconfirmed_inputs_make_a_derived_ceiling_unconfirmed() -> None:
 
 def test_peaks_command_prints_every_ceiling_within_a_terminal_and_whole_as_csv() -> None:
     runner = CliRunner()
-    overview = runner.invoke(main, ["peaks", "--ceilings"])
+    fitted = runner.invoke(main, ["peaks", "--ceilings"], env={"COLUMNS": "80"})
+    assert fitted.exit_code == 0 and max(map(len, fitted.stdout.splitlines())) <= 80
+    overview = runner.invoke(main, ["peaks", "--ceilings", "--wide"])
     assert overview.exit_code == 0, overview.output
     lines = overview.stdout.splitlines()
     assert len(lines) == 2 + len(gpu_table.load().gpus) and max(map(len, lines)) <= 110
@@ -368,7 +370,7 @@ def test_peaks_command_prints_every_ceiling_within_a_terminal_and_whole_as_csv()
     a100 = next(line for line in lines if line.startswith("a100-sxm4-40gb")).split()
     assert a100 == ["a100-sxm4-40gb", "9.75", "19.5", "78", "312", "156", "19.5", "624", "19492*", "7219*", "1555"]
     assert "* derived" in overview.stderr
-    detail = runner.invoke(main, ["peaks", "H100 SXM", "--ceilings"])
+    detail = runner.invoke(main, ["peaks", "H100 SXM", "--ceilings"], env={"COLUMNS": "120"})
     assert detail.exit_code == 0 and max(map(len, detail.stdout.splitlines()[:20])) <= 120
     assert "132 SM x 4096 FLOP x 1830 MHz" in detail.stdout and "[2] NVIDIA H100 Tensor Core" in detail.stdout
     rows = list(csv.DictReader(io.StringIO(runner.invoke(main, ["peaks", "--ceilings", "--format", "csv"]).stdout)))

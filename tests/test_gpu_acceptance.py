@@ -60,7 +60,7 @@ def test_self_check_runs_the_direct_ncu_sweep_compare_and_stalls(self_check) -> 
 
 def _result(case, **rows) -> object:
     names = {"ratio": "FLOPs counted / analytic", "event": "time (median)", "profiler": "time (profiler)",
-             "bandwidth": "efficiency: bandwidth vs peak", "compile": "compile + first call",
+             "bandwidth": "efficiency: bandwidth, datasheet peak", "compile": "compile + first call",
              "kernels": "kernels per call"}
     return acceptance.Result(case, 0, rows={names[k]: {"value": v} for k, v in rows.items()}, run_id="abc")
 

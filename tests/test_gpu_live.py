@@ -35,7 +35,7 @@ def _run(tmp_path, *args: str) -> dict[str, dict]:
                            "--store", str(tmp_path / "s.sqlite"), *args],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
-    return {row["quantity"]: row for row in json.loads(done.stdout)}
+    return {row["quantity"]: row for row in json.loads(done.stdout)["quantities"]}
 
 
 def test_event_timing_without_a_profiler(gpu, tmp_path) -> None:

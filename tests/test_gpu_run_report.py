@@ -70,7 +70,7 @@ def rtx3080_run(tmp_path, monkeypatch):
 
 
 def test_run_prints_counted_flops_their_ratio_the_clock_and_three_efficiencies(rtx3080_run) -> None:
-    rows = {row["quantity"]: row for row in json.loads(rtx3080_run("json"))}
+    rows = {row["quantity"]: row for row in json.loads(rtx3080_run("json"))["quantities"]}
     time = sum(TIMES)
     clock = sum(c * t for c, t in zip(CLOCKS, TIMES)) / time
     analytic = 4096 * 4096  # add: one FLOP per element
@@ -108,10 +108,11 @@ def test_run_prints_counted_flops_their_ratio_the_clock_and_three_efficiencies(r
 
     # the store keeps what these rows are derived from: 'gpuprof show' prints the same
     shown = CliRunner().invoke(main, ["show", rtx3080_run.stored, "--format", "json", "--store", str(rtx3080_run.store)])
-    assert {row["quantity"]: row for row in json.loads(shown.stdout)} == rows
+    assert {row["quantity"]: row for row in json.loads(shown.stdout)["quantities"]} == rows
 
 
-def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run) -> None:
+def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the labels on one line each (an 80-column table wraps the longest)
     text = rtx3080_run("table")
     assert "note:     profiler: ncu 0.0.0-fake (" in text and "found by PATH)" in text
     for label in ("time (profiler)", "FLOPs counted (FP32)", "FLOPs counted / analytic", "SM clock (profiled)",
@@ -136,7 +137,7 @@ def test_nvprof_counts_reach_the_report_with_event_time(tmp_path, monkeypatch) -
     result = CliRunner().invoke(main, ["run", "--op", "dot", "--shape", "1024", "--device", "cuda", "--repeat", "3",
                                        "--format", "json", "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code == 0, result.output
-    rows = {row["quantity"]: row for row in json.loads(result.stdout)}
+    rows = {row["quantity"]: row for row in json.loads(result.stdout)["quantities"]}
     counted = 25264160800.0  # flop_count_sp, Avg per invocation; 3 invocations = the 3 profiled calls
     assert rows["FLOPs counted (FP32)"]["value"] == counted
     assert rows["FLOPs counted / analytic"]["value"] == pytest.approx(counted / (2 * 1024**3))

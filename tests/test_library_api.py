@@ -14,6 +14,8 @@ def test_run_summary_results_and_metrics(tmp_path):
     assert frame.loc[0, "size_MB"] == pytest.approx(2 * 1000 * 4 / 1e6)
     # MFLOP/s = 1000 analytic FLOPs / median time
     assert frame.loc[0, "MFLOP/s"] == pytest.approx(1000 / frame.loc[0, "time_s"] / 1e6)
+    efficiency = [c for c in frame.columns if c.startswith("eff_")]
+    assert "eff_theoretical_%" in efficiency and len(efficiency) == len(set(efficiency))
     metrics = gpuprof.metrics(store)
     timed = metrics[metrics["canonical"] == "kernel_duration"]
     assert len(timed) == 3 and set(timed["origin"]) == {"timed"} and set(timed["unit"]) == {"second"}

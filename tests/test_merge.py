@@ -85,3 +85,51 @@ def test_export_then_merge_on_another_machine_round_trips(tmp_path):
     runs, sources, _ = collect([tmp_path / "b.sqlite", tmp_path / "a.sqlite"], [])
     assert len(runs) == 1 and runs[0].launches[0].value("kernel_duration") == 2e-3
     assert sources == [str(tmp_path / "b.sqlite"), str(tmp_path / "a.sqlite")]
+
+
+def test_a_run_file_with_no_readable_line_fails_after_merging_the_rest(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"a": 1}\n{"kind": "run"}\n')
+    good = tmp_path / "good.jsonl"
+    export.append(good, make_run("alpha"))
+    out = tmp_path / "m.sqlite"
+    result = CliRunner().invoke(main, ["merge", str(out), str(bad), str(good)])
+    assert result.exit_code == 3, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"error: no line of {bad} is a gpuprof run, so nothing was added from it. "
+        "give run files written by 'gpuprof export' or 'gpuprof sweep --slurm'")
+    assert f"{bad}:1: skipped, not a whole gpuprof run (TypeError: " in result.output
+    with open_store(out) as store:
+        assert len(store.run_ids()) == 1  # the readable input was merged all the same
+
+
+def test_an_output_that_is_not_a_store_is_named_as_merge_names_it(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    with open_store(tmp_path / "in.sqlite") as store:
+        store.add(make_run("alpha"))
+    result = CliRunner().invoke(main, ["merge", str(text), str(tmp_path / "in.sqlite")])
+    assert result.exit_code == StoreError.exit_code
+    assert result.output.strip().splitlines() == [
+        f"error: cannot open results store {text}: file is not a database. "
+        "give another OUT_STORE: a gpuprof results store or a new file"]
+    assert "--store" not in result.output and text.read_text() == "hello\n"
+
+
+def test_export_replaces_its_file_unless_asked_to_append(tmp_path):
+    store = tmp_path / "a.sqlite"
+    with open_store(store) as opened:
+        opened.add(make_run("alpha"))
+        opened.add(make_run("beta"))
+    out = tmp_path / "a.jsonl"
+    runner = CliRunner()
+    for _ in range(2):
+        done = runner.invoke(main, ["export", str(out), "--store", str(store)])
+        assert done.exit_code == 0, done.output
+    assert len(export.load(out)[0]) == 2
+    assert done.stderr.strip() == (f"2 run(s) from {store} written to {out} "
+                                   "(replacing its contents; --append adds instead)")
+    done = runner.invoke(main, ["export", str(out), "--store", str(store), "--append"])
+    assert done.exit_code == 0 and done.stderr.strip() == f"2 run(s) from {store} appended to {out}"
+    assert len(export.load(out)[0]) == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "a.sqlite"]  # no partial file left

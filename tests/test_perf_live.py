@@ -134,3 +134,29 @@ def test_old_perf_without_control_fifo(tmp_path) -> None:
     found = live.probe(("cycles",), perf=str(fake))
     assert found.error == "perf version 5.4.233 is older than 5.10 and cannot count only the timed region " \
                           "(no --control fifo)"
+
+
+@needs_perf
+def test_ctrl_c_during_a_run_leaves_no_perf_folder(tmp_path) -> None:
+    """perf's FIFOs and log live in a gpuprof-perf-XXXX folder; a Ctrl-C'd run must remove it."""
+    import signal
+    import sys
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    argv = [sys.executable, "-m", "gpuprof", "run", "--op", "add", "--size", "60MB", "--repeat", "400",
+            "--warmup", "0", "--device", "cpu", "--store", str(tmp_path / "s.sqlite")]
+    child = subprocess.Popen(argv, env={**os.environ, "TMPDIR": str(temp)}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(temp.glob("gpuprof-perf-*")) and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not list(temp.glob("gpuprof-perf-*")):
+        child.kill()
+        pytest.skip("perf counts nothing here, so no perf session was opened")
+    time.sleep(0.5)  # inside the timed repeats
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "error: interrupted. Results stored before the interrupt are kept."
+    assert list(temp.iterdir()) == []

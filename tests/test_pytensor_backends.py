@@ -57,7 +57,7 @@ def test_every_op_and_dtype_is_checked_and_compiles_outside_the_repeats(tmp_path
     result = _run(tmp_path, "--op", op, "--shape", shape, "--dtype", dtype, "--engine", engine,
                   "--repeat", "3", "--warmup", "1", "--format", "json")
     assert result.exit_code == 0, result.output
-    rows = {row["quantity"]: row for row in json.loads(result.stdout)}
+    rows = {row["quantity"]: row for row in json.loads(result.stdout)["quantities"]}
     run = _stored(tmp_path)
     assert run.workload["engine"] == engine and run.format == f"cpu-{engine}"
     assert 0 <= run.workload["relative_error"] <= TOLERANCE[dtype]
@@ -135,7 +135,7 @@ def test_the_first_call_compiles_outside_the_repeats_and_is_reported_apart(tmp_p
     _use(monkeypatch, _stand_in("compiling", first_s=0.3))
     result = _run(tmp_path, "--op", "add", "--shape", "8", "--repeat", "4", "--warmup", "0", "--format", "json")
     assert result.exit_code == 0, result.output
-    rows = {row["quantity"]: row for row in json.loads(result.stdout)}
+    rows = {row["quantity"]: row for row in json.loads(result.stdout)["quantities"]}
     assert max(timings(_stored(tmp_path))) < 0.1
     assert 0.3 <= rows["compile + first call"]["value"] < 1.0
     assert rows["compile + first call"]["basis"].startswith("stand-in compiler: building the function ")
@@ -247,7 +247,7 @@ def test_a_gpu_run_of_theano_stores_the_backend_compile_time_and_kernels(tmp_pat
                                        "--engine", "theano", "--profiler", "ncu", "--profiled", "1", "--repeat", "3",
                                        "--format", "json", "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code == 0, result.output
-    rows = {row["quantity"]: row for row in json.loads(result.stdout)}
+    rows = {row["quantity"]: row for row in json.loads(result.stdout)["quantities"]}
     assert rows["compile + first call"]["value"] == pytest.approx(1.75)
     assert rows["time (median)"]["value"] == pytest.approx(0.09)
     assert rows["kernels per call"]["value"] == 2 and rows["kernels per call"]["origin"] == "measured"
@@ -283,3 +283,11 @@ def test_a_small_paper_sweep_on_the_cpu_sits_beside_the_published_rows(tmp_path)
     assert set(measured) == {"numpy", "pytensor-jax", "pytensor-torch"}
     assert all(float(row["MFLOP/s"]) > 0 and row["device"].endswith(f"· {engine}") for engine, row in measured.items())
     assert {row["device"] for row in rows if not row["run"]} == {"GT710M (paper)", "K40 (paper)", "GTX980 (paper)"}
+
+
+def test_a_backend_on_a_gpu_this_machine_lacks_points_back_to_the_cpu(tmp_path):
+    result = CliRunner().invoke(main, ["run", "--op", "add", "--shape", "8", "--engine", "pytensor-jax",
+                                       "--device", "cuda", "--store", str(tmp_path / "s.sqlite")])
+    assert result.exit_code == DeviceError.exit_code and "Traceback" not in result.output
+    assert result.output.startswith("error: --device cuda: no usable NVIDIA GPU (")
+    assert result.output.strip().endswith(". use --device cpu")

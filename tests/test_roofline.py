@@ -123,6 +123,7 @@ def test_roofline_command_writes_charts_from_the_store(tmp_path: Path) -> None:
 
 
 def test_roofline_command_on_an_empty_store_is_one_error_line(tmp_path: Path) -> None:
+    open_store(tmp_path / "e.sqlite").close()
     result = CliRunner().invoke(main, ["roofline", "--store", str(tmp_path / "e.sqlite")])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: no stored run") and "Traceback" not in result.output

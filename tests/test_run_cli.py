@@ -1,6 +1,7 @@
 """``gpuprof run`` end to end on this GPU-less machine: real CPU measurements, clear errors."""
 
 import json
+import platform
 import sqlite3
 import sys
 
@@ -72,7 +73,7 @@ def test_json_output_has_origins(tmp_path):
     result = invoke("--op", "add", "--shape", "100x100", "--device", "cpu", "--repeat", "3",
                     "--no-counters", "--format", "json", store=tmp_path / "s.sqlite")
     assert result.exit_code == 0, result.output
-    rows = {r["quantity"]: r for r in json.loads(result.stdout)}
+    rows = {r["quantity"]: r for r in json.loads(result.stdout)["quantities"]}
     assert rows["FLOPs"]["value"] == 10000 and rows["FLOPs"]["origin"] == "analytic"
     assert rows["bytes moved"]["value"] == 3 * 10000 * 4
     assert rows["time (median)"]["origin"] == "timed"
@@ -118,11 +119,12 @@ def test_missing_power_source_is_explained(tmp_path):
 
 def test_a_gpu_engine_means_the_gpu_and_fails_plainly_without_one(tmp_path):
     result = invoke("--op", "dot", "--size", "6MB", "--engine", "cuda-kernels", store=tmp_path / "s.sqlite")
-    assert result.exit_code == 5 and "no usable NVIDIA GPU" in result.output and "--device cpu" in result.output
+    assert result.exit_code == 5 and "no usable NVIDIA GPU" in result.output and "--engine numpy" in result.output
     assert "Traceback" not in result.output
 
 
 def test_show_on_an_empty_store_says_what_to_do(tmp_path):
+    open_store(tmp_path / "empty.sqlite").close()
     result = CliRunner().invoke(main, ["show", "--store", str(tmp_path / "empty.sqlite")])
     assert result.exit_code == 0 and result.stdout == ""
     assert "no stored runs in" in result.stderr and "gpuprof run" in result.stderr
@@ -147,3 +149,33 @@ def test_gpu_profiler_options_reach_the_gpu_session(tmp_path, monkeypatch):
     assert result.exit_code == 5 and "stop here" in result.output
     assert seen == {"profiler": "/opt/ncu/ncu", "profiled": 2, "clock_control": "none", "cache_control": "none",
                     "replay_mode": "application", "shape": (8, 8, 8)}
+
+
+def test_json_names_the_run_and_every_quantity_once(tmp_path):
+    from gpuprof.calibrate import FORMAT, KIND
+    from gpuprof.devices.cpu import describe
+    from gpuprof.model import Launch, Metric, Run
+
+    store = tmp_path / "s.sqlite"
+    with open_store(store) as opened:  # a calibration of this host, so the run has two sets of ceilings
+        opened.add(Run(kind=KIND, format=FORMAT, source="test", environment={"host": platform.node()},
+                       device={"name": describe()["name"]}, launches=[
+                           Launch("numpy.matmul", 0, attributes={"dtype": "float32", "shape": "8x8x8"},
+                                  metrics=[Metric("flop_rate", 50e9, "FLOP/second", origin="calibrated")]),
+                           Launch("numpy.add", 1, attributes={"array_bytes": "4096"},
+                                  metrics=[Metric("bandwidth", 10e9, "byte/second", origin="calibrated")])]))
+    result = invoke("--op", "add", "--shape", "100x100", "--device", "cpu", "--repeat", "3", "--no-counters",
+                    "--format", "json", store=store)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    with open_store(store) as opened:
+        run = opened.get(report["run"])
+    assert report["op"] == "add" and report["shape"] == [100, 100] and report["dtype"] == "float32"
+    assert report["device"]["kind"] == "cpu" and report["engine"] == "numpy"
+    assert report["notes"] == run.notes and any("hardware counters off" in n for n in report["notes"])
+    names = [q["quantity"] for q in report["quantities"]]
+    assert len(names) == len(set(names)), names
+    assert {"peak FLOP/s float32, theoretical", "peak FLOP/s float32, calibrated", "peak bandwidth, calibrated",
+            "efficiency: FLOP/s, theoretical peak", "efficiency: FLOP/s, calibrated peak",
+            "efficiency: bandwidth, calibrated peak"} <= set(names)
+    assert next(q for q in report["quantities"] if q["quantity"] == "peak bandwidth, calibrated")["value"] == 10e9

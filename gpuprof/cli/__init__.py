@@ -8,6 +8,8 @@ Click command and list it in ``COMMANDS``.
 from __future__ import annotations
 
 import importlib
+import sys
+from typing import Any
 
 import click
 
@@ -39,6 +41,22 @@ class LazyGroup(click.Group):
         ctx = super().make_context(info_name, list(args), parent=parent, **extra)  # type: ignore[arg-type]
         ctx.meta["gpuprof.argv"] = ["gpuprof", *args]
         return ctx
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Usage errors as one line (``error: ...``) naming the fix, like every other gpuprof error,
+        instead of Click's usage block."""
+        if not kwargs.get("standalone_mode", True):
+            return super().main(*args, **kwargs)
+        try:
+            return super().main(*args, **{**kwargs, "standalone_mode": False})
+        except click.ClickException as error:
+            where = f"'{error.ctx.command_path} --help'" if isinstance(error, click.UsageError) and error.ctx \
+                else "'gpuprof --help'"
+            click.echo(f"error: {error.format_message().rstrip('.')}. see {where}", err=True)
+            sys.exit(error.exit_code)
+        except click.Abort:
+            click.echo("error: aborted.", err=True)
+            sys.exit(1)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

@@ -18,22 +18,29 @@ from gpuprof.cli.common import command_line, echo, format_option, handle_errors,
 def calibrate(quick: bool, fmt: str, store_path: str | None) -> None:
     """Measure the CPU's ceilings (NumPy matmul FLOP/s, np.add bandwidth) and store them for this host.
 
-    Later `gpuprof run` results on this host report efficiency against these ceilings as well as
-    against the theoretical peak.
+    Each ceiling is timed until its fastest calls agree. Later `gpuprof run` results on this host
+    report efficiency against the best stable value of all its calibrations as well as against the
+    theoretical peak; a ceiling that did not settle is stored but never used.
     """
     import pandas as pd
 
     from gpuprof.calibrate import calibrate as measure_ceilings
-    from gpuprof.calibrate import summary_rows
+    from gpuprof.calibrate import calibrations, review, summary_rows
     from gpuprof.render import emit
     from gpuprof.store import open_store
 
     with open_store(store_path) as store:  # opened first: a bad --store fails before minutes of work
-        note("calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add ...")
+        note("calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add, "
+             "each until its fastest calls agree ...")
         run = measure_ceilings(thorough=not quick, command=command_line())
+        earlier = calibrations(store.runs(), run.environment["host"], run.device.get("name"))
         store.add(run)
         where = store.path
-    echo(emit(pd.DataFrame(summary_rows(run)), fmt, title=f"Ceilings of {run.device.get('name', 'this CPU')}"))
-    for line in run.notes:
+    rows = pd.DataFrame(summary_rows(run, earlier))
+    title = f"Ceilings of {run.device.get('name', 'this CPU')}"
+    if fmt in ("table", "markdown"):  # every row is calibrated: said once, in the title
+        rows, title = rows.drop(columns="origin"), f"{title} (calibrated: measured on this host)"
+    echo(emit(rows, fmt, title=title))
+    for line in run.notes + review(run, earlier):
         note(f"note: {line}")
     note(f"stored calibration {run.run_id[:8]} for host {run.environment['host']} in {where}")

@@ -10,22 +10,84 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
-from gpuprof.render import FORMATS
+from gpuprof.render import FORMATS, WIDE
 from gpuprof.store import STORE_ENV
 
 
+class FormatChoice(click.Choice):
+    """--format: a Choice that sends 'html' to the option that writes HTML."""
+
+    def __init__(self) -> None:
+        super().__init__(FORMATS)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if str(value).lower() == "html":
+            self.fail("'html' is not a --format: HTML reports are written by "
+                      "'gpuprof compare --html FILE' (tables and charts in one file)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def _wide(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    ctx.meta[WIDE] = value
+
+
+def wide_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--wide: tables with every row on one line instead of fitting the terminal's width."""
+    return click.option("--wide", is_flag=True, expose_value=False, callback=_wide,
+                        help="Print tables with every row on one line (default: fit the terminal's width, "
+                             "long explanations as numbered notes under the table).")(func)
+
+
 def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+    func = wide_option(func)
+    return click.option("--format", "fmt", type=FormatChoice(), default="table",
                         show_default=True, help="How to print results.")(func)
 
 
 def store_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
                         help=f"Results store (SQLite). Default: ${STORE_ENV} or reports/gpuprof.sqlite.")(func)
+
+
+def _writable(ctx: click.Context, param: click.Parameter, value: str | None, folder: bool,
+              suffixes: tuple[str, ...]) -> str | None:
+    """``value`` when gpuprof can write it; a one-line usage error before any work otherwise.
+
+    A file's folder must exist (a typo in it should not cost a measurement); a folder is created
+    later, so its nearest existing parent must be a folder this process can write.
+    """
+    if value is None:
+        return None
+    path = Path(value)
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise click.BadParameter(f"'{path.name}' is not a {' or '.join(suffixes)} file name", ctx, param)
+    target = path if folder else path.parent
+    existing = next(p for p in (target, *target.parents) if p.exists())  # '.' or '/' at the latest
+    if not folder and existing != target:
+        raise click.BadParameter(f"folder {target} does not exist: create it or give another path", ctx, param)
+    if not existing.is_dir():
+        raise click.BadParameter(f"{existing} is a file, not a folder: give another path", ctx, param)
+    if not os.access(existing, os.W_OK):
+        raise click.BadParameter(f"folder {existing} cannot be written (read-only, or another user's): "
+                                 "give another path", ctx, param)
+    if not folder and path.exists() and not os.access(path, os.W_OK):
+        raise click.BadParameter(f"{path} cannot be written: give another path", ctx, param)
+    return value
+
+
+def output_file(*suffixes: str) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
+    """Click callback: the option names a file to write (with one of ``suffixes``, when given)."""
+    return functools.partial(_writable, folder=False, suffixes=suffixes)
+
+
+def output_folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: the option names a folder to write into, created when missing."""
+    return _writable(ctx, param, value, folder=True, suffixes=())
 
 
 def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import FORMATS, echo, handle_errors, note
+from gpuprof.cli.common import FormatChoice, echo, handle_errors, note, output_file, wide_option
 
 from gpuprof.ops import OPS
 
@@ -18,10 +18,11 @@ from gpuprof.ops import OPS
               help="Add the reference study's published rows (GT710M, K40, GTX980).")
 @click.option("--op", "ops_wanted", multiple=True, type=click.Choice(OPS), help="Ops to show (repeatable). Default: all.")
 @click.option("--dtype", default="float32", show_default=True, type=click.Choice(("float32", "float64", "float16")))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+@click.option("--format", "fmt", type=FormatChoice(), default="table", show_default=True,
               help="table/markdown: one table per op in the study's layout; csv/json: the long frame.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, callback=output_file(),
               help="Also write a self-contained HTML report (tables and charts) to this file.")
+@wide_option
 @click.option("--stalls", is_flag=True, help="Also compare warp-stall reasons of imported GPU profiles.")
 @click.option("--max-rows", default=200, show_default=True, type=click.IntRange(1), help="HTML: rows per table.")
 @click.option("--max-series", default=8, show_default=True, type=click.IntRange(1),
@@ -35,7 +36,7 @@ def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | 
     from gpuprof.merge import collect
     from gpuprof.render import emit
 
-    runs, sources, notes = collect(list(stores), list(imports))
+    runs, sources, notes = collect(list(stores), list(imports), store_optional=reference == "paper")
     if not runs and reference != "paper":
         from gpuprof.errors import InputError
 
@@ -48,7 +49,12 @@ def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | 
         from gpuprof.derive.stalls import stall_comparison
 
         stall_table = stall_comparison([r for r in runs if r.kind == "import"])
-    if fmt in ("csv", "json"):
+    if fmt in ("csv", "json") and stall_table is not None:
+        from gpuprof.derive.stalls import stall_rows
+
+        echo(emit(stall_rows(stall_table), fmt))
+        note("note: the stall comparison, one row per profile and reason; the comparison rows: without --stalls")
+    elif fmt in ("csv", "json"):
         echo(emit(result.rows, fmt))
         if len(result.imported):
             note(f"{len(result.imported)} imported kernel(s) are listed with --format table or markdown, or --html")

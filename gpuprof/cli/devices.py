@@ -115,14 +115,15 @@ def peaks(name: str | None, show_ceilings: bool, fmt: str) -> None:
 
 
 def _print_ceilings(gpus: list[Any], fmt: str) -> None:
-    """One GPU: each ceiling with numbered source notes; several: one line each; CSV/JSON: all, long."""
+    """One GPU: each ceiling (its long sources become numbered notes where the terminal is too
+    narrow); several: one line each; CSV/JSON: all, long."""
     from gpuprof.devices import table_frames
-    from gpuprof.render import emit, emit_noted
+    from gpuprof.render import emit
 
     if fmt in ("csv", "json"):
         echo(emit(table_frames.ceilings_frame(gpus), fmt))
     elif len(gpus) == 1:
-        echo(emit_noted(table_frames.ceiling_detail_frame(gpus[0]), fmt, title=gpus[0].title))
+        echo(emit(table_frames.ceiling_detail_frame(gpus[0]), fmt, title=gpus[0].title))
     else:
         echo(emit(table_frames.ceilings_overview(gpus), fmt))
         note(table_frames.OVERVIEW_LEGEND)

@@ -22,14 +22,19 @@ def doctor(path: str | None, fmt: str) -> None:
     perf and its PMU, and RAPL/NVML energy. Reads only; writes nothing."""
     import pandas as pd
 
+    import textwrap
+
     from gpuprof import doctor as library
-    from gpuprof.render import emit
+    from gpuprof.render import emit, table_width
 
     found = library.checks()
+    width = table_width()
     if fmt == "table":
         for check in found:
             fix = f" -> fix: {check.fix}" if check.fix and check.status in (library.FAIL, library.WARN) else ""
-            echo(f"{check.status:<4}  {check.name}: {check.found}{fix}")
+            line = f"{check.status:<4}  {check.name}: {check.found}{fix}"
+            echo(textwrap.fill(line, width, subsequent_indent=" " * 6, break_long_words=False,
+                               break_on_hyphens=False) if width else line)
     else:
         echo(emit(pd.DataFrame([vars(check) for check in found], columns=["name", "status", "found", "fix"]), fmt))
     if path is None:

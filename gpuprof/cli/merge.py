@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import handle_errors, note, store_option
+from gpuprof.cli.common import handle_errors, note, output_file, store_option
 
 
 @click.command()
@@ -24,22 +24,31 @@ def merge(out_store: str, inputs: tuple[str, ...]) -> None:
     for line in result.notes:
         note(f"note: {line}")
     note(f"{result.added} run(s) added to {out_store}, {result.already} already there")
+    if result.unreadable:
+        from gpuprof.errors import FormatError
+
+        raise FormatError(f"no line of {', '.join(result.unreadable)} is a gpuprof run, so nothing was added from it",
+                          "give run files written by 'gpuprof export' or 'gpuprof sweep --slurm'")
 
 
 @click.command()
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("out", type=click.Path(dir_okay=False), callback=output_file())
 @click.option("--kind", type=click.Choice(("run", "import", "all")), default="all", show_default=True,
               help="Which stored runs to export.")
+@click.option("--append", is_flag=True, help="Add to OUT's runs instead of replacing the file.")
 @store_option
 @handle_errors
-def export(out: str, kind: str, store_path: str | None) -> None:
-    """Append the store's runs to OUT as JSON lines (one run per line), for 'gpuprof merge' elsewhere."""
+def export(out: str, kind: str, append: bool, store_path: str | None) -> None:
+    """Write the store's runs to OUT as JSON lines (one run per line), for 'gpuprof merge' elsewhere.
+
+    OUT is replaced (written beside it, then renamed over it); --append adds to it instead.
+    """
     from gpuprof import export as run_file
     from gpuprof.store import open_store
 
-    with open_store(store_path) as store:
+    with open_store(store_path, read_only=True) as store:
         runs = [r for r in store.runs() if kind in ("all", r.kind)]
         where = store.path
-    for run in runs:
-        run_file.append(out, run)
-    note(f"{len(runs)} run(s) from {where} appended to {out}")
+    run_file.write(out, runs, replace=not append)
+    note(f"{len(runs)} run(s) from {where} {'appended to' if append else 'written to'} {out}"
+         + ("" if append else " (replacing its contents; --append adds instead)"))

@@ -54,6 +54,8 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
         launch_count=launch_count, device=device, profiler=profiler, processes=processes,
         clock_control=clock_control, timeout=timeout, command_line=command_line())
     plan = library.plan(settings, store_path)
+    if not dry_run:
+        open_store(store_path).close()  # a store that cannot be written fails now, not after the profiling
     for line in plan.before:
         note(f"plan: {line}")
     for line in plan.warnings:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import echo, handle_errors, note, store_option
+from gpuprof.cli.common import echo, handle_errors, note, output_folder, store_option
 
 
 @click.command()
 @store_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="reports/roofline",
-              show_default=True, help="Directory for roofline-<device>.png and .svg.")
+              callback=output_folder, show_default=True, help="Directory for roofline-<device>.png and .svg.")
 @click.option("--device", "device_filter", default=None,
               help="Only devices whose name contains this text (case-insensitive).")
 @click.option("--peaks", "peaks_name", default=None,
@@ -27,7 +27,7 @@ def roofline(store_path: str | None, out_dir: str, device_filter: str | None, pe
     from gpuprof.render.roofline_plot import plot
     from gpuprof.store import open_store
 
-    with open_store(store_path) as store:
+    with open_store(store_path, read_only=True) as store:
         runs = store.runs()
         where = store.path
     frame, skipped = points(runs)

@@ -2,12 +2,45 @@
 
 from __future__ import annotations
 
+import sys
+import time
+from typing import Any
+
 import click
+from click.core import ParameterSource
 
 from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
 
 from gpuprof.ops import DTYPES, OPS
 from gpuprof.workloads import ENGINES
+
+
+class _Progress:
+    """A bar on stderr for the warm-up calls and repeats of one run, drawn between calls (no thread
+    competes with the timed ones) at most five times a second, and gone when the run ends."""
+
+    def __init__(self, label: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.label = label
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            console=Console(stderr=True), transient=True, auto_refresh=False)
+        self.task: Any = None
+        self.drawn = 0.0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self.task is None:
+            self.bar.start()
+            self.task = self.bar.add_task(self.label)
+        self.bar.update(self.task, description=f"{self.label}: {phase}", completed=done, total=total)
+        if time.monotonic() - self.drawn > 0.2:
+            self.bar.refresh()
+            self.drawn = time.monotonic()
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.bar.stop()
 
 
 @click.command()
@@ -46,12 +79,22 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
     from gpuprof.api import measure_and_store
     from gpuprof.measure import RunSettings
     from gpuprof.render.run_report import run_report
+    from gpuprof.store import open_store
 
+    given = click.get_current_context().get_parameter_source
+    gpu = {name: value for name, value in (("profiler", profiler), ("profiled", profiled),
+                                           ("clock_control", clock_control), ("cache_control", cache_control),
+                                           ("replay_mode", replay_mode))
+           if given(name) is not ParameterSource.DEFAULT}
+    progress = _Progress(f"{op} {size or shape}") if sys.stderr.isatty() else None  # nothing when piped
     settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
                            repeat=repeat, warmup=warmup, cache=cache, counters=counters,
-                           command=command_line(),
-                           gpu={"profiler": profiler, "profiled": profiled, "clock_control": clock_control,
-                                "cache_control": cache_control, "replay_mode": replay_mode})
-    result, where = measure_and_store(settings, store_path)
+                           command=command_line(), gpu=gpu, progress=progress)
+    open_store(store_path).close()  # a store that cannot be written fails now, not after the measurement
+    try:
+        result, where = measure_and_store(settings, store_path)
+    finally:
+        if progress is not None:
+            progress.stop()
     echo(run_report(result, fmt))
     note(f"stored as run {result.run_id[:8]} in {where}")

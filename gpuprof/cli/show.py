@@ -20,7 +20,7 @@ def show(run_id: str | None, kind: str, fmt: str, store_path: str | None) -> Non
     from gpuprof.render.listing import find_run, listing_frame
     from gpuprof.store import open_store
 
-    with open_store(store_path) as store:
+    with open_store(store_path, read_only=True) as store:
         if run_id:
             echo(find_run(store, run_id, fmt))
             return

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note
+from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, output_file
 
 from gpuprof.derive.stalls import NVPROF, PCSAMP, PCT, RATIO
 from gpuprof.ops import OPS
@@ -35,6 +35,7 @@ BASES = (RATIO, PCT, PCSAMP, NVPROF)
 @click.option("--hot-spots", "hot_only", is_flag=True, help="Print only the source hot-spot table.")
 @click.option("--all", "show_zero", is_flag=True, help="Also list reasons with zero stall cycles.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=output_file(".png", ".svg"),
               help="Also write a bar chart (.png or .svg).")
 @format_option
 @handle_errors

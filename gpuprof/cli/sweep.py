@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gpuprof.cli.common import command_line, handle_errors, note, store_option
+from gpuprof.cli.common import command_line, handle_errors, note, output_folder, store_option
 
 if TYPE_CHECKING:
     from gpuprof.model import Run
@@ -73,7 +73,7 @@ class _Progress:
 @click.option("--resume", is_flag=True,
               help="Skip points this config already stored for this device and host.")
 @click.option("--slurm", is_flag=True, help="Run the points as Slurm jobs (config's [slurm] table; needs submitit).")
-@click.option("--slurm-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--slurm-dir", type=click.Path(file_okay=False), default=None, callback=output_folder,
               help="Shared folder for job results and logs. Default: reports/slurm/<config name>.")
 @click.option("--slurm-partition", default=None, help="sbatch --partition (overrides [slurm] partition).")
 @click.option("--slurm-gpus", type=int, default=None, help="GPUs per job for CUDA points.")

@@ -28,6 +28,7 @@ VS_RUN_CLOCK = "vs-peak-at-run-clock"
 VS_ROOFLINE = "vs-roofline"
 FLOP_RATE = "FLOP/second"
 BYTE_RATE = "byte/second"
+SUSPECT = 105.0  # % of a calibrated ceiling beyond which the ceiling, not the run, is in doubt
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,48 @@ def efficiencies(flop_rate: float | None, byte_rate: float | None, dtype: str, p
             found.append(Efficiency(VS_ROOFLINE, 100 * flop_rate / ceiling, ceiling, FLOP_RATE,
                                     f"roofline, {bound}-bound: {basis}", bound))
     return found
+
+
+@dataclass(frozen=True)
+class RunClock:
+    """The clock a run recorded: Hz and how it was measured, or None and why it is unknown."""
+
+    hz: float | None
+    source: str
+
+
+def above_100(eff: Efficiency, peaks: Peaks, clock: RunClock, cache: str | None = None) -> str | None:
+    """Why ``eff`` is above 100 % ('above <ceiling>: <cause>'), from what its ceiling assumed and how
+    the run was measured; None at or below 100 %. A FLOP ceiling is never explained by caches
+    (they cannot add FLOPs), and a run more than :data:`SUSPECT` % of a calibrated ceiling says the
+    ceiling is suspect. The words do not depend on the run's numbers, so rows share a reason."""
+    if eff.percent <= 100:
+        return None
+    memory = eff.unit == BYTE_RATE or eff.bound == "memory"
+    if memory and cache == "warm":
+        return ("above the memory ceiling: the operands stayed in cache between repeats (--cache warm), which is "
+                "faster than memory; use --cache cold or a --size well above the last-level cache")
+    if peaks.origin == "calibrated":
+        what = "the calibrated bandwidth" if memory else "the calibrated FLOP/s ceiling"
+        if eff.percent <= SUSPECT:
+            return f"above {what}, within its noise (a calibration is the fastest of a few calls)"
+        return (f"above {what}: the ceiling is suspect (measured on a busy host or at a lower clock); "
+                "rerun 'gpuprof calibrate' when the host is idle")
+    if memory:
+        return f"above the memory ceiling ({peaks.origin}): that bandwidth is below what the run read"
+    peak_clock = _positive(peaks.clock_hz)
+    if eff.kind != VS_RUN_CLOCK and peak_clock is not None:
+        if _positive(clock.hz) and clock.hz > peak_clock:  # type: ignore[operator]
+            return (f"above a peak at {_clock(peak_clock)}: the cores ran faster ({clock.source.split(':')[0]}); "
+                    "see the efficiency at the run clock")
+        if not _positive(clock.hz):
+            return (f"above a peak at {_clock(peak_clock)}, a clock the cores exceed under load (turbo); the run "
+                    f"clock is {clock.source}")
+    causes = [n for n in peaks.notes if n.startswith("FMA units assumed")]
+    if "probe" in clock.source:
+        causes.append("the clock was probed on one core after the repeats, not counted over them")
+    return "above the peak at the run clock: " + ("; ".join(causes) or
+                                                 f"its ceiling ({peaks.source}) does not fit this device")
 
 
 def implied_peak(rate: float | None, percent: float | None) -> float | None:

@@ -101,12 +101,17 @@ def _launch_points(run: Run) -> list[dict[str, Any]]:
 
 
 def points(runs: list[Run]) -> tuple[pd.DataFrame, list[str]]:
-    """Roofline points of ``runs``, and one line per run that gave none (and why)."""
+    """Roofline points of ``runs``, and one line per run that gave none (and why). Calibration runs
+    hold ceilings, not kernels: they are passed over without a line."""
     import pandas as pd
+
+    from gpuprof.calibrate import KIND as CALIBRATION
 
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     for run in runs:
+        if run.kind == CALIBRATION:
+            continue
         try:
             found = [_run_point(run)] if run.kind == "run" else _launch_points(run)
         except (GpuprofError, ValueError, KeyError, TypeError) as error:

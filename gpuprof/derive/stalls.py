@@ -46,6 +46,7 @@ BASIS_TEXT = {
 SHARE_OF = {NVPROF: "of all stalls", RATIO: "of stall cycles", PCT: "of stall cycles",
             PCSAMP: "of stalled samples"}
 UNIT = {NVPROF: "% of stalls", RATIO: "cycles/issue", PCT: "% warp-active", PCSAMP: "samples"}
+UNNAMED = "device not named in the file"  # the column of a profile without a device (ncu text, source page)
 
 _PATTERNS = (
     (RATIO, re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")),
@@ -276,12 +277,12 @@ def stall_comparison(runs_or_profiles: Iterable[Run | StallProfile], kernel: str
     if kernel:
         profiles = [p for p in profiles if kernel in p.kernel]
     mixed = len({p.family for p in profiles}) > 1
-    devices = [p.device for p in profiles]
+    devices = [p.device or UNNAMED for p in profiles]
     columns: dict[str, dict[str, float]] = {}
     bases: dict[str, str] = {}
     labels: dict[str, str] = {}
-    for p in profiles:
-        name = p.device if devices.count(p.device) == 1 else f"{p.device} | {p.kernel}"
+    for p, device in zip(profiles, devices):
+        name = device if devices.count(device) == 1 else f"{device} | {p.kernel}"
         if name in columns:   # the same device and kernel from several runs
             name = f"{name} #{sum(1 for c in columns if c.startswith(name)) + 1}"
         shares = fold_to_nvprof(p) if mixed else {s.reason: s.share for s in p.reasons}
@@ -297,6 +298,14 @@ def stall_comparison(runs_or_profiles: Iterable[Run | StallProfile], kernel: str
     frame = frame.rename_axis("reason").reset_index()
     frame.attrs["basis"] = bases
     return frame
+
+
+def stall_rows(comparison: pd.DataFrame) -> pd.DataFrame:
+    """:func:`stall_comparison` as one row per profile and reason, with its basis: for CSV and JSON."""
+    bases = comparison.attrs.get("basis", {})
+    rows = comparison.melt(id_vars=["reason", "label"], var_name="profile", value_name="% of stall cycles")
+    rows = rows.dropna(subset=["% of stall cycles"])[["profile", "reason", "label", "% of stall cycles"]]
+    return rows.assign(basis=rows["profile"].map(bases)).reset_index(drop=True)
 
 
 # ---- source-level hot spots ----

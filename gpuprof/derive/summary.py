@@ -8,12 +8,15 @@ reads files or prints, so ``show`` and ``compare`` give the same numbers as the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuprof import ops
 from gpuprof.derive.stats import TimingStats, timing_stats
 from gpuprof.devices.peaks import Peaks
-from gpuprof.model import ANALYTIC, DERIVED, MEASURED, TIMED, Run
+from gpuprof.model import ANALYTIC, CALIBRATED, DERIVED, MEASURED, TIMED, Run
+
+if TYPE_CHECKING:
+    from gpuprof.derive.efficiency import RunClock
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,7 @@ def quantities(run: Run) -> list[Quantity]:
         Quantity("time (median)", stats.median, "second", TIMED,
                  f"{stats.count} repeats after {w.get('warmup', 0)} warm-up, {cache}; {timer}"),
         Quantity("time (min)", stats.minimum, "second", TIMED, "fastest repeat"),
-        Quantity("time spread", 100 * stats.spread, "%", TIMED,
-                 "interquartile range / median" + ("" if stats.stable else " — UNSTABLE, numbers vary")),
+        Quantity("time spread", 100 * stats.spread if stats.count > 1 else None, "%", TIMED, _spread_basis(stats)),
         Quantity("FLOPs", float(flops), "FLOP", ANALYTIC, f"{op}: {_FLOP_BASIS[op]}"),
     ]
     counted = measured_flops(run)
@@ -105,47 +107,79 @@ def quantities(run: Run) -> list[Quantity]:
     return out + compiled.quantities(run) + energy_quantities(run)
 
 
-def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) -> list[Quantity]:
-    from gpuprof.derive.efficiency import efficiencies
+def _spread_basis(stats: TimingStats) -> str:
+    """How the spread was measured, and whether it can be at all."""
+    if stats.count == 1:
+        return "n/a: one repeat has no spread (give --repeat 4 or more)"
+    what = "interquartile range / median" if stats.count >= 4 else f"range / median of {stats.count} repeats"
+    return what + ("" if stats.stable else " — UNSTABLE, numbers vary")
 
-    out: list[Quantity] = []
+
+# What a ceiling is called in quantity names, by its origin.
+CEILING_NAMES = {"derived": "theoretical", "peak-table": "datasheet", "calibrated": "calibrated"}
+
+
+def run_clock(run: Run) -> RunClock:
+    """The clock the run recorded (measured by perf or a probe), or why it is unknown. Runs stored
+    before gpuprof probed the clock recorded /proc/cpuinfo's 'cpu MHz', a nominal clock in a VM,
+    which is not taken for the run clock."""
+    from gpuprof.derive.efficiency import RunClock
+
+    hz, source = run.device.get("clock_during_run_hz"), run.device.get("clock_during_run_source", "not recorded")
+    if "/proc/cpuinfo" in source:
+        return RunClock(None, f"unknown: the run recorded {hz / 1e9:.4g} GHz from /proc/cpuinfo 'cpu MHz', "
+                              "not a measurement of the clock under load")
+    return RunClock(hz, source)
+
+
+def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) -> list[Quantity]:
+    from gpuprof.derive.efficiency import above_100, efficiencies
+
+    clock = run_clock(run)
+    out = [Quantity("core clock during run", clock.hz, "hertz", MEASURED, clock.source)]
     recorded = run_peaks(run)
-    if not any(p.bandwidth for p in recorded):
-        out.append(Quantity("efficiency: roofline", None, "%", DERIVED,
-                            "needs a bandwidth ceiling: run 'gpuprof calibrate' once on this host"
-                            if run.device.get("kind") == "cpu" else "the device's peak bandwidth is unknown"))
+    if not any(p.bandwidth and p.flops_for(dtype) for p in recorded):
+        out.append(Quantity("efficiency: roofline", None, "%", DERIVED, _no_roofline(run, recorded, dtype)))
     for peaks in recorded:
+        ceiling = CEILING_NAMES.get(peaks.origin, peaks.origin)
         flop_peak = peaks.flops_for(dtype)
-        clock = f" at {peaks.clock_hz / 1e9:.3g} GHz" if peaks.clock_hz else " (clock unknown)"
+        at = f" at {peaks.clock_hz / 1e9:.4g} GHz" if peaks.clock_hz else ""  # a calibration: its own clock
         if flop_peak:
-            out.append(Quantity(f"peak FLOP/s ({dtype})", flop_peak, "FLOP/second", peaks.origin,
-                                f"{peaks.source}{clock}"))
+            out.append(Quantity(f"peak FLOP/s {dtype}, {ceiling}", flop_peak, "FLOP/second", peaks.origin,
+                                f"{peaks.source}{at}"))
         if peaks.bandwidth:
-            out.append(Quantity("peak bandwidth", peaks.bandwidth, "byte/second", peaks.origin, peaks.source))
-        for eff in efficiencies(rate, byte_rate, dtype, peaks, run.device.get("clock_during_run_hz")):
-            basis = eff.basis + (_above_ceiling(run) if eff.percent > 100 else "")
-            out.append(Quantity(f"efficiency: {_efficiency_label(eff)}", eff.percent, "%", DERIVED, basis))
+            out.append(Quantity(f"peak bandwidth, {ceiling}", peaks.bandwidth, "byte/second", peaks.origin,
+                                peaks.source))
+        for eff in efficiencies(rate, byte_rate, dtype, peaks, clock.hz):
+            why = above_100(eff, peaks, clock, (run.workload or {}).get("cache"))
+            out.append(Quantity(f"efficiency: {_efficiency_label(eff, ceiling)}", eff.percent, "%", DERIVED,
+                                eff.basis + (f" — ABOVE 100 %: {eff.percent - 100:.3g} % {why}" if why else "")))
     return out
 
 
-def _above_ceiling(run: Run) -> str:
-    """Why an efficiency can exceed 100 %, for the way this run was measured."""
-    if (run.workload or {}).get("cache") == "warm":
-        return (" — above 100 %: operands served from cache beat a memory ceiling, or the clock ran above"
-                " the nominal one: try --cache cold or a larger --size")
-    return (" — above 100 %: the ceiling is itself a measurement (best of a few repeats) or assumes a"
-            " nominal clock below the real one")
+def _no_roofline(run: Run, recorded: list[Peaks], dtype: str) -> str:
+    """Why no ceiling set has both a FLOP peak for ``dtype`` and a bandwidth."""
+    if run.device.get("kind") != "cpu":
+        return "the device's peak bandwidth is unknown"
+    calibrated = next((p for p in recorded if p.origin == CALIBRATED), None)
+    if calibrated is None:
+        return "needs a bandwidth ceiling: run 'gpuprof calibrate' once on this host"
+    missing = [what for what, found in (("bandwidth", calibrated.bandwidth), (f"{dtype} FLOP/s",
+                                                                             calibrated.flops_for(dtype))) if not found]
+    return (f"this host's calibrations have no stable {' or '.join(missing)} ceiling: rerun 'gpuprof calibrate' "
+            "when the host is idle")
 
 
-def _efficiency_label(eff: Any) -> str:
-    """What an efficiency divides by, in words: 'FLOP/s vs peak', 'roofline (memory-bound)'."""
+def _efficiency_label(eff: Any, ceiling: str) -> str:
+    """What an efficiency divides by, in words: 'FLOP/s, theoretical peak', 'theoretical peak at run
+    clock', 'roofline, calibrated (memory-bound)'; unique within a run."""
     from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK
 
     if eff.kind == VS_ROOFLINE:
-        return f"roofline ({eff.bound}-bound)"
+        return f"roofline, {ceiling} ({eff.bound}-bound)"
     if eff.kind == VS_RUN_CLOCK:
-        return "FLOP/s vs peak at run clock"
-    return "FLOP/s vs peak" if eff.unit == "FLOP/second" else "bandwidth vs peak"
+        return f"{ceiling} peak at run clock"
+    return f"FLOP/s, {ceiling} peak" if eff.unit == "FLOP/second" else f"bandwidth, {ceiling} peak"
 
 
 def summary_row(run: Run) -> dict[str, Any]:
@@ -167,14 +201,19 @@ def summary_row(run: Run) -> dict[str, Any]:
             row["FLOP/byte"] = q.value
         elif q.name.startswith("efficiency: ") and _column(q.name) not in row:
             row[_column(q.name)] = q.value
-            if "roofline (" in q.name:
-                row["bound"] = q.name.split("(")[1].split("-")[0]
+            if q.name.endswith("-bound)"):
+                row["bound"] = q.name.rsplit("(", 1)[1].split("-")[0]
     from gpuprof.derive.energy import energy_columns
 
     return {**row, **energy_columns(run)}
 
 
 def _column(name: str) -> str:
-    """Summary column for an efficiency quantity: 'eff_roofline_%', 'eff_FLOP/s vs peak_%'."""
+    """Summary column for an efficiency quantity: 'eff_roofline_%', 'eff_theoretical_%',
+    'eff_theoretical_run_clock_%', 'eff_calibrated_bandwidth_%'."""
     label = name.removeprefix("efficiency: ")
-    return "eff_roofline_%" if label.startswith("roofline") else f"eff_{label}_%"
+    if label.startswith("roofline"):
+        return "eff_roofline_%"
+    what, _, ceiling = label.rpartition(", ") if ", " in label else ("", "", label)
+    ceiling = ceiling.replace(" peak at run clock", "_run_clock").removesuffix(" peak")
+    return f"eff_{ceiling}{'_bandwidth' if what == 'bandwidth' else ''}_%"

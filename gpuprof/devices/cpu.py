@@ -285,20 +285,6 @@ def describe() -> dict[str, Any]:
     return info
 
 
-def current_clock_hz() -> tuple[float, str] | None:
-    """The mean 'cpu MHz' over all processors as the kernel reports it now, with that caveat.
-
-    On bare metal with cpufreq this follows the real clock; in a VM it is the host's nominal
-    clock, which the source text says.
-    """
-    values = [float(b["cpu MHz"]) for b in _fields(_read(Path("/proc/cpuinfo")) or "") if b.get("cpu MHz")]
-    if not values:
-        return None
-    guest = "hypervisor" in (_fields(_read(Path("/proc/cpuinfo")) or "")[0].get("flags", "")).split()
-    source = "mean 'cpu MHz' in /proc/cpuinfo right after the timed repeats"
-    return 1e6 * sum(values) / len(values), source + (" (a VM guest: the host's nominal clock)" if guest else "")
-
-
 def available_memory() -> int | None:
     """Bytes of memory available now (MemAvailable, which counts reclaimable cache), or None."""
     for line in (_read(Path("/proc/meminfo")) or "").splitlines():
@@ -344,8 +330,9 @@ def theoretical_peaks(info: dict[str, Any]) -> Peaks:
         for dtype, bits in ELEMENT_BITS.items():
             lane_bits = bits if dtype != "float16" or native_half else 32
             flops[dtype] = cores * clock * (units.vector_bits / lane_bits) * units.fma_units * 2
-    source = (f"{cores} cores × {clock / 1e9:.3f} GHz ({info['clock_source']}) × {units.vector_bits}-bit/element "
-              f"bits × {units.fma_units} FMA × 2 [{units.label}]"
+    lanes = f"{units.vector_bits // 32} float32, {units.vector_bits // 64} float64 lanes"
+    source = (f"{cores} cores × {clock / 1e9:.3f} GHz ({info['clock_source']}) × {units.vector_bits}-bit vectors / "
+              f"element bits ({lanes}) × {units.fma_units} FMA units × 2 FLOP per FMA [{units.label}]"
               if clock else f"clock unknown [{units.label}]")
     return Peaks(device=info.get("name", "cpu"), flops=flops, bandwidth=None, clock_hz=clock,
                  origin=DERIVED, source=source, notes=tuple(notes))

@@ -38,7 +38,7 @@ from gpuprof import errors, ops
 from gpuprof.errors import DeviceError, GpuprofError, InputError, ProfilerError
 from gpuprof.launch import process, profilers
 from gpuprof.model import TIMED, Launch, Metric, Run
-from gpuprof.workloads import compile_time, engine_names
+from gpuprof.workloads import compile_time, engine_names, gpu_only
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
@@ -252,7 +252,8 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     cupy_ok, cupy_text = _cupy_state()
     if not cupy_ok:
         raise DeviceError(f"--device cuda: no usable NVIDIA GPU ({nvml_text}; {cupy_text})",
-                          "use --device cpu")
+                          "use --device cpu" if settings.engine is None or not gpu_only(requested) else
+                          f"engine {requested} needs a GPU; measure on the CPU with --engine numpy (or pytensor)")
     choice = profilers.choose(options.profiler, _cc(info)) if settings.counters else NO_COUNTERS
     run_id = uuid.uuid4().hex
     run_dir = options.reports_dir / run_id

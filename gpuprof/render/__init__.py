@@ -13,31 +13,39 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMATS = ("table", "markdown", "csv", "json")
+WIDE = "gpuprof.wide"  # Click context meta key: --wide was given
+
+
+def table_width() -> int | None:
+    """The width tables fit while a gpuprof command prints: $COLUMNS, else the terminal's (stdout's,
+    or stderr's when stdout is piped into a pager or head), else 80. None (every row on one line)
+    with --wide, and for library calls outside a command."""
+    import os
+
+    import click
+
+    context = click.get_current_context(silent=True)
+    if context is None or context.meta.get(WIDE):
+        return None
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    for fd in (1, 2):
+        try:
+            return os.get_terminal_size(fd).columns
+        except OSError:
+            continue
+    return 80
 
 
 def emit(frame: pd.DataFrame, fmt: str = "table", title: str | None = None) -> str:
-    """``frame`` as text in ``fmt`` (table, markdown, csv or json)."""
+    """``frame`` as text in ``fmt`` (table, markdown, csv or json); a table fits :func:`table_width`."""
     from gpuprof.render import text
 
-    renderers = {"table": text.table, "markdown": text.markdown, "csv": text.csv, "json": text.json}
+    if fmt == "table":
+        return text.table(frame, title, table_width())
+    renderers = {"markdown": text.markdown, "csv": text.csv, "json": text.json}
     if fmt not in renderers:
         from gpuprof.errors import InputError
 
         raise InputError(f"unknown format '{fmt}'", f"choose one of: {', '.join(FORMATS)}")
     return renderers[fmt](frame, title)
-
-
-def emit_noted(frame: pd.DataFrame, fmt: str = "table", column: str = "source", title: str | None = None,
-               width: int = 100) -> str:
-    """``frame`` with its long ``column`` moved under a table or Markdown as numbered notes, so the
-    table fits a terminal; CSV and JSON keep the column whole."""
-    import textwrap
-
-    if fmt in ("csv", "json") or column not in frame:
-        return emit(frame, fmt, title)
-    texts = list(dict.fromkeys(frame[column]))
-    numbered = frame.drop(columns=[column]).assign(note=[texts.index(s) + 1 for s in frame[column]])
-    notes = [textwrap.fill(f"[{i}] {text}", width, subsequent_indent="    ", break_on_hyphens=False,
-                           break_long_words=False)
-             for i, text in enumerate(texts, 1)]
-    return "\n\n".join([emit(numbered, fmt, title), "\n".join(notes)])

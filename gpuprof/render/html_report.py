@@ -15,7 +15,7 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.render.text import _cell
+from gpuprof.render.text import cell_texts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,7 +72,8 @@ def _grouped_head(columns: list[str], groups: list[str]) -> str:
 
 def table_html(frame: pd.DataFrame, groups: list[str] | None = None) -> str:
     """``frame`` as an HTML table; every header and cell escaped, numbers right-aligned. Columns
-    named ``"<group> <quantity>"`` for a group in ``groups`` get a spanning group header."""
+    named ``"<group> <quantity>"`` for a group in ``groups`` get a spanning group header; cells
+    ``frame.attrs["marks"]`` names get ' [n]', explained by ``frame.attrs["notes"]`` under the table."""
     import pandas as pd
 
     if frame.empty:
@@ -82,11 +83,13 @@ def table_html(frame: pd.DataFrame, groups: list[str] | None = None) -> str:
     head = (_grouped_head(columns, groups) if groups
             else "<tr>" + "".join(f"<th>{_esc(c)}</th>" for c in columns) + "</tr>")
     body = []
-    for row in frame.itertuples(index=False):
-        cells = "".join(f'<td class="num">{_esc(_cell(v))}</td>' if num else f"<td>{_esc(_cell(v))}</td>"
-                        for v, num in zip(row, numeric))
+    for texts in zip(*cell_texts(frame)):
+        cells = "".join(f'<td class="num">{_esc(t)}</td>' if num else f"<td>{_esc(t)}</td>"
+                        for t, num in zip(texts, numeric))
         body.append(f"<tr>{cells}</tr>")
-    return f'<div class="scroll"><table><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></div>'
+    notes = "".join(f"<li>{_esc(n)}</li>" for n in frame.attrs.get("notes", []))
+    return (f'<div class="scroll"><table><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></div>'
+            + (f'<ol class="note">{notes}</ol>' if notes else ""))
 
 
 def _capped(frame: pd.DataFrame, what: str, limits: Limits, trimmed: list[str],

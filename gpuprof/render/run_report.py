@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pandas as pd
 
 from gpuprof import ops
 from gpuprof.derive.summary import quantities
 from gpuprof.model import Run
-from gpuprof.render import emit
+from gpuprof.render import emit, table_width
 from gpuprof.sizes import format_bytes
 from gpuprof.units import human
 
@@ -52,12 +54,35 @@ def quantity_frame(run: Run, for_people: bool) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def identity(run: Run) -> dict[str, object]:
+    """What was measured where, for ``--format json``: the run id, op, shape, dtype, device and notes."""
+    w, d = run.workload or {}, run.device
+    return {"run": run.run_id, "created": run.created, "command": run.environment.get("command", run.source),
+            "op": w.get("op"), "formula": w.get("formula"), "dtype": w.get("dtype"), "shape": w.get("shape"),
+            "size_bytes": w.get("size_bytes"), "requested": w.get("requested"), "engine": w.get("engine"),
+            "engine_version": run.environment.get("engine_version"),
+            "device": {"kind": d.get("kind"), "name": d.get("name"), "chosen_because": d.get("chosen_because"),
+                       "host": run.environment.get("host")},
+            "timing": {key: w.get(key) for key in ("repeat", "warmup", "cache", "buffer_sets")},
+            "relative_error": w.get("relative_error"), "notes": list(run.notes)}
+
+
 def run_report(run: Run, fmt: str) -> str:
-    """Header and quantities for terminals and Markdown; just the data for csv and json."""
-    if fmt in ("csv", "json"):
+    """Header and quantities for terminals and Markdown; the quantities for csv; the run's identity,
+    notes and quantities as one object for json."""
+    if fmt == "json":
+        import json
+
+        quantities = json.loads(emit(quantity_frame(run, for_people=False), "json"))
+        return json.dumps({**identity(run), "quantities": quantities}, indent=2, ensure_ascii=False)
+    if fmt == "csv":
         return emit(quantity_frame(run, for_people=False), fmt)
     body = emit(quantity_frame(run, for_people=True), fmt)
     head = header(run)
     if fmt == "markdown":
         return "\n".join(f"- {line.strip()}" for line in head) + "\n\n" + body
+    width = table_width()
+    if width:  # the header's lines fit too, continuing under the text after their label
+        head = [part for line in head for part in textwrap.wrap(line, width, subsequent_indent=" " * 10,
+                                                                   break_long_words=False, break_on_hyphens=False)]
     return "\n".join(head) + "\n\n" + body

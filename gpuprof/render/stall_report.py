@@ -7,8 +7,11 @@ csv/json stays parseable while people still get the explanations.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from gpuprof.render import table_width
 
 if TYPE_CHECKING:
     from gpuprof.render.stall_plot import Panel
@@ -40,24 +43,34 @@ def stall_report(findings: Findings, fmt: str, show_zero: bool = False,
     blocks = []
     if findings.profiles and not hot_only:
         for profile in findings.profiles:
-            frame = profiles_frame([profile], show_zero).drop(columns=["device", "kernel", "basis"])
+            frame = profiles_frame([profile], show_zero)
+            # what every row shares goes to the title and headers, so the table is narrower
+            frame = frame.drop(columns=["device", "kernel", "basis", "origin", "unit"]).rename(
+                columns={"value": f"value ({frame['unit'].iloc[0]})" if len(frame) else "value",
+                         "share_pct": "share %"})
             where = f"{profile.device}: " if profile.device else ""
-            blocks.append(emit(frame, fmt, title=f"Warp stall reasons, {where}{profile.kernel}"))
+            blocks.append(emit(frame, fmt, title=f"Warp stall reasons (measured), {where}{profile.kernel}"))
         bases = sorted({p.basis for p in findings.profiles})
-        blocks.append("\n".join(f"Basis ({b}): {BASIS_TEXT[b]}." for b in bases))
+        blocks.append("\n".join(_fit(f"Basis ({b}): {BASIS_TEXT[b]}.") for b in bases))
     if findings.topdown and not hot_only:
         blocks.append(emit(topdown_frame(findings.topdown), fmt, title="CPU Top-Down level 1"))
-        blocks.append(f"Basis: {BASIS}.")
+        blocks.append(_fit(f"Basis: {BASIS}."))
     for (name, _), frame in zip(findings.hot_spots, spot_frames):
-        blocks.append(emit(frame.drop(columns=["kernel"]), fmt,
-                           title=f"Source hot spots (PC sampling, SASS), {name}"))
+        blocks.append(emit(frame.drop(columns=["kernel", "origin"]), fmt,
+                           title=f"Source hot spots (PC sampling, SASS, measured), {name}"))
     if explanations and not hot_only:
         if fmt == "markdown":   # kernel names such as f<float>(T*) must not become HTML tags
             import html
 
             explanations = [html.escape(line, quote=False) for line in explanations]
-        blocks.append("\n".join(explanations))
+        blocks.append("\n".join(map(_fit, explanations)))
     return "\n\n".join(blocks), []
+
+
+def _fit(line: str) -> str:
+    """``line`` wrapped to the width tables fit."""
+    width = table_width()
+    return textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False) if width else line
 
 
 def stall_panels(findings: Findings) -> tuple[list[Panel], str, str]:

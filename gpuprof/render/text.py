@@ -6,9 +6,13 @@ import html
 import io
 import json as _json
 import math
+import textwrap
 from typing import Any
 
 import pandas as pd
+
+from gpuprof.render import layout
+from gpuprof.render.layout import Column
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -23,22 +27,39 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def table(frame: pd.DataFrame, title: str | None = None) -> str:
-    """Columns aligned for a terminal; numbers right-aligned."""
-    headers = [str(c) for c in frame.columns]
-    rows = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
+def cell_texts(frame: pd.DataFrame) -> list[list[str]]:
+    """Each column's cells as text, with ' [n]' after the cells ``frame.attrs["marks"]`` ({column:
+    {row label: note number}}) points at; the notes are ``frame.attrs["notes"]``."""
+    marks = frame.attrs.get("marks", {})
+    texts = []
+    for name in frame.columns:
+        cells = [_cell(v) for v in frame[name]]
+        for label, number in marks.get(name, {}).items():
+            cells[frame.index.get_loc(label)] += f" [{number}]"
+        texts.append(cells)
+    return texts
 
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if num else c.ljust(w)
-                         for c, w, num in zip(cells, widths, numeric)).rstrip()
 
-    out = [title] if title else []
-    out += [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
-    if not rows:
-        out.append("(no rows)")
-    return "\n".join(out)
+def _columns(frame: pd.DataFrame) -> list[Column]:
+    """The frame's columns for :mod:`gpuprof.render.layout`; names that ``frame.attrs["groups"]``
+    lists (devices) and that prefix column names are shown once above their columns."""
+    groups = frame.attrs.get("groups") or []
+    columns = []
+    for name, cells in zip(frame.columns, cell_texts(frame)):
+        group = next((g for g in groups if str(name).startswith(f"{g} ")), None)
+        header = str(name)[len(group) + 1:] if group else str(name)
+        columns.append(Column(header, cells, pd.api.types.is_numeric_dtype(frame[name]), group))
+    return columns
+
+
+def table(frame: pd.DataFrame, title: str | None = None, width: int | None = None) -> str:
+    """Columns aligned for a terminal, numbers right-aligned, fitting ``width`` (see
+    :mod:`gpuprof.render.layout`; None: every row on one line); ``frame.attrs["notes"]`` numbered
+    under it."""
+    body = layout.render(_columns(frame), len(frame), width, list(frame.attrs.get("notes", [])))
+    if title and width:
+        title = textwrap.fill(title, width, break_long_words=False, break_on_hyphens=False)
+    return f"{title}\n{body}" if title else body
 
 
 def _md_escape(text: str) -> str:
@@ -50,8 +71,11 @@ def markdown(frame: pd.DataFrame, title: str | None = None) -> str:
     out = [f"### {_md_escape(title)}", ""] if title else []
     out.append("| " + " | ".join(headers) + " |")
     out.append("|" + "|".join("---" for _ in headers) + "|")
-    for row in frame.itertuples(index=False):
-        out.append("| " + " | ".join(_md_escape(_cell(v)) for v in row) + " |")
+    for row in zip(*cell_texts(frame)):
+        out.append("| " + " | ".join(_md_escape(cell) for cell in row) + " |")
+    notes = frame.attrs.get("notes", [])
+    if notes:
+        out += [""] + [f"{n}. {_md_escape(text)}" for n, text in enumerate(notes, 1)]
     return "\n".join(out)
 
 
