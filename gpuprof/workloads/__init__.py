@@ -94,7 +94,7 @@ def resolve(name: str, device: str) -> tuple[ModuleType, list[str]]:
                             f"{', '.join(GPU_BACKENDS)}"]
         raise EngineError(f"engine pytensor needs a GPU backend on --device cuda ({'; '.join(missing)})",
                           'pip install "gpuprof-hpc[jax]" with "jax[cuda12]", or "gpuprof-hpc[torch]" with a CUDA '
-                          "build of torch (README: Theano-family engines)")
+                          "build of torch (docs/theano-gpu.md)")
     if name == "pytensor":
         return load(name, device), ["engine pytensor on the CPU: Numba, PyTensor's default backend "
                                     "(--engine pytensor-jax or pytensor-torch for the others)"]

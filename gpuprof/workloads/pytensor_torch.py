@@ -51,7 +51,7 @@ def place(arrays: list[np.ndarray], device: str) -> list[Any]:
     if not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, no usable device"
         raise DeviceError(f"PyTorch {torch.__version__} cannot use a GPU here ({build})",
-                          "install a CUDA build of torch (README: Theano-family engines), or use --device cpu")
+                          "install a CUDA build of torch (docs/theano-gpu.md), or use --device cpu")
     return [torch.as_tensor(x, device="cuda") for x in arrays]
 
 
