@@ -1,6 +1,6 @@
 """GPU acceptance: run gpuprof's GPU path on a real GPU and write what it measured and which checks held.
 
-    python benchmarks/gpu_acceptance.py OUT [--part kernels|cupy|extra|all] [--deadline-s 420] [--pack DIR]
+    python benchmarks/gpu_acceptance.py OUT [--part kernels|cupy|jax|torch|extra|all] [--deadline-s 420] [--pack DIR]
     python benchmarks/gpu_acceptance.py OUT --merge PART_DIR [PART_DIR ...]
     python benchmarks/gpu_acceptance.py OUT --self-check
 
@@ -10,6 +10,8 @@ pandas, CuPy and nvidia-ml-py) it runs, through the ``gpuprof`` command:
 * ``kernels`` / ``cupy``: every op x dtype with that engine under the profiler ``--profiler auto``
   finds (ncu; nvprof too where it is installed and supports the GPU), ``--clock-control none``
   (the card's clocks are never locked or changed), one profiled call;
+* ``jax`` / ``torch``: the same for PyTensor's JAX and PyTorch backends (``pytensor-jax``,
+  ``pytensor-torch``; needs a CUDA build of jaxlib or torch), plus add at 384 MB with that engine;
 * ``extra``: add at 384 MB with both engines and a 2048^3 cuBLAS dot (event time against profiler
   time, bandwidth against the DRAM peak), the same kernels under a direct ``ncu`` command for a
   cross-check of the counts, a small sweep (event timing), ``gpuprof compare`` and ``gpuprof stalls``,
@@ -29,7 +31,10 @@ DIR`` also copies the summaries to DIR with two archives, ``raw.tar.gz`` (everyt
 Checks (docs/gpu.md explains each bound): counted/analytic FLOPs = 1.000 (within 0.1 %) for add,
 mul, scalar and dot on ``cuda-kernels`` (all shapes here are multiples of 16); sigmoid and tanh
 within ``RATIO_RANGES``; event time / profiler time within ``TIME_BOUND`` for the large cases;
-add at 384 MB at 70-100 % of the device's DRAM peak; direct ncu counts equal to gpuprof's.
+add at 384 MB at 70-100 % of the device's DRAM peak; direct ncu counts equal to gpuprof's. For the
+PyTensor backends also: the compile time reported in its own row, at least one kernel counted inside
+the NVTX range per call (their kernels are launched by JAX's or PyTorch's runtime, not by gpuprof),
+and counted/analytic = 1.000 for add, mul and scalar in float32 and float64.
 
 ``--self-check`` runs the same plumbing without a GPU: the stand-in ncu of tests/fakes replays the
 converted RTX 3080 raw page, NVML and CuPy are stand-ins, the workload child's result is a stand-in
@@ -57,6 +62,9 @@ ROOT = Path(__file__).resolve().parents[1]
 OPS = ("add", "mul", "scalar", "dot", "sigmoid", "tanh")
 DTYPES = ("float32", "float64", "float16")
 EXACT_OPS = ("add", "mul", "scalar", "dot")
+FRAMEWORKS = {"jax": "pytensor-jax", "torch": "pytensor-torch"}  # part -> engine
+# one FADD/FMUL per element whatever kernel XLA or TorchInductor writes (float16 may pack two per instruction)
+FRAMEWORK_EXACT = (("add", "mul", "scalar"), ("float32", "float64"))
 # counted/analytic for the hand-written sigmoid and tanh: exp and the IEEE division expand into FFMA
 # and FADD steps (kernels/README.md: 11-15 FP32 FLOPs per element in the PTX, 30-60 FP64), against
 # the textbook 4 and 5; float16 computes in float32.
@@ -105,6 +113,10 @@ def plan(part: str, nvprof: bool) -> list[Case]:
             cases += [_case(op, engine, dtype) for op in OPS for dtype in DTYPES]
             if nvprof:
                 cases += [_case(op, engine, "float32", profiler="nvprof") for op in EXACT_OPS]
+    for name, engine in FRAMEWORKS.items():
+        if part in (name, "all"):
+            cases += [_case(op, engine, dtype) for op in OPS for dtype in DTYPES]
+            cases.append(_case("add", engine, "float32", "384MB", purpose="large"))
     if part in ("extra", "all"):
         cases += [_case("add", engine, "float32", "384MB", purpose="large") for engine in ("cuda-kernels", "cupy")]
         cases.append(Case("dot-cupy-float32-2048", ("--op", "dot", "--engine", "cupy", "--dtype", "float32",
@@ -179,6 +191,12 @@ def checks(result: Result, self_check: bool) -> list[tuple[str, str, str]]:
     if case.engine == "cuda-kernels" and case.op in ("sigmoid", "tanh"):
         low, high = RATIO_RANGES[case.dtype]
         wanted.append((f"counted/analytic in [{low}, {high}]", lambda: ratio is not None and low <= ratio <= high))
+    if case.engine in FRAMEWORKS.values():
+        compiled, kernels = _value(result, "compile + first call"), _value(result, "kernels per call")
+        wanted.append(("compile time in its own row", lambda: compiled is not None and compiled > 0))
+        wanted.append(("kernels counted inside the NVTX range", lambda: kernels is not None and kernels >= 1))
+        if case.op in FRAMEWORK_EXACT[0] and case.dtype in FRAMEWORK_EXACT[1]:
+            wanted.append(("counted/analytic = 1.000", lambda: ratio is not None and abs(ratio - 1) <= 1e-3))
     if case.purpose == "large":
         event, profiler = _value(result, "time (median)"), _value(result, "time (profiler)")
         wanted.append((f"event / profiler within 1 +- {TIME_BOUND}",
@@ -318,7 +336,8 @@ def environment(self_check: bool) -> dict[str, Any]:
 
 
 COLUMNS = ("case", "exit", "s", "event time", "profiler time", "event/profiler", "FLOPs analytic",
-           "counted/analytic", "eff @ run clock %", "eff vs datasheet %", "roofline %", "bandwidth %", "checks")
+           "counted/analytic", "eff @ run clock %", "eff vs datasheet %", "roofline %", "bandwidth %",
+           "kernels/call", "compile s", "checks")
 
 
 def _row(result: Result, found: list[tuple[str, str, str]]) -> list[str]:
@@ -332,7 +351,8 @@ def _row(result: Result, found: list[tuple[str, str, str]]) -> list[str]:
             num("FLOPs"), num("FLOPs counted / analytic", 5), num("efficiency: counted FLOP/s vs peak at run clock"),
             num("efficiency: counted FLOP/s vs peak"),
             num(next((n for n in result.rows if n.startswith("efficiency: counted roofline")), "-")),
-            num("efficiency: bandwidth, datasheet peak"), "; ".join(f"{name}: {verdict}" for name, verdict, _ in found)]
+            num("efficiency: bandwidth, datasheet peak"), num("kernels per call"), num("compile + first call", 3),
+            "; ".join(f"{name}: {verdict}" for name, verdict, _ in found)]
 
 
 def write_summary(out: Path, env: dict[str, Any], results: list[Result], found: dict[str, list[tuple[str, str, str]]],
@@ -492,7 +512,7 @@ def pack(out: Path, into: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the summary and the raw reports")
-    parser.add_argument("--part", choices=("kernels", "cupy", "extra", "all"), default="all")
+    parser.add_argument("--part", choices=("kernels", "cupy", *FRAMEWORKS, "extra", "all"), default="all")
     parser.add_argument("--deadline-s", type=float, default=420.0,
                         help="start nothing after this many seconds (the lent machine allows 600 s a command)")
     parser.add_argument("--pack", type=Path, metavar="DIR", help="copy the summaries and two archives to DIR")

@@ -11,6 +11,7 @@ Library use (every function returns Runs or pandas DataFrames; nothing prints)::
     gpuprof.kernels([profile])                      # per kernel: time, FLOP/s, efficiencies
     gpuprof.stall_reasons([profile])                # stall reasons per device and kernel
     gpuprof.compare_runs(gpuprof.runs(), reference=True)   # with the study's rows
+    gpuprof.diff("before.ncu-rep", "after.ncu-rep")  # per kernel: A, B, change, verdict
 
 Names avoid the submodules' (``gpuprof.compare``, ``gpuprof.stalls``), which importing would shadow.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Launch", "Metric", "Run", "compare_runs", "kernels", "metrics", "read", "results", "run", "runs",
+__all__ = ["Launch", "Metric", "Run", "compare_runs", "diff", "kernels", "metrics", "read", "results", "run", "runs",
            "stall_reasons", "summary"]
 
 

@@ -95,3 +95,19 @@ def stall_reasons(runs: list[Run]) -> pd.DataFrame:
     from gpuprof.derive.stalls import stall_comparison
 
     return stall_comparison(runs)
+
+
+def diff(a: Any, b: Any, *, match: str = "config", fail_if: tuple[str, ...] | list[str] = (),
+         store: str | Path | None = None, gpus: tuple[str | None, str | None] = (None, None),
+         min_change: float = 0.05) -> pd.DataFrame:
+    """``gpuprof diff``'s frame: A against B per matched kernel (or measured run) and metric, the
+    time-weighted totals first, kernels only one side has last. ``a`` and ``b``: profiler files,
+    stores, run files, run ids, ``sweep:NAME`` or Runs. ``frame.attrs`` holds the gate lines, the
+    exit status the command would give, the number matched and notes."""
+    from gpuprof.diffing import diff as compare
+
+    result = compare(a, b, match, fail_if, store, gpus, min_change)
+    frame = result.frame
+    frame.attrs.update(gates=[o.line for o in result.gates], exit_code=result.exit_code, matched=result.matched,
+                       only=result.only, notes=result.notes)
+    return frame

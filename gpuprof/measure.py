@@ -14,11 +14,12 @@ import math
 import os
 import platform
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from gpuprof import ops
-from gpuprof.errors import EngineError, InputError
+from gpuprof.errors import InputError
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.sizes import format_bytes, parse_size
 from gpuprof.timing import Progress
@@ -90,9 +91,9 @@ def choose_device(requested: str) -> tuple[str, str]:
 
 def _requested_device(settings: RunSettings) -> str:
     """``auto`` with a GPU-only engine (cupy, cuda-kernels) means the GPU: the engine decides."""
-    from gpuprof.workloads import ENGINES
+    from gpuprof.workloads import gpu_only
 
-    if settings.device == "auto" and settings.engine in ENGINES and ENGINES[settings.engine][1] == "cuda":
+    if settings.device == "auto" and gpu_only(settings.engine):
         return "cuda"
     return settings.device
 
@@ -143,15 +144,7 @@ def _load_engine(settings: RunSettings) -> tuple[Any, list[str]]:
     """The engine module, with a note when ``theano`` fell back to PyTensor."""
     from gpuprof import workloads
 
-    name = settings.engine or workloads.DEFAULT["cpu"]
-    if name == "theano":
-        try:
-            return workloads.load("theano", "cpu"), []
-        except EngineError as error:
-            note = (f"engine theano: legacy Theano is not importable here ({error.problem.split('(')[-1].rstrip(')')}); "
-                    "using PyTensor, Theano's maintained successor and gpuprof's supported Theano engine")
-            return workloads.load("pytensor", "cpu"), [note]
-    return workloads.load(name, "cpu"), []
+    return workloads.resolve(settings.engine or workloads.DEFAULT["cpu"], "cpu")
 
 
 def _environment(settings: RunSettings, engine: Any) -> dict[str, Any]:
@@ -164,7 +157,8 @@ def _environment(settings: RunSettings, engine: Any) -> dict[str, Any]:
         "numpy": np.__version__,
         "engine_version": engine.version(),
         "command": settings.command,
-        "timer": "time.perf_counter_ns around each call",
+        "timer": "time.perf_counter_ns around each call"
+                 + (f", which waits for {engine.WAITS['cpu']}" if hasattr(engine, "WAITS") else ""),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
     try:
@@ -180,9 +174,11 @@ def _environment(settings: RunSettings, engine: Any) -> dict[str, Any]:
 def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str | None) -> Run:
     import numpy as np
 
+    from gpuprof import workloads
     from gpuprof.devices import clock_probe, cpu
     from gpuprof.energy import open_energy
     from gpuprof.timing import time_calls
+    from gpuprof.workloads import compile_time
     from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
 
     footprint = ops.footprint(settings.op, shape, settings.dtype)
@@ -196,9 +192,14 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     operand_sets = [make_inputs(settings.op, shape, settings.dtype, rng) for _ in range(sets)]
     # written once now, so no timed call pays for first-touch page faults of its output
     outputs = [np.full(out_shape, 0, dtype=settings.dtype) for _ in range(sets)]
-    calls = [engine.prepare(settings.op, ins, SCALAR, out) for ins, out in zip(operand_sets, outputs)]
-
-    error = check_result(settings.op, settings.dtype, engine.NAME, calls[0](), reference(settings.op, operand_sets[0]))
+    placed = [workloads.place(engine, ins, "cpu") for ins in operand_sets]
+    started = time.perf_counter()
+    calls = [workloads.blocking(engine, engine.prepare(settings.op, ins, SCALAR, out))
+             for ins, out in zip(placed, outputs)]
+    prepare_s = time.perf_counter() - started
+    result, first_s = compile_time.first_call(engine, calls[0], settings.op, settings.dtype, "cpu")
+    error = check_result(settings.op, settings.dtype, engine.NAME, workloads.to_host(engine, result),
+                         reference(settings.op, operand_sets[0]))
 
     counters, counter_notes = _counters(settings)
     meter, energy_notes = open_energy("cpu")
@@ -216,6 +217,8 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     launches = [Launch(kernel, i, info.get("name", "cpu"), 1, {"buffer_set": str((settings.warmup + i) % sets)},
                        [Metric("wall_time", t, "second", "kernel_duration", TIMED)])
                 for i, t in enumerate(times)]
+    launches += compile_time.launch(getattr(engine, "COMPILER", None), kernel, info.get("name", "cpu"), len(launches),
+                                    prepare_s, first_s)
     clock = (probed.hz, f"{probed.method} (measured)") if probed.hz else None
     for session, scope in ((counters, "perf stat"), (meter, "energy")):
         if session is None:

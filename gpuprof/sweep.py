@@ -15,7 +15,7 @@ Config format (``configs/quick.toml``, ``configs/paper.toml``)::
     repeat = 3                     # timed repeats (default 10)
     warmup = 1                     # untimed calls first (default 3)
     dtypes = ["float32"]           # default ["float32"]
-    engines = ["numpy"]            # default: the device's default engine
+    engines = ["default", "pytensor-jax"]  # "default": the device's default engine (also when left out)
     cache = "warm"                 # warm | cold
     counters = true                # hardware counters where the machine allows
     [[grid]]                       # one or more; each may override the keys above
@@ -40,6 +40,8 @@ from gpuprof.measure import CACHE_MODES
 from gpuprof.model import Run
 from gpuprof.sizes import format_bytes, parse_size
 
+# In ``engines``, the device's default engine (NumPy on a CPU, CuPy on a GPU), so one config serves both.
+DEVICE_DEFAULT = "default"
 # Keys a grid entry may override, with their defaults.
 _SETTINGS: dict[str, Any] = {"repeat": 10, "warmup": 3, "dtypes": ["float32"], "engines": [None],
                              "cache": "warm", "counters": True}
@@ -116,11 +118,11 @@ def _settings(path: Path, where: str, table: dict[str, Any], base: dict[str, Any
         elif key in ("dtypes", "engines"):
             from gpuprof.workloads import ENGINES
 
-            allowed = ops.DTYPES if key == "dtypes" else ENGINES
+            allowed = list(ops.DTYPES) if key == "dtypes" else [DEVICE_DEFAULT, *ENGINES]
             unknown = [v for v in _list(path, name, value, str) if v not in allowed]
             if unknown:
                 raise _bad(path, name, f"has unknown {key[:-1]} '{unknown[0]}'", f"choose from {', '.join(allowed)}")
-            out[key] = value
+            out[key] = [None if v == DEVICE_DEFAULT else v for v in value]
         elif key == "cache":
             if value not in CACHE_MODES:
                 raise _bad(path, name, f"must be one of {', '.join(CACHE_MODES)}, got {value!r}", 'e.g. cache = "warm"')

@@ -11,7 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # distribution -> the module gpuprof imports from it (PyPI names differ from import names)
 IMPORT_NAME = {"cupy-cuda12x": "cupy", "cupy-cuda13x": "cupy", "nvidia-ml-py": "pynvml",
-               "ncu-report": "ncu_report", "pytensor": "pytensor", "submitit": "submitit", "nvtx": "nvtx"}
+               "ncu-report": "ncu_report", "pytensor": "pytensor", "submitit": "submitit", "nvtx": "nvtx",
+               "jax": "jax", "torch": "torch"}
 
 
 def _extras() -> dict[str, list[str]]:

@@ -32,7 +32,8 @@ def test_self_check_runs_every_case_and_says_no_gpu_ran(self_check) -> None:
     assert "- mode: self-check" in summary and "- ncu: ncu 0.0.0-fake (" in summary
     results = json.loads((out / "results.json").read_text())["results"]
     planned = [case.name for case in acceptance.plan("all", nvprof=False)]
-    assert [r["case"]["name"] for r in results] == planned and len(planned) == 39
+    assert [r["case"]["name"] for r in results] == planned and len(planned) == 39 + 2 * (18 + 1)
+    assert {r["case"]["engine"] for r in results} >= {"pytensor-jax", "pytensor-torch"}
     for result in results:
         assert result["code"] == 0 and result["run_id"], result
         assert (out / "cases" / f"{result['case']['name']}.json").is_file()
@@ -59,7 +60,8 @@ def test_self_check_runs_the_direct_ncu_sweep_compare_and_stalls(self_check) -> 
 
 def _result(case, **rows) -> object:
     names = {"ratio": "FLOPs counted / analytic", "event": "time (median)", "profiler": "time (profiler)",
-             "bandwidth": "efficiency: bandwidth, datasheet peak"}
+             "bandwidth": "efficiency: bandwidth, datasheet peak", "compile": "compile + first call",
+             "kernels": "kernels per call"}
     return acceptance.Result(case, 0, rows={names[k]: {"value": v} for k, v in rows.items()}, run_id="abc")
 
 
@@ -74,6 +76,19 @@ def _result(case, **rows) -> object:
 def test_flop_ratio_checks(case, rows, expected) -> None:
     [(_, verdict, _)] = acceptance.checks(_result(case, **rows), self_check=False)[1:]
     assert verdict == expected
+
+
+@pytest.mark.parametrize(("op", "dtype", "rows", "expected"), [
+    ("add", "float32", {"compile": 1.2, "kernels": 1, "ratio": 1.0}, ["pass", "pass", "pass"]),
+    ("add", "float32", {"kernels": 0, "ratio": 1.2}, ["FAIL", "FAIL", "FAIL"]),  # nothing caught in the NVTX range
+    ("dot", "float32", {"compile": 0.4, "kernels": 2}, ["pass", "pass"]),        # cuBLAS + a reduction: both counted
+    ("mul", "float16", {"compile": 0.4, "kernels": 1, "ratio": 0.5}, ["pass", "pass"]),  # packed halves: no ratio check
+])
+@pytest.mark.parametrize("engine", ["pytensor-jax", "pytensor-torch"])
+def test_framework_checks(engine, op, dtype, rows, expected) -> None:
+    found = acceptance.checks(_result(acceptance._case(op, engine, dtype), **rows), self_check=False)[1:]
+    assert [verdict for _, verdict, _ in found] == expected
+    assert found[0][0] == "compile time in its own row" and found[1][0] == "kernels counted inside the NVTX range"
 
 
 def test_large_add_checks_time_and_bandwidth() -> None:

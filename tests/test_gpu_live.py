@@ -35,7 +35,7 @@ def _run(tmp_path, *args: str) -> dict[str, dict]:
                            "--store", str(tmp_path / "s.sqlite"), *args],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
-    return {row["quantity"]: row for row in json.loads(done.stdout)}
+    return {row["quantity"]: row for row in json.loads(done.stdout)["quantities"]}
 
 
 def test_event_timing_without_a_profiler(gpu, tmp_path) -> None:
@@ -63,3 +63,42 @@ def test_the_child_times_a_cuda_graph_of_the_batch(gpu, tmp_path) -> None:
     record = json.loads(result.read_text())
     assert record["batch"] == 10 and "a CUDA graph of 10 launch(es)" in record["timer"]
     assert len(record["times"]) == 3 and all(t > 0 for t in record["times"])
+
+
+_GPU_BACKEND_PROBE = {"pytensor-jax": "import jax; jax.devices('gpu')",
+                      "pytensor-torch": "import torch; assert torch.cuda.is_available()"}
+
+
+@pytest.fixture(params=list(_GPU_BACKEND_PROBE))
+def framework(gpu, request) -> str:
+    """A PyTensor GPU backend, probed in a subprocess: initialising JAX's GPU client here would take
+    most of the GPU's memory away from the workload children."""
+    probe = subprocess.run([sys.executable, "-c", _GPU_BACKEND_PROBE[request.param]], capture_output=True,
+                           text=True, timeout=300, check=False)
+    if probe.returncode:
+        pytest.skip(f"{request.param} has no CUDA backend here: {(probe.stderr.strip().splitlines() or ['?'])[-1]}")
+    return request.param
+
+
+@pytest.mark.parametrize("op", ["add", "dot", "sigmoid"])
+def test_pytensor_backends_compile_apart_and_time_on_the_gpu(framework, tmp_path, op) -> None:
+    shape = "1024x1024x1024" if op == "dot" else "2048x2048"
+    rows = _run(tmp_path, "--op", op, "--shape", shape, "--engine", framework, "--profiler", "none", "--repeat", "5")
+    assert rows["compile + first call"]["value"] > 0 and rows["compile + first call"]["origin"] == "timed"
+    assert 0 < rows["time (median)"]["value"] < rows["compile + first call"]["value"]
+    assert "time per call = batch / " in rows["time (median)"]["basis"]
+
+
+def test_pytensor_backend_kernels_are_caught_in_the_nvtx_range(framework, ncu, tmp_path) -> None:
+    rows = _run(tmp_path, "--op", "add", "--shape", "2048x2048", "--engine", framework, "--profiler", ncu,
+                "--clock-control", "none", "--profiled", "1", "--repeat", "3")
+    assert rows["kernels per call"]["value"] >= 1, rows["kernels per call"]["basis"]
+    assert rows["FLOPs counted / analytic"]["value"] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_theano_on_the_gpu_is_pytensor_on_a_gpu_backend(framework, tmp_path) -> None:
+    done = subprocess.run([sys.executable, "-m", "gpuprof", "run", "--device", "cuda", "--op", "add", "--shape", "512",
+                           "--engine", "theano", "--profiler", "none", "--store", str(tmp_path / "s.sqlite")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "engine theano: legacy Theano ran on GPUs through pygpu/libgpuarray" in done.stdout

@@ -92,6 +92,23 @@ def per_call(run: Run) -> PerCall | None:
                    "; ".join([*worked, *sorted({k for k in kinds.tolist() if k})]))
 
 
+def kernel_names(run: Run, kernels: int) -> list[str]:
+    """The kernels one profiled call launched, in launch order (a framework may fuse several ops into
+    one kernel or launch several per op); an aggregating profiler's rows give each name once."""
+    launches = [launch for launch in run.launches if launch.attributes.get("phase") == "profiled"]
+    if all(launch.invocations == 1 for launch in launches):
+        return [launch.kernel for launch in launches[:kernels]]
+    return list(dict.fromkeys(launch.kernel for launch in launches))
+
+
+def _kernels_row(run: Run, found: PerCall) -> Quantity:
+    names = kernel_names(run, found.kernels)
+    shown = "; ".join(name[:100] for name in names[:8]) + (f"; and {len(names) - 8} more" if len(names) > 8 else "")
+    return Quantity("kernels per call", float(found.kernels), "", MEASURED,
+                    f"{found.tool}: launches inside NVTX range {run.environment.get('nvtx_range', '?')} per profiled "
+                    f"call, all counted below: {shown}")
+
+
 def _clock_text(run: Run) -> str:
     settings = run.environment.get("profiler_settings") or {}
     control = settings.get("clock_control", "")
@@ -125,7 +142,7 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
     w = run.workload or {}
     dtype, p = w.get("dtype", "float32"), DTYPE_PRECISION.get(w.get("dtype", ""), "sp")
     per = f"per call ({found.kernels} kernel(s) summed, mean of {found.calls} profiled call(s))"
-    out: list[Quantity] = []
+    out = [_kernels_row(run, found)]
     if found.time is not None:
         versus = f"; CUDA-event time {human(event_time, 'second')}: profiler / event = {found.time / event_time:.3f}" \
             if event_time else ""

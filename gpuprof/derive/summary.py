@@ -98,12 +98,13 @@ def quantities(run: Run) -> list[Quantity]:
         Quantity("arithmetic intensity", flops / moved, "FLOP/byte", ANALYTIC, "FLOPs / bytes moved"),
     ]
     out += _efficiency_quantities(run, rate, byte_rate, dtype)
+    from gpuprof.derive import compile as compiled
     from gpuprof.derive.energy import energy_quantities
     from gpuprof.derive.profiled import quantities as profiled_quantities
 
     out += profiled_quantities(run, float(flops), float(moved), stats.median)
 
-    return out + energy_quantities(run)
+    return out + compiled.quantities(run) + energy_quantities(run)
 
 
 def _spread_basis(stats: TimingStats) -> str:

@@ -29,15 +29,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from gpuprof import ops
 from gpuprof.errors import DeviceError, GpuprofError
+from gpuprof.launch.gpu_workload import Workload
 
 RESULT_SCHEMA = 1
 BATCH_TARGET_S = 2e-3  # an auto batch lasts about this long: far above the events' ~0.5 µs resolution
@@ -112,48 +114,74 @@ def batch_launcher(cp: Any, call: Callable[[], Any], count: int, stream: Any) ->
                   f"time per launch = batch / {count}, launch latency included where it exceeds the kernel")
 
 
-def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """Check, warm up, time and profile the op; the result record."""
-    import numpy as np
+@contextlib.contextmanager
+def _cupy_workload(cp: Any, engine: Any, args: argparse.Namespace, host_inputs: list[Any]) -> Iterator[Workload]:
+    """CuPy and the hand-written kernels: CUDA events on a stream of gpuprof's own, batches captured
+    into a CUDA graph (see the module docstring)."""
+    from gpuprof.workloads.reference import SCALAR, check_result, reference
 
-    from gpuprof import workloads
-    from gpuprof.energy import open_energy, to_record
-    from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
-
-    engine = workloads.load(args.engine, "cuda")
-    import cupy as cp
-
-    shape = ops.parse_shape(args.op, args.shape)
     try:
-        device = _device(cp)
-        host_inputs = make_inputs(args.op, shape, args.dtype, np.random.default_rng(args.seed))
         inputs = [cp.asarray(x) for x in host_inputs]
     except cp.cuda.runtime.CUDARuntimeError as error:
         raise DeviceError(f"CuPy cannot use a GPU here ({error})", "use --device cpu") from None
-    out_shape = (shape[0], shape[2]) if args.op == "dot" else shape
-    out = cp.empty(out_shape, dtype=args.dtype)
+    out = cp.empty(_out_shape(args), dtype=args.dtype)
     stream = cp.cuda.Stream(non_blocking=True)  # stream capture needs a stream other than the legacy default
     with stream:
         call = engine.prepare(args.op, inputs, SCALAR, out)
         error = check_result(args.op, args.dtype, args.engine, cp.asnumpy(call()), reference(args.op, host_inputs))
         for _ in range(args.warmup):
             call()
-        batch = batch_size(args.batch, _event_seconds(cp, call, stream))
-        launch, how = batch_launcher(cp, call, batch, stream)
-        launch()  # the graph's first launch carries one-time setup
+
+        def batched(count: int) -> tuple[Callable[[], float], str]:
+            launch, how = batch_launcher(cp, call, count, stream)
+            return (lambda: _event_seconds(cp, launch, stream)), f"CUDA events (cupy.cuda.Event) around {how}"
+
+        yield Workload(call, error, lambda: _event_seconds(cp, call, stream), batched)
+
+
+def _out_shape(args: argparse.Namespace) -> tuple[int, ...]:
+    shape = ops.parse_shape(args.op, args.shape)
+    return (shape[0], shape[2]) if args.op == "dot" else shape
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Check, warm up, time and profile the op; the result record."""
+    import numpy as np
+
+    from gpuprof import workloads
+    from gpuprof.energy import open_energy, to_record
+    from gpuprof.workloads.reference import make_inputs
+
+    engine, notes = workloads.resolve(args.engine, "cuda")
+    import cupy as cp
+
+    shape = ops.parse_shape(args.op, args.shape)
+    try:
+        device = _device(cp)
+    except cp.cuda.runtime.CUDARuntimeError as error:
+        raise DeviceError(f"CuPy cannot use a GPU here ({error})", "use --device cpu") from None
+    host_inputs = make_inputs(args.op, shape, args.dtype, np.random.default_rng(args.seed))
+    if hasattr(engine, "place"):  # arrays of its own (JAX, PyTorch)
+        from gpuprof.launch.gpu_workload import framework_workload as session
+    else:
+        session = functools.partial(_cupy_workload, cp)
+    with session(engine, args, host_inputs) as workload:
+        batch = batch_size(args.batch, workload.one_call_seconds())
+        timed, how = workload.batched(batch)
+        timed()  # the first batch carries one-time setup (a CUDA graph's upload)
         times = []
         meter, energy_notes = open_energy("cuda", gpu_pci_bus_id=device["pci_bus_id"])  # NVML's GPU = CUDA's device 0
         with meter if meter is not None else contextlib.nullcontext():
             for _ in range(args.repeat):
-                times.append(_event_seconds(cp, launch, stream) / batch)
-        _profile(cp, call, args)
+                times.append(timed() / batch)
+        _profile(cp, workload.call, args)
     metered = meter.metrics() if meter is not None else []
     energy_notes += meter.notes if meter is not None else []
     return {"schema": RESULT_SCHEMA, "times": times, "batch": batch, "energy": to_record(metered, energy_notes),
-            "device": device, "engine": engine.NAME,
-            "engine_version": engine.version(), "relative_error": error,
-            "kernel": getattr(engine, "kernel_name", lambda op, dt: None)(args.op, args.dtype),
-            "timer": f"CUDA events (cupy.cuda.Event) around {how}"}
+            "device": device, "engine": engine.NAME, "notes": notes,
+            "engine_version": engine.version(), "relative_error": workload.relative_error,
+            "compile": workload.compile,
+            "kernel": getattr(engine, "kernel_name", lambda op, dt: None)(args.op, args.dtype), "timer": how}
 
 
 def _profile(cp: Any, call: Callable[[], Any], args: argparse.Namespace) -> None:

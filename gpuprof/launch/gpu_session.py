@@ -38,12 +38,12 @@ from gpuprof import errors, ops
 from gpuprof.errors import DeviceError, GpuprofError, InputError, ProfilerError
 from gpuprof.launch import process, profilers
 from gpuprof.model import TIMED, Launch, Metric, Run
+from gpuprof.workloads import compile_time, engine_names, gpu_only
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
     from gpuprof.measure import RunSettings
 
-GPU_ENGINES = ("cupy", "cuda-kernels")
 DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_PROFILED = 3  # calls run under the profiler: each is replayed once per pass, so few are enough
 RESULT_NAME = "child.json"
@@ -244,15 +244,16 @@ def _cc(info: GpuInfo | None) -> tuple[int, int] | None:
 def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     """Measure ``settings.op`` at ``shape`` on GPU 0 under the chosen profiler; the Run says how."""
     options = GpuOptions.from_dict(dict(settings.gpu))
-    engine = settings.engine or "cupy"
-    if engine not in GPU_ENGINES:
-        raise InputError(f"engine '{engine}' does not run on the GPU", f"choose one of: {', '.join(GPU_ENGINES)}")
+    requested = settings.engine or "cupy"
+    if requested not in engine_names("cuda"):
+        raise InputError(f"engine '{requested}' does not run on the GPU",
+                         f"choose one of: {', '.join(engine_names('cuda'))}")
     info, nvml_text = _nvml_gpu()
     cupy_ok, cupy_text = _cupy_state()
     if not cupy_ok:
         raise DeviceError(f"--device cuda: no usable NVIDIA GPU ({nvml_text}; {cupy_text})",
-                          "use --device cpu" if settings.engine is None else
-                          f"engine {engine} needs a GPU; measure on the CPU with --engine numpy (or pytensor)")
+                          "use --device cpu" if settings.engine is None or not gpu_only(requested) else
+                          f"engine {requested} needs a GPU; measure on the CPU with --engine numpy (or pytensor)")
     choice = profilers.choose(options.profiler, _cc(info)) if settings.counters else NO_COUNTERS
     run_id = uuid.uuid4().hex
     run_dir = options.reports_dir / run_id
@@ -260,15 +261,17 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     profile = profilers.ProfileOptions(nvtx_range(settings.op, shape, settings.dtype), options.clock_control,
                                        options.cache_control, options.replay_mode)
     profiled = options.profiled if choice.backend != "none" else 0
-    child = child_command(settings, shape, engine, profiled, run_dir / RESULT_NAME, options.batch)
+    child = child_command(settings, shape, requested, profiled, run_dir / RESULT_NAME, options.batch)
     module = choice.module() if choice.backend != "none" else None
     exe = choice.probe.path if choice.probe else ""
     argv = module.command(exe, child, run_dir, profile) if module else child
     code = _execute(argv, run_dir, options.timeout)
-    unprofiled = child_command(settings, shape, engine, 0, run_dir / RESULT_NAME, options.batch)
+    unprofiled = child_command(settings, shape, requested, 0, run_dir / RESULT_NAME, options.batch)
     record, retried = _measured_record(module, run_dir, code, unprofiled, options.timeout)
+    engine = record["engine"]  # what the child resolved 'pytensor' or 'theano' to
 
-    notes = [choice.reason] if choice.fallback or choice is NO_COUNTERS else []
+    notes = list(record.get("notes", []))
+    notes += [choice.reason] if choice.fallback or choice is NO_COUNTERS else []
     notes += [f"profiler: {choice.probe.described}"] if choice.probe else []
     environment: dict[str, Any] = {
         "host": platform.node(), "platform": platform.platform(), "python": sys.version.split()[0],
@@ -277,7 +280,11 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
         "profiler_command": argv, "profiler_exit_code": code, "nvtx_range": profile.nvtx_range,
     }
     device_name = record["device"].get("name", "")
-    launches, energy_notes = _timed_launches(record, record.get("kernel") or f"{engine}:{settings.op}", device_name)
+    kernel = record.get("kernel") or f"{engine}:{settings.op}"
+    launches, energy_notes = _timed_launches(record, kernel, device_name)
+    compiled = record.get("compile") or {}
+    launches += compile_time.launch(compiled.get("compiler"), kernel, device_name, len(launches),
+                                    compiled.get("prepare_s", 0.0), compiled.get("first_call_s", 0.0))
     notes += energy_notes
     if module is not None and choice.probe is not None:
         from gpuprof.launch.gpu_readback import collect, failed
@@ -294,7 +301,7 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     workload = {
         "op": settings.op, "formula": ops.get_op(settings.op).formula, "dtype": settings.dtype,
         "shape": list(shape), "size_bytes": ops.footprint(settings.op, shape, settings.dtype),
-        "requested": settings.size or settings.shape, "engine": engine, "requested_engine": settings.engine or engine,
+        "requested": settings.size or settings.shape, "engine": engine, "requested_engine": requested,
         "repeat": settings.repeat, "warmup": settings.warmup, "profiled": profiled, "batch": record.get("batch", 1),
         "cache": "warm",
         "relative_error": record["relative_error"], "seed": settings.seed,
