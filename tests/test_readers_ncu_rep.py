@@ -97,7 +97,15 @@ def aborting_report(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("load", [ncu_rep._load_forked, ncu_rep._load_spawned], ids=["forked", "spawned"])
+def _load_forked(path: Path) -> int | None:
+    def load() -> bytes:
+        ncu_report.load_report(str(path))
+        return b""
+
+    return ncu_rep._in_fork(load)[0]
+
+
+@pytest.mark.parametrize("load", [_load_forked, ncu_rep._load_spawned], ids=["forked", "spawned"])
 def test_a_report_that_aborts_ncu_report_is_caught_in_another_process(aborting_report: Path, load) -> None:
     import signal
 
@@ -115,7 +123,17 @@ def test_a_load_that_hangs_is_killed_at_the_time_limit(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(ncu_report, "load_report", lambda path: time.sleep(60))  # the forked child inherits it
     monkeypatch.setattr(ncu_rep, "PROBE_TIMEOUT_S", 0.5)
-    started = time.monotonic()
-    with pytest.raises(FormatError, match="did not finish loading it within 0.5 s"):
-        ncu_rep.check_loadable(REP)
-    assert time.monotonic() - started < 10
+    for reading in (ncu_rep.check_loadable, readers.read):
+        started = time.monotonic()
+        with pytest.raises(FormatError, match="did not finish loading it within 0.5 s"):
+            reading(REP)
+        assert time.monotonic() - started < 10
+
+
+def test_an_error_in_the_reading_child_comes_back_as_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(path: str) -> None:
+        raise RuntimeError("Failed to load report")  # what ncu_report says of a file it refuses
+
+    monkeypatch.setattr(ncu_report, "load_report", broken)
+    with pytest.raises(FormatError, match=r"ncu_report could not load it \(Failed to load report\)"):
+        readers.read(REP)

@@ -16,10 +16,13 @@ from types import ModuleType
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
 
+# Binary reports first: their magic bytes decide at once, where the text sniffers would scan 64 KiB
+# of decoded binary with their patterns (a quarter of the time of reading a small .ncu-rep).
 _MODULES: list[str] = [
+    "ncu_rep", "nsys_rep",
     "ncu_source_csv", "perf_topdown", "perf_stat",
-    "ncu_rep", "ncu_raw", "ncu_text", "ncu_csv",
-    "nsys_rep", "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_text_trace", "nvprof_text_metrics",
+    "ncu_raw", "ncu_text", "ncu_csv",
+    "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_text_trace", "nvprof_text_metrics",
     "nvprof_text_summary", "nsys_stats",
 ]
 

@@ -10,9 +10,10 @@ have per-instance values only (``memory_access_type`` ...), which have no single
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import tables
+from gpuprof import catalog, tables
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
 from gpuprof.readers._text import metric_columns
@@ -38,15 +39,28 @@ PROBE_TIMEOUT_S = 300
 
 
 def check_loadable(path: Path) -> None:
-    """FormatError when loading ``path`` kills or hangs the process loading it.
+    """FormatError when loading ``path`` kills or hangs the process loading it: for code that then
+    loads it itself (:mod:`gpuprof.readers.ncu_source_csv`).
 
     Where Linux gives a process file descriptor, a forked copy of this process loads the report
-    (a few milliseconds, so reading a report costs about what ``ncu_report`` itself takes);
-    elsewhere a new interpreter does (about 60 ms).
+    (a few milliseconds); elsewhere a new interpreter does (about 60 ms).
     """
     import os
 
-    status = _load_forked(path) if hasattr(os, "pidfd_open") else _load_spawned(path)
+    if hasattr(os, "pidfd_open"):
+        module = _module(path)
+
+        def load() -> bytes:
+            module.load_report(str(path))
+            return b""
+
+        status, _ = _in_fork(load)
+    else:
+        status = _load_spawned(path)
+    _raise_for(path, status)
+
+
+def _raise_for(path: Path, status: int | None) -> None:
     if status is None:
         raise FormatError(f"{path}: ncu_report did not finish loading it within {PROBE_TIMEOUT_S} s",
                           "check that it is a complete Nsight Compute report (.ncu-rep)")
@@ -55,44 +69,64 @@ def check_loadable(path: Path) -> None:
                           "is damaged", "re-export it from Nsight Compute, or profile again")
 
 
-def _load_forked(path: Path) -> int | None:
-    """Load ``path`` in a forked child: the signal that ended it, 0 when it loaded or refused the
-    file cleanly, None when it ran past the time limit (it is killed)."""
+def _in_fork(work: Callable[[], bytes], meanwhile: Callable[[], object] = lambda: None
+             ) -> tuple[int | None, bytes]:
+    """Run ``work`` in a forked child and return (the signal that ended the child, 0 when it ended
+    normally, None when it ran past the time limit and was killed; the bytes ``work`` returned).
+    The parent runs ``meanwhile`` while it waits."""
     import faulthandler
     import os
     import select
     import signal
+    import time
     import warnings
 
-    import ncu_report
-
-    with warnings.catch_warnings():  # Python 3.12 warns on forking a threaded process; the child only loads
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12 warns on forking a threaded process; the child only reads
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
-    if pid == 0:  # the child: load, then leave at once, whatever happened
+    if pid == 0:  # the child: do the work, hand its bytes over, then leave at once, whatever happened
         try:
-            faulthandler.disable()  # an abort is the expected answer here, not a dump on the user's terminal
+            os.close(read_end)
+            faulthandler.disable()  # an abort is an expected answer here, not a dump on the user's terminal
             quiet = os.open(os.devnull, os.O_WRONLY)  # ncu_report logs parse failures on stderr
             os.dup2(quiet, 1)
             os.dup2(quiet, 2)
-            ncu_report.load_report(str(path))
+            data = memoryview(work())
+            while data:
+                data = data[os.write(write_end, data):]
         finally:
             os._exit(0)
+    os.close(write_end)
+    meanwhile()
     handle = os.pidfd_open(pid)
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    chunks: list[bytes] = []
     try:
-        finished = select.select([handle], [], [], PROBE_TIMEOUT_S)[0]
+        while (left := deadline - time.monotonic()) > 0:
+            ready = select.select([read_end, handle], [], [], left)[0]
+            if read_end in ready:
+                chunk = os.read(read_end, 1 << 20)
+                if chunk:
+                    chunks.append(chunk)
+                    continue
+                break  # end of the pipe: the child is done writing
+            if handle in ready and not select.select([read_end], [], [], 0)[0]:
+                break  # the child ended without writing (a crash)
     finally:
+        os.close(read_end)
         os.close(handle)
+    finished = time.monotonic() < deadline
     if not finished:
         os.kill(pid, signal.SIGKILL)
     status = os.waitpid(pid, 0)[1]
     if not finished:
-        return None
-    return os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+        return None, b""
+    return (os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0), b"".join(chunks)
 
 
 def _load_spawned(path: Path) -> int | None:
-    """As :func:`_load_forked`, in a new interpreter."""
+    """As :func:`_in_fork` with a load, in a new interpreter: the signal, 0, or None on the time limit."""
     import subprocess
     import sys
 
@@ -104,27 +138,65 @@ def _load_spawned(path: Path) -> int | None:
     return -done.returncode if done.returncode < 0 else 0
 
 
-def _load(path: Path) -> Any:
+def _module(path: Path) -> Any:
     try:
         import ncu_report
     except ImportError:
         raise FormatError(f"{path}: reading .ncu-rep reports needs NVIDIA's ncu_report module",
                           'Install it with: pip install "gpuprof-hpc[ncu]"') from None
-    check_loadable(path)
+    return ncu_report
+
+
+def _collect(module: Any, path: Path) -> _Columns:
+    """Every action of the report at ``path``, loaded with ``module`` (ncu_report)."""
     try:
-        return ncu_report, ncu_report.load_report(str(path))
+        report = module.load_report(str(path))
     except (OSError, RuntimeError) as error:
         raise FormatError(f"{path}: ncu_report could not load it ({error})",
                           "Check that it is an Nsight Compute report (.ncu-rep)") from None
-
-
-def read(path: Path) -> Run:
-    module, report = _load(path)
     columns = _Columns()
     for range_index in range(report.num_ranges()):
         profiled_range = report.range_by_idx(range_index)
         for action_index in range(profiled_range.num_actions()):
             columns.add(module, profiled_range.action_by_idx(action_index))
+    return columns
+
+
+def _collect_forked(module: Any, path: Path) -> _Columns:
+    """:func:`_collect` in a forked child, which sends the columns back: a report that crashes
+    ncu_report ends the child, not gpuprof, and the report is parsed once, not once to check it
+    and once more to read it."""
+    import pickle
+
+    def work() -> bytes:
+        try:
+            return pickle.dumps(_collect(module, path))
+        except FormatError as error:
+            return pickle.dumps((error.problem, error.fix))
+        except Exception as error:  # noqa: BLE001 - ncu_report's calls on damaged data raise all kinds
+            return pickle.dumps((f"{path}: ncu_report failed reading it ({type(error).__name__}: {error})",
+                                 "re-export it from Nsight Compute, or profile again"))
+
+    status, data = _in_fork(work, meanwhile=lambda: catalog.canonical(""))  # warm the catalog the columns need next
+    _raise_for(path, status)
+    if not data:  # the child ended without a signal or a word
+        raise FormatError(f"{path}: ncu_report stopped reading it without a result",
+                          "re-export it from Nsight Compute, or profile again")
+    found = pickle.loads(data)  # from this process's own child: its columns, or the error it met
+    if isinstance(found, tuple):
+        raise FormatError(*found)
+    return found
+
+
+def read(path: Path) -> Run:
+    import os
+
+    module = _module(path)
+    if hasattr(os, "pidfd_open"):
+        columns = _collect_forked(module, path)
+    else:
+        _raise_for(path, _load_spawned(path))
+        columns = _collect(module, path)
     if not columns.kernels:
         raise FormatError(f"{path}: the report holds no profiled kernels (empty or truncated)",
                           "Re-export it from Nsight Compute, or profile again")
