@@ -75,6 +75,7 @@ def _in_fork(work: Callable[[], bytes], meanwhile: Callable[[], object] = lambda
     normally, None when it ran past the time limit and was killed; the bytes ``work`` returned).
     The parent runs ``meanwhile`` while it waits."""
     import faulthandler
+    import gc
     import os
     import select
     import signal
@@ -87,6 +88,7 @@ def _in_fork(work: Callable[[], bytes], meanwhile: Callable[[], object] = lambda
         pid = os.fork()
     if pid == 0:  # the child: do the work, hand its bytes over, then leave at once, whatever happened
         try:
+            gc.disable()  # a short life: a collection would touch every object it inherited, copying their pages
             os.close(read_end)
             faulthandler.disable()  # an abort is an expected answer here, not a dump on the user's terminal
             quiet = os.open(os.devnull, os.O_WRONLY)  # ncu_report logs parse failures on stderr
