@@ -1,6 +1,8 @@
 """perf stat variants from issue #15: -M GFLOPS pasted without its header, AMD fp_ret_sse_avx_ops
-.all beside its .mac_flops umask, and --topdown --per-core. Truth values were read by hand from the
-fixtures (tests/fixtures/cpu-counters/SOURCES.md, sections 1h, 1i and 2g)."""
+.all beside its .mac_flops umask, and --topdown with --per-core, -A and --per-socket. Truth values
+were read by hand from the fixtures (tests/fixtures/cpu-counters/SOURCES.md, sections 1h, 1i and 2g);
+the -A and --per-socket files are written from perf's documented layout (sections 2i and 2j) and hold
+the values chosen there."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ CPU = Path(__file__).parent / "fixtures" / "cpu-counters"
 GFLOPS = CPU / "perf-stat-M-GFLOPS-no-header-hpl-openblas-jliberma.txt"                      # 1h
 AMD = CPU / "perf-stat-amd-zen3-fp-ret-all-and-mac-flops-multiplexed-5600X-gemm.txt"         # 1i
 PER_CORE = CPU / "perf-stat-topdown-per-core-metric-only-intel-6c12t.txt"                  # 2g
+PER_CPU = CPU / "perf-stat-topdown-A-per-cpu-metric-only-written-from-docs.txt"             # 2i (written)
+PER_SOCKET = CPU / "perf-stat-topdown-per-socket-metric-only-written-from-docs.txt"         # 2j (written)
 
 
 def test_1h_metric_group_block_without_header_is_perf_stat() -> None:
@@ -69,6 +73,27 @@ def test_2g_topdown_per_core_rows() -> None:
     assert cores["S0-D0-C5"]["frontend_bound"] == 30.8
     assert {launch.attributes["cpus"] for launch in run.launches} == {"2"}
     assert run.launches[0].kernel == "./lab"
+
+
+@pytest.mark.parametrize(("path", "rows", "workload", "elapsed"), [
+    # -A: 'CPU0' and no count of CPUs (perf prints none for a single CPU)
+    (PER_CPU, {"CPU0": ({}, (31.2, 44.9, 19.6, 4.3)), "CPU1": ({}, (12.0, 20.5, 55.1, 12.4)),
+               "CPU2": ({}, (9.8, 18.7, 60.3, 11.2)), "CPU3": ({}, (10.6, 19.9, 58.0, 11.5))},
+     "taskset -c 0 ./lab", 1.003484615),
+    # --per-socket: 'S0' then the 16 CPUs perf summed on that socket
+    (PER_SOCKET, {"S0": ({"cpus": "16"}, (28.4, 41.7, 22.5, 7.4)), "S1": ({"cpus": "16"}, (14.9, 23.6, 50.2, 11.3))},
+     "./lab", 2.004713360),
+], ids=["A", "per-socket"])
+def test_2i_2j_topdown_one_launch_per_cpu_or_socket(path: Path, rows: dict, workload: str, elapsed: float) -> None:
+    assert detect(path) is perf_topdown and not perf_stat.sniff(path, path.read_text())
+    run = read(path)
+    expected = [{"core": scope, **extra} for scope, (extra, _) in rows.items()]
+    assert [launch.attributes for launch in run.launches] == expected
+    assert {launch.kernel for launch in run.launches} == {workload} and run.device["vendor"] == "Intel"
+    levels = {b.scope: {s.key: s.percent for s in b.shares} for b in topdown_breakdowns(run)}
+    keys = ("retiring", "backend_bound", "frontend_bound", "bad_speculation")
+    assert levels == {scope: dict(zip(keys, values)) for scope, (_, values) in rows.items()}
+    assert run.launches[-1].value("seconds time elapsed") == pytest.approx(elapsed)
 
 
 @pytest.mark.parametrize(("line", "command"), [
