@@ -10,7 +10,7 @@ import pytest
 from gpuprof import readers
 from gpuprof.errors import FormatError
 from gpuprof.readers import nvprof_csv_trace, nvprof_text_summary, nvprof_text_trace
-from fixture_paths import TRACE, SUMMARY, BABEL, SUMMARY_MS, TEXT_TRACE, TEXT_TRACE_UM
+from fixture_paths import TRACE, SUMMARY, BABEL, SUMMARY_MS, TEXT_TRACE, TEXT_TRACE_UM, TEXT_TRACE_U_MS, TEXT_TRACE_U_US
 
 MiB, GiB = 2.0**20, 2.0**30
 FLUX = "cuda_compute_flux(int, int*, float*, float*, float*)"
@@ -164,6 +164,37 @@ def test_text_trace_row_off_the_header_columns(tmp_path: Path) -> None:
     path = tmp_path / "edited.txt"
     path.write_text("".join(lines))
     with pytest.raises(FormatError, match="trace line '326.63ms  1.6782ms  .*' does not fit the columns of its header"):
+        readers.read(path)
+
+
+@pytest.mark.parametrize("path", [TEXT_TRACE_U_MS, TEXT_TRACE_U_US], ids=["u-ms", "u-us"])
+def test_text_trace_with_units_row_of_u_ms_and_u_us(path: Path) -> None:
+    # Written from the documented format (profiler-outputs/SOURCES.md, "nvprof --print-gpu-trace with -u"):
+    # bare cells, each column's unit in the row under the header ('ms'/'us', 'B', 'KB', 'GB/s').
+    assert readers.detect(path) is nvprof_text_trace
+    run = readers.read(path)
+    assert [launch.attributes["kind"] for launch in run.launches] == ["kernel"] * 6 + ["memcpy"]
+    init, dot, copy = run.launches[0], run.launches[5], run.launches[-1]
+    # '326.6312  1.678208' under 'ms  ms', '326631.2  1678.208' under 'us  us'
+    assert init.kernel.startswith("void init_kernel<double>") and init.attributes["correlation_id"] == "128"
+    assert init.attributes["start_s"] == "0.3266312" and run.launches[1].attributes["start_s"] == "0.3283407"
+    duration = init.metric("kernel_duration")
+    assert duration.unit == "second" and duration.value == pytest.approx(1.678208e-3)
+    assert [launch.value("kernel_duration") for launch in run.launches[1:6]] == pytest.approx(
+        [1.239587e-3, 1.237634e-3, 1.843201e-3, 1.841728e-3, 1.230469e-3])
+    assert dot.attributes["static_smem_bytes"] == "8192"  # '8192' under 'B'
+    # '1.76e-03' ms / '1.760000' us, '2.000000' under 'KB', '1.083721' under 'GB/s'
+    size, duration, rate = (copy.value(k) for k in ("Size", "Duration", "Throughput"))
+    assert (size, duration) == (2048.0, pytest.approx(1.76e-6)) and rate == pytest.approx(1.083721 * GiB)
+    assert size / duration == pytest.approx(rate, rel=1e-6)  # KB = 1024 B, GB/s = 2**30 B/s, as without -u
+
+
+def test_text_trace_bare_cells_without_units_row_are_refused(tmp_path: Path) -> None:
+    lines = TEXT_TRACE_U_MS.read_text().splitlines(keepends=True)
+    assert lines[4].split() == ["ms", "ms", "B", "B", "KB", "GB/s"]
+    path = tmp_path / "no-units-row.txt"
+    path.write_text("".join(lines[:4] + lines[5:]))  # '1.678208' alone could be seconds or microseconds
+    with pytest.raises(FormatError, match="Start cells carry no unit and no units row gives one"):
         readers.read(path)
 
 

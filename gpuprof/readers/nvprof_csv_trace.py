@@ -93,7 +93,7 @@ def trace(table: Table) -> tuple[list[Launch], dict[str, int], list[str]]:
             if row.get(column, "").strip():
                 attributes[key] = row[column].strip()
         if start := table.cell(row, "Start"):
-            attributes["start_s"] = str(start[0])
+            attributes["start_s"] = f"{start[0]:.15g}"  # 328.3407 ms, not 0.32834070000000004 s
         metrics = [m for m in (table.metric(row, c) for c in ("Duration", "Size", "Throughput")) if m]
         launches.append(Launch(row["Name"], len(launches), device, 1, attributes, metrics))
     notes = [f"skipped {skipped} Unified Memory rows (page faults and migrations, not launches)"]

@@ -4,8 +4,11 @@ memcpy and memset, values with their unit inside the cell (``1.6782ms``, ``2.000
 name (``void copy_kernel<double>(double const *, double*) [135]``).
 
 Columns are right-aligned under their header label, so each cell is cut at the label ends; only
-Name, the last column, is left-aligned. The rows are renamed to the CSV trace's columns and read by
-the same code (``nvprof_csv_trace.trace``): the two outputs give the same launches.
+Name, the last column, is left-aligned. With ``-u ms``/``-u us`` (``--normalized-time-unit``) the
+cells are bare numbers and a row under the header gives each column's unit, right-aligned under its
+label as in the ``-u ms`` text summary; bare times or sizes with no such row are refused, not
+guessed. The rows are renamed to the CSV trace's columns and read by the same code
+(``nvprof_csv_trace.trace``): the two outputs give the same launches.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gpuprof import units as units_lib
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
 from gpuprof.readers import _nvprof
@@ -22,6 +26,7 @@ from gpuprof.readers.nvprof_csv_trace import Table, trace
 NAME = "nvprof-text-trace"
 DESCRIPTION = "nvprof --print-gpu-trace text output (Start Duration Grid Size Block Size ... Name)"
 _HEADER = re.compile(r"^\s*Start\s+Duration\s+Grid Size\s+Block Size\s.*\sName\s*$", re.M)
+_NEEDS_UNIT = ("Start", "Duration", "Size", "Throughput")  # bare numbers here are meaningless
 _CORRELATION = re.compile(r"^(.*\S)\s+\[(\d+)\]$")
 _DIMS = re.compile(r"^\((\d+) (\d+) (\d+)\)$")
 # text header label -> the CSV trace's column name
@@ -30,6 +35,12 @@ _COLUMNS = {
     "DSMem*": "Dynamic SMem", "Size": "Size", "Throughput": "Throughput", "SrcMemType": "SrcMemType",
     "DstMemType": "DstMemType", "Device": "Device", "Context": "Context", "Stream": "Stream",
 }
+
+
+def _bare(cell: str) -> bool:
+    """A number without a unit suffix, as nvprof prints cells under ``-u``."""
+    parsed = units_lib.split_value_unit(cell)
+    return parsed is not None and not parsed[1]
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -83,6 +94,10 @@ def read(path: Path) -> Run:
             raise FormatError(f"{path}: trace line '{line.strip()[:60]}' does not fit the columns of its header",
                               "give the complete, unedited output of 'nvprof --print-gpu-trace'")
         rows.append(_row(labels, cells))
+    if bare := next((c for c in _NEEDS_UNIT if c not in units and any(_bare(row.get(c, "")) for row in rows)), None):
+        raise FormatError(f"{path}: {bare} cells carry no unit and no units row gives one",
+                          "give nvprof's output unedited: with -u (--normalized-time-unit) the line under "
+                          "the header holds each column's unit")
     launches, indices, notes = trace(Table(units, rows))
     if not launches:
         raise output.no_data("kernel, memcpy or memset rows")
