@@ -137,3 +137,27 @@ def test_an_error_in_the_reading_child_comes_back_as_one_line(monkeypatch: pytes
     monkeypatch.setattr(ncu_report, "load_report", broken)
     with pytest.raises(FormatError, match=r"ncu_report could not load it \(Failed to load report\)"):
         readers.read(REP)
+
+
+def test_the_forked_reader_goes_on_once_the_answer_is_complete(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The child's exit unmaps ncu_report's libraries (~12 ms): the parent takes the complete answer without
+    # waiting for it; a child that ends without one, or by a signal, is still told apart.
+    import os
+    import signal
+    import time
+
+    exit_now = os._exit
+    monkeypatch.setattr(os, "_exit", lambda code: (time.sleep(3), exit_now(code)))  # a slow exit, in the child
+    started = time.monotonic()
+    assert ncu_rep._in_fork(lambda: b"columns") == (0, b"columns")
+    assert time.monotonic() - started < 2
+    monkeypatch.setattr(os, "_exit", exit_now)
+    assert ncu_rep._in_fork(lambda: b"") == (0, b"")
+    assert ncu_rep._in_fork(lambda: os.kill(os.getpid(), signal.SIGKILL)) == (signal.SIGKILL, b"")
+
+
+def test_a_child_that_fails_before_answering_gives_no_bytes() -> None:
+    def fails() -> bytes:
+        raise RuntimeError("gone before writing")
+
+    assert ncu_rep._in_fork(fails) == (0, b"")
