@@ -80,12 +80,13 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
 def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,
                  fmt: str | None = None,
                  on_stored: Callable[[Run, bool], None] | None = None, *,
-                 join: bool = False, gpu: str | None = None) -> list[Run]:
+                 join: bool = False, gpu: str | None = None, tensor_flop_per_inst: float | None = None) -> list[Run]:
     """Read each file and store its Run; returns the runs in order.
 
     With ``join``, the files are one application's, each holding some of the metrics
     (:mod:`gpuprof.joining`): they are stored as one run, or, when one cannot be read, not at
-    all. ``gpu`` names the GPU (a device-table name or key) for files that do not name theirs.
+    all. ``gpu`` names the GPU (a device-table name or key) for files that do not name theirs;
+    ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`).
 
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
@@ -96,7 +97,7 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
     from gpuprof.store import open_store
 
     spec = gpu_table.match(gpu) if gpu else None
-    tag = f"|gpu={spec.key}" if spec else ""
+    tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")
     paths = list(paths)
     runs: list[Run] = []
     with open_store(store_path) as store:
@@ -108,6 +109,8 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
         for run, run_id in batches:
             if spec:
                 name_device(run, spec)
+            if tensor_flop_per_inst:
+                take_tensor_factor(run, tensor_flop_per_inst)
             run.run_id = run_id
             added = run.run_id not in store.run_ids()
             store.add(run)
@@ -134,6 +137,15 @@ def name_device(run: Run, gpu: gpu_table.GpuSpec) -> None:
     run.device = {**run.device, "name": gpu.title, "cc": gpu.cc}
     run.notes.append(f"GPU named on the command line (--gpu): {gpu.title}, compute capability {gpu.cc}; "
                      "the file does not name it")
+
+
+def take_tensor_factor(run: Run, factor: float) -> None:
+    """Count ``factor`` FLOPs per tensor-pipe warp instruction where no documented rule counts the
+    work (:mod:`gpuprof.derive.tensor`), as NERSC's method does with 512; say so in its notes."""
+    run.environment = {**run.environment, "tensor_flop_per_inst": factor}
+    run.notes.append(f"--tensor-flop-per-inst {factor:g}: tensor FLOPs = {factor:g} x tensor-pipe warp instructions "
+                     "where the file has no sm__ops_path_tensor_* counter and the GPU is not a Volta (an estimate: "
+                     "docs/tensor-cores.md section 8)")
 
 
 def _label(name: str, unit: str) -> str:

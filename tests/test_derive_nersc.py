@@ -200,3 +200,43 @@ def test_gpu_named_must_match_the_files_compute_capability(tmp_path: Path) -> No
 
     with pytest.raises(InputError, match="compute capability 8.0, but --gpu v100-sxm2"):
         import_files([A100], tmp_path / "s.sqlite", gpu="v100-sxm2")
+
+
+def test_a100_gemm_total_by_nersc_512_when_the_user_asks(tmp_path: Path) -> None:
+    """With --tensor-flop-per-inst 512, gemm_v1<float> (A100, ID 2) gets NERSC's total, computed by hand
+    from the file: 2 x ffma 34,359,738,368,000 + 2 x hfma 2,149,161,369,600 + 512 x tensor-pipe
+    67,161,292,800 = 107,404,381,388,800 FLOP, over 25,610,472,227.46 cycles at 764,999,999.31 Hz."""
+    rows, notes = _import_json(tmp_path, "--tensor-flop-per-inst", "512", str(A100))
+    gemm = rows[1]
+    assert gemm["tensor FLOP/launch"] == 512 * 67_161_292_800
+    assert gemm["total FLOP/launch"] == 107_404_381_388_800
+    assert gemm["FLOP/s total"] == close(107_404_381_388_800 / (25_610_472_227.46 / 764_999_999.31))
+    assert gemm["AI DRAM (FLOP/byte)"] == close(107_404_381_388_800 / 807_658_682_624)
+    assert "tensor FLOPs = 512 x tensor-pipe warp instructions, the factor given with --tensor-flop-per-inst" in gemm[
+        "basis"] and "an estimate, not a count" in gemm["basis"]
+    assert "--tensor-flop-per-inst 512: tensor FLOPs = 512 x tensor-pipe warp instructions" in notes
+    assert rows[0]["tensor FLOP/launch"] == 0  # randomInit ran no tensor-pipe instruction: nothing to multiply
+    stored = import_files([A100], tmp_path / "s.sqlite")[0]  # without the factor: another run, total left open
+    assert math.isnan(counters.frame(stored).iloc[2]["flops_total"])
+
+
+def test_the_given_factor_does_not_override_counted_or_documented_work(tmp_path: Path) -> None:
+    """Volta keeps its documented 512 whatever the user gives (V100 GEMM, ID 123: 7,077,888 tensor
+    instructions); the factor applies only where no rule counts the work."""
+    from gpuprof.importing import take_tensor_factor
+
+    run = joining.join([readers.read(path) for path in V100_FILES])
+    take_tensor_factor(run, 1024)
+    gemm = counters.frame(run).iloc[1]
+    assert gemm["flops_tensor"] == 1024 * 7_077_888  # the GPU is unnamed: the user's factor, said so
+    assert "the factor given with --tensor-flop-per-inst" in gemm["basis"]
+    [named] = import_files(V100_FILES, tmp_path / "s.sqlite", join=True, gpu="v100-sxm2", tensor_flop_per_inst=1024)
+    assert counters.frame(named).iloc[1]["flops_tensor"] == 512 * 7_077_888
+    assert tensor.RULES[tensor.VOLTA] in counters.frame(named).iloc[1]["basis"]
+
+
+def test_tensor_factor_must_be_positive(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["import", "--tensor-flop-per-inst", "0", str(A100), "--store",
+                                       str(tmp_path / "s.sqlite")])
+    assert result.exit_code == 2 and "0<x<=1000000" in result.output.replace(" ", "")
+    assert not (tmp_path / "s.sqlite").exists()

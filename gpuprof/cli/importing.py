@@ -17,11 +17,16 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note, store_o
 @click.option("--gpu", "gpu", default=None, metavar="NAME",
               help="The GPU the files were profiled on, for files that do not name it (ncu CSVs): sets the "
                    "tensor-FLOP rule and the ceilings. A device-table name or key ('gpuprof peaks' lists them).")
+@click.option("--tensor-flop-per-inst", "tensor_flop_per_inst", default=None, metavar="N",
+              type=click.FloatRange(min=0, min_open=True, max=1e6),
+              help="FLOPs per tensor-pipe warp instruction on GPUs after Volta, whose files count tensor "
+                   "instructions but not sm__ops_path_tensor_* work: 512 reproduces NERSC's roofline method. "
+                   "An estimate, said so in the table's basis (docs/tensor-cores.md).")
 @format_option
 @store_option
 @handle_errors
-def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | None, fmt: str,
-            store_path: str | None) -> None:
+def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | None,
+            tensor_flop_per_inst: float | None, fmt: str, store_path: str | None) -> None:
     """Read FILES (nvprof, Nsight Compute, Nsight Systems, perf output) into the results store.
 
     Each file is stored as one run, whole or not at all (with --join, all files as one run); the
@@ -45,7 +50,8 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
             note(f"  note: {line}")
 
     try:
-        importing.import_files(files, store_path, reader, on_stored=stored, join=join, gpu=gpu)
+        importing.import_files(files, store_path, reader, on_stored=stored, join=join, gpu=gpu,
+                               tensor_flop_per_inst=tensor_flop_per_inst)
     except GpuprofError:
         if imported:
             note(f"stored before the error: {', '.join(run.source for run in imported)}")

@@ -79,7 +79,9 @@ class Counters:
     ``extra`` names) or from Launch objects. ``raw(key)`` finds a value as :meth:`Launch.value`
     does; ``number(key)`` also tries the catalog's aliases of a canonical name. ``cc`` is each
     launch's compute capability ("7.0", "" when unknown), which some counting rules depend on
-    (given as a list, or a function that makes it when a rule first asks).
+    (given as a list, or a function that makes it when a rule first asks). ``tensor_flop_per_inst``
+    is a FLOP-per-tensor-instruction factor the user gave for chips with no documented one (a run's
+    ``environment["tensor_flop_per_inst"]``; :mod:`gpuprof.derive.tensor`).
 
     The derivations try many spellings of each value, most of which a given file lacks: names the
     table does not hold (``present``, when known) are not looked up, and columns no launch has are
@@ -88,10 +90,11 @@ class Counters:
 
     def __init__(self, lookup: Callable[[Sequence[str]], tuple[np.ndarray, list[str | None]]], launches: int,
                  extra: Sequence[str] = (), cc: Sequence[str] | Callable[[], Sequence[str]] | None = None,
-                 present: Collection[str] | None = None) -> None:
+                 present: Collection[str] | None = None, tensor_flop_per_inst: float | None = None) -> None:
         import numpy as np
 
         self.launches = launches
+        self.tensor_flop_per_inst = tensor_flop_per_inst
         self._cc = cc
         self._lookup = lookup
         self._present = present
@@ -106,7 +109,8 @@ class Counters:
     def of_run(cls, run: Run, extra: Sequence[str] = ()) -> Counters:
         metrics = run.metric_table
         present = {*metrics["metric"].cat.categories, *metrics["canonical"].cat.categories}
-        return cls(run.lookup, len(run.launch_table), extra, lambda: launch_cc(run), present)
+        return cls(run.lookup, len(run.launch_table), extra, lambda: launch_cc(run), present,
+                   run.environment.get("tensor_flop_per_inst"))
 
     @classmethod
     def of_launches(cls, launches: Sequence[Launch], extra: Sequence[str] = (),
@@ -408,7 +412,7 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in PRECISIONS])).all(axis=0)
     tensor_said = np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1)
     columns["basis"] = _bases(time_rule, unchecked, tensor_said, tensor.sparse(c), columns["flops_hp"] > 0,
-                              l1_rule, l2_rule)
+                              l1_rule, l2_rule, [tensor.rule_text(rule, c) for rule in range(len(tensor.RULES))])
     columns.update({name: c.raw(name) for name in extra})
     out = pd.DataFrame(columns)
     out.attrs["units"] = {name: c.unit(name) for name in extra}
@@ -420,14 +424,13 @@ HALF_NOTE = ("FP16 FLOPs = hadd + hmul + 2 hfma (nvprof's mapping, NERSC); ncu's
 
 
 def _bases(time_rule: np.ndarray, unchecked: np.ndarray, tensor_rule: np.ndarray, sparse: np.ndarray,
-           half: np.ndarray, l1_rule: np.ndarray, l2_rule: np.ndarray) -> np.ndarray:
-    """Per launch, the rules its time, tensor FLOPs and cache bytes came from, as one text (NERSC's
-    own byte counters, the first rule of each level, go unsaid), and the FP16 weights where it ran
-    FP16 instructions (docs/tensor-cores.md section 6)."""
+           half: np.ndarray, l1_rule: np.ndarray, l2_rule: np.ndarray, tensor_texts: list[str]) -> np.ndarray:
+    """Per launch, the rules its time, tensor FLOPs (``tensor_texts``, by rule) and cache bytes
+    came from, as one text (NERSC's own byte counters, the first rule of each level, go unsaid), and
+    the FP16 weights where it ran FP16 instructions (docs/tensor-cores.md section 6)."""
     import numpy as np
 
     from gpuprof.derive.levels import LEVEL_RULES
-    from gpuprof.derive.tensor import RULES
 
     codes = np.vstack([time_rule, unchecked, tensor_rule, sparse, half, l1_rule, l2_rule]).astype(np.int64) + 1
     key = np.zeros(len(time_rule), dtype=np.int64)
@@ -438,7 +441,7 @@ def _bases(time_rule: np.ndarray, unchecked: np.ndarray, tensor_rule: np.ndarray
     for time, is_unchecked, rule, is_sparse, is_half, l1, l2 in (codes[:, found] - 1).T.tolist():
         parts = [TIME_RULES[time]] if time >= 0 else []
         parts += [UNCHECKED] if is_unchecked else []
-        parts += [RULES[rule]] if rule >= 0 else []
+        parts += [tensor_texts[rule]] if rule >= 0 else []
         parts += ["sparse (2:4) tensor ops included as ncu counts them"] if is_sparse else []
         parts += [HALF_NOTE] if is_half else []
         parts += [LEVEL_RULES[level][code] for level, code in (("l1", l1), ("l2", l2)) if code > 0]

@@ -84,7 +84,7 @@ def per_call(run: Run) -> PerCall | None:
     own = {p: float(c.number(key)[0]) for p, key in zip(PRECISIONS, own_keys)
            if len(launches) == 1 and not np.isnan(c.number(key)[0])}
     tensor_flops, rules, kinds = tensor.parts(c)
-    worked = sorted({tensor.RULES[rule] for rule in rules.tolist() if rule != tensor.NONE})
+    worked = sorted({tensor.rule_text(rule, c) for rule in rules.tolist() if rule != tensor.NONE})
     return PerCall(kernels, calls, str(run.environment.get("profiler", "profiler")), flops,
                    _per_call_total(times, n, calls), _per_call_total(counters.dram_bytes(c), n, calls),
                    _time_weighted(counters.sm_clock(c), times, n), peaks, own,

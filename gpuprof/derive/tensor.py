@@ -4,9 +4,11 @@ Turing and later: the ``sm__ops_path_tensor_*`` counters, summed per input/accum
 catalog's ``tensor_ops_*`` entries list every spelling a chip may have; a chip has one set, so the
 ones present are summed). Volta (CC 7.0), which has no such counters: 512 FLOP per tensor-pipe warp
 instruction (``tensor_inst``'s ``flop_per_inst``). No source gives a factor for a later chip's
-instruction count, so there a non-zero count leaves the tensor work unknown; a zero count is no
-work on any chip, and so is a tensor pipe that was never active. Each launch also says which rule
-gave its number (:data:`RULES`), so a table can say where the number came from.
+instruction count, so there a non-zero count leaves the tensor work unknown unless the user gives
+a factor (``gpuprof import --tensor-flop-per-inst 512`` reproduces NERSC's roofline method, which
+applies Volta's 512 on every chip); a zero count is no work on any chip, and so is a tensor pipe
+that was never active. Each launch also says which rule gave its number (:data:`RULES`), so a
+table can say where the number came from.
 """
 
 from __future__ import annotations
@@ -31,8 +33,11 @@ RULES = (
     "tensor FLOPs = 0: the tensor pipe was idle",
     "tensor pipe active but its work not counted: the file does not say which GPU ran it, and 512 FLOP per "
     "tensor-pipe instruction holds on Volta only (name the GPU: gpuprof import --gpu): total FLOPs left empty",
+    "tensor FLOPs = {factor:g} x tensor-pipe warp instructions, the factor given with --tensor-flop-per-inst "
+    "(NERSC's method uses 512; NVIDIA documents it for Volta only, and an HMMA.16816 does 4096 FLOP): an "
+    "estimate, not a count",
 )
-NONE, OPS, VOLTA, NO_INST, UNCOUNTED, IDLE, UNKNOWN_GPU = range(len(RULES))
+NONE, OPS, VOLTA, NO_INST, UNCOUNTED, IDLE, UNKNOWN_GPU, GIVEN = range(len(RULES))
 NOT_COUNTED = (UNCOUNTED, UNKNOWN_GPU)
 _SPARSE = "_sparsity_on.sum"
 _ACTIVITY = ("tensor_precision_fu_utilization", "tensor_pipe_active")
@@ -89,12 +94,18 @@ def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             (UNCOUNTED, (activity > 0) | counted, np.nan),
             (UNKNOWN_GPU, counted & (cc == ""), np.nan),
             (NO_INST, inst == 0, 0.0),
+            (GIVEN, counted & (c.tensor_flop_per_inst is not None), inst * (c.tensor_flop_per_inst or np.nan)),
             (VOLTA, counted & ~np.isnan(per_inst), inst * per_inst),
             (OPS, ~np.isnan(ops), ops)):  # later rules take precedence
         flops = np.where(where, value, flops)
         rule = np.where(where, code, rule)
-    kind = np.where(rule == VOLTA, entry.ceiling, kind)
+    kind = np.where((rule == VOLTA) | (rule == GIVEN), entry.ceiling, kind)
     return flops, rule, kind
+
+
+def rule_text(rule: int, c: Counters) -> str:
+    """What :data:`RULES` says of ``rule``, with the factor the user gave where it took one."""
+    return RULES[rule].format(factor=c.tensor_flop_per_inst or 0)
 
 
 @also_per_launch("FLOP")
