@@ -75,11 +75,18 @@ def read(path: str | Path, fmt: str | None = None) -> Run:
     return read_file(path, fmt)
 
 
-def kernels(runs: list[Run]) -> pd.DataFrame:
-    """One row per kernel of imported runs: time, FLOPs, FLOP/s, DRAM traffic, clock, efficiencies."""
+def _as_runs(runs: Run | str | Path | list[Run | str | Path]) -> list[Run]:
+    """Runs as given, a profiler output file's path read as its Run (one or a list of either)."""
+    given = [runs] if isinstance(runs, (Run, str, Path)) else list(runs)
+    return [one if isinstance(one, Run) else read(one) for one in given]
+
+
+def kernels(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
+    """One row per kernel of imported runs (or of files, read first): time, FLOPs, FLOP/s, DRAM
+    traffic, clock, efficiencies."""
     from gpuprof.importing import kernel_table
 
-    return kernel_table(runs)
+    return kernel_table(_as_runs(runs))
 
 
 def compare_runs(runs: list[Run], reference: bool = False, dtype: str = "float32") -> pd.DataFrame:
@@ -90,11 +97,12 @@ def compare_runs(runs: list[Run], reference: bool = False, dtype: str = "float32
     return comparison(runs, reference=reference, dtype=dtype).rows
 
 
-def stall_reasons(runs: list[Run]) -> pd.DataFrame:
-    """Stall reasons side by side (percent of stall cycles), one column per device and kernel."""
+def stall_reasons(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
+    """Stall reasons side by side (percent of stall cycles), one column per device and kernel, of
+    runs or of files (read first)."""
     from gpuprof.derive.stalls import stall_comparison
 
-    return stall_comparison(runs)
+    return stall_comparison(_as_runs(runs))
 
 
 def diff(a: Any, b: Any, *, match: str = "config", fail_if: tuple[str, ...] | list[str] = (),

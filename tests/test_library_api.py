@@ -39,6 +39,10 @@ def test_read_kernels_stalls_and_compare_on_a_real_nvprof_file():
     assert kernels.loc[0, "flop_count_sp/launch (FLOP)"] == 25264160800
     stalls = gpuprof.stall_reasons([profile])
     assert list(stalls["reason"][:3]) == ["stall_sync", "stall_exec_dependency", "stall_memory_dependency"]
+    # a path, a Run or a list mixing them reads the same
+    assert kernels.equals(gpuprof.kernels(k40c)) and kernels.equals(gpuprof.kernels(str(k40c)))
+    assert gpuprof.kernels([profile, k40c]).shape[0] == 2 * kernels.shape[0]
+    assert stalls.equals(gpuprof.stall_reasons(profile))
     paper = gpuprof.compare_runs([], reference=True)
     k40_dot_5mb = paper[(paper["device"] == "K40 (paper)") & (paper["op"] == "dot") & (paper["size_MB"] == 5)]
     assert k40_dot_5mb["MFLOP/s"].iloc[0] == pytest.approx(1527464.91)  # the study's Table 2
