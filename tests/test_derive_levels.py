@@ -22,8 +22,9 @@ REPORT = FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
 def test_rtx3080_report_bytes_in_ncus_roofline_form_and_its_binding_ceiling() -> None:
     """The RTX 3080 report has no l1tex__t_bytes/lts__t_bytes: L1 = 128 x 29,726,488 LSU writeback
     cycles, L2 = 32 x 29,296,506 sectors; FP32 FLOPs 70,000,000 in 7,597,056 ns. The lowest roof
-    of the table's RTX 3080 row (FP32 FMA 29.77 TFLOP/s, L1 14.88 TB/s, DRAM 760 GB/s; no L2
-    figure) at those intensities is L1's."""
+    of the table's RTX 3080 row (FP32 FMA 29.77 TFLOP/s, L1 14.88 TB/s at 1710 MHz, DRAM 760 GB/s;
+    no L2 figure) at those intensities is L1's, taken at the SM clock the report measured
+    (smsp__cycles_elapsed.avg.per_second 1,440,009,489.9 Hz); DRAM's does not follow that clock."""
     pytest.importorskip("ncu_report")
     derived = counters.frame(readers.read(REPORT))
     compute = derived.iloc[1]
@@ -34,10 +35,13 @@ def test_rtx3080_report_bytes_in_ncus_roofline_form_and_its_binding_ceiling() ->
     assert tensor.RULES[tensor.IDLE] in compute["basis"]  # sm__pipe_tensor_cycles_active 0 %
     rate = 70_000_000 / 7_597_056e-9
     assert compute["flop_rate_total"] == pytest.approx(rate)
-    roofs = {"compute": 29_768e9, "l1": 14_883.84e9 * 70_000_000 / l1, "dram": 760e9 * 70_000_000 / dram}
+    at_run = 1_440_009_489.8989975 / 1710e6
+    roofs = {"compute": 29_768e9 * at_run, "l1": 14_883.84e9 * at_run * 70_000_000 / l1,
+             "dram": 760e9 * 70_000_000 / dram}
     assert compute["dominant"] == "fp32/fma"
     assert compute["binding_ceiling"] == pytest.approx(min(roofs.values())) == pytest.approx(roofs["l1"])
-    assert compute["binding_name"] == "L1/shared 1.488e+04 GB/s (derived at 1710 MHz boost) x AI L1"
+    assert compute["binding_name"] == ("L1/shared 1.488e+04 GB/s (derived at 1710 MHz boost) x AI L1, "
+                                       "taken at the SM clock measured, 1440 MHz")
     assert compute["binding_percent"] == pytest.approx(100 * rate / roofs["l1"])
     assert compute["ai_check"] == ""  # 3.80 GB at L1 >= 0.94 GB at L2 >= 52 MB at DRAM
 
@@ -114,6 +118,21 @@ def test_binding_above_100_percent_says_so() -> None:
     value, text, percent = levels.binding(frame, ["Tesla K40c"])
     assert value[0] == gpu_table.ceiling(gpu_table.match("Tesla K40c"), "fp32", "fma").value == 4.291e12
     assert percent[0] > 100 and "above 100 %" in text[0]
+
+
+def test_binding_ceilings_follow_the_sm_clock_measured_but_not_dram() -> None:
+    """The same 5 TFLOP/s on a K40 whose SMs ran at 875 MHz (its boost clock, as a profiler would
+    measure it): the FP32 roof stated at 745 MHz becomes 4.291e12 x 875 / 745 = 5.040e12 FLOP/s, so
+    the rate is 99.2 % of it, not above 100 %. A DRAM roof stays at its memory clock."""
+    frame = pd.DataFrame({"dominant": ["fp32/fma", "fp32/fma", "fp32/fma"], "ai_l1": [np.nan] * 3,
+                          "ai_l2": [np.nan] * 3, "ai_dram": [np.nan, np.nan, 1.0], "flop_rate_total": [5e12, 5e12, 1e11]})
+    value, text, percent = levels.binding(frame, ["Tesla K40c"] * 3, np.array([875e6, np.nan, 875e6]))
+    assert value[0] == pytest.approx(4.291e12 * 875 / 745) and percent[0] == pytest.approx(100 * 5e12 / value[0])
+    assert text[0].endswith("taken at the SM clock measured, 875 MHz") and "above 100 %" not in text[0]
+    assert value[1] == 4.291e12 and "above 100 %" in text[1]  # no clock measured: the table's
+    dram = gpu_table.memory_ceiling(gpu_table.match("Tesla K40c"), "dram")
+    assert value[2] == dram.value and text[2] == f"DRAM {dram.display[0]:.4g} GB/s ({dram.origin} at " \
+        f"{dram.clock_mhz:g} MHz memory) x AI DRAM"
 
 
 def test_report_without_a_duration_takes_its_time_from_cycles_and_says_so() -> None:

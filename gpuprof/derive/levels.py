@@ -10,7 +10,9 @@ L1 to L2 to DRAM and intensity rise: ``AI(L1) <= AI(L2) <= AI(DRAM)``. Where tha
 :func:`consistency` names the counter that looks wrong. The binding ceiling is the lowest of the
 compute ceiling of the kernel's dominant work (the precision or tensor type with the most FLOPs) and
 each level's bandwidth x that level's intensity, all from the device table
-(:mod:`gpuprof.devices.gpu_table`) at the clocks it states.
+(:mod:`gpuprof.devices.gpu_table`); where the profiler measured the SM clock, the ceilings that
+follow it (compute, L1, L2: all but DRAM) are taken at that clock, as ncu's own roofline takes its
+peaks (per-cycle peak x the cycles per second measured), not at the table's boost clock.
 """
 
 from __future__ import annotations
@@ -145,9 +147,11 @@ def _ceiling_text(ceiling: gpu_table.Ceiling) -> str:
     return f"{ceiling.name} {value:.4g} {unit} ({ceiling.origin}{clock})"
 
 
-def binding(frame: pd.DataFrame, devices: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of a frame with ``dominant``, ``ai_l1/l2/dram`` and ``flop_rate_total``, and the device
-    of each row: the binding ceiling (FLOP/s), what it is, and the achieved percent of it.
+def binding(frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a frame with ``dominant``, ``ai_l1/l2/dram`` and ``flop_rate_total``, the device
+    of each row and the SM clock it ran at (Hz, NaN or None where not measured): the binding ceiling
+    (FLOP/s), what it is, and the achieved percent of it.
 
     NaN where the device is not in the table or the table has no compute ceiling for the dominant
     work: a memory roof alone would be an upper bound that hides that. Above 100 % the text says so.
@@ -159,22 +163,31 @@ def binding(frame: pd.DataFrame, devices: Sequence[str]) -> tuple[np.ndarray, np
     device_code, names = pd.factorize(np.asarray(devices, dtype=object))
     kind_code, kinds = pd.factorize(frame["dominant"].to_numpy(dtype=object))
     specs = _devices(list(names))
+    sm_clock = np.full(rows, np.nan) if sm_clock is None else sm_clock
+    measured = np.isfinite(sm_clock) & (sm_clock > 0)
     candidates = [np.full(rows, np.nan) for _ in range(1 + len(LEVELS))]
     labels = [np.full(rows, "", dtype=object) for _ in range(1 + len(LEVELS))]
+    scaled = [np.zeros(rows, dtype=bool) for _ in range(1 + len(LEVELS))]
+
+    def place(i: int, where: np.ndarray, found: gpu_table.Ceiling, label: str) -> None:
+        """Ceiling ``found`` as candidate ``i`` of the rows ``where``, at the SM clock where measured."""
+        candidates[i][where], labels[i][where] = found.value, label
+        if found.clock != "memory" and found.clock_mhz:
+            at_run = where & measured
+            candidates[i][at_run] = found.value * sm_clock[at_run] / (found.clock_mhz * 1e6)
+            scaled[i][at_run] = True
+
     pairs = np.unique(device_code * max(len(kinds), 1) + kind_code)
     for pair in pairs.tolist():
         name, work = names[pair // max(len(kinds), 1)], kinds[pair % max(len(kinds), 1)]
         found = gpu_table.ceiling(specs[name], *work.split("/")) if specs[name] and "/" in work else None
         if found:
-            where = (device_code * max(len(kinds), 1) + kind_code) == pair
-            candidates[0][where], labels[0][where] = found.value, _ceiling_text(found)
+            place(0, (device_code * max(len(kinds), 1) + kind_code) == pair, found, _ceiling_text(found))
     for i, level in enumerate(LEVELS, 1):
         for code, name in enumerate(names):
             found = gpu_table.memory_ceiling(specs[name], level) if specs[name] else None
             if found:
-                where = device_code == code
-                candidates[i][where] = found.value
-                labels[i][where] = _ceiling_text(found) + f" x AI {LABELS[level]}"
+                place(i, device_code == code, found, _ceiling_text(found) + f" x AI {LABELS[level]}")
         candidates[i] = candidates[i] * frame[f"ai_{level}"].to_numpy(dtype=float)
     compute = candidates[0]
     stacked = np.vstack(candidates)
@@ -183,6 +196,9 @@ def binding(frame: pd.DataFrame, devices: Sequence[str]) -> tuple[np.ndarray, np
     with np.errstate(divide="ignore", invalid="ignore"):
         percent = 100.0 * frame["flop_rate_total"].to_numpy(dtype=float) / value
     text = np.where(np.isnan(value), "", np.vstack(labels)[lowest, np.arange(rows)])
+    at_clock = ~np.isnan(value) & np.vstack(scaled)[lowest, np.arange(rows)]
+    text[at_clock] = [f"{label}, taken at the SM clock measured, {hz / 1e6:.0f} MHz"
+                      for label, hz in zip(text[at_clock], sm_clock[at_clock])]
     over = percent > 100
     text[over] = text[over] + (" - above 100 %: this ceiling (at the clock it states) is below what ran,"
                                " or a counter is wrong (see the AI check)")
@@ -207,6 +223,7 @@ def roofline_columns(frame: pd.DataFrame, devices: Sequence[str],
         out[f"ai_{level}"] = ratio("flops_total", f"{level}_bytes")
     out["ai_check"] = consistency(*(frame[f"{level}_bytes"].to_numpy(dtype=float) for level in LEVELS))
     out["dominant"] = dominant(frame)
-    value, text, percent = binding(out, devices)
+    clock = frame["sm_clock"].to_numpy(dtype=float) if "sm_clock" in frame else None
+    value, text, percent = binding(out, devices, clock)
     out["binding_ceiling"], out["binding_name"], out["binding_percent"] = value, text, percent
     return out
