@@ -22,6 +22,7 @@ README = FIXTURES / "nsys_profile_stats_text_a100_vector_add_README.md"
 REP = FIXTURES / "nsys_report_binary_gemm3.nsys-rep"
 TEXT_TRACE = FIXTURES / "nvprof_text_gpu_trace_titanxp_babelstream.txt"
 TEXT_TRACE_UM = FIXTURES / "nvprof_text_gpu_trace_v100_bfs_unified_memory.log"
+TEXT_TRACE_FENCED = FIXTURES / "nvprof_text_gpu_trace_cuda9_gt650m_two_runs_fenced_README.md"
 SUMMARY_MS = FIXTURES / "nvprof_text_summary_u_ms_v100_cfd.log"
 TEXT_TRACE_U_MS = FIXTURES / "nvprof_text_gpu_trace_u_ms_written_from_docs.txt"  # written, not captured
 TEXT_TRACE_U_US = FIXTURES / "nvprof_text_gpu_trace_u_us_written_from_docs.txt"  # written, not captured
