@@ -11,7 +11,7 @@ import pytest
 from gpuprof import readers
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.readers import nvprof_csv_metrics, nvprof_text_metrics
-from fixture_paths import K40C, SRAD, DRAM, PYRUP, EVENTS_CSV, EVENTS_MAXDNN, EVENTS_FLASH
+from fixture_paths import K40C, SRAD, DRAM, PYRUP, TWO_RUNS, EVENTS_CSV, EVENTS_MAXDNN, EVENTS_FLASH
 
 MiB, GiB = 2.0**20, 2.0**30
 FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
@@ -98,6 +98,26 @@ def test_text_metrics_template_kernel_name_with_commas() -> None:
     assert launch.metric("shared_efficiency").value == 74.40
     assert launch.metric("achieved_occupancy").value == pytest.approx(90.3492)
     assert launch.metric("dram_read_throughput").value == pytest.approx(565.53 * MiB)
+
+
+def test_text_metrics_two_runs_of_one_kernel_stay_two_launches() -> None:
+    # Two 'nvprof --metrics' tables of two runs pasted one after the other, both for madd on a Tesla K80.
+    run = readers.read(TWO_RUNS)
+    assert run.device == {"name": "Tesla K80", "index": 0}
+    first, second = run.launches
+    assert first.kernel == second.kernel == "madd(int, float, float*, float*)"
+    assert (first.index, second.index, first.invocations, second.invocations) == (0, 1, 6, 6)
+    assert len(first.metrics) == len(second.metrics) == 9
+    #  6  achieved_occupancy  Achieved Occupancy  0.015616  0.015625  0.015623  (a fraction; stored in %)
+    occupancy = first.metric("achieved_occupancy")
+    assert (occupancy.value, occupancy.minimum, occupancy.maximum) == pytest.approx((1.5623, 1.5616, 1.5625))
+    #  6  achieved_occupancy  Achieved Occupancy  0.090628  0.764906  0.638949
+    assert second.value("achieved_occupancy") == pytest.approx(63.8949)
+    #  6  gst_throughput  Global Store Throughput  18.015MB/s  77.082MB/s  76.855MB/s
+    #  (second run)                               5.4652MB/s  27.895GB/s  24.375GB/s
+    assert first.value("gst_throughput") == pytest.approx(76.855 * MiB)
+    assert second.metric("gst_throughput").maximum == pytest.approx(27.895 * GiB)
+    assert second.value("gld_efficiency") == 91.67  # 50.00%  100.00%  91.67%
 
 
 def test_truncated_csv_drops_the_cut_row_and_says_so(tmp_path: Path) -> None:

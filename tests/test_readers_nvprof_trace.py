@@ -10,7 +10,8 @@ import pytest
 from gpuprof import readers
 from gpuprof.errors import FormatError
 from gpuprof.readers import nvprof_csv_trace, nvprof_text_summary, nvprof_text_trace
-from fixture_paths import TRACE, SUMMARY, BABEL, SUMMARY_MS, TEXT_TRACE, TEXT_TRACE_UM, TEXT_TRACE_U_MS, TEXT_TRACE_U_US
+from fixture_paths import (TRACE, SUMMARY, BABEL, SUMMARY_MS, TEXT_TRACE, TEXT_TRACE_FENCED, TEXT_TRACE_UM,
+                           TEXT_TRACE_U_MS, TEXT_TRACE_U_US)
 
 MiB, GiB = 2.0**20, 2.0**30
 FLUX = "cuda_compute_flux(int, int*, float*, float*, float*)"
@@ -156,6 +157,43 @@ def test_text_trace_with_unified_memory_columns_and_app_output() -> None:
     assert kernel.kernel == "Kernel(Node*, int*, bool*, bool*, bool*, int*, int)"
     assert kernel.attributes["correlation_id"] == "426" and kernel.attributes["grid"] == "(8, 1, 1)"
     assert kernel.value("kernel_duration") == pytest.approx(7.648e-6)
+
+
+def test_text_trace_tables_closed_by_code_fences_two_runs_in_one_readme() -> None:
+    # Two 'nvprof --print-gpu-trace' runs pasted in a README, each table closed by a ``` line at once.
+    assert readers.detect(TEXT_TRACE_FENCED) is nvprof_text_trace
+    run = readers.read(TEXT_TRACE_FENCED)
+    assert run.device == {"name": "GeForce GT 650M"}
+    assert [launch.attributes["kind"] for launch in run.launches] == ["memcpy", "memcpy", "kernel", "memcpy"] * 2
+    assert [launch.index for launch in run.launches] == list(range(8))
+    # 195.89ms  3.4072ms  (39063 1 1)  (256 1 1)  8  0B  0B ... vectorAdd(...) [112]
+    first, second = run.launches[2], run.launches[6]
+    assert first.kernel == second.kernel == "vectorAdd(float const *, float const *, float*, int)"
+    assert first.attributes["grid"] == "(39063, 1, 1)" and first.attributes["registers"] == "8"
+    assert first.value("kernel_duration") == pytest.approx(3.4072e-3)
+    # 193.00ms  2.6595ms  (1024 1 1)  (256 1 1)  10 ... (the second run, vectorAddGPUGridStride)
+    assert second.attributes["grid"] == "(1024, 1, 1)" and second.attributes["registers"] == "10"
+    assert second.value("kernel_duration") == pytest.approx(2.6595e-3)
+    assert float(second.attributes["start_s"]) == pytest.approx(193.00e-3)
+    # 182.96ms  6.4049ms  ...  38.147MB  5.8163GB/s  Pageable  Device  GeForce GT 650M  1  7  [CUDA memcpy HtoD]
+    copy = run.launches[0]
+    assert copy.value("Size") == pytest.approx(38.147 * MiB) and copy.value("Duration") == pytest.approx(6.4049e-3)
+    assert copy.value("Throughput") == pytest.approx(5.8163 * GiB)
+    assert run.launches[-1].value("Duration") == pytest.approx(15.065e-3)  # 195.66ms  15.065ms ... DtoH
+
+
+def test_text_summary_table_closed_by_a_code_fence(tmp_path: Path) -> None:
+    # Lines of 'nvprof ./a.out' output pasted in a README (GeForce GT 1030; profiler-outputs/SOURCES.md,
+    # "Tables closed by a code fence"): the fence follows the last row.
+    path = tmp_path / "summary.md"
+    path.write_text("```\n==15105== Profiling result:\n"
+                    "            Type  Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+                    " GPU activities:   49.13%  169.63us         1  169.63us  169.63us  169.63us  [CUDA memcpy HtoD]\n"
+                    "                   45.01%  155.39us         1  155.39us  155.39us  155.39us  [CUDA memcpy DtoH]\n"
+                    "```\n")
+    run = readers.read(path)
+    assert [launch.kernel for launch in run.launches] == ["[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]"]
+    assert run.launches[1].value("kernel_duration") == pytest.approx(155.39e-6)
 
 
 def test_text_trace_row_off_the_header_columns(tmp_path: Path) -> None:

@@ -77,7 +77,7 @@ def load(path: Path) -> Output:
 def csv_table(output: Output, first: tuple[str, ...]) -> tuple[list[str], list[list[str]]] | None:
     """The CSV table whose header starts with the columns ``first``: (header, rows), or None.
 
-    Rows run until the first blank line, where nvprof starts its next table.
+    Rows run until the table ends (see ``table_end``).
     """
     for start, line in enumerate(output.lines):
         header = is_csv_header(line, first)
@@ -85,11 +85,17 @@ def csv_table(output: Output, first: tuple[str, ...]) -> tuple[list[str], list[l
             continue
         body: list[str] = []
         for row in output.lines[start + 1:]:
-            if not row.strip():
+            if table_end(row):
                 break
             body.append(row)
         return header, [r for r in csv_records(body) if r]
     return None
+
+
+def table_end(line: str) -> bool:
+    """Whether ``line`` ends an nvprof table: a blank line, where nvprof starts its next table or
+    its footnotes, or a Markdown code fence closing output pasted into a README."""
+    return not line.strip() or line.lstrip().startswith("```")
 
 
 def units_row(line: str, spans: list[tuple[str, int, int]]) -> dict[str, str]:

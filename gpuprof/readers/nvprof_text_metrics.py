@@ -3,8 +3,10 @@
 
 Cells are separated by runs of two or more spaces (descriptions and values such as ``Max (10)``
 use single spaces inside). Each kernel becomes one Launch with its invocation count and the
-metrics and events of both tables; values carry their unit in the cell (``865.08MB/s``,
-``0.00000B/s`` and ``1.5910GB/s`` in one column), read with nvprof's binary byte prefixes: see
+metrics and events of both tables; a second metric (or event) table is another run's (a README
+may paste several), so its kernels become launches of their own. Values carry their unit in the
+cell (``865.08MB/s``, ``0.00000B/s`` and ``1.5910GB/s`` in one column), read with nvprof's binary
+byte prefixes: see
 ``gpuprof.readers._nvprof`` for why MB/s means 2**20 byte/s. An event keeps nvprof's Total (newer
 versions print it) as ``<event> (total)``. Lines that belong to no table (prose or code fences
 around output pasted into a README) are passed over; a row that does not fit its table is an error.
@@ -47,13 +49,17 @@ def _metrics(cells: list[str], events: bool) -> list[Metric] | None:
 
 def read(path: Path) -> Run:
     output = _nvprof.load(path)
-    found: dict[tuple[str, str], tuple[list[int], list[Metric]]] = {}
+    found: dict[tuple[int, str, str], tuple[list[int], list[Metric]]] = {}
     indices: dict[str, int] = {}
     events: bool | None = None  # the table we are in: None before the first header
     device, kernel = "", None
+    run, tables = 0, set[bool]()  # the run a table belongs to, and the kinds of table that run has shown
     for line in output.lines:
         if _METRICS.match(line) or _EVENTS.match(line):
             events, device, kernel = bool(_EVENTS.match(line)), "", None
+            if events in tables:
+                run, tables = run + 1, set()
+            tables.add(events)
         elif events is None or not line.strip():
             continue
         elif found_device := _DEVICE.match(line):
@@ -62,14 +68,14 @@ def read(path: Path) -> Run:
                 indices[device] = index
         elif found_kernel := _KERNEL.match(line):
             kernel = found_kernel.group(1)
-            found.setdefault((device, kernel), ([], []))
+            found.setdefault((run, device, kernel), ([], []))
         elif _ROW.match(line):
             cells = _CELLS.split(line.strip())
             made = _metrics(cells[1:], events)
             if made is None or kernel is None:
                 raise FormatError(f"{path}: line '{line.strip()[:60]}' does not fit the nvprof table above it",
                                   "give the complete, unedited output of 'nvprof --metrics/--events ...'")
-            counts, metrics = found[(device, kernel)]
+            counts, metrics = found[(run, device, kernel)]
             counts.append(parse_count(cells[0], 0))
             metrics.extend(made)
         else:
@@ -77,7 +83,7 @@ def read(path: Path) -> Run:
     if events is None:
         raise output.no_data("metric table")
     launches = [Launch(name, number, device, max(counts), metrics=metrics)
-                for number, ((device, name), (counts, metrics)) in enumerate(
+                for number, ((_, device, name), (counts, metrics)) in enumerate(
                     (key, value) for key, value in found.items() if value[1])]
     if not launches:
         raise output.no_data("metric rows")

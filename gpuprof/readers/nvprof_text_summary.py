@@ -47,7 +47,7 @@ def read(path: Path) -> Run:
         section = "" if "Type" in header else "GPU activities" if number == 0 else "API calls"
         units: dict[str, str] = {}
         for line in output.lines[start + 1:]:
-            if not line.strip():
+            if _nvprof.table_end(line):
                 break
             if not units and (units := _nvprof.units_row(line, column_spans(header))):
                 continue

@@ -9,6 +9,9 @@ cells are bare numbers and a row under the header gives each column's unit, righ
 label as in the ``-u ms`` text summary; bare times or sizes with no such row are refused, not
 guessed. The rows are renamed to the CSV trace's columns and read by the same code
 (``nvprof_csv_trace.trace``): the two outputs give the same launches.
+
+A table ends at a blank line or at a Markdown code fence (output pasted into a README); every
+table in the file is read, in order, so a README that pastes several runs gives all their launches.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 
 from gpuprof import units as units_lib
 from gpuprof.errors import FormatError
-from gpuprof.model import Run
+from gpuprof.model import Launch, Run
 from gpuprof.readers import _nvprof
 from gpuprof.readers._text import column_spans
 from gpuprof.readers.nvprof_csv_trace import Table, trace
@@ -73,18 +76,15 @@ def _row(labels: list[str], cells: list[str]) -> dict[str, str]:
     return row
 
 
-def read(path: Path) -> Run:
-    output = _nvprof.load(path)
-    start = next((i for i, line in enumerate(output.lines) if _HEADER.match(line)), None)
-    if start is None:
-        raise output.no_data("GPU trace table")
-    spans = column_spans(output.lines[start])
+def _table(path: Path, lines: list[str], start: int) -> Table:
+    """The trace table whose header is ``lines[start]``, its rows by the CSV trace's column names."""
+    spans = column_spans(lines[start])
     labels = [label for label, _, _ in spans]
     ends, name_start = [end for _, _, end in spans[:-1]], spans[-1][1]
     units: dict[str, str] = {}
     rows: list[dict[str, str]] = []
-    for line in output.lines[start + 1:]:
-        if not line.strip():
+    for line in lines[start + 1:]:
+        if _nvprof.table_end(line):
             break  # nvprof's footnotes (Regs: ..., SSMem: ...) follow a blank line
         if not rows and not units and (found := _nvprof.units_row(line, spans)):
             units = {_COLUMNS.get(label, label): unit for label, unit in found.items()}  # nvprof -u
@@ -98,7 +98,24 @@ def read(path: Path) -> Run:
         raise FormatError(f"{path}: {bare} cells carry no unit and no units row gives one",
                           "give nvprof's output unedited: with -u (--normalized-time-unit) the line under "
                           "the header holds each column's unit")
-    launches, indices, notes = trace(Table(units, rows))
+    return Table(units, rows)
+
+
+def read(path: Path) -> Run:
+    output = _nvprof.load(path)
+    starts = [i for i, line in enumerate(output.lines) if _HEADER.match(line)]
+    if not starts:
+        raise output.no_data("GPU trace table")
+    launches: list[Launch] = []
+    indices: dict[str, int] = {}
+    notes: list[str] = []
+    for start in starts:  # one table per profiled run; a README may paste several
+        found, found_indices, found_notes = trace(_table(path, output.lines, start))
+        for launch in found:
+            launch.index = len(launches)
+            launches.append(launch)
+        indices.update(found_indices)
+        notes += found_notes
     if not launches:
         raise output.no_data("kernel, memcpy or memset rows")
     return _nvprof.make_run(output, NAME, launches, indices, notes)
