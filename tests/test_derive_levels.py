@@ -40,8 +40,8 @@ def test_rtx3080_report_bytes_in_ncus_roofline_form_and_its_binding_ceiling() ->
              "dram": 760e9 * 70_000_000 / dram}
     assert compute["dominant"] == "fp32/fma"
     assert compute["binding_ceiling"] == pytest.approx(min(roofs.values())) == pytest.approx(roofs["l1"])
-    assert compute["binding_name"] == ("L1/shared 1.488e+04 GB/s (derived at 1710 MHz boost) x AI L1, "
-                                       "taken at the SM clock measured, 1440 MHz")
+    assert compute["binding_name"] == ("L1/shared 1.253e+04 GB/s at the SM clock measured, 1440 MHz "
+                                       "(1.488e+04 GB/s derived at 1710 MHz boost) x AI L1")
     assert compute["binding_percent"] == pytest.approx(100 * rate / roofs["l1"])
     assert compute["ai_check"] == ""  # 3.80 GB at L1 >= 0.94 GB at L2 >= 52 MB at DRAM
 
@@ -128,7 +128,7 @@ def test_binding_ceilings_follow_the_sm_clock_measured_but_not_dram() -> None:
                           "ai_l2": [np.nan] * 3, "ai_dram": [np.nan, np.nan, 1.0], "flop_rate_total": [5e12, 5e12, 1e11]})
     value, text, percent = levels.binding(frame, ["Tesla K40c"] * 3, np.array([875e6, np.nan, 875e6]))
     assert value[0] == pytest.approx(4.291e12 * 875 / 745) and percent[0] == pytest.approx(100 * 5e12 / value[0])
-    assert text[0].endswith("taken at the SM clock measured, 875 MHz") and "above 100 %" not in text[0]
+    assert text[0] == "FP32 FMA 5.04 TFLOP/s at the SM clock measured, 875 MHz (4.291 TFLOP/s published at 745 MHz base)"
     assert value[1] == 4.291e12 and "above 100 %" in text[1]  # no clock measured: the table's
     dram = gpu_table.memory_ceiling(gpu_table.match("Tesla K40c"), "dram")
     assert value[2] == dram.value and text[2] == f"DRAM {dram.display[0]:.4g} GB/s ({dram.origin} at " \

@@ -141,9 +141,13 @@ def _devices(names: Sequence[str]) -> dict[str, gpu_table.GpuSpec | None]:
     return found
 
 
-def _ceiling_text(ceiling: gpu_table.Ceiling) -> str:
+def _ceiling_text(ceiling: gpu_table.Ceiling, sm_hz: float | None = None) -> str:
+    """The ceiling as the table states it or, given the SM clock measured, at that clock first."""
     value, unit = ceiling.display
     clock = f" at {ceiling.clock_mhz:g} MHz {ceiling.clock}" if ceiling.clock_mhz else ""
+    if sm_hz and ceiling.clock_mhz:
+        return (f"{ceiling.name} {value * sm_hz / (ceiling.clock_mhz * 1e6):.4g} {unit} at the SM clock measured, "
+                f"{sm_hz / 1e6:.0f} MHz ({value:.4g} {unit} {ceiling.origin}{clock})")
     return f"{ceiling.name} {value:.4g} {unit} ({ceiling.origin}{clock})"
 
 
@@ -167,27 +171,28 @@ def binding(frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | 
     measured = np.isfinite(sm_clock) & (sm_clock > 0)
     candidates = [np.full(rows, np.nan) for _ in range(1 + len(LEVELS))]
     labels = [np.full(rows, "", dtype=object) for _ in range(1 + len(LEVELS))]
-    scaled = [np.zeros(rows, dtype=bool) for _ in range(1 + len(LEVELS))]
 
-    def place(i: int, where: np.ndarray, found: gpu_table.Ceiling, label: str) -> None:
+    def place(i: int, where: np.ndarray, found: gpu_table.Ceiling, suffix: str = "") -> None:
         """Ceiling ``found`` as candidate ``i`` of the rows ``where``, at the SM clock where measured."""
-        candidates[i][where], labels[i][where] = found.value, label
+        candidates[i][where], labels[i][where] = found.value, _ceiling_text(found) + suffix
         if found.clock != "memory" and found.clock_mhz:
             at_run = where & measured
             candidates[i][at_run] = found.value * sm_clock[at_run] / (found.clock_mhz * 1e6)
-            scaled[i][at_run] = True
+            clocks, which = np.unique(sm_clock[at_run], return_inverse=True)
+            texts = np.array([_ceiling_text(found, hz) + suffix for hz in clocks.tolist()] or [""], dtype=object)
+            labels[i][at_run] = texts[which.ravel()]
 
     pairs = np.unique(device_code * max(len(kinds), 1) + kind_code)
     for pair in pairs.tolist():
         name, work = names[pair // max(len(kinds), 1)], kinds[pair % max(len(kinds), 1)]
         found = gpu_table.ceiling(specs[name], *work.split("/")) if specs[name] and "/" in work else None
         if found:
-            place(0, (device_code * max(len(kinds), 1) + kind_code) == pair, found, _ceiling_text(found))
+            place(0, (device_code * max(len(kinds), 1) + kind_code) == pair, found)
     for i, level in enumerate(LEVELS, 1):
         for code, name in enumerate(names):
             found = gpu_table.memory_ceiling(specs[name], level) if specs[name] else None
             if found:
-                place(i, device_code == code, found, _ceiling_text(found) + f" x AI {LABELS[level]}")
+                place(i, device_code == code, found, f" x AI {LABELS[level]}")
         candidates[i] = candidates[i] * frame[f"ai_{level}"].to_numpy(dtype=float)
     compute = candidates[0]
     stacked = np.vstack(candidates)
@@ -196,11 +201,8 @@ def binding(frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | 
     with np.errstate(divide="ignore", invalid="ignore"):
         percent = 100.0 * frame["flop_rate_total"].to_numpy(dtype=float) / value
     text = np.where(np.isnan(value), "", np.vstack(labels)[lowest, np.arange(rows)])
-    at_clock = ~np.isnan(value) & np.vstack(scaled)[lowest, np.arange(rows)]
-    text[at_clock] = [f"{label}, taken at the SM clock measured, {hz / 1e6:.0f} MHz"
-                      for label, hz in zip(text[at_clock], sm_clock[at_clock])]
     over = percent > 100
-    text[over] = text[over] + (" - above 100 %: this ceiling (at the clock it states) is below what ran,"
+    text[over] = text[over] + (" - above 100 %: this ceiling (at the clock named) is below what ran,"
                                " or a counter is wrong (see the AI check)")
     return value, text, percent
 

@@ -49,8 +49,9 @@ DERIVED = (
          meaning="FLOP/s of the main precision over the device table's (or a CPU's theoretical) peak"),
     Spec("bandwidth_efficiency", "%", +1, WEIGHTED, meaning="bandwidth over the device's peak bandwidth"),
     Spec("roofline_efficiency", "%", +1, WEIGHTED,
-         meaning="FLOP/s over the binding ceiling of the hierarchical roofline (gpuprof.derive.levels), "
-                 "else min(peak FLOP/s, intensity × peak bandwidth)"),
+         meaning="FLOP/s over the binding ceiling of the hierarchical roofline (gpuprof.derive.levels; compute, "
+                 "L1 and L2 ceilings at the SM clock measured, where the file gives it), else min(peak FLOP/s, "
+                 "intensity × peak bandwidth)"),
     Spec("peak_flop_rate", "FLOP/second", 0, WEIGHTED, meaning="the peak datasheet_efficiency divides by"),
     Spec("peak_bandwidth", "byte/second", 0, WEIGHTED, meaning="the peak bandwidth_efficiency divides by"),
     Spec("sm_clock", "hertz", 0, WEIGHTED, meaning="SM clock during the kernel, as the profiler measured it"),
