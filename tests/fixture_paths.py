@@ -25,6 +25,7 @@ TEXT_TRACE = FIXTURES / "nvprof_text_gpu_trace_titanxp_babelstream.txt"
 TEXT_TRACE_UM = FIXTURES / "nvprof_text_gpu_trace_v100_bfs_unified_memory.log"
 TEXT_TRACE_FENCED = FIXTURES / "nvprof_text_gpu_trace_cuda9_gt650m_two_runs_fenced_README.md"
 SUMMARY_MS = FIXTURES / "nvprof_text_summary_u_ms_v100_cfd.log"
+SUMMARY_TWO_RUNS = FIXTURES / "nvprof_text_summary_cuda8_two_runs_k80_p100_blog_EXCERPT.md"
 TEXT_TRACE_U_MS = FIXTURES / "nvprof_text_gpu_trace_u_ms_written_from_docs.txt"  # written, not captured
 TEXT_TRACE_U_US = FIXTURES / "nvprof_text_gpu_trace_u_us_written_from_docs.txt"  # written, not captured
 EVENTS_CSV = FIXTURES / "nvprof_csv_events_v100s_transpose.csv"

@@ -10,8 +10,8 @@ import pytest
 from gpuprof import readers
 from gpuprof.errors import FormatError
 from gpuprof.readers import nvprof_csv_trace, nvprof_text_summary, nvprof_text_trace
-from fixture_paths import (TRACE, SUMMARY, BABEL, SUMMARY_MS, TEXT_TRACE, TEXT_TRACE_FENCED, TEXT_TRACE_UM,
-                           TEXT_TRACE_U_MS, TEXT_TRACE_U_US)
+from fixture_paths import (TRACE, SUMMARY, BABEL, SUMMARY_MS, SUMMARY_TWO_RUNS, TEXT_TRACE, TEXT_TRACE_FENCED,
+                           TEXT_TRACE_UM, TEXT_TRACE_U_MS, TEXT_TRACE_U_US)
 
 MiB, GiB = 2.0**20, 2.0**30
 FLUX = "cuda_compute_flux(int, int*, float*, float*, float*)"
@@ -234,6 +234,17 @@ def test_text_trace_bare_cells_without_units_row_are_refused(tmp_path: Path) -> 
     path.write_text("".join(lines[:4] + lines[5:]))  # '1.678208' alone could be seconds or microseconds
     with pytest.raises(FormatError, match="Start cells carry no unit and no units row gives one"):
         readers.read(path)
+
+
+def test_text_summary_two_untyped_runs_each_after_profiling_result() -> None:
+    """Two CUDA 8 summaries pasted in one page (K80, then P100): each untyped table follows its own
+    '==PID== Profiling result:' line, so both are GPU activities (SOURCES.md 10a)."""
+    run = readers.read(SUMMARY_TWO_RUNS)
+    assert [launch.kernel for launch in run.launches] == ["add(int, float*, float*)"] * 2
+    k80, p100 = run.launches
+    assert k80.value("Avg") == pytest.approx(93.471e-6) and k80.value("Time") == pytest.approx(93.471e-6)
+    assert p100.value("Avg") == pytest.approx(2.1192e-3) and p100.value("Time(%)") == 100.0
+    assert not any("API call" in note for note in run.notes)
 
 
 def test_text_summary_units_row_exponents_and_api_section() -> None:

@@ -38,12 +38,18 @@ _UNIT_WORD = re.compile(r"^(?:%|[KMGT]?B(?:/s)?|[mun]?s)$")
 
 @dataclass
 class Output:
-    """One nvprof output file: its lines with nvprof's ``==PID==`` messages set aside in ``log``."""
+    """One nvprof output file: its lines with nvprof's ``==PID==`` messages set aside in ``log``;
+    ``placed`` gives each message's place among ``lines`` (the index of the line after it)."""
 
     path: Path
     lines: list[str]
     log: ToolLog
     notes: list[str] = field(default_factory=list)
+    placed: list[tuple[int, str]] = field(default_factory=list)
+
+    def message_before(self, line: int) -> str:
+        """The text of the last nvprof message above ``lines[line]`` ("" when none)."""
+        return next((text for at, text in reversed(self.placed) if at <= line), "")
 
     def environment(self) -> dict[str, str]:
         """The profiled command and process id nvprof names in its first message line."""
@@ -65,9 +71,15 @@ class Output:
 def load(path: Path) -> Output:
     """Read ``path``; a last line cut mid-way (no final newline) is dropped and noted."""
     log = ToolLog(TOOL)
+    lines: list[str] = []
+    placed: list[tuple[int, str]] = []
     with open_text(path) as handle:
-        lines = [line.rstrip("\r\n") for line in handle if not log.add(line)]
-    output = Output(path, lines, log)
+        for line in handle:
+            if log.add(line):
+                placed.append((len(lines), log.messages[-1].text))
+            else:
+                lines.append(line.rstrip("\r\n"))
+    output = Output(path, lines, log, placed=placed)
     if lines and not ends_with_newline(path):
         lines.pop()
         output.notes.append("file ends in the middle of a line (truncated?): its last line was not read")

@@ -1,8 +1,9 @@
 """Plain ``nvprof ./app`` output: the default summary table, ``Time(%) Time Calls Avg Min Max Name``.
 
 Three layouts are read. CUDA 9 and later put ``GPU activities:`` and ``API calls:`` sections in one
-table with a ``Type`` column; earlier versions print a table without it for the GPU activities and a
-second one after an ``==PID== API calls:`` line. Times carry their unit in the cell (``186.82ms``,
+table with a ``Type`` column; earlier versions print a table without it for the GPU activities (after
+``==PID== Profiling result:``) and a second one after an ``==PID== API calls:`` line; a file may
+hold several runs' tables (outputs pasted one after another). Times carry their unit in the cell (``186.82ms``,
 ``928ns``) unless ``-u ms``/``-u us`` moved it to a units row under the header, where the values
 lose it and small ones turn to exponent notation (``9.89e-03``): each cell is read with its column's
 unit, matched by position (units are right-aligned under the labels, like the values).
@@ -43,8 +44,11 @@ def read(path: Path) -> Run:
         raise output.no_data("summary table")
     for number, start in enumerate(tables):
         header = output.lines[start]
-        # Without a Type column the first table is the GPU activities, later ones the API calls.
-        section = "" if "Type" in header else "GPU activities" if number == 0 else "API calls"
+        # Without a Type column the nvprof line above says which table it is; with neither, the first
+        # table is the GPU activities, later ones the API calls.
+        above = output.message_before(start)
+        section = ("" if "Type" in header else "API calls" if above.startswith("API calls")
+                   else "GPU activities" if number == 0 or above.startswith("Profiling result") else "API calls")
         units: dict[str, str] = {}
         for line in output.lines[start + 1:]:
             if _nvprof.table_end(line):
