@@ -19,6 +19,7 @@ CPU = Path(__file__).parent / "fixtures" / "cpu-counters"
 GFLOPS = CPU / "perf-stat-M-GFLOPS-no-header-hpl-openblas-jliberma.txt"                      # 1h
 AMD = CPU / "perf-stat-amd-zen3-fp-ret-all-and-mac-flops-multiplexed-5600X-gemm.txt"         # 1i
 PER_CORE = CPU / "perf-stat-topdown-per-core-metric-only-intel-6c12t.txt"                  # 2g
+PER_SOCKET_STAT = CPU / "perf-stat-per-socket-2s-224t-system-wide-sglang-notes.txt"            # 1j
 PER_CPU = CPU / "perf-stat-topdown-A-per-cpu-metric-only-written-from-docs.txt"             # 2i (written)
 PER_SOCKET = CPU / "perf-stat-topdown-per-socket-metric-only-written-from-docs.txt"         # 2j (written)
 
@@ -60,6 +61,21 @@ def test_1i_amd_all_already_counts_flops_and_mac_flops_is_not_added() -> None:
     assert "mac_flops also counted: part of .all, not added again" in basis
     assert "49.9% of the time" in basis  # read as perf scaled it, and said so
     assert launch.value("time elapsed") == pytest.approx(1.424528639)
+
+
+def test_1j_per_socket_rows_keep_the_socket_and_its_cpu_count() -> None:
+    assert detect(PER_SOCKET_STAT) is perf_stat
+    run = read(PER_SOCKET_STAT)
+    s0, s1, whole = run.launches
+    assert (s0.attributes, s1.attributes) == ({"aggregate": "S0", "cpus": "112"}, {"aggregate": "S1", "cpus": "112"})
+    assert s0.value("cycles") == 6_887_216_716_185 and s0.value("task-clock") == pytest.approx(44_802.56279)
+    assert s1.value("context-switches") == 50_412_443 and s1.value("major-faults") == 78
+    assert whole.value("time elapsed") == pytest.approx(400.018603371)
+    # the same row as perf's -x, CSV prints it (CSV FORMAT: "optional CPU, core, or socket identifier",
+    # "optional number of logical CPUs aggregated"): the count is kept there too
+    count = perf_stat.parse_csv_fields("S0,112,6887216716185,,cycles,400018603371,100.00,0.154,GHz".split(","))
+    assert (count.aggregate, count.cpus, count.value, count.event) == ("S0", 112, 6887216716185.0, "cycles")
+    assert perf_stat.parse_csv_fields("CPU3,1234,,cycles,1000,100.00,,".split(",")).cpus is None
 
 
 def test_2g_topdown_per_core_rows() -> None:

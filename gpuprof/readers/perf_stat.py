@@ -45,7 +45,7 @@ _AGGREGATE = r"CPU\d+|S\d+(?:-D\d+)?(?:-(?:C|L\d|N)\d+)?|N\d+"
 # group lets the value give that one back, then commits (a shorter value cannot start an event).
 _HUMAN = re.compile(
     rf"^\s*(?:(?P<time>\d+[.,]\d{{6,9}})\s+)?"
-    rf"(?:(?P<agg>{_AGGREGATE})\s+(?:\d+\s+)?)?"
+    rf"(?:(?P<agg>{_AGGREGATE})\s+(?:(?P<cpus>\d+)\s+)?)?"
     rf"(?>(?P<value>{_VALUE})\s+)"
     rf"(?:(?P<unit>{'|'.join(UNITS)})\s+)?"
     r"(?P<event>[A-Za-z{][^\s#(]*)(?P<rest>.*)$")
@@ -76,6 +76,7 @@ class PerfCount:
     unit: str = ""
     time: float | None = None          # interval end, seconds since start (-I)
     aggregate: str | None = None       # CPU0, S0-D0-C1, ... (-A, --per-core, --per-socket)
+    cpus: int | None = None            # how many CPUs perf summed into the aggregate (not with -A)
     cgroup: str | None = None          # -G
     running_pct: float | None = None   # share of the time the event was on the PMU (multiplexing)
     spread_pct: float | None = None    # -r: relative standard deviation over the runs
@@ -144,7 +145,9 @@ def parse_human_line(line: str, decimal: str = ".") -> PerfCount | None:
     time = match.group("time")
     return PerfCount(
         event=match.group("event"), value=value, unit=match.group("unit") or "",
-        time=perf_number(time, decimal) if time else None, aggregate=match.group("agg"), cgroup=cgroup,
+        time=perf_number(time, decimal) if time else None, aggregate=match.group("agg"),
+        cpus=int(match.group("cpus")) if match.group("cpus") and not match.group("agg").startswith("CPU") else None,
+        cgroup=cgroup,
         running_pct=perf_number(pct.group("pct"), decimal) if pct else None,
         spread_pct=perf_number(spread.group("spread"), decimal) if spread else None,
         shadow=((perf_number(shadow.group("num"), decimal) or 0.0, shadow.group("text"))
@@ -163,10 +166,12 @@ def parse_csv_fields(fields: list[str]) -> PerfCount | None:
     time = None
     if len(fields) > 1 and _TIME.match(fields[0]) and _is_value(fields[1]):
         time, start = float(fields[0]), 1
-    aggregate = None
+    aggregate = cpus = None
     if start < len(fields) and AGGREGATE.match(fields[start]):
         aggregate = fields[start]
         # --per-core/--per-socket/--per-node print how many CPUs were summed; -A (CPUn) does not.
+        if not aggregate.startswith("CPU") and start + 1 < len(fields) and fields[start + 1].isdigit():
+            cpus = int(fields[start + 1])
         start += 1 if aggregate.startswith("CPU") else 2
     if len(fields) < start + 3:
         return None
@@ -179,7 +184,7 @@ def parse_csv_fields(fields: list[str]) -> PerfCount | None:
     shadow_value = perf_number(rest[2]) if len(rest) > 2 and rest[2] else None
     shadow_text = rest[3] if len(rest) > 3 else ""
     return PerfCount(event=event, value=_value(value_text, "."), unit=unit, time=time,
-                     aggregate=aggregate, cgroup=cgroup, running_pct=pct,
+                     aggregate=aggregate, cpus=cpus, cgroup=cgroup, running_pct=pct,
                      shadow=(shadow_value, shadow_text) if shadow_value is not None and shadow_text else None)
 
 
@@ -292,7 +297,7 @@ def launches(stat: PerfStat, kernel: str) -> list[Launch]:
         key = (count.time, count.aggregate, count.cgroup)
         if key not in groups:
             attributes = {k: str(v) for k, v in (("time_s", count.time), ("aggregate", count.aggregate),
-                                                 ("cgroup", count.cgroup)) if v is not None}
+                                                 ("cpus", count.cpus), ("cgroup", count.cgroup)) if v is not None}
             groups[key] = Launch(kernel, len(groups), count.aggregate or "", stat.runs or 1, attributes)
         groups[key].metrics.extend(count_metrics(count))
     out = list(groups.values())
