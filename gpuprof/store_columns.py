@@ -19,6 +19,7 @@ so a foreign or damaged store can at worst fail to decode:
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from collections.abc import Iterator
 
@@ -80,20 +81,28 @@ def encode(launch_table: object, metric_table: object) -> Iterator[tuple[str, st
         yield table, column, encoding, data
 
 
+_ABSENT = object()  # a launch's attributes lack the key
+
+
 def _keyed(attributes: list[dict[str, str]]) -> tuple[str, bytes]:
     """("keyed", data) for the attribute dicts; ("json", data) when a value is not a string."""
     import numpy as np
     import pandas as pd
 
-    keys = list(dict.fromkeys(key for attrs in attributes for key in attrs))
-    if not all(isinstance(value, str) for attrs in attributes for value in attrs.values()):
-        return "json", json.dumps(attributes).encode()
+    keys = list(dict.fromkeys(itertools.chain.from_iterable(attributes)))
     codes = np.full((len(attributes), len(keys)), -1, dtype=np.int32)
     values = []
     for column, key in enumerate(keys):
-        found, distinct = pd.factorize(np.array([attrs.get(key) for attrs in attributes], dtype=object))
+        found, distinct = pd.factorize(np.array([attrs.get(key, _ABSENT) for attrs in attributes], dtype=object))
+        distinct = list(distinct)
+        if (found == -1).any() or not all(v is _ABSENT or isinstance(v, str) for v in distinct):
+            return "json", json.dumps(attributes).encode()  # a None, NaN or number: kept as it is
+        if _ABSENT in distinct:  # launches without the key get code -1
+            slot = distinct.index(_ABSENT)
+            found = np.where(found == slot, -1, found - (found > slot))
+            del distinct[slot]
         codes[:, column] = found
-        values.append(list(distinct))
+        values.append(distinct)
     return "keyed", json.dumps({"keys": keys, "values": values}).encode() + b"\n" + _npy(codes)
 
 

@@ -82,3 +82,29 @@ def test_metrics_frame_long_format():
     frame = _run().metrics_frame()
     assert list(frame["metric"]) == ["gpu__time_duration.sum", "launch__cache_config", "flop_count_sp"]
     assert frame.loc[2, "minimum"] == 1.0e9 and frame.loc[0, "unit"] == "second"
+
+
+@pytest.mark.parametrize(("attributes", "encoding"), [
+    ([{"grid": "(640, 1280, 1)", "cc": "8.0"}, {"cc": "8.0"}, {}, {"stream": "7", "grid": "(1, 1, 1)"}], "keyed"),
+    ([{"cc": "8.0"}, {"cc": None}], "json"),  # a None value is not an absent key
+    ([{"calls": 3}], "json"),
+    ([], "keyed"),
+])
+def test_launch_attributes_come_back_as_they_went_in(attributes, encoding):
+    import json
+
+    from gpuprof import store_columns
+
+    found, data = store_columns._keyed(attributes)
+    assert found == encoding
+    assert (store_columns._from_keyed(data) if found == "keyed" else json.loads(data)) == attributes
+
+
+def test_a_nan_attribute_is_stored_as_json_not_dropped():
+    import json
+    import math
+
+    from gpuprof import store_columns
+
+    found, data = store_columns._keyed([{"cc": "8.0"}, {"x": float("nan")}])
+    assert found == "json" and math.isnan(json.loads(data)[1]["x"])
