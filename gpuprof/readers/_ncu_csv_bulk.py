@@ -114,16 +114,21 @@ class _Rows:
     def add_to(self, table: _Table) -> None:
         import numpy as np
 
-        for launch_id, kernel, attributes in zip(self.launch_ids, self.kernels, self.attributes):
-            table.new_launch(launch_id, kernel, attributes)
+        table.new_launches(self.launch_ids, self.kernels, self.attributes)
         counts = np.diff(self.bounds)
         table.launch = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
         table.names, table.units, table.texts = self.names, self.units, self.values
-        if self.sections is not None:
+        one_section = self.sections is not None and len(self.sections) > 0 and (self.sections == self.sections[0]).all()
+        if self.sections is not None and not one_section:
             bounds = self.bounds.tolist()
             table.sections = list(map(self.sections.__getitem__, map(slice, bounds, bounds[1:])))
         for launch_id, row in self.rules:
             table.add_rule(table.positions[launch_id], row)
+        if one_section:  # every row of the file in one section (``--metrics`` lists): said once per launch
+            section = self.sections[0]
+            for attributes, count in zip(table.attributes, counts.tolist()):
+                if count:
+                    attributes["sections"] = section
 
 
 def skip_for(path: Path, handle: TextIO, columns: int) -> int | None:

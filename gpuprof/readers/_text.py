@@ -353,14 +353,14 @@ def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[s
     try:
         values = np.fromiter(map(float, texts), dtype=np.float64, count=rows)
     except ValueError:
-        numbers = list(map(str.replace, texts, repeat(","), repeat("")))  # '5,323,503,232.00'
-        try:
-            values = np.fromiter(map(float, numbers), dtype=np.float64, count=rows)
+        try:  # '5,323,503,232.00'
+            values = np.fromiter(map(float, map(str.replace, texts, repeat(","), repeat(""))), dtype=np.float64,
+                                 count=rows)
         except ValueError:
-            parsed = list(map(number, numbers))
+            parsed = list(map(number, map(str.replace, texts, repeat(","), repeat(""))))
             others = [row for row, value in enumerate(parsed) if value is None]
             values = np.array([math.nan if value is None else value for value in parsed], dtype=np.float64)
-    tool_units = pd.Categorical(units)
+    tool_units = _categorical(units)
     kinds = [_conversion(unit) for unit in tool_units.categories]
     multiply = np.array([k[0] for k in kinds] + [1.0])  # the last entry serves code -1
     divide = np.array([k[1] for k in kinds] + [1.0])
@@ -381,7 +381,7 @@ def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[s
         for row in others:
             text[row] = texts[row].strip() or None
             unit_codes[row] = base_names.index(tool_units.categories[codes[row]])
-    metric = pd.Categorical(names)
+    metric = _categorical(names)
     canonicals = [canonical(name) for name in metric.categories]
     canonical_names = list(dict.fromkeys(c for c in canonicals if c))
     to_canonical = np.array([canonical_names.index(c) if c else -1 for c in canonicals] + [-1])
@@ -389,6 +389,16 @@ def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[s
             "canonical": pd.Categorical.from_codes(to_canonical[metric.codes], canonical_names),
             "value": values, "text": text,
             "unit": pd.Categorical.from_codes(unit_codes, base_names).remove_unused_categories(), "origin": origin}
+
+
+def _categorical(texts: Sequence[str]) -> pd.Categorical:
+    """``texts`` as a categorical, categories in order of appearance: ``pd.factorize`` hashes a
+    million repeated names in half the time ``pd.Categorical`` takes to also sort them."""
+    import numpy as np
+    import pandas as pd
+
+    codes, categories = pd.factorize(np.asarray(texts, dtype=object))
+    return pd.Categorical.from_codes(codes, categories)
 
 
 @contextlib.contextmanager

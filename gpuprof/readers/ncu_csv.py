@@ -184,12 +184,19 @@ class _Table:
         return position
 
     def new_launch(self, launch_id: str, kernel: str, attributes: dict[str, str]) -> int:
-        position = self.positions[launch_id] = len(self.kernels)
-        self.kernels.append(kernel)
-        self.indices.append(parse_count(launch_id, position))
-        self.attributes.append(attributes)
-        self.sections.append([])
-        return position
+        return self.new_launches([launch_id], [kernel], [attributes])
+
+    def new_launches(self, launch_ids: Sequence[str], kernels: Sequence[str],
+                     attributes: Sequence[dict[str, str]]) -> int:
+        """Add launches new to the table (the bulk path adds them all at once); the last one's position."""
+        first = len(self.kernels)
+        positions = range(first, first + len(launch_ids))
+        self.positions.update(zip(launch_ids, positions))
+        self.kernels.extend(kernels)
+        self.indices.extend(map(parse_count, launch_ids, positions))
+        self.attributes.extend(attributes)
+        self.sections.extend([] for _ in positions)
+        return positions[-1]
 
     def add_rule(self, position: int, row: Sequence[str]) -> None:
         """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
