@@ -134,6 +134,18 @@ TEXTS = ["0", "38560", "5,323,503,232.00", "1.3746e+11", "28.05%", "n/a", "", " 
          "nan", "-inf", "1_000", "0.00040624"]
 
 
+@pytest.mark.parametrize(("units", "base", "values"), [
+    (["second", "usecond"], "second", [2.0, 2e-6]),
+    (["usecond", "second"], "second", [2e-6, 2.0]),
+    (["byte/second", "Gbyte/second"], "byte/second", [2.0, 2e9]),
+])
+def test_every_row_gets_its_base_unit_whatever_order_the_units_come_in(units, base, values) -> None:
+    # Hypothesis found ('byte/second', 'Gbyte/second'): the second row's value was converted but its
+    # unit kept; with sorted categories the same befell 'usecond' after 'second'.
+    columns = metric_columns(["Duration"] * 2, units, ["2", "2"])
+    assert list(columns["unit"]) == [base, base] and list(columns["value"]) == pytest.approx(values)
+
+
 @given(st.lists(st.tuples(st.sampled_from(["Duration", "dram__bytes.sum", "SM Frequency", "x"]),
                           st.sampled_from(UNITS), st.sampled_from(TEXTS)), max_size=40))
 def test_column_conversion_equals_the_row_by_row_one(rows: list[tuple[str, str, str]]) -> None:

@@ -371,7 +371,7 @@ def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[s
     bases = [k[2] for k in kinds]
     unit_codes = np.array(codes, dtype=np.int64)
     base_names = list(dict.fromkeys([*bases, *tool_units.categories]))
-    if base_names != list(tool_units.categories):
+    if bases != list(tool_units.categories):  # some unit is not its own base unit
         to_base = np.array([base_names.index(base) for base in bases] + [-1])
         unit_codes = to_base[codes]
     text = None
