@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from gpuprof import ops
-from gpuprof.timing import time_calls
+from gpuprof.workloads import ops
+from gpuprof.workloads.timing import time_calls
 from gpuprof.workloads import numpy_engine
 
 ROUNDS = 7
@@ -33,7 +33,7 @@ def bare(call_args: tuple, op: str) -> list[float]:
 
 
 def compare(op: str, size: str) -> None:
-    from gpuprof.sizes import parse_size
+    from gpuprof.model.sizes import parse_size
 
     shape = ops.shape_for_size(op, parse_size(size), "float32")
     rng = np.random.default_rng(0)

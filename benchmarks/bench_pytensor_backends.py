@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from gpuprof import ops, workloads
-from gpuprof.sizes import parse_size
-from gpuprof.timing import time_calls
+from gpuprof import workloads
+from gpuprof.workloads import ops
+from gpuprof.model.sizes import parse_size
+from gpuprof.workloads.timing import time_calls
 from gpuprof.workloads.reference import SCALAR, make_inputs
 
 ROUNDS = 300

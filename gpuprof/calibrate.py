@@ -27,9 +27,9 @@ from typing import Any
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
 from gpuprof.model import ANALYTIC, CALIBRATED, TIMED, Launch, Metric, Run
-from gpuprof.sizes import format_bytes
+from gpuprof.model.sizes import format_bytes
 from gpuprof.store import Store
-from gpuprof.timing import time_calls
+from gpuprof.workloads.timing import time_calls
 
 KIND = "calibration"
 FORMAT = "cpu-calibrate"

@@ -84,7 +84,7 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
     """Read each file and store its Run; returns the runs in order.
 
     With ``join``, the files are one application's, each holding some of the metrics
-    (:mod:`gpuprof.joining`): they are stored as one run, or, when one cannot be read, not at
+    (:mod:`gpuprof.readers.joining`): they are stored as one run, or, when one cannot be read, not at
     all. ``gpu`` names the GPU (a device-table name or key) for files that do not name theirs;
     ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`).
 
@@ -92,7 +92,7 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
     run is stored; ``added`` is False when the same file was already in the store.
     """
-    from gpuprof import joining
+    from gpuprof.readers import joining
     from gpuprof.devices import gpu_table
     from gpuprof.store import open_store
 

@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.errors import InputError
 from gpuprof.model import TIMED, Launch, Metric, Run
-from gpuprof.sizes import format_bytes, parse_size
-from gpuprof.timing import Progress
+from gpuprof.model.sizes import format_bytes, parse_size
+from gpuprof.workloads.timing import Progress
 
 CACHE_MODES = ("warm", "cold")
 DEVICES = ("auto", "cpu", "cuda")
@@ -177,7 +177,7 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     from gpuprof import workloads
     from gpuprof.devices import clock_probe, cpu
     from gpuprof.energy import open_energy
-    from gpuprof.timing import time_calls
+    from gpuprof.workloads.timing import time_calls
     from gpuprof.workloads import compile_time
     from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
 

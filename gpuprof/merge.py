@@ -1,6 +1,6 @@
 """Results from several machines in one store, each run once.
 
-Inputs may be results stores (SQLite), portable run files (JSON lines from :mod:`gpuprof.export`)
+Inputs may be results stores (SQLite), portable run files (JSON lines from :mod:`gpuprof.store.runfile`)
 or profiler outputs any reader recognises. Runs are matched by ``run_id``: merging the same input
 twice, or two stores that share runs, adds nothing twice. A profiler output has no id of its own,
 so its runs get one from the file's sha256, and merging that file again is a no-op as well.
@@ -52,7 +52,7 @@ def _profiler_runs(path: Path) -> tuple[list[Run], str]:
 
 def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
     """The runs in one input, what kind of input it was, and notes on anything skipped."""
-    from gpuprof import export
+    from gpuprof.store import runfile as export
     from gpuprof.store import open_store
 
     path = Path(path)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import catalog
+from gpuprof.model import catalog
 from gpuprof.errors import (CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError)
 from gpuprof.launch import process, profilers
 from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S

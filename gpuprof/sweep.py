@@ -34,11 +34,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.errors import DeviceError, GpuprofError, InputError
 from gpuprof.measure import CACHE_MODES
 from gpuprof.model import Run
-from gpuprof.sizes import format_bytes, parse_size
+from gpuprof.model.sizes import format_bytes, parse_size
 
 # In ``engines``, the device's default engine (NumPy on a CPU, CuPy on a GPU), so one config serves both.
 DEVICE_DEFAULT = "default"

@@ -101,7 +101,7 @@ def test_an_unstable_ceiling_is_stored_but_never_used() -> None:
 
 
 def test_timing_goes_on_until_the_fastest_calls_agree(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpuprof import timing
+    from gpuprof.workloads import timing
 
     class Clock:
         now = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpuprof import catalog
+from gpuprof.model import catalog
 
 _NCU_NAME = re.compile(r"^[a-z0-9]+__[a-z0-9_.]+$")
 

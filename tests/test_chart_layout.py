@@ -126,7 +126,7 @@ def assert_readable(saved: list[list[str]], at_least: int) -> None:
 def cpu_runs() -> list[gpuprof.model.Run]:
     """Runs gpuprof makes on this machine's CPU: the study's six ops at two sizes."""
     return [gpuprof.run(op, size, device="cpu", save=False, repeat=3, warmup=1, counters=False)
-            for op in gpuprof.ops.OPS for size in ("1MB", "4MB")]
+            for op in gpuprof.workloads.ops.OPS for size in ("1MB", "4MB")]
 
 
 def invoke(*args: str) -> None:

@@ -16,7 +16,7 @@ from gpuprof.compare import comparison, short_name, study_table
 from gpuprof.devices.peaks import Peaks
 from gpuprof.importing import read_file
 from gpuprof.model import TIMED, Launch, Metric, Run
-from gpuprof.ops import get_op
+from gpuprof.workloads.ops import get_op
 from gpuprof.store import open_store
 from fixture_paths import FIXTURES
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gpuprof import joining, readers
+from gpuprof import readers
+from gpuprof.readers import joining
 from gpuprof.cli import main
 from gpuprof.derive import counters, tensor
 from gpuprof.importing import import_files, kernel_table, read_file

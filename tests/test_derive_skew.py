@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuprof import joining, readers
+from gpuprof import readers
+from gpuprof.readers import joining
 from gpuprof.derive import counters
 from gpuprof.importing import read_file
 from fixture_paths import FIXTURES

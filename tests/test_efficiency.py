@@ -9,7 +9,7 @@ from importlib import resources
 import pandas as pd
 import pytest
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.derive.efficiency import (VS_DATASHEET, VS_ROOFLINE, VS_RUN_CLOCK, efficiencies,
                                        implied_clock_hz, implied_peak, roofline_ceiling)
 from gpuprof.devices import gpu_table

@@ -1,6 +1,6 @@
 """Portable run files survive a writer killed mid-line."""
 
-from gpuprof import export
+from gpuprof.store import runfile as export
 from gpuprof.model import Launch, Metric, Run
 
 

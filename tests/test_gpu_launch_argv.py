@@ -12,7 +12,7 @@ import re
 import pytest
 from fakes.environment import FAKES, FIXTURES, calls, isolate_discovery, search_path, use_stand_ins
 
-from gpuprof import catalog
+from gpuprof.model import catalog
 from gpuprof.errors import InputError, ProfilerError
 from gpuprof.launch import discovery, ncu, nvprof, profilers
 from gpuprof.launch.profilers import ProfileOptions

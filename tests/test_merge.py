@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from gpuprof import export
+from gpuprof.store import runfile as export
 from gpuprof.cli import main
 from gpuprof.errors import StoreError
 from gpuprof.merge import collect, merge

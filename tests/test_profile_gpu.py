@@ -22,7 +22,8 @@ import pytest
 from click.testing import CliRunner, Result
 from fakes.environment import FIXTURES, calls, stand_in_gpu, use_stand_ins
 
-from gpuprof import catalog, profile
+from gpuprof import profile
+from gpuprof.model import catalog
 from gpuprof.cli import main
 from gpuprof.devices import gpu_detect
 from gpuprof.errors import Interrupted, ProfilerError

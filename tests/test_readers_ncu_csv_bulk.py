@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuprof import tables
+from gpuprof.model import tables
 from gpuprof.model import Run
 from gpuprof.readers import _ncu_csv_bulk, ncu_csv
 from gpuprof.readers._text import metric_columns, metric_maker

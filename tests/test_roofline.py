@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.text import Text
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.cli import main
 from gpuprof.derive.roofline import POINT_COLUMNS, device_ceilings, drawable, points
 from gpuprof.devices import gpu_table

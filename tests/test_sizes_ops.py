@@ -2,9 +2,9 @@
 
 import pytest
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.errors import InputError
-from gpuprof.sizes import format_bytes, parse_size
+from gpuprof.model.sizes import format_bytes, parse_size
 
 
 @pytest.mark.parametrize("text, expected", [

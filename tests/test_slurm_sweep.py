@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuprof import export
+from gpuprof.store import runfile as export
 from gpuprof.errors import InputError
 from gpuprof.launch.slurm import (MANIFEST, SlurmOptions, SlurmPoint, SlurmProgress, _additional, _jobs_plan,
                                   run_points_on_slurm, sweep_on_slurm)

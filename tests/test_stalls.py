@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuprof import catalog
+from gpuprof.model import catalog
 from gpuprof.derive import stalls
 from gpuprof.derive.stalls import (InstructionSamples, classify, explain, fold_to_nvprof, hot_spots,
                                    metric_value, stall_comparison, stall_profiles)

@@ -6,8 +6,8 @@ import pandas as pd
 
 from gpuprof.derive.stats import timing_stats
 from gpuprof.render import emit
-from gpuprof.timing import time_calls
-from gpuprof.units import human, parse_number, split_value_unit, to_base
+from gpuprof.workloads.timing import time_calls
+from gpuprof.model.units import human, parse_number, split_value_unit, to_base
 
 
 def test_timing_stats_by_hand():

@@ -45,7 +45,7 @@ def test_an_unstorable_value_is_refused_when_the_run_is_built():
 
 
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
-    from gpuprof import store_columns
+    from gpuprof.store import columns as store_columns
 
     real = store_columns.encode
     # every column twice: the second insert of a column breaks its primary key mid-transaction
@@ -93,7 +93,7 @@ def test_metrics_frame_long_format():
 def test_launch_attributes_come_back_as_they_went_in(attributes, encoding):
     import json
 
-    from gpuprof import store_columns
+    from gpuprof.store import columns as store_columns
 
     found, data = store_columns._keyed(attributes)
     assert found == encoding
@@ -104,7 +104,7 @@ def test_a_nan_attribute_is_stored_as_json_not_dropped():
     import json
     import math
 
-    from gpuprof import store_columns
+    from gpuprof.store import columns as store_columns
 
     found, data = store_columns._keyed([{"cc": "8.0"}, {"x": float("nan")}])
     assert found == "json" and math.isnan(json.loads(data)[1]["x"])

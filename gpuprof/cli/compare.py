@@ -6,7 +6,7 @@ import click
 
 from gpuprof.cli.common import FormatChoice, echo, handle_errors, note, output_file, wide_option
 
-from gpuprof.ops import OPS
+from gpuprof.workloads.ops import OPS
 
 
 @click.command()

@@ -43,7 +43,7 @@ def export(out: str, kind: str, append: bool, store_path: str | None) -> None:
 
     OUT is replaced (written beside it, then renamed over it); --append adds to it instead.
     """
-    from gpuprof import export as run_file
+    from gpuprof.store import runfile as run_file
     from gpuprof.store import open_store
 
     with open_store(store_path, read_only=True) as store:

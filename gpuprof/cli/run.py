@@ -11,7 +11,7 @@ from click.core import ParameterSource
 
 from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
 
-from gpuprof.ops import DTYPES, OPS
+from gpuprof.workloads.ops import DTYPES, OPS
 from gpuprof.workloads import ENGINES
 
 

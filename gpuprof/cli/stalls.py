@@ -15,7 +15,7 @@ import click
 from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, output_file
 
 from gpuprof.derive.stalls import NVPROF, PCSAMP, PCT, RATIO
-from gpuprof.ops import OPS
+from gpuprof.workloads.ops import OPS
 
 BASES = (RATIO, PCT, PCSAMP, NVPROF)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuprof.derive.summary import Quantity
 from gpuprof.model import TIMED, Run
-from gpuprof.units import human
+from gpuprof.model.units import human
 from gpuprof.workloads.compile_time import FIRST_CALL, PHASE, PREPARE
 
 

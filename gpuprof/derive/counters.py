@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import catalog
+from gpuprof.model import catalog
 from gpuprof.model import Launch, Run
 
 if TYPE_CHECKING:

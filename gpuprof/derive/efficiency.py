@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from gpuprof.devices.peaks import Peaks
-from gpuprof.units import human
+from gpuprof.model.units import human
 
 VS_DATASHEET = "vs-datasheet-peak"
 VS_RUN_CLOCK = "vs-peak-at-run-clock"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.derive.summary import Quantity
 from gpuprof.model import DERIVED, MEASURED, Launch, Run
 

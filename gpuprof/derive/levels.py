@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from gpuprof import catalog
+from gpuprof.model import catalog
 from gpuprof.derive.counters import Counters, aliases, also_per_launch, choose, kernel_time
 from gpuprof.devices import gpu_table
 

@@ -19,7 +19,7 @@ from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
 from gpuprof.derive.summary import Quantity, run_peaks
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import DERIVED, MEASURED, Run
-from gpuprof.units import human
+from gpuprof.model.units import human
 
 if TYPE_CHECKING:
     import numpy as np

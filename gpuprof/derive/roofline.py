@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import GpuprofError, InputError
 from gpuprof.model import ANALYTIC, MEASURED, PEAK_TABLE, Run

@@ -11,7 +11,7 @@ is checked where it can be and flagged where it cannot:
 * a file that counts SASS instructions and gives time only as cycles / clock: the note says that
   time is unchecked.
 
-Two files of the same launches that disagree are :mod:`gpuprof.joining`'s to report.
+Two files of the same launches that disagree are :mod:`gpuprof.readers.joining`'s to report.
 """
 
 from __future__ import annotations

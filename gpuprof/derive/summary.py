@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.derive.stats import TimingStats, timing_stats
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import ANALYTIC, CALIBRATED, DERIVED, MEASURED, TIMED, Run

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from gpuprof import catalog
+from gpuprof.model import catalog
 from gpuprof.derive.counters import Counters, aliases, also_per_launch
 
 if TYPE_CHECKING:

@@ -131,7 +131,7 @@ def _folded(frame: pd.DataFrame) -> pd.DataFrame:
 def _clock(side: Side, frame: pd.DataFrame) -> str:
     """The clock a side's numbers were taken at: recorded with a measured run, or the SM clock
     the profiler measured (median over launches)."""
-    from gpuprof.units import human
+    from gpuprof.model.units import human
 
     found = [f"{human(r.device['clock_during_run_hz'], 'hertz')} "
              f"({r.device.get('clock_during_run_source', 'recorded')})"

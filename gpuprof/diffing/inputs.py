@@ -69,7 +69,7 @@ def _sweep(name: str, store_path: str | Path | None) -> Side:
 
 
 def _file(path: Path) -> Side:
-    from gpuprof import export
+    from gpuprof.store import runfile as export
     from gpuprof.importing import read_file
 
     with open(path, "rb") as handle:

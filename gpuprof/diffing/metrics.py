@@ -72,7 +72,7 @@ def derived() -> dict[str, Spec]:
 
 def catalog_spec(name: str) -> Spec:
     """A catalog metric shown as the profiler gave it: no direction, no total."""
-    from gpuprof import catalog
+    from gpuprof.model import catalog
 
     entry = catalog.entries()[name]
     return Spec(name, entry.unit, 0, meaning=entry.description)
@@ -94,7 +94,7 @@ def stall_names() -> frozenset[str]:
 
 def spec(name: str) -> Spec:
     """The Spec of a row or gate name (aliases resolved); InputError for an unknown name."""
-    from gpuprof import catalog
+    from gpuprof.model import catalog
 
     name = ALIASES.get(name, name)
     if name in derived():

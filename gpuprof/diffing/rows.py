@@ -134,7 +134,7 @@ def _basis(a: str, b: str) -> str:
 
 
 def _catalog() -> set[str]:
-    from gpuprof import catalog
+    from gpuprof.model import catalog
 
     return set(catalog.entries())
 

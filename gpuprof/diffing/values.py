@@ -130,7 +130,7 @@ def imported(run: Run) -> pd.DataFrame:
     the metric table for every name needed here too) and the device table's peaks."""
     import pandas as pd
 
-    from gpuprof import catalog
+    from gpuprof.model import catalog
     from gpuprof.derive import counters as k
 
     launches = run.launch_table
@@ -218,7 +218,7 @@ def _origins(run: Run, names: dict[str, np.ndarray]) -> dict[str, str]:
 
 def workload_key(run: Run) -> tuple[str, str, str, str]:
     """(op, shape, dtype, engine): how measured runs are matched."""
-    from gpuprof import ops
+    from gpuprof.workloads import ops
 
     w = run.workload or {}
     return (str(w.get("op", "")), ops.shape_text(tuple(w.get("shape", ()))), str(w.get("dtype", "")),
@@ -230,7 +230,7 @@ def measured(run: Run) -> pd.DataFrame:
     FLOPs and bytes, rates, efficiencies against the ceilings recorded with the run)."""
     import pandas as pd
 
-    from gpuprof import ops
+    from gpuprof.workloads import ops
     from gpuprof.derive.efficiency import BYTE_RATE, VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
     from gpuprof.derive.summary import run_peaks, timings
 

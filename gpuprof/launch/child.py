@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.errors import DeviceError, GpuprofError
 from gpuprof.launch.gpu_workload import Workload
 

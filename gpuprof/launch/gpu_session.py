@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import errors, ops
+from gpuprof import errors
+from gpuprof.workloads import ops
 from gpuprof.errors import DeviceError, GpuprofError, InputError, ProfilerError
 from gpuprof.launch import process, profilers
 from gpuprof.model import TIMED, Launch, Metric, Run

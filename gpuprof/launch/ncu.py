@@ -39,7 +39,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpuprof import catalog
+from gpuprof.model import catalog
 from gpuprof.launch import profilers
 from gpuprof.launch.profilers import ProfileOptions
 from gpuprof.model import Launch

@@ -8,7 +8,7 @@ API (what ``gpuprof sweep CONFIG --slurm`` calls)::
 - ``points``: :class:`SlurmPoint` (key, :class:`gpuprof.measure.RunSettings`, sweep tag).
 - ``options``: :class:`SlurmOptions`, from the config's ``[slurm]`` table and ``--slurm-*`` options.
 - ``result_dir``: a folder on the filesystem the compute nodes share. Each job appends its runs to its
-  own JSON-lines file there with :func:`gpuprof.export.append` as each point finishes (SQLite is not
+  own JSON-lines file there with :func:`gpuprof.store.runfile.append` as each point finishes (SQLite is not
   safe over NFS); submitit's pickles and logs go to ``result_dir/logs``; ``jobs.jsonl`` lists what
   was submitted.
 - ``progress_callback`` gets a :class:`SlurmProgress` per job submitted, attached, finished or failed;
@@ -188,7 +188,7 @@ def measure_points(points: list[SlurmPoint], result_file: str) -> list[tuple[str
     """
     import tempfile
 
-    from gpuprof import export
+    from gpuprof.store import runfile as export
     from gpuprof.measure import measure
 
     path = Path(result_file)
@@ -284,7 +284,7 @@ class _Job:
 def _collect(result_dir: Path, wanted: dict[tuple[str, str], SlurmPoint],
              files: Iterable[Path] | None = None) -> dict[tuple[str, str], Run]:
     """Runs for wanted points found in the job result files (first one per point)."""
-    from gpuprof import export
+    from gpuprof.store import runfile as export
 
     found: dict[tuple[str, str], Run] = {}
     for path in sorted(files if files is not None else result_dir.glob("runs-*.jsonl")):

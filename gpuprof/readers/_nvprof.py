@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof import units
+from gpuprof.model import units
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
 from gpuprof.readers._text import (ToolLog, column_spans, csv_records, ends_with_newline, is_csv_header,

@@ -31,10 +31,10 @@ from itertools import repeat
 from pathlib import Path
 from typing import TextIO
 
-from gpuprof.catalog import canonical
+from gpuprof.model.catalog import canonical
 from gpuprof.errors import ProfilerError
 from gpuprof.model import MEASURED, Metric
-from gpuprof.units import parse_number, scale
+from gpuprof.model.units import parse_number, scale
 
 # "==PROF== ...", "==WARNING== ...", "==ERROR== ...", "==21206== ..." (nvprof, the PID) and
 # "======== Warning: ..." (nvprof before it knows a PID).
@@ -335,7 +335,7 @@ def metric_maker(origin: str = MEASURED) -> Callable[[str, str, str], Metric]:
 
 def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[str],
                    origin: str = MEASURED) -> dict[str, object]:
-    """The metric-table columns (:mod:`gpuprof.tables`: metric, canonical, value, text, unit,
+    """The metric-table columns (:mod:`gpuprof.model.tables`: metric, canonical, value, text, unit,
     origin) of whole columns of a tool's (name, unit, value text) cells, with the values
     :func:`metric_maker` gives row by row.
 

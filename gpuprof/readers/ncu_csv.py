@@ -22,7 +22,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from gpuprof import tables
+from gpuprof.model import tables
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
 from gpuprof.readers import _ncu_csv_bulk as _bulk

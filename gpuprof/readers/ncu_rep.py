@@ -13,7 +13,8 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import catalog, tables
+from gpuprof.model import catalog
+from gpuprof.model import tables
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
 from gpuprof.readers._text import metric_columns

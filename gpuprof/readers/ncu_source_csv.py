@@ -62,7 +62,7 @@ def _blocks(path: Path) -> list[tuple[str, list[dict[str, str]], list[str]]]:
 
 
 def _number(cell: str) -> float:
-    from gpuprof.units import parse_number
+    from gpuprof.model.units import parse_number
 
     value = parse_number(cell)
     return 0.0 if value is None else value

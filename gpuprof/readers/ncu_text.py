@@ -38,7 +38,7 @@ from pathlib import Path
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, open_text
-from gpuprof.units import parse_locale_number
+from gpuprof.model.units import parse_locale_number
 
 NAME = "ncu-text"
 DESCRIPTION = ("Nsight Compute console output: details page (ncu [--metrics ...] without --csv) and "

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof import units
+from gpuprof.model import units
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
 from gpuprof.readers._text import column_spans, ends_with_newline, open_text, split_csv_line

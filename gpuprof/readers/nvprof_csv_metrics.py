@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuprof import catalog
+from gpuprof.model import catalog
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Metric, Run
 from gpuprof.readers import _nvprof

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuprof import units as units_lib
+from gpuprof.model import units as units_lib
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.readers import _nvprof

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError
 from gpuprof.model import DERIVED, MEASURED, Launch, Metric, Run
-from gpuprof.units import parse_locale_number as perf_number, to_base
+from gpuprof.model.units import parse_locale_number as perf_number, to_base
 
 NAME = "perf-stat"
 DESCRIPTION = "Linux perf stat counts (human table or -x, CSV; -I, -A, --per-core, -G, -o, -r)"

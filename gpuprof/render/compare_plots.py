@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
     import pandas as pd

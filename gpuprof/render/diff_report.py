@@ -65,7 +65,7 @@ def view(frame: pd.DataFrame) -> pd.DataFrame:
     JSON and JUnit."""
     import pandas as pd
 
-    from gpuprof.units import human
+    from gpuprof.model.units import human
 
     def shown(value: Any, unit: str) -> str:
         return human(float(value), unit) if _number(value) else ""

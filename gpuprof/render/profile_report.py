@@ -56,7 +56,7 @@ def kernel_frame(runs: Sequence[Run]) -> pd.DataFrame:
 
 
 def _row(quantity: str, value: float | str | None, unit: str, origin: str, basis: str, people: bool) -> dict[str, object]:
-    from gpuprof.units import human
+    from gpuprof.model.units import human
 
     shown = human(value, "" if unit == "event" else unit) if people and isinstance(value, (int, float)) else value
     return {"quantity": quantity, "value": shown, **({} if people else {"unit": unit}), "origin": origin, "basis": basis}

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.errors import InputError
-from gpuprof.units import human
+from gpuprof.model.units import human
 
 if TYPE_CHECKING:
     import pandas as pd

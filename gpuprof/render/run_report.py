@@ -6,12 +6,12 @@ import textwrap
 
 import pandas as pd
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.derive.summary import quantities
 from gpuprof.model import Run
 from gpuprof.render import emit, table_width
-from gpuprof.sizes import format_bytes
-from gpuprof.units import human
+from gpuprof.model.sizes import format_bytes
+from gpuprof.model.units import human
 
 
 def header(run: Run) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.errors import EngineError
 
 SCALAR = 1.5  # the s of the scalar op, C = s·A

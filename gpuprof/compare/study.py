@@ -18,7 +18,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import MEASURED
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from gpuprof import store_columns
+from gpuprof.store import columns as store_columns
 from gpuprof.errors import StoreError
 from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run
 
@@ -29,7 +29,7 @@ DEFAULT_PATH = Path("reports") / "gpuprof.sqlite"
 BUSY_SECONDS = 60  # how long a writer waits for another one before giving up
 _READ_FIX = "the file may be damaged; give another path with --store or $GPUPROF_STORE"
 
-# Version 2: a run's tables are stored whole, one BLOB per column (gpuprof.store_columns), so a
+# Version 2: a run's tables are stored whole, one BLOB per column (gpuprof.store.columns), so a
 # million metric rows are written and read in well under a second; version 1 wrote one row per
 # metric (kept below to read old stores and migrate them on their first write).
 _SCHEMA = """

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof import tables
+from gpuprof.model import tables
 from gpuprof.derive import skew
 from gpuprof.errors import InputError
 from gpuprof.model import Run

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import tables as _tables
+from gpuprof.model import tables as _tables
 
 if TYPE_CHECKING:
     import numpy as np
@@ -89,7 +89,7 @@ def _now() -> str:
 class Run:
     """Everything one measurement or one imported file produced, stored once, rendered many times.
 
-    Its measurements live in two columnar tables (:mod:`gpuprof.tables`): ``metric_table``, one row
+    Its measurements live in two columnar tables (:mod:`gpuprof.model.tables`): ``metric_table``, one row
     per launch × metric, and ``launch_table``, one row per launch. Give either ``launches`` (Launch
     objects, for producers of a few launches) or ``tables`` (for readers of big files); ``launches``
     reads them back as objects. A run is a value once built: change it by building another.
@@ -140,7 +140,7 @@ class Run:
 
     def lookup(self, keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
         """Per launch, the number each of ``keys`` (canonical or tool metric names) gives, as
-        :meth:`Launch.value` finds it, NaN where none; and each key's unit (see :func:`gpuprof.tables.lookup`)."""
+        :meth:`Launch.value` finds it, NaN where none; and each key's unit (see :func:`gpuprof.model.tables.lookup`)."""
         return _tables.lookup(self.metric_table, len(self.launch_table), keys)
 
     def to_dict(self) -> dict[str, Any]:

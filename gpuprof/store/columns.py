@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 from gpuprof.errors import StoreError
 
-# (table, column, encoding) in the order they are written; the tables' layout is gpuprof.tables'.
+# (table, column, encoding) in the order they are written; the tables' layout is gpuprof.model.tables'.
 LAYOUT = (
     ("launches", "kernel", "category"), ("launches", "index", "npy"), ("launches", "device", "category"),
     ("launches", "invocations", "npy"), ("launches", "attributes", "keyed"),
@@ -125,7 +125,7 @@ def decode(parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metri
     import numpy as np
     import pandas as pd
 
-    from gpuprof import tables
+    from gpuprof.model import tables
 
     sizes = {"launches": launches, "metrics": metrics}
     columns: dict[str, dict[str, object]] = {"launches": {}, "metrics": {}}

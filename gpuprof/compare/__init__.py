@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import ops
+from gpuprof.workloads import ops
 from gpuprof.derive.efficiency import (
     BYTE_RATE,
     FLOP_RATE,
@@ -31,8 +31,8 @@ from gpuprof.derive.efficiency import (
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
 from gpuprof.model import CALIBRATED, DERIVED, MEASURED, Run
-from gpuprof.sizes import parse_size
-from gpuprof.units import human
+from gpuprof.model.sizes import parse_size
+from gpuprof.model.units import human
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -148,7 +148,7 @@ def ceilings_for(run: Run, runs: list[Run]) -> list[Peaks]:
 
 def reference_rows() -> tuple[list[dict[str, Any]], dict[str, list[Peaks]]]:
     """The study's published rows (three devices) and the device table's peaks for each."""
-    from gpuprof import reference
+    from gpuprof.compare import study as reference
 
     rows: list[dict[str, Any]] = []
     peaks = {reference.device_label(gpu): [reference.peaks(gpu)] for gpu in reference.GPUS}
@@ -228,7 +228,7 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
     if reference:
         paper, paper_peaks = reference_rows()
         if rows and wanted & {"sigmoid", "tanh"} & {r["op"] for r in rows}:
-            from gpuprof.reference import FLOP_COUNT_NOTE
+            from gpuprof.compare.study import FLOP_COUNT_NOTE
 
             notes.append(FLOP_COUNT_NOTE)
         rows += [r for r in paper if r["op"] in wanted and r["dtype"] == dtype]
