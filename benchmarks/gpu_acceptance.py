@@ -128,16 +128,34 @@ def plan(part: str, nvprof: bool) -> list[Case]:
 class Gpuprof:
     """The ``gpuprof`` command in a child process, run in OUT (so reports/ lands there)."""
 
+    command: tuple[str, ...] = (sys.executable, "-m", "gpuprof")
+
     def __init__(self, out: Path) -> None:
         self.out = out
 
     def __call__(self, args: list[str], timeout: float = CASE_TIMEOUT_S) -> tuple[int, str, str]:
-        try:
-            done = subprocess.run([sys.executable, "-m", "gpuprof", *args], cwd=self.out, capture_output=True,
-                                  text=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            return 124, "", f"did not finish within {timeout:g} s"
-        return done.returncode, done.stdout, done.stderr
+        return run_command([*self.command, *args], self.out, timeout)
+
+
+def run_command(argv: list[str], cwd: Path, timeout: float) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``argv`` in a session of its own; at ``timeout`` the whole session
+    and everything below it is killed (exit 124): gpuprof runs ncu and the workload in a session of
+    their own, which killing gpuprof alone would orphan, holding the GPU and ncu's lock file."""
+    from gpuprof.launch import process
+
+    child = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill_session(child.pid)
+        stdout, stderr = child.communicate()
+        return 124, stdout, stderr + f"\ndid not finish within {timeout:g} s: its process session was killed"
+    except BaseException:  # Ctrl-C or SIGTERM: nothing of the case may outlive the script
+        process.kill_session(child.pid)
+        child.wait()
+        raise
+    return child.returncode, stdout, stderr
 
 
 class InProcess(Gpuprof):
@@ -237,12 +255,12 @@ def cross_check(gpuprof: Gpuprof, ncu: str, case: Case, result: Result, self_che
             "--dtype", case.dtype, "--engine", case.engine, "--repeat", "1", "--warmup", "1", "--profiled", "1",
             "--batch", "1", "--range", label, "--result", str(folder / "child.json")]
     (folder / "command.json").write_text(json.dumps(argv))
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=CASE_TIMEOUT_S, check=False)
-    (folder / "stderr.txt").write_text(done.stdout + done.stderr)
+    code, stdout, stderr = run_command(argv, folder, CASE_TIMEOUT_S)
+    (folder / "stderr.txt").write_text(stdout + stderr)
     try:
         direct = _counted_flops(folder / "ncu.csv")
     except Exception as error:  # noqa: BLE001 - the summary says what went wrong; the other checks go on
-        return name, FAIL, f"ncu exit {done.returncode}; log unreadable: {error}"
+        return name, FAIL, f"ncu exit {code}; log unreadable: {error}"
     counted = [value for name in result.rows if name.startswith("FLOPs counted (")
                if (value := _value(result, name)) is not None]
     mine = sum(counted) if counted else None

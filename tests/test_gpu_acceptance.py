@@ -130,3 +130,44 @@ def test_the_pack_fits_what_the_lent_machine_hands_back(self_check, tmp_path, mo
     assert (tmp_path / "packed" / "packed.txt").read_text() == (
         "ncu-rep.tar.gz: reports/a/report.ncu-rep\nncu-rep.tar.gz: reports/b/report.ncu-rep\n"
         "left out (over 0 MiB): reports/c/report.ncu-rep\n")
+
+
+HANGING_GPUPROF = """
+import os, subprocess, sys, time
+# like gpuprof run: the profiler in a session of its own, which starts the workload
+profiler = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                             "w = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+                             "open(sys.argv[1], 'w').write(str(w.pid)); time.sleep(120)", sys.argv[1] + ".workload"],
+                            start_new_session=True)
+open(sys.argv[1], "w").write(str(profiler.pid))
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(") ", 1)[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_timed_out_case_leaves_no_profiler_or_workload_running(tmp_path, monkeypatch) -> None:
+    """A stand-in gpuprof that starts a profiler in its own session, which starts a workload, and
+    hangs: the case's time-out kills all three (before, only the stand-in gpuprof was killed)."""
+    script = tmp_path / "hang.py"
+    script.write_text(HANGING_GPUPROF)
+    pids = tmp_path / "pids"
+    gpuprof = acceptance.Gpuprof(tmp_path)
+    monkeypatch.setattr(gpuprof, "command", (sys.executable, str(script), str(pids)))
+    import time
+
+    began = time.monotonic()
+    code, _, stderr = gpuprof(["run"], timeout=3)
+    assert code == 124 and "did not finish within 3 s" in stderr and time.monotonic() - began < 10
+    profiler, workload = int(pids.read_text()), int(Path(f"{pids}.workload").read_text())
+    deadline = time.monotonic() + 5
+    while (_alive(profiler) or _alive(workload)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(profiler), "the profiler was left running"
+    assert not _alive(workload), "the workload was left running"
