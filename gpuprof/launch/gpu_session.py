@@ -260,7 +260,7 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     run_dir = options.reports_dir / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     profile = profilers.ProfileOptions(nvtx_range(settings.op, shape, settings.dtype), options.clock_control,
-                                       options.cache_control, options.replay_mode)
+                                       options.cache_control, options.replay_mode, cc=_cc(info))
     profiled = options.profiled if choice.backend != "none" else 0
     child = child_command(settings, shape, requested, profiled, run_dir / RESULT_NAME, options.batch)
     module = choice.module() if choice.backend != "none" else None

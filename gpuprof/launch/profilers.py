@@ -69,6 +69,7 @@ class ProfileOptions:
     launch_count: int | None = None         # launches profiled at most
     target_processes: str | None = None     # "all": also the processes the command starts (MPI ranks)
     from_start: bool = False                # nvprof: profile from the start, not from cudaProfilerStart
+    cc: tuple[int, int] | None = None       # the GPU's compute capability: ncu's chip for its metric list
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("--clock-control", self.clock_control, CLOCK_CONTROLS),
@@ -141,6 +142,11 @@ def _probe_executable(path: str) -> Probe:
     if kind is None:
         return Probe(guess, path, None, f"'{path} --version' does not name Nsight Compute or nvprof")
     return Probe(kind, path, found.group(1))
+
+
+def executable_version(path: str) -> str | None:
+    """The version ``path --version`` reports (probed once per executable), None when it reports none."""
+    return _probe_executable(os.path.realpath(path)).version
 
 
 def _cc_text(cc: tuple[int, int] | None) -> str:
