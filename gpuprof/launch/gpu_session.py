@@ -149,7 +149,7 @@ def child_command(settings: RunSettings, shape: tuple[int, ...], engine: str, pr
 
 
 def _execute(argv: list[str], run_dir: Path, timeout: float) -> int:
-    """Run ``argv`` with stdout/stderr kept in the run folder (one process group, so a timeout or
+    """Run ``argv`` with stdout/stderr kept in the run folder (its own session, so a timeout or
     Ctrl-C stops the profiler together with the workload it launched); its exit code. A stopped
     workload child leaves no result to read, so it is killed at once (no grace)."""
     try:
