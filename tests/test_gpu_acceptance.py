@@ -304,3 +304,23 @@ def test_sigterm_writes_the_summary_and_the_pack(tmp_path) -> None:
     results = json.loads((into / "results.json").read_text())["results"]
     assert len(results) == 7 and results[-1]["checks"][0] == ["ran", "not run", "stopped by SIGTERM before this case"]
     assert (into / "raw.tar.gz").is_file()
+
+
+def test_the_live_framework_tests_skip_where_pytensor_is_absent(tmp_path) -> None:
+    """A GPU node with JAX and PyTorch on CUDA but no PyTensor: the probe names PyTensor, so the
+    framework tests skip there instead of failing (stand-in jax and torch modules that claim a GPU,
+    and a pytensor that cannot be imported, on PYTHONPATH)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import test_gpu_live
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    (tmp_path / "jax.py").write_text("def devices(kind):\n    return ['stand-in gpu']\n")
+    (tmp_path / "torch.py").write_text("class cuda:\n    is_available = staticmethod(lambda: True)\n")
+    (tmp_path / "pytensor.py").write_text("raise ModuleNotFoundError(\"No module named 'pytensor'\")\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    for engine in ("pytensor-jax", "pytensor-torch"):
+        assert test_gpu_live.backend_missing(engine, env) == (
+            f"{engine} cannot run on the GPU here: ModuleNotFoundError: No module named 'pytensor'")
+    (tmp_path / "pytensor.py").write_text("")
+    assert test_gpu_live.backend_missing("pytensor-torch", env) is None
