@@ -73,3 +73,24 @@ def test_a_call_that_cannot_be_captured_is_timed_in_a_loop_that_says_so():
     assert how == ("3 back-to-back launch(es) issued from Python (CUDA graph capture failed: RuntimeError: "
                    "cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing), time per "
                    "launch = batch / 3, launch latency included where it exceeds the kernel")
+
+
+@pytest.mark.parametrize(("profiled", "preset", "expected"), [(1, None, "false"), (0, None, None), (1, "true", "true")])
+def test_jax_does_not_preallocate_the_gpu_under_a_profiler(tmp_path, profiled, preset, expected) -> None:
+    """In a fresh child process (the environment is process-global): with --profiled the child turns
+    off JAX's 75 % preallocation before an engine is imported, keeping a value the user set; the
+    workload itself then fails here for want of a GPU, which does not matter to this check."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import os, sys; from gpuprof.launch import child; child.main(sys.argv[1:]); "
+              "print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))")
+    env = {k: v for k, v in os.environ.items() if k != "XLA_PYTHON_CLIENT_PREALLOCATE"}
+    if preset:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = preset
+    done = subprocess.run([sys.executable, "-c", script, "--op", "add", "--shape", "16x16", "--dtype", "float32",
+                           "--engine", "cuda-kernels", "--repeat", "1", "--warmup", "0", "--profiled", str(profiled),
+                           "--range", "r", "--result", str(tmp_path / "child.json")],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.stdout.strip().splitlines()[-1] == str(expected), done.stderr
