@@ -374,7 +374,7 @@ def cross_check(gpuprof: Gpuprof, ncu: str, case: Case, result: Result, self_che
     folder.mkdir(parents=True, exist_ok=True)
     options = dict(zip(case.args[::2], case.args[1::2]))
     label = f"direct:{case.op}"
-    argv = [ncu, "--nvtx", "--nvtx-include", nvtx_filter(label), "--clock-control", "none", "--metrics",
+    argv = [ncu, "--nvtx", "--nvtx-include", nvtx_filter(label, start_end=True), "--clock-control", "none", "--metrics",
             ",".join(f"smsp__sass_thread_inst_executed_op_{p}{o}_pred_on.sum" for p in "fdh" for o in ("add", "mul", "fma")),
             "--csv", "--page", "raw", "--log-file", str(folder / "ncu.csv"),
             sys.executable, "-m", "gpuprof.launch.child", "--op", case.op, "--shape", options["--shape"],
@@ -430,7 +430,8 @@ def profile_and_doctor(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[
     shape, label = SHAPES["elementwise"], "acceptance:profile:add"
     command = [sys.executable, "-m", "gpuprof.launch.child", "--op", "add", "--shape", shape, "--dtype", "float32",
                "--engine", "cuda-kernels", "--repeat", "1", "--warmup", "1", "--profiled", "1", "--batch", "1",
-               "--range", label, "--result", str(gpuprof.out / "profile-child.json")]
+               "--range", label, "--range-kind", "push-pop",  # gpuprof profile --nvtx selects a push/pop range
+               "--result", str(gpuprof.out / "profile-child.json")]
     code, stdout, stderr = gpuprof(["profile", "--store", str(store), "--nvtx", label, "--clock-control", "none",
                                     "--format", "json", "--", *command])
     (gpuprof.out / "profile.txt").write_text(stdout + stderr)

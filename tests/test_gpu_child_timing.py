@@ -94,3 +94,45 @@ def test_jax_does_not_preallocate_the_gpu_under_a_profiler(tmp_path, profiled, p
                            "--range", "r", "--result", str(tmp_path / "child.json")],
                           capture_output=True, text=True, timeout=120, env=env, check=False)
     assert done.stdout.strip().splitlines()[-1] == str(expected), done.stderr
+
+
+class _Nvtx:
+    """Stand-in for cupy.cuda.nvtx that records the range calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def RangeStart(self, name, color):  # noqa: N802 - CuPy's names
+        self.calls.append(("start", name))
+        return 7
+
+    def RangeEnd(self, handle):  # noqa: N802
+        self.calls.append(("end", handle))
+
+    def RangePush(self, name):  # noqa: N802
+        self.calls.append(("push", name))
+
+    def RangePop(self):  # noqa: N802
+        self.calls.append(("pop",))
+
+
+@pytest.mark.parametrize(("kind", "expected"), [("start-end", [("start", "r"), ("end", 7)] * 2),
+                                                ("push-pop", [("push", "r"), ("pop",)] * 2)])
+def test_profiled_calls_open_a_start_end_range_by_default(kind, expected) -> None:
+    """A start/end range holds kernels launched from any thread (XLA and TorchInductor may launch from
+    worker threads); ncu's filter for it has no trailing '/'. Push/pop stays for gpuprof profile's
+    --nvtx, which selects a user's push/pop range."""
+    import types
+
+    from gpuprof.launch import child, ncu
+
+    nvtx = _Nvtx()
+    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        nvtx=nvtx, runtime=types.SimpleNamespace(deviceSynchronize=lambda: None),
+        profiler=types.SimpleNamespace(start=lambda: None, stop=lambda: None)))
+    argv = ["--op", "add", "--shape", "8x8", "--dtype", "float32", "--engine", "cupy", "--repeat", "1",
+            "--warmup", "0", "--profiled", "2", "--range", "r", "--result", "x.json"]
+    args = child.parse(argv + (["--range-kind", kind] if kind == "push-pop" else []))
+    child._profile(cp, lambda: None, args)
+    assert nvtx.calls == expected
+    assert ncu.nvtx_filter("a/b", start_end=True) == r"a\/b" and ncu.nvtx_filter("a/b") == r"a\/b/"

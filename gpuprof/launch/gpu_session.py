@@ -133,7 +133,7 @@ def probe_gpu() -> tuple[bool, str]:
 
 
 def nvtx_range(op: str, shape: tuple[int, ...], dtype: str) -> str:
-    """The NVTX push/pop range around each profiled launch, e.g. ``gpuprof:dot:1024x1024x1024:float32``."""
+    """The NVTX start/end range around each profiled call, e.g. ``gpuprof:dot:1024x1024x1024:float32``."""
     return f"gpuprof:{op}:{ops.shape_text(shape)}:{dtype}"
 
 
@@ -260,7 +260,7 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     run_dir = options.reports_dir / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     profile = profilers.ProfileOptions(nvtx_range(settings.op, shape, settings.dtype), options.clock_control,
-                                       options.cache_control, options.replay_mode, cc=_cc(info))
+                                       options.cache_control, options.replay_mode, cc=_cc(info), nvtx_start_end=True)
     profiled = options.profiled if choice.backend != "none" else 0
     child = child_command(settings, shape, requested, profiled, run_dir / RESULT_NAME, options.batch)
     module = choice.module() if choice.backend != "none" else None

@@ -3,9 +3,13 @@
 The command (every option checked against the Nsight Compute CLI documentation, v2026.1,
 https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html):
 
-* ``--nvtx --nvtx-include "<range>/"`` (section "NVTX Filtering"): profile only kernels inside the
-  push/pop range the workload child opens around each profiled launch; the trailing ``/`` marks a
-  push/pop range of the default domain. Warm-up and event-timed launches run outside it.
+* ``--nvtx --nvtx-include "<range>"`` (section "NVTX Filtering"): profile only kernels inside the
+  start/end range the workload child opens around each profiled launch (a name without a trailing
+  ``/`` is a start/end range of the default domain). A start/end range is a process range: it holds
+  kernels launched from any thread, where a push/pop range holds only those of the thread that
+  pushed it, and XLA or TorchInductor may launch from worker threads (NVIDIA's nsight-python moved to
+  start/end ranges for this reason). ``gpuprof profile --nvtx`` selects a user's push/pop range,
+  ``"<range>/"`` (trailing ``/``). Warm-up and event-timed launches run outside either.
 * ``--metrics a,b,...`` (section "Profile"): the catalog's ncu metrics (time, FLOP counters, DRAM
   bytes, clocks, FMA-pipe ceilings, efficiencies, warp-stall percentages) that this GPU offers; only
   these are collected, no sections. What the GPU offers comes from ``ncu --devices 0
@@ -81,9 +85,9 @@ def to_collect(exe: str, keys: tuple[str, ...] | None = None,
     return profilers.split_offered(metrics(keys), offered(exe, cc), base_name)
 
 
-def nvtx_filter(range_name: str) -> str:
-    """The ``--nvtx-include`` expression for a push/pop range of the default domain."""
-    return _QUANTIFIERS.sub(r"\\\1", range_name) + "/"
+def nvtx_filter(range_name: str, start_end: bool = False) -> str:
+    """The ``--nvtx-include`` expression for a push/pop (or start/end) range of the default domain."""
+    return _QUANTIFIERS.sub(r"\\\1", range_name) + ("" if start_end else "/")
 
 
 def log_path(run_dir: Path) -> Path:
@@ -92,7 +96,8 @@ def log_path(run_dir: Path) -> Path:
 
 def filters(options: ProfileOptions) -> list[str]:
     """The options that choose which launches ncu profiles (NVTX range, kernel name, skip, count, processes)."""
-    argv = ["--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range)] if options.nvtx_range else []
+    argv = ["--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range, options.nvtx_start_end)] \
+        if options.nvtx_range else []
     if options.kernel:
         argv += ["--kernel-name", f"regex:{options.kernel}", "--kernel-name-base", "demangled"]
     if options.launch_skip:
@@ -134,7 +139,8 @@ def passes(launches: list[Launch], log_text: str) -> tuple[list[int], str]:
 def settings(options: ProfileOptions) -> dict[str, Any]:
     return {"clock_control": options.clock_control, "clock_control_text": CLOCK_TEXT[options.clock_control],
             "cache_control": options.cache_control, "replay_mode": options.replay_mode,
-            "nvtx_include": nvtx_filter(options.nvtx_range) if options.nvtx_range else None, "page": "raw"}
+            "nvtx_include": nvtx_filter(options.nvtx_range, options.nvtx_start_end) if options.nvtx_range else None,
+            "page": "raw"}
 
 
 def notes(options: ProfileOptions, exe: str) -> list[str]:

@@ -59,7 +59,7 @@ class ProfileOptions:
     """How to profile: what ``gpuprof run`` sets for its workload child, and the filters and metric
     set ``gpuprof profile`` adds for a user's command. The defaults give ``gpuprof run``'s argv."""
 
-    nvtx_range: str | None                  # profile only inside this push/pop range (default domain)
+    nvtx_range: str | None                  # profile only inside this range (default domain)
     clock_control: str = "base"
     cache_control: str = "all"
     replay_mode: str = "kernel"
@@ -70,6 +70,7 @@ class ProfileOptions:
     target_processes: str | None = None     # "all": also the processes the command starts (MPI ranks)
     from_start: bool = False                # nvprof: profile from the start, not from cudaProfilerStart
     cc: tuple[int, int] | None = None       # the GPU's compute capability: ncu's chip for its metric list
+    nvtx_start_end: bool = False            # nvtx_range is a start/end range (any thread), not push/pop
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("--clock-control", self.clock_control, CLOCK_CONTROLS),
