@@ -104,8 +104,8 @@ TENSOR_BAND = (0.9, 1.2)
 # (precision, once, per tile, reason); FMA-class instructions count 2, as ncu's FLOP formula does.
 IDIOMS = {
     ("dot", "float32"): (("FP16", 2, 0, "HFMA2.MMA R, -RZ, RZ, 0, 0 zeroes the accumulator once per thread"),),
-    ("dot", "float16"): (("FP16", 2, 2, "HFMA2.MMA R, -RZ, RZ, 0, 0 zeroes the accumulator once per thread; "
-                                       "two HADD2.F32 convert the A and B tile elements to float per tile"),),
+    ("dot", "float16"): (("FP16", 2, 2, ("HFMA2.MMA R, -RZ, RZ, 0, 0 zeroes the accumulator once per thread; "
+                                        "two HADD2.F32 convert the A and B tile elements to float per tile")),),
 }
 TIME_BOUND = 0.15       # |event / profiler - 1| at the large sizes
 BANDWIDTH_RANGE = (70.0, 100.0)
@@ -586,8 +586,8 @@ def write_summary(out: Path, env: dict[str, Any], results: list[Result], found: 
         lines += [f"| {case} | {name} | {verdict} | {detail.replace('|', '/')} |" for case, name, verdict, detail in details]
     lines += ["", "| other check | verdict | detail |", "|---|---|---|"]
     lines += [f"| {name} | {verdict} | {detail.replace('|', '/')} |" for name, verdict, detail in other]
-    lines += ["", f"{sum(v.startswith(PASS) for v in tally)} pass, {tally.count(FAIL)} FAIL, "
-                  f"{tally.count(NOT_EVALUATED)} not evaluated, {tally.count('not run')} not run, {tally.count(INFO)} info"]
+    lines += ["", (f"{sum(v.startswith(PASS) for v in tally)} pass, {tally.count(FAIL)} FAIL, "
+                   f"{tally.count(NOT_EVALUATED)} not evaluated, {tally.count('not run')} not run, {tally.count(INFO)} info")]
     bad = tally.count(FAIL) + tally.count("not run")
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)

@@ -102,17 +102,17 @@ class _Nvtx:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
 
-    def RangeStart(self, name, color):  # noqa: N802 - CuPy's names
+    def RangeStart(self, name, color):
         self.calls.append(("start", name))
         return 7
 
-    def RangeEnd(self, handle):  # noqa: N802
+    def RangeEnd(self, handle):
         self.calls.append(("end", handle))
 
-    def RangePush(self, name):  # noqa: N802
+    def RangePush(self, name):
         self.calls.append(("push", name))
 
-    def RangePop(self):  # noqa: N802
+    def RangePop(self):
         self.calls.append(("pop",))
 
 
