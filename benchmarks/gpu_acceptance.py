@@ -814,8 +814,20 @@ def pack_live(out: Path, into: Path) -> None:
         os.replace(partial, into / name)
     partial = into / ".live.tar.gz.part"
     with tarfile.open(partial, "w:gz") as archive:
-        archive.add(out, arcname=out.name, filter=lambda info: None if info.name.endswith(".ncu-rep") else info)
+        archive.add(out, arcname=out.name, filter=_without(out, into))
     os.replace(partial, into / "live.tar.gz")
+
+
+def _without(out: Path, into: Path) -> Any:
+    """A tar filter for OUT: no .ncu-rep file, and not the pack folder where it lies inside OUT."""
+    inside = f"{out.name}/{into.resolve().relative_to(out.resolve())}" if into.resolve().is_relative_to(out.resolve()) else None
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        if info.name.endswith(".ncu-rep") or inside and (info.name == inside or info.name.startswith(f"{inside}/")):
+            return None
+        return info
+
+    return keep
 
 
 def pack(out: Path, into: Path) -> None:
@@ -826,7 +838,7 @@ def pack(out: Path, into: Path) -> None:
         shutil.copy(out / name, into / name)
     reps = sorted(out.rglob("*.ncu-rep"))
     with tarfile.open(into / "raw.tar.gz", "w:gz") as archive:
-        archive.add(out, arcname=out.name, filter=lambda info: None if info.name.endswith(".ncu-rep") else info)
+        archive.add(out, arcname=out.name, filter=_without(out, into))
     (into / "live.tar.gz").unlink(missing_ok=True)
     kept, left, size = [], [], 0
     with tarfile.open(into / "ncu-rep.tar.gz", "w:gz") as archive:

@@ -229,7 +229,8 @@ def test_quick_self_check_never_holds_more_than_8_files_2_folders_deep_in_the_pa
     than 2, and a summary plus live archive there as soon as the first case is done."""
     import threading
 
-    out, into = tmp_path / "out", tmp_path / "pack"
+    out = tmp_path / "out"
+    into = out / "pack"  # inside OUT: the archives must leave it out, or each one would hold the last
     seen: list[tuple[int, int]] = []
     done = threading.Event()
 
@@ -251,6 +252,11 @@ def test_quick_self_check_never_holds_more_than_8_files_2_folders_deep_in_the_pa
     assert len(seen) > 10 and max(files for files, _ in seen) <= 8 and max(depth for _, depth in seen) <= 2
     assert sorted(p.name for p in into.iterdir()) == ["ncu-rep.tar.gz", "packed.txt", "raw.tar.gz", "results.json",
                                                       "summary.csv", "summary.md"]
+    import tarfile
+
+    with tarfile.open(into / "raw.tar.gz") as archive:
+        members = archive.getnames()
+    assert "out/summary.md" in members and not [m for m in members if m.startswith("out/pack")]
     cases = [line for line in printed if line.startswith("[") and "/7] " in line]  # one line per case, as it ends
     assert len(cases) == 7 and cases[0].startswith("[1/7] add-cuda-kernels-float32-2048x2048 (")
     other = {name: verdict for name, verdict, _ in json.loads((out / "results.json").read_text())["other"]}
