@@ -99,7 +99,7 @@ def test_paths_with_spaces_quotes_and_semicolons_reach_the_profiler_unchanged(tm
     profiled = [c["argv"] for c in calls(record) if c["argv"] != ["--version"] and "--query-metrics" not in c["argv"]]
     child = gpu_session.child_command(_settings(reports), (64, 64), "cupy", gpu_session.DEFAULT_PROFILED,
                                       folder / "child.json")
-    options = profilers.ProfileOptions("gpuprof:add:64x64:float32")
+    options = profilers.ProfileOptions("gpuprof:add:64x64:float32", cc=(10, 0), nvtx_start_end=True)
     expected = ncu.command(str(bin_dir / "ncu"), child, folder, options)
     assert run.environment["profiler_command"] == expected
     assert profiled == [expected[1:]]  # what the program received, argument by argument
