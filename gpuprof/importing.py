@@ -231,9 +231,11 @@ def _run_kernels(run: Run) -> pd.DataFrame:
     units = derived.attrs["units"]
     default_device = str(run.device.get("name", ""))
     # One file may hold several profiling sessions (nsys --stats logs): kept apart.
-    keys = pd.DataFrame({"session": [a.get("report", "") for a in launches["attributes"].tolist()],
+    attributes = launches["attributes"].tolist()
+    keys = pd.DataFrame({"session": [a.get("report", "") for a in attributes],
                          "device": [d or default_device for d in launches["device"].tolist()],
-                         "kernel": launches["kernel"].tolist()})
+                         "kernel": launches["kernel"].tolist(),
+                         "host": [a.get("kind") == "api" for a in attributes]})
     groups = keys.groupby(list(keys.columns), sort=False).ngroup()
     weights = launches["invocations"].astype(float)
     titles = {column: title for title, column in _derived_columns()}
@@ -259,7 +261,8 @@ def _run_kernels(run: Run) -> pd.DataFrame:
         _datasheet_efficiency(device, rate) for device, rate in zip(out["device"], out["FLOP/s sp"])]
     out["origin"] = (f"{MEASURED} by the profiler ({run.format}); rates, clock and efficiencies "
                      "derived from those counters; datasheet peaks from configs/devices.toml")
-    return out.reset_index(drop=True)
+    host = out.pop("host")  # CUDA API calls are host side: shown only when a file holds nothing else
+    return (out if host.all() else out[~host]).reset_index(drop=True)
 
 
 def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:

@@ -34,3 +34,4 @@ EVENTS_FLASH = FIXTURES / "nvprof_text_metrics_events_gtx1080_flashattn_EXCERPT.
 NSYS_2020 = FIXTURES / "nsys_profile_stats_text_2020_transfer_examples_README.md"
 NSYS_2021 = FIXTURES / "nsys_profile_stats_text_2021_a100_polaris_babelstream_EXCERPT.md"
 NSYS_2022 = FIXTURES / "nsys_profile_stats_text_2022_old_report_names_gridxyz_polaris_EXCERPT.md"
+NSYS_SQLITE = FIXTURES / "nsys_export_sqlite_h200_nvfuser_nvtx_report1.sqlite"
