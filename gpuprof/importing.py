@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
     from gpuprof.devices import gpu_table
 
+# Launch kinds that are host-side spans, not GPU work: kept out of the per-kernel table beside GPU work.
+HOST_KINDS = ("api", "nvtx")
 # Metrics shown as the profiler reported them, after the derived columns, when a file has them.
 KEY_METRICS = ("achieved_occupancy", "sm_efficiency", "dram_read_throughput", "dram_write_throughput",
                "gld_efficiency", "gst_efficiency", "warp_execution_efficiency", "issued_ipc")
@@ -235,7 +237,7 @@ def _run_kernels(run: Run) -> pd.DataFrame:
     keys = pd.DataFrame({"session": [a.get("report", "") for a in attributes],
                          "device": [d or default_device for d in launches["device"].tolist()],
                          "kernel": launches["kernel"].tolist(),
-                         "host": [a.get("kind") == "api" for a in attributes]})
+                         "host": [a.get("kind") in HOST_KINDS for a in attributes]})
     groups = keys.groupby(list(keys.columns), sort=False).ngroup()
     weights = launches["invocations"].astype(float)
     titles = {column: title for title, column in _derived_columns()}
@@ -261,7 +263,7 @@ def _run_kernels(run: Run) -> pd.DataFrame:
         _datasheet_efficiency(device, rate) for device, rate in zip(out["device"], out["FLOP/s sp"])]
     out["origin"] = (f"{MEASURED} by the profiler ({run.format}); rates, clock and efficiencies "
                      "derived from those counters; datasheet peaks from configs/devices.toml")
-    host = out.pop("host")  # CUDA API calls are host side: shown only when a file holds nothing else
+    host = out.pop("host")  # API calls and NVTX ranges are host side: shown only when a file holds nothing else
     return (out if host.all() else out[~host]).reset_index(drop=True)
 
 
