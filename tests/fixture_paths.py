@@ -40,3 +40,5 @@ GPU_TRACE_SESSIONS = FIXTURES / "nsys_gpu_trace_text_a100_hugepages_three_sessio
 GPU_TRACE_CSV = FIXTURES / "nsys_gpu_trace_csv_rtx3060_FROM_DOCS.csv"  # written, not captured
 API_TRACE_CSV = FIXTURES / "nsys_api_trace_csv_2023_2_saxpy_cutrace_README_EXCERPT.md"
 KERN_SUM_CUT_NAMES = FIXTURES / "nsys_stats_kern_sum_base_names_cut_FROM_DOCS.csv"  # written, not captured
+API_TRACE_NVPROF_TEXT = FIXTURES / "nvprof_text_api_trace_vector_add_tutorial_EXCERPT.md"
+API_TRACE_NVPROF_CSV = FIXTURES / "nvprof_csv_api_trace_FROM_DOCS.csv"  # written, not captured

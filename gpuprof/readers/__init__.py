@@ -22,7 +22,7 @@ _MODULES: list[str] = [
     "ncu_rep", "nsys_rep", "nsys_sqlite",
     "ncu_source_csv", "perf_topdown", "perf_stat", "nsys_trace",
     "ncu_raw", "ncu_text", "ncu_csv",
-    "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_text_trace", "nvprof_text_metrics",
+    "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_api_trace", "nvprof_text_trace", "nvprof_text_metrics",
     "nvprof_text_summary", "nsys_stats",
 ]
 

@@ -107,7 +107,7 @@ def csv_table(output: Output, first: tuple[str, ...]) -> tuple[list[str], list[l
 def table_end(line: str) -> bool:
     """Whether ``line`` ends an nvprof table: a blank line, where nvprof starts its next table or
     its footnotes, or a Markdown code fence closing output pasted into a README."""
-    return not line.strip() or line.lstrip().startswith("```")
+    return not line.strip() or line.lstrip().startswith(("```", "~~~"))
 
 
 def units_row(line: str, spans: list[tuple[str, int, int]]) -> dict[str, str]:
