@@ -55,7 +55,7 @@ def test_gpu_trace_several_sessions_grouped_grid_and_a_row_cut_short() -> None:
     assert run.launches[0].value("Size") == pytest.approx(12_800e6)
     # report5's last row stops after its CorrId (the author cut it): left out, said so
     assert len(run.launches) == 11
-    assert run.notes == ["left out 1 rows cut short (fewer cells than the header: the file was cut there)"]
+    assert run.notes == ["left out 1 row(s) cut short (fewer cells than the header: the file was cut there)"]
     table = kernel_table([run])
     assert list(table["session"].unique()) == ["report1", "report4", "report5"]
 

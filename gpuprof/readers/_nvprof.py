@@ -27,7 +27,7 @@ from gpuprof.model import units
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
 from gpuprof.readers._text import (ToolLog, column_spans, csv_records, ends_with_newline, is_csv_header,
-                                   open_text, parse_count)
+                                   last_line_complete, open_text, parse_count)
 
 TOOL = "nvprof"
 _COMMAND = re.compile(r"NVPROF is profiling process (\d+), command: (.*)$")
@@ -80,7 +80,7 @@ def load(path: Path) -> Output:
             else:
                 lines.append(line.rstrip("\r\n"))
     output = Output(path, lines, log, placed=placed)
-    if lines and not ends_with_newline(path):
+    if lines and not ends_with_newline(path) and not last_line_complete(lines[-1], "" if len(lines) < 2 else lines[-2]):
         lines.pop()
         output.notes.append("file ends in the middle of a line (truncated?): its last line was not read")
     return output

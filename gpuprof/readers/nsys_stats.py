@@ -32,7 +32,7 @@ from pathlib import Path
 from gpuprof.model import units
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
-from gpuprof.readers._text import column_spans, ends_with_newline, open_text, split_csv_line
+from gpuprof.readers._text import column_spans, ends_with_newline, last_line_complete, open_text, split_csv_line
 
 NAME = "nsys-stats"
 DESCRIPTION = ("nsys stats / nsys profile --stats=true summaries of kernels, memory operations and CUDA API "
@@ -212,7 +212,8 @@ def read(path: Path) -> Run:
     with open_text(path) as handle:
         lines = [line.rstrip("\r\n") for line in handle]
     notes: list[str] = []
-    cut = not ends_with_newline(path)
+    cut = bool(lines) and not ends_with_newline(path) and not last_line_complete(
+        lines[-1], "" if len(lines) < 2 else lines[-2])
     tables: list[_Table] = []
     reports: list[str] = []
     device, context = "", ""

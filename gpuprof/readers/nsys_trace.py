@@ -20,6 +20,7 @@ of the line. A row cut short (fewer cells than the header) is left out with a no
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,7 +87,7 @@ def _cells(line: str, table: _Table) -> list[str]:
     if not table.starts:
         return [cell for cell, _, _ in column_spans(line)]
     cuts = [*table.starts, len(line)]
-    return [line[a:b].strip() for a, b in zip(cuts, cuts[1:])]
+    return [line[a:b].strip() for a, b in pairwise(cuts)]
 
 
 def _number(text: str, unit: str) -> tuple[float, str] | None:
@@ -209,7 +210,7 @@ def read(path: Path) -> Run:
     if migrations:
         notes.append(f"skipped {migrations} Unified Memory rows (page migrations, not launches)")
     if cut:
-        notes.append(f"left out {cut} rows cut short (fewer cells than the header: the file was cut there)")
+        notes.append(f"left out {cut} row(s) cut short (fewer cells than the header: the file was cut there)")
     if all(launch.attributes["kind"] == "api" for launch in launches):
         notes.append("only CUDA API calls: host-side, imported as launches of kind 'api'")
     names = list(dict.fromkeys(launch.device for launch in launches if launch.device))
