@@ -42,3 +42,4 @@ API_TRACE_CSV = FIXTURES / "nsys_api_trace_csv_2023_2_saxpy_cutrace_README_EXCER
 KERN_SUM_CUT_NAMES = FIXTURES / "nsys_stats_kern_sum_base_names_cut_FROM_DOCS.csv"  # written, not captured
 API_TRACE_NVPROF_TEXT = FIXTURES / "nvprof_text_api_trace_vector_add_tutorial_EXCERPT.md"
 API_TRACE_NVPROF_CSV = FIXTURES / "nvprof_csv_api_trace_FROM_DOCS.csv"  # written, not captured
+TRACE_OLD_CORRELATION = FIXTURES / "nvprof_csv_gpu_trace_old_correlation_suffix_gtx1080ti_matrixMul.csv"

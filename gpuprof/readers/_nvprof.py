@@ -33,6 +33,9 @@ TOOL = "nvprof"
 _COMMAND = re.compile(r"NVPROF is profiling process (\d+), command: (.*)$")
 _DEVICE_INDEX = re.compile(r"^(.*?)\s*\((\d+)\)$")
 _BINARY_BYTES = re.compile(r"^([KMGT])B(/s)?$")
+# A kernel name with its launch's correlation id after it, as the text trace and the older CSV trace
+# (no Correlation_ID column) print it: 'void matrixMulCUDA<int=32>(float*, ...) [1073]'.
+CORRELATION = re.compile(r"^(.*\S)\s+\[(\d+)\]$")
 _UNIT_WORD = re.compile(r"^(?:%|[KMGT]?B(?:/s)?|[mun]?s)$")
 
 
