@@ -9,6 +9,7 @@ file is.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -82,13 +83,15 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
 def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,
                  fmt: str | None = None,
                  on_stored: Callable[[Run, bool], None] | None = None, *,
-                 join: bool = False, gpu: str | None = None, tensor_flop_per_inst: float | None = None) -> list[Run]:
+                 join: bool = False, gpu: str | None = None, tensor_flop_per_inst: float | None = None,
+                 nvtx_include: Sequence[str] = ()) -> list[Run]:
     """Read each file and store its Run; returns the runs in order.
 
     With ``join``, the files are one application's, each holding some of the metrics
     (:mod:`gpuprof.readers.joining`): they are stored as one run, or, when one cannot be read, not at
     all. ``gpu`` names the GPU (a device-table name or key) for files that do not name theirs;
-    ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`).
+    ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`);
+    ``nvtx_include`` keeps only the launches made inside matching NVTX ranges (:func:`keep_nvtx`).
 
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
@@ -100,6 +103,7 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
 
     spec = gpu_table.match(gpu) if gpu else None
     tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")
+    tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include)
     paths = list(paths)
     runs: list[Run] = []
     with open_store(store_path) as store:
@@ -109,6 +113,8 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
         else:
             batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
         for run, run_id in batches:
+            if nvtx_include:
+                run = keep_nvtx(run, nvtx_include)
             if spec:
                 name_device(run, spec)
             if tensor_flop_per_inst:
@@ -120,6 +126,39 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
             if on_stored:
                 on_stored(run, added)
     return runs
+
+
+def nvtx_matches(path: str, pattern: str) -> bool:
+    """Whether a launch made inside the NVTX ranges ``path`` (``outer/inner``) matches ``pattern``:
+    a glob on one range's name, or on nested ranges written ``outer/inner`` as the path does."""
+    ranges = path.split("/") if path else []
+    parts = ("/".join(ranges[i:j]) for i in range(len(ranges)) for j in range(i + 1, len(ranges) + 1))
+    return any(fnmatch.fnmatchcase(part, pattern) for part in parts)
+
+
+def keep_nvtx(run: Run, patterns: Sequence[str]) -> Run:
+    """``run`` with only the launches made inside an NVTX range matching one of ``patterns``
+    (the ``nvtx`` attribute readers keep), as ``ncu --nvtx-include`` would have profiled them."""
+    import numpy as np
+
+    paths = [a.get("nvtx", "") for a in run.launch_table["attributes"].tolist()]
+    if not any(paths):
+        raise FormatError(f"{run.source}: no launch in this file carries NVTX ranges, so --nvtx-include "
+                          "has nothing to match", "give an Nsight Systems SQLite export or an Nsight Compute "
+                          "report of an application that uses NVTX, or leave out --nvtx-include")
+    keep = np.array([any(nvtx_matches(p, pattern) for pattern in patterns) for p in paths])
+    if not keep.any():
+        seen = sorted({p.split("/")[0] for p in paths if p})[:5]
+        raise FormatError(f"{run.source}: no launch inside an NVTX range matching {', '.join(patterns)}",
+                          f"outermost ranges in the file: {', '.join(seen)}")
+    position = np.cumsum(keep) - 1
+    launches = run.launch_table[keep].reset_index(drop=True)
+    rows = keep[run.metric_table["launch"].to_numpy()]
+    metrics = run.metric_table[rows].reset_index(drop=True)
+    metrics["launch"] = position[metrics["launch"].to_numpy()].astype(np.int32)
+    notes = [*run.notes, f"--nvtx-include {' '.join(patterns)}: kept {int(keep.sum())} of {len(keep)} launches"]
+    return Run(run.kind, run.format, run.source, run.device, run.workload, run.environment, notes=notes,
+               tables=(launches, metrics))
 
 
 def name_device(run: Run, gpu: gpu_table.GpuSpec) -> None:
