@@ -2,8 +2,9 @@
 same tables inside the console output of ``nsys profile --stats=true``, wherever they sit in a log
 or a README. Read: the kernel summary (``cuda_gpu_kern_sum``, ``gpukernsum`` before nsys 2022), the
 memory operations by time and by size (``cuda_gpu_mem_time_sum``/``gpumemtimesum``,
-``cuda_gpu_mem_size_sum``/``gpumemsizesum``) and the CUDA API summary (``cuda_api_sum``/
-``cudaapisum``), in the 2020-2021 layouts (``Time(%)``, ``Average``, ``Average (ns)``, sizes in KiB)
+``cuda_gpu_mem_size_sum``/``gpumemsizesum``), the CUDA API summary (``cuda_api_sum``/
+``cudaapisum``) and the NVTX range summary (``nvtx_sum``, the 2020 ``NVTX Push-Pop Range
+Statistics``), in the 2020-2021 layouts (``Time(%)``, ``Average``, ``Average (ns)``, sizes in KiB)
 and the later ones (``Time (%)``, ``Avg (ns)``, ``Med (ns)``, sizes in MB).
 
 A table is recognised by its columns: Instances and Name (kernels), Total Time and Operation
@@ -14,7 +15,10 @@ duration; Total Time, Med, StdDev and Time (%) are kept. A memory operation beco
 (``kind`` memcpy or memset) with its duration from the by-time table and its sizes (``Total Size``,
 ``Avg Size``...) from the by-size table. CUDA API calls are host-side: when the file also holds GPU
 tables they are counted in the notes; a file holding only the API summary gets one Launch per call
-(``kind`` = api), whose time is kept but not presented as a kernel duration.
+(``kind`` = api), whose time is kept but not presented as a kernel duration. An NVTX range row is
+one Launch of ``kind`` nvtx (host side as well, its Style kept). Rows of one table that repeat a
+name are different kernels whose names nsys cut to the same text (``cuda_gpu_kern_sum:base``):
+each stays its own Launch, and a note says so.
 
 Times are in nanoseconds unless the column says otherwise; ``MB`` is 10**6 bytes (a 4 MiB copy
 prints 4.194) and the older ``KiB`` tables 2**10. Digit grouping is dropped whatever its width
@@ -35,9 +39,9 @@ from gpuprof.model import Launch, Metric, Run
 from gpuprof.readers._text import column_spans, ends_with_newline, last_line_complete, open_text, split_csv_line
 
 NAME = "nsys-stats"
-DESCRIPTION = ("nsys stats / nsys profile --stats=true summaries of kernels, memory operations and CUDA API "
-               "calls (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum and the "
-               "pre-2022 gpukernsum, gpumemtimesum, gpumemsizesum, cudaapisum), text or CSV")
+DESCRIPTION = ("nsys stats / nsys profile --stats=true summaries of kernels, memory operations, CUDA API calls "
+               "and NVTX ranges (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum, "
+               "nvtx_sum and the pre-2022 gpukernsum, gpumemtimesum, gpumemsizesum, cudaapisum), text or CSV")
 
 _TEXT_CELLS = re.compile(r"\s{2,}")
 _UNIT = re.compile(r"^(.*?)\s*\(([^)]*)\)$")  # "Total Time (ns)" -> ("Total Time", "ns")
