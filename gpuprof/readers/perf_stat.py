@@ -392,10 +392,43 @@ def run_from_stat(stat: PerfStat, source: str, command: str | None = None) -> Ru
                launches=launches(stat, kernel), notes=notes(stat))
 
 
+def blocks(text: str) -> list[str]:
+    """The text of each perf stat run in ``text``: one per 'Performance counter stats for' header
+    (several runs pasted one after another, each block running to the next header), or the whole
+    text when it holds at most one."""
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if _HEADER.search(line)]
+    if len(starts) < 2:
+        return [text]
+    cuts = [0, *starts[1:], len(lines)]
+    return ["".join(lines[a:b]) for a, b in zip(cuts, cuts[1:])]
+
+
+def _several(path: Path, texts: list[str], command: str | None) -> Run:
+    """One launch group per perf stat run of the file, each named by the command it counted."""
+    runs = [run_from_stat(parse(text), str(path), command) for text in texts]
+    launches = [launch for run in runs for launch in run.launches]
+    for number, (run, text) in enumerate(zip(runs, texts), start=1):
+        for launch in run.launches:
+            launch.attributes = {**launch.attributes, "perf_run": str(number)}
+    for index, launch in enumerate(launches):
+        launch.index = index
+    notes = [f"{len(runs)} perf stat runs in one file: each is its own launch, named by the command it counted"]
+    notes += list(dict.fromkeys(note for run in runs for note in run.notes))
+    targets = [run.environment.get("target") for run in runs]
+    environment = {"tool": "perf stat", "form": "human", "targets": [t for t in targets if t]}
+    return Run(kind="import", format=NAME, source=str(path), device={"kind": "cpu"}, environment=environment,
+               launches=launches, notes=notes)
+
+
 def read(path: Path) -> Run:
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     stat = parse(text)
     if not stat.counts:
         raise FormatError(f"{path}: no perf stat counter lines found",
                           "give the output of 'perf stat' (human form or -x,), e.g. the file written with -o")
-    return run_from_stat(stat, str(path), prompt_command(text.splitlines()))
+    command = prompt_command(text.splitlines())
+    texts = blocks(text)
+    if len(texts) > 1:
+        return _several(path, texts, command)
+    return run_from_stat(stat, str(path), command)

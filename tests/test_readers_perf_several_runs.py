@@ -1,0 +1,32 @@
+"""Several perf stat runs in one file (issue 28, item 4): Victor Stinner's notes paste four runs of
+two Python builds one after another (SOURCES.md). Each run is its own launch, named by its command."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuprof import readers
+from gpuprof.readers import perf_stat
+from fixture_paths import FIXTURES
+
+FOUR_RUNS = FIXTURES.parent / "cpu-counters" / "perf-stat-four-runs-in-one-file-python-slow-fast-EXCERPT.txt"
+
+
+def test_one_launch_per_run_named_by_its_command_never_merged() -> None:
+    assert readers.detect(FOUR_RUNS) is perf_stat
+    run = readers.read(FOUR_RUNS)
+    assert [launch.kernel for launch in run.launches] == [
+        "./python-slow (...)", "./python-fast (...)", "./python-fast", "./python-slow"]
+    assert [launch.attributes["perf_run"] for launch in run.launches] == ["1", "2", "3", "4"]
+    slow, fast = run.launches[:2]
+    #     10,753,371,258 L1-icache-loads / 848,511,308 L1-icache-load-misses / 6.020490449 seconds
+    assert slow.value("L1-icache-loads") == 10_753_371_258 and slow.value("L1-icache-load-misses") == 848_511_308
+    assert slow.value("time elapsed") == pytest.approx(6.020490449)
+    assert fast.value("L1-icache-load-misses") == 10_917_606
+    assert fast.value("time elapsed") == pytest.approx(3.775067668)
+    # each event once per launch: nothing of one run added to another's
+    for launch in run.launches:
+        names = [metric.name for metric in launch.metrics]
+        assert len(names) == len(set(names))
+    assert run.launches[2].value("cycles") == 12_981_234_867 and run.launches[3].value("cycles") == 20_651_474_102
+    assert run.notes[0] == "4 perf stat runs in one file: each is its own launch, named by the command it counted"
