@@ -30,3 +30,18 @@ def test_one_launch_per_run_named_by_its_command_never_merged() -> None:
         assert len(names) == len(set(names))
     assert run.launches[2].value("cycles") == 12_981_234_867 and run.launches[3].value("cycles") == 20_651_474_102
     assert run.notes[0] == "4 perf stat runs in one file: each is its own launch, named by the command it counted"
+
+
+PER_THREAD = FIXTURES.parent / "cpu-counters" / "perf-stat-per-thread-written-from-docs.txt"
+
+
+def test_per_thread_rows_are_one_launch_per_thread() -> None:
+    # Written from perf's documented --per-thread layout (no public sample found: SOURCES.md).
+    run = readers.read(PER_THREAD)
+    threads = [launch for launch in run.launches if "thread" in launch.attributes]
+    assert [launch.attributes["thread"] for launch in threads] == ["ls-3125", "ls-3126"]
+    assert [launch.value("cycles") for launch in threads] == [1_006_520, 874_233]
+    assert [launch.value("instructions") for launch in threads] == [2_231_112, 1_201_410]
+    assert threads[0].value("instructions: insn per cycle") == 2.22
+    assert all(launch.device == "" for launch in threads)  # a thread is not a CPU
+    assert run.launches[-1].attributes == {"scope": "whole run"}
