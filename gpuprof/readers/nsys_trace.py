@@ -20,8 +20,8 @@ of the line. A row cut short (fewer cells than the header) is left out with a no
 from __future__ import annotations
 
 import re
-from itertools import pairwise
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 from gpuprof.errors import FormatError
@@ -33,15 +33,20 @@ NAME = "nsys-trace"
 DESCRIPTION = ("nsys stats cuda_gpu_trace / cuda_api_trace (and nsys nvprof --print-gpu-trace) reports, "
                "text or CSV: one launch per GPU activity or CUDA API call")
 
-_LABEL = re.compile(r"^(.*?)\s*\(([^)]*)\)$")  # "Bytes (MB)" -> ("Bytes", "MB"); "Start(sec)" too
 _UNITS = {"sec": "s", "nsec": "ns", "usec": "us", "msec": "ms", "MBps": "MB/s"}
 _REPORT_FILE = re.compile(r"(?<![^\s\[\]'\"/`*])([^\s\[\]'\"/`*]+)\.(?:nsys-rep|qdrep|sqlite)\b")
 _DASHES = re.compile(r"^[\s-]+$")
 
 
 def _split_label(label: str) -> tuple[str, str]:
-    found = _LABEL.match(label.strip())
-    base, unit = (found.group(1), found.group(2)) if found else (label.strip(), "")
+    """'Bytes (MB)' -> ('Bytes', 'MB'), 'Start(sec)' -> ('Start', 's'); string operations, so a
+    fuzzed header line of a megabyte costs one pass."""
+    label = label.strip()
+    opening = label.rfind("(")
+    if label.endswith(")") and opening >= 0 and ")" not in label[opening:-1]:
+        base, unit = label[:opening].rstrip(), label[opening + 1:-1]
+    else:
+        base, unit = label, ""
     return base.replace(" ", "") if base.startswith(("Start", "Duration", "Thru")) else base, \
         _UNITS.get(unit, unit)
 

@@ -18,8 +18,7 @@ import re
 from pathlib import Path
 
 from gpuprof.errors import FormatError
-from gpuprof.model import Launch, Metric
-from gpuprof.model import Run
+from gpuprof.model import Launch, Metric, Run
 from gpuprof.readers import _nvprof
 from gpuprof.readers._text import head_has_csv_header
 
@@ -27,8 +26,6 @@ NAME = "nvprof-api-trace"
 DESCRIPTION = "nvprof --print-api-trace output, text or CSV (Start, Duration, Name[, Correlation_ID])"
 _TEXT_HEADER = re.compile(r"^\s*Start\s+Duration\s+Name\s*$")
 _CSV_HEADER = ("Start", "Duration", "Name", "Correlation_ID")
-_ROW = re.compile(r"^\s*(\S+)\s+(\S+)\s+(\S.*?)\s*$")
-_LAUNCHED = re.compile(r"^(\S+) \((.*) \[(\d+)\]\)$")  # cudaLaunchKernel (kernel(args) [112])
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -37,8 +34,12 @@ def sniff(path: Path, head: str) -> bool:
 
 def _launch(name: str, start: _nvprof.Value, duration: _nvprof.Value, correlation: str, index: int) -> Launch:
     attributes = {"kind": "api"}
-    if found := _LAUNCHED.match(name):
-        name, attributes["launched"], correlation = found.group(1), found.group(2), found.group(3)
+    # 'cudaLaunchKernel (kernel(args) [112])': the call, the kernel it launched and that launch's id
+    call, _, launched = name.partition(" (")
+    if launched.endswith("])") and " [" in launched:
+        kernel, _, number = launched[:-2].rpartition(" [")
+        if number.isdigit() and call and " " not in call:
+            name, attributes["launched"], correlation = call, kernel, number
     if correlation:
         attributes["correlation_id"] = correlation
     if start:
@@ -61,11 +62,11 @@ def _text(output: _nvprof.Output) -> tuple[list[Launch], int]:
         if _nvprof.table_end(line):
             inside = False
             continue
-        found = _ROW.match(line)
-        start = _nvprof.cell(found.group(1)) if found else None
-        duration = _nvprof.cell(found.group(2)) if found else None
-        if found and start and duration:
-            rows.append([found.group(3), start, duration])
+        cells = line.split(None, 2)
+        start = _nvprof.cell(cells[0]) if len(cells) == 3 else None
+        duration = _nvprof.cell(cells[1]) if start else None
+        if start and duration:
+            rows.append([cells[2].strip(), start, duration])
         elif rows and line[:1].isspace() and line.strip():  # the name wrapped onto this line
             rows[-1][0] = f"{rows[-1][0].rstrip()} {line.strip()}"
         else:
