@@ -43,3 +43,4 @@ KERN_SUM_CUT_NAMES = FIXTURES / "nsys_stats_kern_sum_base_names_cut_FROM_DOCS.cs
 API_TRACE_NVPROF_TEXT = FIXTURES / "nvprof_text_api_trace_vector_add_tutorial_EXCERPT.md"
 API_TRACE_NVPROF_CSV = FIXTURES / "nvprof_csv_api_trace_FROM_DOCS.csv"  # written, not captured
 TRACE_OLD_CORRELATION = FIXTURES / "nvprof_csv_gpu_trace_old_correlation_suffix_gtx1080ti_matrixMul.csv"
+NCU_TEXT_RULE_SEPARATORS = FIXTURES / "ncu_text_details_rtx5060_rules_after_separator_lines_EXCERPT.log"

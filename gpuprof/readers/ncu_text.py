@@ -118,7 +118,10 @@ class _Page:
         if self.rule is not None and stripped and not _RULE.match(line) and line.startswith(" " * 6):
             self.rule.append(stripped)  # continuation of an OPT/INF/WRN paragraph
             return
+        after_rule = self.rule is not None
         self._close_rule()
+        if after_rule and stripped and set(stripped) <= {"-", " "}:
+            return  # ncu 2023+ separates one rule's paragraph from the next with dashes: not a table
         if _OMITTED.match(line):
             self.omitted += 1
         elif match := _LAUNCH.match(line):
