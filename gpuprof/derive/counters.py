@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.derive import cpu_flops
 from gpuprof.model import catalog
 from gpuprof.model import Launch, Run
 
@@ -425,8 +426,6 @@ def _cpu_counted(run: Run, columns: dict[str, np.ndarray]) -> None:
     """FLOPs a CPU run's FP events count (:mod:`gpuprof.derive.cpu_flops`), with FLOP/s over the
     elapsed time perf measured, where the GPU counters give none; the lane weights go in the basis."""
     import numpy as np
-
-    from gpuprof.derive import cpu_flops
 
     counted = cpu_flops.launch_columns(run)
     if counted is None:
