@@ -64,8 +64,30 @@ def read_file(path: str | Path, fmt: str | None = None) -> Run:
         raise FormatError(f"{path}: the file is empty",
                           "give the file the profiler wrote (did the profiling run fail or not finish?)")
     run = readers.read(path, fmt)
-    run.notes += skew.notes(run)
+    run.notes += skew.notes(run) + _valueless(run)
     return run
+
+
+def _valueless(run: Run) -> list[str]:
+    """A note naming the launches whose every counter is NaN or n/a (a profiler pass that failed for
+    them): they are kept, as the file lists them, but nothing can be derived from them."""
+    import numpy as np
+
+    metrics = run.metric_table
+    if metrics.empty:
+        return []
+    finite = np.isfinite(metrics["value"].to_numpy())
+    texts = metrics["text"].to_numpy()
+    has_text = np.array([t is not None and str(t).strip().lower() not in ("", "nan", "n/a") for t in texts])
+    useful = np.bincount(metrics["launch"].to_numpy(), weights=finite | has_text, minlength=len(run.launch_table))
+    counted = np.bincount(metrics["launch"].to_numpy(), minlength=len(run.launch_table))
+    empty = np.flatnonzero((counted > 0) & (useful == 0))
+    if not len(empty):
+        return []
+    launches = run.launch_table
+    named = ", ".join(f"{launches['index'].iat[i]} ({launches['kernel'].iat[i]})" for i in empty[:3])
+    more = f" and {len(empty) - 3} more" if len(empty) > 3 else ""
+    return [f"{len(empty)} launch(es) with every counter NaN or n/a, kept with nothing to derive: {named}{more}"]
 
 
 def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
