@@ -37,7 +37,7 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
-from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, open_text
+from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, open_text, parse_count
 from gpuprof.model.units import parse_locale_number
 
 NAME = "ncu-text"
@@ -174,7 +174,7 @@ class _Page:
         launch = self.launches.get(key)
         if launch is None:
             launch = self.launches[key] = Launch(kernel=match["name"], index=len(self.launches),
-                                                 invocations=int(match["invocations"]),
+                                                 invocations=parse_count(match["invocations"], 1),
                                                  attributes=attributes)
         self.launch = launch
 
