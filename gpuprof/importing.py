@@ -95,11 +95,17 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
     format, so importing the same file again finds the run already stored instead of counting
     its kernels twice."""
     digest = hashlib.sha256(fmt.encode())
-    for one in [path] if isinstance(path, (str, Path)) else path:
+    for one in _files([path] if isinstance(path, (str, Path)) else path):
         with open(one, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()[:32]
+
+
+def _files(paths: Iterable[str | Path]) -> list[Path]:
+    """The files to hash: each path itself, or a folder's regular files in name order."""
+    return [child for path in map(Path, paths)
+            for child in (sorted(c for c in path.iterdir() if c.is_file()) if path.is_dir() else [path])]
 
 
 def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,

@@ -8,7 +8,7 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note, store_o
 
 
 @click.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--reader", "reader", default=None, metavar="NAME",
               help="Read every file as this format instead of detecting it from the content.")
 @click.option("--join", "join", is_flag=True,

@@ -31,7 +31,8 @@ ANALYTIC = "analytic"      # from the op's formula
 PEAK_TABLE = "peak-table"  # from configs/ device table or a datasheet formula
 CALIBRATED = "calibrated"  # measured ceiling from `gpuprof calibrate`
 DERIVED = "derived"        # computed from other values (named in the metric)
-ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED)
+SIMULATED = "simulated"    # cycles and counts a simulator (STONNE) produced: no hardware ran
+ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED, SIMULATED)
 
 MetricValue = float | str | None
 
