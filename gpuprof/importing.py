@@ -293,8 +293,12 @@ def _run_kernels(run: Run) -> pd.DataFrame:
     """The per-kernel rows of one run, columns titled as in :func:`kernel_table`."""
     import pandas as pd
 
-    from gpuprof.derive import counters, levels
+    from gpuprof.derive import counters, levels, simulated
 
+    if run.device.get("kind") == "simulated":
+        table = simulated.layer_table(run).rename(columns={"layer": "kernel"})
+        table.insert(0, "file", Path(run.source).name)
+        return table
     launches = run.launch_table
     derived = counters.launch_values(run, KEY_METRICS)
     units = derived.attrs["units"]

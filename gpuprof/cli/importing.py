@@ -60,5 +60,7 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
         if imported:
             note(f"stored before the error: {', '.join(run.source for run in imported)}")
         raise
-    echo(emit(importing.kernel_table(imported), fmt,
-              title="Imported kernels (measured by the profiler; base units; averages weighted by launches)"))
+    simulated = all(run.device.get("kind") == "simulated" for run in imported)
+    title = ("Imported layers (simulated: cycles and counts from the simulator; see origin)" if simulated else
+             "Imported kernels (measured by the profiler; base units; averages weighted by launches)")
+    echo(emit(importing.kernel_table(imported), fmt, title=title))

@@ -33,6 +33,7 @@ MACS = "MACs"
 MULTIPLIERS = "multipliers"
 GB_READS = "global buffer reads"
 GB_WRITES = "global buffer writes"
+_NOTE = "cycles and counts are simulated by STONNE (no clock: give one for times); MACs are analytic, from the layer's dimensions"
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -103,10 +104,16 @@ def counter_metrics(text: str, source: str) -> list[Metric]:
 def stats_metrics(text: str, source: str) -> tuple[list[Metric], dict[str, str]]:
     """The statistics JSON's global and memory stats as metrics, its configuration as attributes."""
     try:
-        stats = json.loads(text)
+        return _stats_metrics(json.loads(text))
     except json.JSONDecodeError as error:
         raise FormatError(f"{source}: not valid JSON ({error.msg} at line {error.lineno})",
                           "give the output_stats file STONNE wrote, whole") from None
+    except (AttributeError, TypeError, ValueError, ZeroDivisionError):
+        raise FormatError(f"{source}: not STONNE's statistics layout (hardwareConfiguration, "
+                          "LayerConfiguration, GlobalStats ...)", "give the output_stats file STONNE wrote, unedited") from None
+
+
+def _stats_metrics(stats: dict) -> tuple[list[Metric], dict[str, str]]:
     layer = stats.get("LayerConfiguration", {})
     hardware = stats.get("hardwareConfiguration", {})
     attributes = {f"layer.{k}": str(v) for k, v in layer.items()}
@@ -187,8 +194,7 @@ def _check_cycles(counters: list[Metric], stats: list[Metric], files: dict[str, 
 def _run(path: Path, launches: list[Launch]) -> Run:
     return Run(kind="import", format=NAME, source=str(path),
                device={"kind": "simulated", "name": "STONNE (simulated)"}, launches=launches,
-               notes=["cycles and counts are simulated by STONNE (no clock: give one for times); "
-                      "MACs are analytic, from the layer's dimensions"])
+               notes=[_NOTE])
 
 
 def read(path: Path) -> Run:
