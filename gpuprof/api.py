@@ -89,6 +89,19 @@ def kernels(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
     return kernel_table(_as_runs(runs))
 
 
+def launches(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
+    """One row per launch of imported runs (or of files, read first), as ncu shows single launches:
+    time, FLOPs per precision, tensor and in total, FLOP/s and the peak at the clock it ran at, bytes
+    at L1, L2 and DRAM, intensities, the SM clock, and the rule each came from (``basis``). The
+    per-kernel table (:func:`kernels`) aggregates exactly these rows (:mod:`gpuprof.derive.kernels`)."""
+    import pandas as pd
+
+    from gpuprof.derive.kernels import launch_frame
+
+    frames = [launch_frame(run) for run in _as_runs(runs)]
+    return pd.concat(frames, ignore_index=True) if frames else launch_frame(Run("import", "", ""))
+
+
 def compare_runs(runs: list[Run], reference: bool = False, dtype: str = "float32") -> pd.DataFrame:
     """The comparison's long frame (device × op × size: MFLOP/s, efficiencies, bound, energy),
     optionally with the reference study's published rows."""
