@@ -28,13 +28,16 @@ KEY_METRICS = ("achieved_occupancy", "sm_efficiency", "dram_read_throughput", "d
                "gld_efficiency", "gst_efficiency", "warp_execution_efficiency", "issued_ipc")
 
 
+_SHOWN = {"fp32": "sp", "fp64": "dp", "fp16": "hp"}  # the table's order and its nvprof-style titles
+
+
 def _derived_columns() -> list[tuple[str, str]]:
     """(column title, :func:`gpuprof.derive.kernels.aggregate` column) of the per-kernel table's
     columns from the counters, before its roofline."""
     columns = [("time/launch (s)", "time_per_launch"), ("time total (s)", "time")]
-    columns += [(f"flop_count_{s}/launch (FLOP)", f"flops_{p}_per_launch") for p, s in kernels.PRECISIONS.items()]
+    columns += [(f"flop_count_{s}/launch (FLOP)", f"flops_{p}_per_launch") for p, s in _SHOWN.items()]
     columns += [("tensor FLOP/launch", "flops_tensor_per_launch"), ("total FLOP/launch", "flops_total_per_launch")]
-    for p, s in kernels.PRECISIONS.items():
+    for p, s in _SHOWN.items():
         columns += [(f"FLOP/s {s}", f"flop_rate_{p}"), (f"peak FLOP/s {s} at run clock", f"peak_flop_rate_{p}"),
                     (f"efficiency {s} at run clock (%)", f"flop_efficiency_{p}")]
     return columns + [("DRAM bytes/launch", "dram_bytes_per_launch"), ("DRAM bandwidth (byte/s)", "dram_bandwidth"),

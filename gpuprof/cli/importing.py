@@ -56,5 +56,5 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
         if imported:
             note(f"stored before the error: {', '.join(run.source for run in imported)}")
         raise
-    echo(emit(importing.kernel_table(imported), fmt,
-              title="Imported kernels (measured by the profiler; base units; averages weighted by launches)"))
+    echo(emit(importing.kernel_table(imported), fmt, title="Imported kernels (measured by the profiler; base units; "
+                                                          "values per launch, rates time-weighted)"))
