@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from gpuprof.derive import stalls
-from gpuprof.derive.stalls import NVPROF, PREFERENCE, StallProfile, StallShare, classify, describe
+from gpuprof.derive.stalls import NVPROF, PREFERENCE, StallProfile, classify, describe
 from gpuprof.model import MEASURED, Launch, Metric, Run
 from gpuprof.readers import read
 
@@ -29,6 +30,15 @@ FIXTURE = (Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "prof
 
 
 # ---- BASELINE: the implementation before issue #25 (gpuprof/derive/stalls.py at 145f390), verbatim ----
+
+@dataclass(frozen=True)
+class StallShare:  # a named tuple since
+    reason: str
+    label: str
+    metric: str
+    value: float
+    share: float
+
 
 def old_metric_value(metric: Metric) -> float | None:
     if metric.minimum is not None and metric.minimum == metric.maximum:
@@ -86,7 +96,7 @@ def same_shares(old: list[StallProfile], new: list[StallProfile]) -> float:
     for a, b in zip(old, new):
         assert (a.kernel, a.device, a.launch, a.basis) == (b.kernel, b.device, b.launch, b.basis)
         assert [s.reason for s in a.reasons] == [s.reason for s in b.reasons], (a.reasons, b.reasons)
-        assert [(s.label, s.metric, s.value) for s in a.reasons] == [(s.label, s.metric, s.value) for s in b.reasons]
+        assert [astuple(s)[:4] for s in a.reasons] == [tuple(s)[:4] for s in b.reasons]  # reason, label, metric, value
         worst = max([worst, abs(a.coverage - b.coverage), *(abs(x.share - y.share) for x, y in zip(a.reasons, b.reasons))])
     return worst
 
@@ -132,9 +142,9 @@ def main() -> None:
         for basis in (None, *(b for b in PREFERENCE if b in stalls.available_bases(run))):
             worst = same_shares(old_stall_profiles(fresh(run), basis), stalls.stall_profiles(fresh(run), basis))
             assert worst <= 1e-12, worst
-        old = best(lambda: old_stall_profiles(fresh(run)))
-        table = best(lambda: stalls.stall_table(fresh(run)))
-        objects = best(lambda: stalls.stall_profiles(fresh(run)))
+        old = best(lambda run=run: old_stall_profiles(fresh(run)))
+        table = best(lambda run=run: stalls.stall_table(fresh(run)))
+        objects = best(lambda run=run: stalls.stall_profiles(fresh(run)))
         print(f"{size:,} launches x {rows // size} stall rows ({rows:,} rows), bases {stalls.available_bases(run)}; "
               f"same shares on every basis (largest difference {worst:.1e})")
         print(f"  baseline stall_profiles (loop over Launch objects)  {old:8.3f} s")

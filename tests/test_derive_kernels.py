@@ -37,15 +37,15 @@ def _by_hand(rows: pd.DataFrame) -> pd.DataFrame:
         w = group["launches"].astype(float)
         time = group["time"]
 
-        def per_launch(name: str) -> float:
+        def per_launch(name: str, group: pd.DataFrame = group, w: pd.Series = w) -> float:
             known = group[name].notna()
             return (group[name][known] * w[known]).sum() / w[known].sum() if known.any() else math.nan
 
-        def time_weighted(name: str) -> float:
+        def time_weighted(name: str, group: pd.DataFrame = group, w: pd.Series = w, time: pd.Series = time) -> float:
             both = group[name].notna() & time.notna()
             return ((group[name] * time * w)[both].sum() / (time * w)[both].sum()) if both.any() else per_launch(name)
 
-        def over(top: str, bottom: str) -> float:
+        def over(top: str, bottom: str, group: pd.DataFrame = group, w: pd.Series = w) -> float:
             both = group[top].notna() & group[bottom].notna()
             below = (group[bottom] * w)[both].sum()
             return (group[top] * w)[both].sum() / below if both.any() and below > 0 else math.nan

@@ -351,12 +351,12 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
             notes.append(f"imported {Path(run.source).name} ({run.format}): no kernel time or {dtype} FLOP count")
         for row in frame.to_dict("records"):
             time, flops = row["time_per_launch"], row[f"flops_{mine}_per_launch"]
-            rate = row[f"flop_rate_{mine}"] if row[f"flop_rate_{mine}"] == row[f"flop_rate_{mine}"] else None
+            rate = None if np.isnan(row[f"flop_rate_{mine}"]) else row[f"flop_rate_{mine}"]
             device = device_name(run, row["device"])
             bandwidth = row["dram_bandwidth"] if row["dram_bandwidth"] > 0 else None
             cells = _efficiency_cells(rate, bandwidth, dtype, table_peaks(device)) if rate else {}
-            measured = row[f"flop_efficiency_{mine}"]
-            efficiency = measured if measured == measured else row[reported_name]
+            measured = not np.isnan(row[f"flop_efficiency_{mine}"])
+            efficiency = row[f"flop_efficiency_{mine}"] if measured else row[reported_name]
             rows.append({"device": device, "kernel": row["kernel"], "file": row["file"], "launches": row["launches"],
                          "time/launch (s)": None if np.isnan(time) else time,
                          f"FLOPs/launch ({dtype})": None if np.isnan(flops) else flops,
@@ -364,10 +364,10 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
                          "Efic.%": None if np.isnan(efficiency) else efficiency,
                          "roof.%": cells.get("roof.%"), "bound": cells.get("bound"),
                          "MFLOP/s origin": (IMPORTED_ORIGIN if rate is not None
-                                            else f"{MEASURED} ({'time' if time == time else 'FLOPs'} only)"),
+                                            else f"{MEASURED} ({'FLOPs' if np.isnan(time) else 'time'} only)"),
                          "Efic. origin": (f"{MEASURED}: FLOP/s over ncu's peak at the measured clock"
-                                          if measured == measured else
-                                          f"{MEASURED}: nvprof {reported_name}" if efficiency == efficiency else ""),
+                                          if measured else
+                                          "" if np.isnan(efficiency) else f"{MEASURED}: nvprof {reported_name}"),
                          "roof. above 100": cells.get("roof. above 100")})
     imported = pd.DataFrame(rows)
     if len(imported):

@@ -143,7 +143,6 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
     means. Then the kernel's own roofline point (``flop_rate_total``, ``ai_*``, ``ai_check``,
     ``binding_*``) from those sums."""
     import numpy as np
-    import pandas as pd
 
     keys = launches[list(KEYS)]
     codes = keys.groupby(list(KEYS), sort=False, dropna=False).ngroup().to_numpy()

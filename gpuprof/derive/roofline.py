@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprof.derive import kernels
 from gpuprof.devices.peaks import Peaks
-from gpuprof.workloads import ops
 from gpuprof.errors import GpuprofError, InputError
 from gpuprof.model import ANALYTIC, MEASURED, PEAK_TABLE, Run
+from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
     import pandas as pd

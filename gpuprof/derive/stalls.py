@@ -17,6 +17,7 @@ has no row for it. Pure functions: no files, no subprocesses.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -275,7 +276,7 @@ def stall_profiles(run: Run, basis: str | None = None) -> list[StallProfile]:
     items = list(map(StallShare._make, zip(*(table[c].tolist() for c in ("reason", "label", "metric", "value",
                                                                           "share")))))
     heads = table.iloc[starts]
-    return [StallProfile(kernel, device, index, chosen, () if share != share else tuple(items[start:end]), coverage)
+    return [StallProfile(kernel, device, index, chosen, () if math.isnan(share) else tuple(items[start:end]), coverage)
             for kernel, device, index, chosen, coverage, share, start, end in zip(
                 heads["kernel"].tolist(), heads["device"].tolist(), heads["index"].tolist(), heads["basis"].tolist(),
                 heads["coverage"].tolist(), heads["share"].tolist(), starts.tolist(),
