@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.derive.kernels import launch_frame
 from gpuprof.model import Run
 
 if TYPE_CHECKING:
@@ -95,8 +96,6 @@ def launches(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
     at L1, L2 and DRAM, intensities, the SM clock, and the rule each came from (``basis``). The
     per-kernel table (:func:`kernels`) aggregates exactly these rows (:mod:`gpuprof.derive.kernels`)."""
     import pandas as pd
-
-    from gpuprof.derive.kernels import launch_frame
 
     frames = [launch_frame(run) for run in _as_runs(runs)]
     return pd.concat(frames, ignore_index=True) if frames else launch_frame(Run("import", "", ""))
