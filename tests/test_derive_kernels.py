@@ -115,6 +115,7 @@ def test_nvprof_aggregate_rows_count_their_invocations() -> None:
     (kernel,) = kernels.kernel_frame([gpuprof.read(NVPROF)]).to_dict("records")
     assert kernel["flops_fp32"] == 3 * 25264160800 and kernel["flops_fp32_per_launch"] == 25264160800
     assert kernel["flops_fp32_complete"] and not kernel["time_complete"]
+    assert math.isnan(kernel["flop_rate_fp32"]) and math.isnan(kernel["ai_dram_fp32"])  # no time, no bytes
 
 
 def _run(*launches: dict[str, float]) -> Run:
@@ -133,6 +134,7 @@ def test_completeness_flags_and_sums_over_the_launches_that_have_a_value() -> No
     assert row["flop_rate_fp32"] == pytest.approx(4e12)          # over the launch that has both
     assert row["ai_dram"] == pytest.approx(4e9 / 1e8)             # FLOPs over the bytes of the same launches
     assert row["dram_bandwidth"] == pytest.approx(4e8 / 4e-3)
+    assert row["ai_dram_fp32"] == pytest.approx(4e9 / 1e8) and math.isnan(row["ai_dram_fp64"])
     # the roofline places a kernel only from complete sums
     points, skipped = roofline.points([run])
     assert points.empty and skipped == [f"run {run.run_id[:8]} (test): no FLOPs, DRAM bytes and time to place"]
@@ -147,3 +149,17 @@ def test_an_empty_run_gives_empty_frames_with_the_columns() -> None:
     assert len(kernels.launch_frame(empty)) == 0 and len(kernels.kernel_frame([empty])) == 0
     assert set(PER_PRECISION) <= set(kernels.kernel_frame([]).columns)
     assert "launches" in gpuprof.__all__ and len(gpuprof.launches([])) == 0
+
+
+def test_each_kind_of_work_has_its_own_point() -> None:
+    """The roofline per precision (a later chart draws FP64, FP32, FP16 and tensor apart): each kind's
+    FLOPs over the kernel's bytes at each level, from the same launch rows."""
+    rows = gpuprof.launches(NCU_CSV)
+    frame = kernels.kernel_frame([gpuprof.read(NCU_CSV)]).set_index("kernel")
+    for kernel, group in rows.groupby("kernel"):
+        for level in ("l1", "l2", "dram"):
+            for p in ("fp32", "fp16"):
+                want = group[f"flops_{p}"].sum() / group[f"{level}_bytes"].sum()
+                assert frame.loc[kernel, f"ai_{level}_{p}"] == pytest.approx(want, rel=1e-12)
+    assert (frame["ai_dram_fp32"] > 0).all() and frame["ai_dram_fp16"].tolist()[0] == 0
+    assert frame["ai_dram_fp16"].tolist()[1] > 0  # gemm_v1 ran FP16 instructions too

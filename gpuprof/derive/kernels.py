@@ -140,8 +140,10 @@ def _distinct_texts(texts: np.ndarray, codes: np.ndarray, count: int) -> list[st
 def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:
     """One row per :data:`KEYS` of a :func:`launch_frame` (or several concatenated), by the rules of
     this module's docstring; ``extra`` columns (profiler-reported values) as invocation-weighted
-    means. Then the kernel's own roofline point (``flop_rate_total``, ``ai_*``, ``ai_check``,
-    ``binding_*``) from those sums."""
+    means. Each kind of work's own point: ``flop_rate_tensor`` and ``ai_<level>_<p>`` (``p`` one of
+    fp64, fp32, fp16, tensor; sums over sums). Then the kernel's roofline point for all its work
+    (``flop_rate_total``, ``ai_l1/l2/dram``, ``ai_check``, ``binding_*``) from those sums; the total
+    counts every launch only where ``flops_total_complete``."""
     import numpy as np
 
     keys = launches[list(KEYS)]
@@ -168,15 +170,20 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
         with np.errstate(divide="ignore", invalid="ignore"):
             peak = out[f"peak_flop_rate_{p}"].to_numpy()
             out[f"flop_efficiency_{p}"] = np.where(peak > 0, 100.0 * out[f"flop_rate_{p}"].to_numpy() / peak, np.nan)
+
+    def ratio(top: str, bottom: str) -> np.ndarray:
+        return _over(weight * launches[top].to_numpy(dtype=float), weight * launches[bottom].to_numpy(dtype=float),
+                     codes, count)
+
+    out["flop_rate_tensor"] = ratio("flops_tensor", "time")
+    for p in (*PRECISIONS, "tensor"):  # each kind of work's own roofline point
+        for level in levels.LEVELS:
+            out[f"ai_{level}_{p}"] = ratio(f"flops_{p}", f"{level}_bytes")
     for name in extra:
         value = launches[name].to_numpy(dtype=float)
         out[name] = _over(weight * value, np.where(np.isnan(value), np.nan, weight), codes, count)
     kinds = _distinct_texts(launches["tensor_kind"].to_numpy(dtype=object), codes, count)
     out["tensor_kind"] = [k.split(" | ")[0] for k in kinds]   # a kernel of several kinds: its first launch's
-
-    def ratio(top: str, bottom: str) -> np.ndarray:
-        return _over(weight * launches[top].to_numpy(dtype=float), weight * launches[bottom].to_numpy(dtype=float),
-                     codes, count)
 
     roofline = levels.roofline_columns(_counter_names(out), out["device"].tolist(), ratio)
     out = out.join(roofline.drop(columns="dominant"))
