@@ -14,6 +14,7 @@ import pytest
 
 import gpuprof
 from gpuprof.derive import kernels, roofline
+from gpuprof.diffing import values
 from gpuprof.model import Launch, Metric, Run
 
 OUT = Path(__file__).parent / "fixtures" / "profiler-outputs"
@@ -163,3 +164,13 @@ def test_each_kind_of_work_has_its_own_point() -> None:
                 assert frame.loc[kernel, f"ai_{level}_{p}"] == pytest.approx(want, rel=1e-12)
     assert (frame["ai_dram_fp32"] > 0).all() and frame["ai_dram_fp16"].tolist()[0] == 0
     assert frame["ai_dram_fp16"].tolist()[1] > 0  # gemm_v1 ran FP16 instructions too
+
+
+@pytest.mark.parametrize("path", [NCU_CSV, V100], ids=lambda p: p.name[:30])
+def test_diff_compares_the_same_launch_rows(path: Path) -> None:
+    run = gpuprof.read(path)
+    rows, compared = gpuprof.launches(run), values.imported(run)
+    for ours, theirs in (("time", "time"), ("flops_total", "flops"), ("dram_bytes", "bytes"), ("l2_bytes", "l2_bytes"),
+                         ("sm_clock", "sm_clock"), ("ai_dram", "intensity"), ("flop_rate_total", "flop_rate")):
+        np.testing.assert_array_equal(rows[ours].to_numpy(dtype=float), compared[theirs].to_numpy(dtype=float))
+    assert np.isfinite(compared["time"]).all()
