@@ -171,7 +171,7 @@ def _datasheet_efficiency(device: str, rate: float) -> float | None:
 def _run_kernels(run: Run) -> pd.DataFrame:
     """The per-kernel rows of one run (:func:`gpuprof.derive.kernels.aggregate` of its launches),
     columns titled as in :func:`kernel_table`."""
-    launches = kernels.launch_frame(run, KEY_METRICS)
+    launches = kernels.launch_frame(run, KEY_METRICS, roofline=False)
     units = launches.attrs["units"]
     sums = kernels.aggregate(launches, KEY_METRICS)
     titles = {column: title for title, column in [*_derived_columns(), *_ROOFLINE_COLUMNS]}

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuprof.derive import counters, levels
 from gpuprof.model import Run
@@ -55,13 +55,14 @@ RATES = (*(f"flop_rate_{p}" for p in PRECISIONS), *(f"peak_flop_rate_{p}" for p 
 DRAM_FROM_RATE = "DRAM bytes = dram__bytes.sum.per_second x kernel time"
 
 
-def launch_frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
+def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> pd.DataFrame:
     """One row per launch of ``run``: :data:`KEYS`, ``index`` (the tool's launch ID), ``launches``
-    (invocations), then :data:`EXTENSIVE`, :data:`RATES`, ``flop_efficiency_<p>`` (%), the
-    hierarchical roofline of the launch alone (``flop_rate_total``, ``ai_l1/l2/dram``, ``ai_check``,
-    ``binding_*``), ``tensor_kind``, ``basis``, and the raw values of ``extra`` metric names (their
-    units in ``attrs["units"]``). NaN where a launch lacks the inputs. DRAM bytes are the counted
-    ones, else the measured DRAM bandwidth x the kernel time (as ncu's roofline takes them)."""
+    (invocations), then :data:`EXTENSIVE`, :data:`RATES`, ``flop_efficiency_<p>`` (%), with
+    ``roofline`` the hierarchical roofline of the launch alone (``flop_rate_total``,
+    ``ai_l1/l2/dram``, ``ai_check``, ``binding_*``: :func:`aggregate` places a kernel's own point
+    from its sums instead), ``tensor_kind``, ``basis``, and the raw values of ``extra`` metric names
+    (their units in ``attrs["units"]``). NaN where a launch lacks the inputs. DRAM bytes are the
+    counted ones, else the measured DRAM bandwidth x the kernel time (as ncu's roofline takes them)."""
     import numpy as np
     import pandas as pd
 
@@ -71,6 +72,8 @@ def launch_frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     counted = values["dram_bytes"].to_numpy(dtype=float)
     from_rate = np.isnan(counted) & ~np.isnan(values["dram_bandwidth"].to_numpy(dtype=float) * time)
     basis = values["basis"].to_numpy(dtype=object)
+    if from_rate.any():
+        basis = np.where(from_rate, [f"{b}; {DRAM_FROM_RATE}" if b else DRAM_FROM_RATE for b in basis], basis)
     out = pd.DataFrame({
         "run_id": run.run_id, "file": Path(run.source).name,
         "session": [a.get("report", "") for a in launches["attributes"].tolist()],
@@ -86,13 +89,11 @@ def launch_frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
         **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in PRECISIONS.items()},
         "dram_bandwidth": values["dram_bandwidth"], "sm_clock": values["sm_clock"],
         "tensor_kind": values["tensor_kind"].fillna("").astype(str),
-        "basis": np.where(from_rate, [f"{b}; {DRAM_FROM_RATE}" if b else DRAM_FROM_RATE for b in basis], basis),
     })
-    roofline = levels.roofline_columns(_counter_names(out), out["device"].tolist())
-    out = out.join(roofline.drop(columns="dominant"))
-    out = out[[c for c in out.columns if c != "basis"] + ["basis"]]
-    for name in extra:
-        out[name] = values[name].to_numpy()
+    if roofline:
+        out = out.join(levels.roofline_columns(_counter_names(out), out["device"].tolist()).drop(columns="dominant"))
+    out = pd.concat([out, pd.DataFrame({"basis": basis, **{name: values[name].to_numpy() for name in extra}},
+                                       index=out.index)], axis=1)
     out.attrs["units"] = values.attrs["units"]
     return out
 
@@ -145,12 +146,13 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
     (``flop_rate_total``, ``ai_l1/l2/dram``, ``ai_check``, ``binding_*``) from those sums; the total
     counts every launch only where ``flops_total_complete``."""
     import numpy as np
+    import pandas as pd
 
     keys = launches[list(KEYS)]
     codes = keys.groupby(list(KEYS), sort=False, dropna=False).ngroup().to_numpy()
     count = int(codes.max()) + 1 if len(codes) else 0
     first = np.unique(codes, return_index=True)[1]
-    out = keys.iloc[first].reset_index(drop=True)
+    out: dict[str, Any] = {key: keys[key].to_numpy()[first] for key in KEYS}
     weight = launches["launches"].to_numpy(dtype=float)
     out["launches"] = np.bincount(codes, weights=weight, minlength=count).astype(np.int64)
     time = weight * launches["time"].to_numpy(dtype=float)
@@ -159,8 +161,8 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
         having = np.bincount(codes, weights=np.where(np.isnan(value), 0.0, weight), minlength=count)
         out[name] = _group_sum(value, codes, count)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out[f"{name}_per_launch"] = out[name].to_numpy() / having
-        out[f"{name}_complete"] = having == out["launches"].to_numpy()
+            out[f"{name}_per_launch"] = out[name] / having
+        out[f"{name}_complete"] = having == out["launches"]
     for name in RATES:
         rate = launches[name].to_numpy(dtype=float)
         timed = _over(rate * time, time, codes, count)
@@ -168,8 +170,8 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
                                                       codes, count), timed)
     for p in PRECISIONS:
         with np.errstate(divide="ignore", invalid="ignore"):
-            peak = out[f"peak_flop_rate_{p}"].to_numpy()
-            out[f"flop_efficiency_{p}"] = np.where(peak > 0, 100.0 * out[f"flop_rate_{p}"].to_numpy() / peak, np.nan)
+            peak = out[f"peak_flop_rate_{p}"]
+            out[f"flop_efficiency_{p}"] = np.where(peak > 0, 100.0 * out[f"flop_rate_{p}"] / peak, np.nan)
 
     def ratio(top: str, bottom: str) -> np.ndarray:
         return _over(weight * launches[top].to_numpy(dtype=float), weight * launches[bottom].to_numpy(dtype=float),
@@ -184,6 +186,7 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
         out[name] = _over(weight * value, np.where(np.isnan(value), np.nan, weight), codes, count)
     kinds = _distinct_texts(launches["tensor_kind"].to_numpy(dtype=object), codes, count)
     out["tensor_kind"] = [k.split(" | ")[0] for k in kinds]   # a kernel of several kinds: its first launch's
+    out = pd.DataFrame(out)
 
     roofline = levels.roofline_columns(_counter_names(out), out["device"].tolist(), ratio)
     out = out.join(roofline.drop(columns="dominant"))
@@ -195,7 +198,7 @@ def kernel_frame(runs: Iterable[Run], extra: Sequence[str] = ()) -> pd.DataFrame
     """:func:`aggregate` of the :func:`launch_frame` of every run: one row per kernel."""
     import pandas as pd
 
-    frames = [launch_frame(run, extra) for run in runs]
+    frames = [launch_frame(run, extra, roofline=False) for run in runs]
     if not frames:
-        return aggregate(launch_frame(Run("import", "", ""), extra), extra)
+        return aggregate(launch_frame(Run("import", "", ""), extra, roofline=False), extra)
     return aggregate(pd.concat(frames, ignore_index=True), extra)
