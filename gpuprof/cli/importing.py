@@ -62,5 +62,5 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
         raise
     simulated = all(run.device.get("kind") == "simulated" for run in imported)
     title = ("Imported layers (simulated: cycles and counts from the simulator; see origin)" if simulated else
-             "Imported kernels (measured by the profiler; base units; averages weighted by launches)")
+             "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)")
     echo(emit(importing.kernel_table(imported), fmt, title=title))
