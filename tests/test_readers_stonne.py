@@ -130,3 +130,32 @@ def test_counters_from_another_simulation_are_refused(tmp_path: Path) -> None:
     (tmp_path / COUNTERS.name).write_text(COUNTERS.read_text().replace("CYCLES=6200", "CYCLES=11760", 1))
     with pytest.raises(FormatError, match="6200"):
         read_file(tmp_path)
+
+
+def test_the_energy_scripts_output_reads_its_totals_in_table_units() -> None:
+    run = read_file(FIXTURES / "sanity_gemm.energy")
+    layer = run.launches[0]
+    with open(FIXTURES / "summary.csv", newline="") as handle:
+        recorded = {row["run_name"]: row for row in csv.DictReader(handle)}["run_0006_TM2_TN1_TK64"]
+    assert layer.value("energy (table units)") == float(recorded["energy"])
+    assert layer.value("static energy (table units)") == 5190.658600000052
+    assert layer.value("GlobalBuffer dynamic energy (table units)") == 4854.079999999999
+    assert layer.value("area (table units)") == 679443.640000001
+    # gpuprof's own sum over the counters with the same table agrees
+    ours = simulated.layer_table(read_file(RUN), energy_table=TABLE).iloc[0]["energy (table units)"]
+    assert ours == pytest.approx(layer.value("energy (table units)"), rel=1e-12)
+
+
+def test_energy_output_without_its_total_is_one_line(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.energy"
+    cut.write_text((FIXTURES / "sanity_gemm.energy").read_text().split("Total STATIC")[0])
+    with pytest.raises(FormatError, match="no 'Total Energy' line"):
+        read_file(cut)
+
+
+def test_simulate_layers_shows_the_energy_scripts_total() -> None:
+    done = gpuprof("simulate", "layers", str(FIXTURES / "sanity_gemm.energy"), "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    values = next(csv.DictReader(done.stdout.splitlines()))
+    assert float(values["energy (table units)"]) == 31342.74640269291
+    assert "calculate_energy.py summed it" in values["origin"]

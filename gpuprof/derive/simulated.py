@@ -79,6 +79,8 @@ def layer_table(run: Run, clock_hz: float | None = None, energy_table: str | Pat
                "reads": values.get(stonne.GB_READS, math.nan), "writes": values.get(stonne.GB_WRITES, math.nan)}
         if clock_hz:
             row["time (s)"] = cycles / clock_hz
+        if table is None and "energy (table units)" in values:  # STONNE's energy script already summed it
+            row["energy (table units)"] = values["energy (table units)"]
         if table is not None:
             if not any(_INSTANCES.match(name) for name in values):
                 raise InputError(f"{launch.kernel}: no .counters values to price",
@@ -91,6 +93,8 @@ def layer_table(run: Run, clock_hz: float | None = None, energy_table: str | Pat
     if not frame.empty:
         frame.insert(2, "share of cycles (%)", 100 * frame["cycles"] / frame["cycles"].sum())
         frame["origin"] = origin_note(clock_hz, energy_table)
+        if energy_table is None and "energy (table units)" in frame:
+            frame["origin"] += "; energy as STONNE's calculate_energy.py summed it, in its table's units"
     return frame
 
 

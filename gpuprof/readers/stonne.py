@@ -5,7 +5,8 @@ STONNE (a cycle-level simulator of DNN accelerators: MAERI, SIGMA, TPU-like) wri
 line per component instance) and a statistics JSON (``output_stats_layer_<name>…timestamp_<t>.txt``:
 hardware, layer and tile configuration, global and per-component stats). The two files of one layer
 carry different timestamps, so they are paired by the name before ``timestamp_``. Its console prints
-``Number of cycles running: N``. A folder of layer files reads as one run, one launch per layer.
+``Number of cycles running: N``; its energy script (``calculate_energy.py``) a component breakdown and
+totals in its energy table's units. A folder of layer files reads as one run, one launch per layer.
 
 Every count here has origin ``simulated``; the layer's MACs come from its dimensions (``analytic``).
 Utilisation, time at a clock and energy are derived later (:mod:`gpuprof.derive.simulated`).
@@ -19,13 +20,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from gpuprof.errors import FormatError
-from gpuprof.model import ANALYTIC, SIMULATED, Launch, Metric, Run
+from gpuprof.model import ANALYTIC, DERIVED, SIMULATED, Launch, Metric, Run
 
 NAME = "stonne"
-DESCRIPTION = "STONNE simulator outputs: a layer's .counters or output_stats JSON, a folder of them, its console"
+DESCRIPTION = "STONNE simulator outputs: a layer's .counters or output_stats JSON, a folder of them, its console or energy script"
 
 _LAYER_FILE = re.compile(r"^(output_stats_layer_.+?)timestamp_\d+\.(txt|counters)$")
 _CONSOLE_CYCLES = re.compile(r"Number of cycles running:\s*(\d+)")
+_ENERGY_COMPONENT = re.compile(r"^(\w+): STATIC=(\S+) AREA=(\S+) DYNAMIC=(\S+)$")
+_ENERGY_TOTAL = re.compile(r"^Total (STATIC Energy|DYNAMIC Energy|Area|Energy): (\S+)$")
 _LAYER_DIMS = ("R", "S", "C", "K", "G", "N", "X_", "Y_")
 
 CYCLES = "cycles"
@@ -41,6 +44,8 @@ def sniff(path: Path, head: str) -> bool:
     if text.startswith("CYCLES="):
         return True
     if text.startswith("{") and '"hardwareConfiguration"' in text[:400]:
+        return True
+    if text.startswith("DYNAMIC ENERGY TABLE USED"):
         return True
     return _CONSOLE_CYCLES.search(head) is not None
 
@@ -141,6 +146,32 @@ def _stats_metrics(stats: dict) -> tuple[list[Metric], dict[str, str]]:
     return metrics, attributes
 
 
+def energy_metrics(text: str, source: str) -> list[Metric]:
+    """The output of STONNE's ``calculate_energy.py``: per high-level component its static and dynamic
+    energy and area, then the totals, all in the energy table's units (STONNE states none)."""
+    metrics: list[Metric] = []
+    try:
+        for line in text.splitlines():
+            if (found := _ENERGY_COMPONENT.match(line.strip())):
+                component, static, area, dynamic = found.groups()
+                metrics += [Metric(f"{component} static energy (table units)", float(static), "", origin=DERIVED),
+                            Metric(f"{component} dynamic energy (table units)", float(dynamic), "", origin=DERIVED),
+                            Metric(f"{component} area (table units)", float(area), "", origin=DERIVED)]
+            elif (found := _ENERGY_TOTAL.match(line.strip())):
+                what, value = found.groups()
+                name = {"STATIC Energy": "static energy", "DYNAMIC Energy": "dynamic energy", "Area": "area",
+                        "Energy": "energy"}[what]
+                metrics.append(Metric(f"{name} (table units)", float(value), "", canonical=f"{name} (table units)",
+                                      origin=DERIVED))
+    except ValueError:
+        raise FormatError(f"{source}: a value of STONNE's energy output is not a number",
+                          "give the file calculate_energy.py wrote, unedited") from None
+    if not any(m.name == "energy (table units)" for m in metrics):
+        raise FormatError(f"{source}: no 'Total Energy' line (calculate_energy.py did not finish?)",
+                          "run STONNE's calculate_energy.py again and give its whole output")
+    return metrics
+
+
 def _merge(first: list[Metric], second: list[Metric]) -> list[Metric]:
     """Both files' metrics, each name once (the counters file's value first)."""
     seen = {m.name for m in first}
@@ -208,6 +239,8 @@ def read(path: Path) -> Run:
         metrics, attributes = counter_metrics(text, str(path)), {}
     elif head.startswith("{"):
         metrics, attributes = stats_metrics(text, str(path))
+    elif head.startswith("DYNAMIC ENERGY TABLE USED"):
+        metrics, attributes = energy_metrics(text, str(path)), {}
     else:
         found = _CONSOLE_CYCLES.findall(text)
         if not found:
