@@ -123,6 +123,9 @@ def test_a_folder_of_something_else_is_one_line(tmp_path: Path) -> None:
     done = gpuprof("simulate", "layers", str(tmp_path))
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "no STONNE layer files" in done.stderr
+    imported = gpuprof("import", str(tmp_path), "--store", str(tmp_path / "s.db"))
+    assert imported.returncode != 0 and "Traceback" not in imported.stderr
+    assert "a folder gpuprof cannot read as one run" in imported.stderr
 
 
 def test_counters_from_another_simulation_are_refused(tmp_path: Path) -> None:

@@ -147,3 +147,12 @@ def test_simulate_dlrm_plan_needs_no_stonne() -> None:
     assert done.returncode == 0, done.stderr
     top = [row for row in csv.DictReader(done.stdout.splitlines()) if row["layer"] == "top_fc0"]
     assert top[0]["K"] == "42" and top[0]["M"] == "16" and top[0]["N"] == "4"
+
+
+def test_given_tiles_that_do_not_fit_are_one_line(tmp_path: Path) -> None:
+    # the study's failed sweep point: T_M=2 T_N=2 T_K=64 needs 4 × 65 = 260 multipliers of 256
+    with pytest.raises(InputError, match="need 260 multipliers"):
+        stonne.argv("stonne", stonne.Gemm(m=20, n=20, k=256, given_tiles={"T_K": 64, "T_M": 2, "T_N": 2}))
+    done = gpuprof("run", "--op", "dot", "--shape", "20x256x20", "--device", "stonne:maeri", "--stonne", str(FAKE),
+                   "--tiles", "T_K=48,T_M=2,T_N=1", "--store", str(tmp_path / "s.db"), env=replaying(tmp_path))
+    assert done.returncode != 0 and "T_K=48 does not divide K=256" in done.stderr and "Traceback" not in done.stderr

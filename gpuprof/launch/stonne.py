@@ -86,6 +86,18 @@ def tiles(gemm: Gemm) -> dict[str, int]:
     return {"T_K": t_k, "T_M": t_m, "T_N": t_n}
 
 
+def _check_fits(gemm: Gemm, chosen: dict[str, int]) -> None:
+    """Given MAERI tiles must divide their dimensions and, folded, fit the multipliers."""
+    for tile, size in (("T_K", gemm.k), ("T_M", gemm.m), ("T_N", gemm.n)):
+        if size % chosen[tile]:
+            raise InputError(f"{tile}={chosen[tile]} does not divide {tile[-1]}={size}",
+                             "give tiles that divide the GEMM's dimensions, or leave --tiles out")
+    needed = (chosen["T_K"] + (chosen["T_K"] < gemm.k)) * chosen["T_M"] * chosen["T_N"]
+    if needed > gemm.multipliers:
+        raise InputError(f"the tiles need {needed} multipliers ((T_K + 1 when folding) × T_M × T_N), "
+                         f"more than {gemm.multipliers}", "give smaller tiles, or leave --tiles out")
+
+
 def _mesh_side(multipliers: int) -> int:
     side = round(multipliers ** 0.5)
     if side * side != multipliers:
@@ -104,6 +116,8 @@ def argv(binary: str, gemm: Gemm) -> list[str]:
     if gemm.sparsity:
         raise InputError(f"--sparsity is for SIGMA, not {gemm.arch}", "use --device stonne:sigma for a sparse GEMM")
     chosen = tiles(gemm)
+    if gemm.given_tiles and gemm.arch == "maeri":
+        _check_fits(gemm, chosen)
     if gemm.arch == "tpu":
         side = _mesh_side(gemm.multipliers)
         return [binary, "-DenseGEMM", *common, f"-ms_rows={side}", f"-ms_cols={side}", *bandwidth,
