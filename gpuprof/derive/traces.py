@@ -132,7 +132,8 @@ def _gpu_time_total(frame: pd.DataFrame) -> float:
 
 def op_table(run: Run) -> pd.DataFrame:
     """Per op name: calls, total and self time, the GPU time of the activities it launched itself
-    (not through a child op) and their share of all GPU time, GPU activities per call, and
+    (not through a child op) and their share of all GPU time, GPU activities per call (these
+    three only when the trace has GPU activity), and
     analytic FLOPs from recorded shapes (summed over its calls; an op inside another FLOP-counted
     op, such as ``aten::addmm`` under ``aten::linear``, counts the same work again)."""
     frame = events(run)
@@ -144,10 +145,11 @@ def op_table(run: Run) -> pd.DataFrame:
     grouped = ops.assign(flops=flops).groupby("name", sort=False)
     out = pd.DataFrame({"calls": grouped.size(), "total (s)": grouped["duration"].sum(),
                         "self (s)": grouped["self"].sum()})
-    out["GPU time (s)"] = device.sum().reindex(out.index).fillna(0.0)
     total_gpu = _gpu_time_total(frame)
-    out["share of GPU time (%)"] = 100.0 * out["GPU time (s)"] / total_gpu if total_gpu else math.nan
-    out["GPU activities/call"] = device.size().reindex(out.index).fillna(0).to_numpy() / out["calls"]
+    if total_gpu:  # a CPU-only trace has no GPU columns
+        out["GPU time (s)"] = device.sum().reindex(out.index).fillna(0.0)
+        out["share of GPU time (%)"] = 100.0 * out["GPU time (s)"] / total_gpu
+        out["GPU activities/call"] = device.size().reindex(out.index).fillna(0).to_numpy() / out["calls"]
     out["FLOP (analytic)"] = grouped["flops"].sum(min_count=1)
     out = out.sort_values(["total (s)"], ascending=False).reset_index().rename(columns={"name": "op"})
     out["origin"] = f"measured by the profiler ({run.environment.get('dialect', run.format)}); FLOP {ANALYTIC}"
