@@ -16,13 +16,15 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from gpuprof import importing
 from gpuprof.derive import traces
 from gpuprof.errors import InputError, ProfilerError
 from gpuprof.model import Run
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FRAMEWORKS = ("torch", "jax", "tf")
 _MODULES = {"torch": "torch", "jax": "jax", "tf": "tensorflow"}
@@ -103,7 +105,7 @@ def side_by_side(a: Run, b: Run, label_a: str = "A", label_b: str = "B") -> pd.D
     columns = ["op", "calls", "total (s)", "self (s)"]
     left = traces.op_table(a)[columns].set_index("op")
     right = traces.op_table(b)[columns].set_index("op")
-    joined = left.join(right, how="outer", lsuffix=f" {label_a}", rsuffix=f" {label_b}")
+    joined = left.add_suffix(f" {label_a}").join(right.add_suffix(f" {label_b}"), how="outer")
     joined[f"total {label_b}/{label_a}"] = joined[f"total (s) {label_b}"] / joined[f"total (s) {label_a}"]
     ordering = joined[[f"total (s) {label_a}", f"total (s) {label_b}"]].max(axis=1)
     return joined.loc[ordering.sort_values(ascending=False).index].reset_index()
@@ -132,6 +134,8 @@ class Gate:
 def gate(a: Run, b: Run, gates: list[Gate]) -> pd.DataFrame:
     """Rows that break a gate: per op (total time) and per step (host time, steps paired by
     order), A's and B's time and the change in %."""
+    import pandas as pd
+
     rows = []
     for one in gates:
         if one.what == "op":

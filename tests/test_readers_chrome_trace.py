@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from fixture_paths import SRAD
 
-from gpuprof import readers
+from gpuprof import readers, tracing
 from gpuprof.cli import main
 from gpuprof.derive import traces
 from gpuprof.errors import FormatError, InputError
@@ -209,3 +209,24 @@ def test_unknown_reader_dialect_raises_format_error(tmp_path: Path) -> None:
     path.write_text('[{"ph": "X", "name": "x", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]')
     with pytest.raises(FormatError, match="no framework profiler"):
         readers.read(path)
+
+
+def test_trace_command_tables_and_two_traces_side_by_side_with_a_gate(tmp_path: Path) -> None:
+    runner = CliRunner()
+    shown = runner.invoke(main, ["trace", str(RANKS[0]), "--table", "breakdown", "--format", "csv"])
+    assert shown.exit_code == 0, shown.output
+    header, row = shown.output.strip().splitlines()[:2]
+    assert "compute (%)" in header and ",17.7" in row
+    same = runner.invoke(main, ["trace", str(RANKS[0]), "--against", str(RANKS[0]), "--fail-if", "op:+1%"])
+    assert same.exit_code == 0, same.output
+    both = runner.invoke(main, ["trace", str(RANKS[0]), "--against", str(RANKS[1]), "--format", "csv",
+                                "--fail-if", "op:+50%", "--fail-if", "step:+50%"])
+    assert both.exit_code == 1  # some ops of rank 1 take more than 1.5x rank 0's time
+    table = tracing.side_by_side(readers.read(RANKS[0]), readers.read(RANKS[1])).set_index("op")
+    broken = tracing.gate(readers.read(RANKS[0]), readers.read(RANKS[1]), [tracing.Gate("op", 50.0)])
+    assert set(broken["name"]) <= set(table.index)
+    assert (broken["change (%)"] > 50).all() and len(broken) > 0
+    assert all(name in both.output for name in broken["name"].head(3))
+    lonely = runner.invoke(main, ["trace", str(RANKS[0]), "--fail-if", "op:+5%"])
+    assert lonely.exit_code == 2 and "--against" in lonely.output
+    assert list(tmp_path.iterdir()) == []  # read-only

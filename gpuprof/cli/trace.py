@@ -10,6 +10,26 @@ import click
 from gpuprof.cli.common import echo, format_option, handle_errors, note
 
 TABLES = ("ops", "kernels", "steps", "breakdown")
+SHORT = 60  # characters of a kernel or op name in a terminal table (csv and json keep them whole)
+
+
+def _short(name: object) -> object:
+    """A long C++ kernel name without its parameter list, cut to :data:`SHORT` characters."""
+    if not isinstance(name, str) or len(name) <= SHORT:
+        return name
+    head = name.split("(", 1)[0] or name
+    return head if len(head) <= SHORT else head[:SHORT - 1] + "…"
+
+
+def _shown(frame, fmt: str, top: int):
+    """The first ``top`` rows with short names for a terminal table; the whole frame otherwise."""
+    if fmt != "table":
+        return frame
+    frame = frame.head(top).copy()
+    for column in ("name", "op"):
+        if column in frame:
+            frame[column] = frame[column].map(_short)
+    return frame
 
 
 @click.command()
@@ -40,8 +60,7 @@ def trace(file: str, table: str, against: str | None, fail_if: tuple[str, ...], 
     if against:
         other = importing.read_file(against)
         frame = tracing.side_by_side(run, other)
-        echo(emit(frame.head(top) if fmt == "table" else frame, fmt,
-                  title=f"Ops: A = {file}, B = {against} (seconds)"))
+        echo(emit(_shown(frame, fmt, top), fmt, title=f"Ops: A = {file}, B = {against} (seconds)"))
         broken = tracing.gate(run, other, gates)
         if len(broken):
             echo(emit(broken, fmt, title="Gates broken"))
@@ -52,7 +71,7 @@ def trace(file: str, table: str, against: str | None, fail_if: tuple[str, ...], 
     makers = {"ops": traces.op_table, "kernels": traces.kernel_table, "steps": traces.step_table,
               "breakdown": traces.breakdown}
     frame = makers[table](run)
-    echo(emit(frame.head(top) if fmt == "table" else frame, fmt,
+    echo(emit(_shown(frame, fmt, top), fmt,
               title=f"{table} of {file} ({run.environment.get('dialect', run.format)}; measured by the profiler)"))
     for line in run.notes:
         note(f"note: {line}")
