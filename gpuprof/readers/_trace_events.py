@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpuprof.errors import FormatError
 from gpuprof.model import MEASURED, Run
 from gpuprof.model import tables as _tables
+from gpuprof.readers._compressed import read_all
 
 # Kinds of event kept: GPU activity, framework ops, the runtime calls that launch GPU work (kept
 # only to link), and step annotations (ProfilerStep#N, JAX/TF step markers).
@@ -61,10 +63,13 @@ class Events:
         self.extra.append(extra)
 
 
-def load_events(raw: bytes, path: object) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The trace's top-level object (``{}`` for a bare event list) and its event list."""
+def load_events(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The trace's top-level object (``{}`` for a bare event list) and its event list. The bytes
+    are decoded here and dropped before parsing, so the file is held once, as text, while the
+    parser builds the events (json.loads of bytes would hold both)."""
+    text = read_all(path).decode("utf-8", errors="replace")
     try:
-        doc = json.loads(raw)
+        doc = json.loads(text)
     except ValueError as error:
         raise FormatError(f"{path}: not valid JSON ({error}): the trace is cut or damaged",
                           "give the whole file the profiler wrote (it writes the trace when profiling stops)") from None

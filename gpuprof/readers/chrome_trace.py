@@ -29,7 +29,6 @@ from typing import Any
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
-from gpuprof.readers import _compressed
 from gpuprof.readers._text import gc_paused
 from gpuprof.readers._trace_events import (
     OP,
@@ -94,7 +93,9 @@ def _kineto(doc: dict[str, Any], events: list[dict[str, Any]]) -> tuple[Events, 
     properties = {p.get("id"): p for p in doc.get("deviceProperties") or [] if isinstance(p, dict)}
     out = Events()
     add = out.add
-    for event in events:
+    gpus: set[Any] = set()
+    for index, event in enumerate(events):
+        events[index] = None  # type: ignore[call-overload]  # freed as read: the columns grow as the events go
         kind = _KINETO.get(event.get("cat"))  # type: ignore[arg-type]
         if kind is None or event.get("ph") != "X":
             continue
@@ -116,10 +117,10 @@ def _kineto(doc: dict[str, Any], events: list[dict[str, Any]]) -> tuple[Events, 
             gpu = args.get("device", event.get("pid"))
             device = (properties.get(gpu) or {}).get("name") or f"GPU {gpu}"
             stream = args.get("stream", event.get("tid"))
+            gpus.add(gpu)
             add(kind, name, (f"GPU {gpu}", stream), float(event["ts"]), float(event.get("dur", 0)), device,
-                str(stream), args.get("correlation"), {**args, "gpu": gpu})
+                str(stream), args.get("correlation"), args)
     device: dict[str, Any] = {}
-    gpus = {extra["gpu"] for kind, extra in zip(out.kind, out.extra) if extra and kind not in (OP,)}
     if gpus:
         first = properties.get(min(gpus, key=str)) or {}
         if first.get("name"):
@@ -200,7 +201,7 @@ def read(path: Path) -> Run:
 
 
 def _read(path: Path) -> Run:
-    doc, events = load_events(_compressed.read_all(path), path)
+    doc, events = load_events(path)
     processes, threads = _processes(events)
     found = dialect(doc, events, processes)
     if found is None:
