@@ -4,6 +4,7 @@ the tables derived from them checked against the numbers their authors and HTA p
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import math
 import sqlite3
@@ -230,3 +231,21 @@ def test_trace_command_tables_and_two_traces_side_by_side_with_a_gate(tmp_path: 
     lonely = runner.invoke(main, ["trace", str(RANKS[0]), "--fail-if", "op:+5%"])
     assert lonely.exit_code == 2 and "--against" in lonely.output
     assert list(tmp_path.iterdir()) == []  # read-only
+
+
+XPLANE = TRACES / "jax_0.10.2_cpu_matmul_two_steps.xplane.pb"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xprof") is None, reason="needs xprof (the [xprof] extra)")
+def test_xplane_through_xprof_matches_the_trace_json_and_writes_nothing_beside(tmp_path: Path) -> None:
+    local = tmp_path / XPLANE.name
+    local.write_bytes(XPLANE.read_bytes())
+    assert readers.detect(local).NAME == "xplane"
+    run = readers.read(local)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [XPLANE.name]  # xprof's cache went to a temporary folder
+    assert run.environment["dialect"] == "tf-trace" and run.environment["steps"] == ["0", "1"]
+    same_capture = readers.read(JAX)  # the trace.json.gz written in the same session
+    ops = traces.op_table(run).set_index("op")
+    assert ops.loc["PjitFunction(<lambda>)", "total (s)"] == pytest.approx(
+        traces.op_table(same_capture).set_index("op").loc["PjitFunction(<lambda>)", "total (s)"])
+    assert "op-stats" in kinds(run)

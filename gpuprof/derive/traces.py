@@ -29,6 +29,7 @@ from gpuprof.errors import InputError
 from gpuprof.model import ANALYTIC, Run
 
 GPU_KINDS = ("kernel", "memcpy", "memset")
+TRACE_FORMATS = ("chrome-trace", "xplane")  # the readers whose runs these tables read
 # HolisticTraceAnalysis's grouping patterns (hta/common/types.py), applied with re.match as it does.
 _COMMUNICATION = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
 _MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
@@ -43,7 +44,7 @@ def events(run: Run) -> pd.DataFrame:
     op_launch (the launching op's row, -1), op, bytes and shapes."""
     table = run.launch_table
     attributes = table["attributes"].tolist()
-    if not attributes or "kind" not in attributes[0] or run.format != "chrome-trace":
+    if not attributes or "kind" not in attributes[0] or run.format not in TRACE_FORMATS:
         raise InputError(f"{run.source}: not a framework trace (format {run.format})",
                          "give a PyTorch, TensorFlow or JAX profiler trace")
     values, _ = run.lookup(["start", "duration", "total time", "self time", "bytes"])

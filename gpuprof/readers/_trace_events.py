@@ -67,7 +67,11 @@ def load_events(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The trace's top-level object (``{}`` for a bare event list) and its event list. The bytes
     are decoded here and dropped before parsing, so the file is held once, as text, while the
     parser builds the events (json.loads of bytes would hold both)."""
-    text = read_all(path).decode("utf-8", errors="replace")
+    return parse_events(read_all(path).decode("utf-8", errors="replace"), path)
+
+
+def parse_events(text: str, path: object) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """:func:`load_events` of a trace already in memory as text."""
     try:
         doc = json.loads(text)
     except ValueError as error:

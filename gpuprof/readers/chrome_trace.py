@@ -202,6 +202,12 @@ def read(path: Path) -> Run:
 
 def _read(path: Path) -> Run:
     doc, events = load_events(path)
+    return from_events(doc, events, path, NAME)
+
+
+def from_events(doc: dict[str, Any], events: list[dict[str, Any]], path: Path, fmt: str,
+                environment_extra: dict[str, Any] | None = None) -> Run:
+    """The run of a parsed trace (its top-level object and event list), in whichever dialect it is."""
     processes, threads = _processes(events)
     found = dialect(doc, events, processes)
     if found is None:
@@ -215,5 +221,5 @@ def _read(path: Path) -> Run:
     else:
         columns, device, environment = _tf2(events, processes, threads)
     del doc, events
-    return to_run(columns, path=path, fmt=NAME, dialect=found, device=device,
-                  environment={"dialect": found, **environment}, notes=[])
+    return to_run(columns, path=path, fmt=fmt, dialect=found, device=device,
+                  environment={"dialect": found, **environment, **(environment_extra or {})}, notes=[])
