@@ -169,7 +169,9 @@ def kernel_table(run: Run) -> pd.DataFrame:
     out.columns = ["launches", "total (s)", "time/launch (s)", "min (s)", "max (s)"]
     total = _gpu_time_total(frame)
     out["share of GPU time (%)"] = 100.0 * out["total (s)"] / total if total else math.nan
-    out[["grid", "block"]] = grouped[["grid", "block"]].first()
+    for column in ("grid", "block"):  # TF1 timelines and xprof traces record neither
+        if (gpu[column] != "").any():
+            out[column] = grouped[column].first()
     return out.sort_values("total (s)", ascending=False).reset_index()
 
 
