@@ -197,6 +197,8 @@ def test_bad_traces_get_one_line_and_store_nothing(tmp_path: Path, content, mess
 def test_import_stores_a_trace_and_reads_it_back(tmp_path: Path) -> None:
     result, store = _import(tmp_path, RANKS[0])
     assert result.exit_code == 0, result.output
+    assert "ncclKernel_SendRecv" in result.output and "MeanBackward0" not in result.output  # kernels, not ops
+    assert "gpuprof trace" in result.output
     from gpuprof.store import open_store
 
     with open_store(store) as reopened:
@@ -249,3 +251,9 @@ def test_xplane_through_xprof_matches_the_trace_json_and_writes_nothing_beside(t
     assert ops.loc["PjitFunction(<lambda>)", "total (s)"] == pytest.approx(
         traces.op_table(same_capture).set_index("op").loc["PjitFunction(<lambda>)", "total (s)"])
     assert "op-stats" in kinds(run)
+
+
+def test_import_of_a_cpu_only_trace_stores_its_ops(tmp_path: Path) -> None:
+    result, store = _import(tmp_path, TF1_I7)
+    assert result.exit_code == 0, result.output
+    assert _stored(store) == 1 and "ops only" in result.output

@@ -263,3 +263,19 @@ def breakdown(run: Run, include_last_step: bool = False) -> pd.DataFrame:
                      "communication (us)": comm_time,
                      "comm-compute overlap (%)": 100 * _overlap(comm, compute) / comm_time if comm_time else math.nan})
     return pd.DataFrame(rows)
+
+
+def gpu_launches(run: Run) -> Run:
+    """The run with only its GPU activities (kernels, copies, sets): what a per-kernel table of
+    any profiler output shows; the ops and steps stay in the stored run."""
+    attributes = run.launch_table["attributes"].tolist()
+    keep = np.flatnonzero([a.get("kind") in GPU_KINDS for a in attributes])
+    renumber = np.full(len(attributes), -1, dtype=np.int64)
+    renumber[keep] = np.arange(len(keep))
+    metrics = run.metric_table
+    rows = renumber[metrics["launch"].to_numpy()] >= 0
+    picked = metrics[rows].reset_index(drop=True)
+    picked["launch"] = renumber[picked["launch"].to_numpy()].astype(np.int32)
+    return Run(kind=run.kind, format=run.format, source=run.source, device=run.device, environment=run.environment,
+               notes=run.notes, run_id=run.run_id, created=run.created,
+               tables=(run.launch_table.iloc[keep].reset_index(drop=True), picked))
