@@ -99,6 +99,31 @@ def profile_trace(settings: TraceSettings) -> tuple[Run, Path]:
     return run, run_dir
 
 
+def is_trace(path: str) -> bool:
+    """Whether ``path`` is a framework trace file gpuprof reads (for commands that take traces
+    and other inputs alike)."""
+    from gpuprof import readers
+    from gpuprof.errors import GpuprofError
+
+    try:
+        return Path(path).is_file() and readers.detect(path).NAME in traces.TRACE_FORMATS
+    except (GpuprofError, OSError):
+        return False
+
+
+def step_pairs(a: Run, b: Run) -> pd.DataFrame:
+    """The two runs' steps side by side, paired in order: host time and GPU busy time of each."""
+    import pandas as pd
+
+    left, right = traces.step_table(a), traces.step_table(b)
+    count = min(len(left), len(right))
+    return pd.DataFrame({"step A": left["step"][:count].to_numpy(), "step B": right["step"][:count].to_numpy(),
+                         "host time (s) A": left["host time (s)"][:count].to_numpy(),
+                         "host time (s) B": right["host time (s)"][:count].to_numpy(),
+                         "GPU busy (s) A": left["GPU busy (s)"][:count].to_numpy(),
+                         "GPU busy (s) B": right["GPU busy (s)"][:count].to_numpy()})
+
+
 def side_by_side(a: Run, b: Run, label_a: str = "A", label_b: str = "B") -> pd.DataFrame:
     """The two runs' per-op tables joined on the op name (the study's per-op comparison of a CPU
     and a GPU trace): calls, total and self time of each, and B's total over A's."""
@@ -142,9 +167,9 @@ def gate(a: Run, b: Run, gates: list[Gate]) -> pd.DataFrame:
             table = side_by_side(a, b)
             pairs = zip(table["op"], table["total (s) A"], table["total (s) B"])
         else:
-            steps_a, steps_b = traces.step_table(a), traces.step_table(b)
-            pairs = ((f"step {i + 1} ({x} / {y})", ta, tb) for i, (x, ta, y, tb) in enumerate(zip(
-                steps_a["step"], steps_a["host time (s)"], steps_b["step"], steps_b["host time (s)"])))
+            steps = step_pairs(a, b)
+            pairs = ((f"step {x} / {y}", ta, tb) for x, y, ta, tb in zip(
+                steps["step A"], steps["step B"], steps["host time (s) A"], steps["host time (s) B"]))
         for name, before, after in pairs:
             if before and not math.isnan(before) and not math.isnan(after):
                 change = 100.0 * (after - before) / before

@@ -257,3 +257,16 @@ def test_import_of_a_cpu_only_trace_stores_its_ops(tmp_path: Path) -> None:
     result, store = _import(tmp_path, TF1_I7)
     assert result.exit_code == 0, result.output
     assert _stored(store) == 1 and "ops only" in result.output
+
+
+def test_diff_of_two_traces_gates_on_op_and_step_times() -> None:
+    runner = CliRunner()
+    passed = runner.invoke(main, ["diff", str(RANKS[0]), str(RANKS[1]), "--fail-if", "step:+2%", "--format", "csv"])
+    assert passed.exit_code == 0, passed.output
+    steps = tracing.step_pairs(readers.read(RANKS[0]), readers.read(RANKS[1]))
+    assert steps["step A"].tolist() == ["551", "552"]
+    assert (steps["host time (s) B"] / steps["host time (s) A"]).max() < 1.02  # so step:+2% passes
+    failed = runner.invoke(main, ["diff", str(RANKS[0]), str(RANKS[1]), "--fail-if", "op:+50%"])
+    assert failed.exit_code == 1 and "Gates broken" in failed.output
+    wrong = runner.invoke(main, ["diff", str(RANKS[0]), str(RANKS[1]), "--fail-if", "time:+5%"])
+    assert wrong.exit_code == 2 and wrong.output.strip().startswith("error: --fail-if 'time:+5%'")
