@@ -270,3 +270,14 @@ def test_diff_of_two_traces_gates_on_op_and_step_times() -> None:
     assert failed.exit_code == 1 and "Gates broken" in failed.output
     wrong = runner.invoke(main, ["diff", str(RANKS[0]), str(RANKS[1]), "--fail-if", "time:+5%"])
     assert wrong.exit_code == 2 and wrong.output.strip().startswith("error: --fail-if 'time:+5%'")
+
+
+def test_kineto_read_whole_when_its_keys_follow_the_events(tmp_path: Path) -> None:
+    doc = json.loads(gzip.decompress(RANKS[0].read_bytes()))
+    events = doc.pop("traceEvents")
+    reordered = tmp_path / "rank0.pt.trace.json"
+    reordered.write_text(json.dumps({"traceEvents": events, **doc}))  # not streamed: parsed whole
+    streamed, whole = readers.read(RANKS[0]), readers.read(reordered)
+    assert whole.environment["rank"] == streamed.environment["rank"] == 0
+    assert whole.launch_table["kernel"].tolist() == streamed.launch_table["kernel"].tolist()
+    assert traces.breakdown(whole).equals(traces.breakdown(streamed))

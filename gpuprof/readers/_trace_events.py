@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,15 +64,57 @@ class Events:
         self.extra.append(extra)
 
 
-def load_events(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The trace's top-level object (``{}`` for a bare event list) and its event list. The bytes
-    are decoded here and dropped before parsing, so the file is held once, as text, while the
-    parser builds the events (json.loads of bytes would hold both)."""
-    return parse_events(read_all(path).decode("utf-8", errors="replace"), path)
+def read_text(path: Path) -> str:
+    """The (decompressed) file as text; its bytes are dropped before any parsing, so the file is
+    held once (json.loads of bytes would hold both)."""
+    return read_all(path).decode("utf-8", errors="replace")
+
+
+_EVENTS_KEY = re.compile(r'"traceEvents"\s*:\s*\[')
+_SEPARATOR = re.compile(r"[\s,]*")
+_KINETO_KEYS = ('"schemaVersion"', '"deviceProperties"', '"distributedInfo"')
+
+
+def stream_kineto(text: str, path: object) -> tuple[Iterator[dict[str, Any]], Callable[[], dict[str, Any]]] | None:
+    """For a Kineto trace (a Kineto key before its event list): the events one at a time, decoded
+    where they lie in ``text`` (only the event being read exists as Python objects), and a call
+    giving the rest of the document once they are read. None for any other trace: parse it whole."""
+    found = _EVENTS_KEY.search(text, 0, 1 << 20)
+    if found is None or not any(key in text[:found.start()] for key in _KINETO_KEYS):
+        return None
+    scan = json.JSONDecoder().scan_once
+    end = [found.end()]
+
+    def events() -> Iterator[dict[str, Any]]:
+        at = _SEPARATOR.match(text, found.end()).end()
+        while at < len(text) and text[at] != "]":
+            try:
+                event, at = scan(text, at)
+            except StopIteration:
+                raise FormatError(f"{path}: not valid JSON (no value at char {at}): the trace is cut or damaged",
+                                  "give the whole file the profiler wrote (it writes the trace when profiling "
+                                  "stops)") from None
+            except ValueError as error:
+                raise FormatError(f"{path}: not valid JSON ({error}): the trace is cut or damaged",
+                                  "give the whole file the profiler wrote (it writes the trace when profiling "
+                                  "stops)") from None
+            if isinstance(event, dict):
+                yield event
+            at = _SEPARATOR.match(text, at).end()
+        if at >= len(text):
+            raise FormatError(f"{path}: not valid JSON (the event list never ends): the trace is cut or damaged",
+                              "give the whole file the profiler wrote (it writes the trace when profiling stops)")
+        end[0] = at + 1
+
+    def rest() -> dict[str, Any]:
+        doc, _ = parse_events(text[:found.end()] + "]" + text[end[0]:], path)
+        return doc
+
+    return events(), rest
 
 
 def parse_events(text: str, path: object) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """:func:`load_events` of a trace already in memory as text."""
+    """The trace's top-level object (``{}`` for a bare event list) and its event list, parsed whole."""
     try:
         doc = json.loads(text)
     except ValueError as error:

@@ -18,12 +18,15 @@
 Every kernel, copy and set becomes a launch (kind kernel/memcpy/memset) with its duration, start,
 device, stream and, where the trace has them, grid, block, registers, shared memory, occupancy,
 bytes and direction; every framework op a launch of kind ``op`` with its total and self time;
-every step annotation a launch of kind ``step``. Each launch carries its step.
+every step annotation a launch of kind ``step``. Each launch carries its step. A Kineto trace
+whose schema keys come before its events (as Kineto writes them) is read event by event
+(:func:`gpuprof.readers._trace_events.stream_kineto`); any other trace is parsed whole.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,9 @@ from gpuprof.readers._trace_events import (
     STEP,
     Events,
     is_profiler_step,
-    load_events,
+    parse_events,
+    read_text,
+    stream_kineto,
     to_run,
 )
 
@@ -89,13 +94,13 @@ def dialect(doc: dict[str, Any], events: list[dict[str, Any]], processes: dict[A
     return None
 
 
-def _kineto(doc: dict[str, Any], events: list[dict[str, Any]]) -> tuple[Events, dict[str, Any], dict[str, Any]]:
-    properties = {p.get("id"): p for p in doc.get("deviceProperties") or [] if isinstance(p, dict)}
+def _kineto_events(events: Iterable[dict[str, Any]]) -> tuple[Events, set[Any]]:
+    """Kineto's events as columns (GPU rows named ``GPU <id>`` until the device table is read),
+    and the GPU ids seen. ``events`` may be a stream: each event is dropped once read."""
     out = Events()
     add = out.add
     gpus: set[Any] = set()
-    for index, event in enumerate(events):
-        events[index] = None  # type: ignore[call-overload]  # freed as read: the columns grow as the events go
+    for event in events:
         kind = _KINETO.get(event.get("cat"))  # type: ignore[arg-type]
         if kind is None or event.get("ph") != "X":
             continue
@@ -115,11 +120,18 @@ def _kineto(doc: dict[str, Any], events: list[dict[str, Any]]) -> tuple[Events, 
                 link=args.get("correlation"))
         else:
             gpu = args.get("device", event.get("pid"))
-            device = (properties.get(gpu) or {}).get("name") or f"GPU {gpu}"
             stream = args.get("stream", event.get("tid"))
             gpus.add(gpu)
-            add(kind, name, (f"GPU {gpu}", stream), float(event["ts"]), float(event.get("dur", 0)), device,
+            add(kind, name, (f"GPU {gpu}", stream), float(event["ts"]), float(event.get("dur", 0)), f"GPU {gpu}",
                 str(stream), args.get("correlation"), args)
+    return out, gpus
+
+
+def _kineto(doc: dict[str, Any], out: Events, gpus: set[Any]) -> tuple[Events, dict[str, Any], dict[str, Any]]:
+    """The GPUs named from ``deviceProperties``, and rank and world size from ``distributedInfo``."""
+    properties = {p.get("id"): p for p in doc.get("deviceProperties") or [] if isinstance(p, dict)}
+    names = {f"GPU {gpu}": (properties.get(gpu) or {}).get("name") for gpu in gpus}
+    out.device = [names.get(device) or device for device in out.device]
     device: dict[str, Any] = {}
     if gpus:
         first = properties.get(min(gpus, key=str)) or {}
@@ -134,6 +146,14 @@ def _kineto(doc: dict[str, Any], events: list[dict[str, Any]]) -> tuple[Events, 
             if key in info:
                 environment[key] = info[key]
     return out, device, environment
+
+
+def _released(events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The events of a parsed list, each dropped from the list as it is handed out, so the
+    columns grow as the parsed events go."""
+    for index, event in enumerate(events):
+        events[index] = None  # type: ignore[call-overload]
+        yield event
 
 
 def _tf1(events: list[dict[str, Any]], processes: dict[Any, str]) -> tuple[Events, dict[str, Any], dict[str, Any]]:
@@ -201,7 +221,19 @@ def read(path: Path) -> Run:
 
 
 def _read(path: Path) -> Run:
-    doc, events = load_events(path)
+    text = read_text(path)
+    streamed = stream_kineto(text, path)
+    if streamed is not None:  # a Kineto trace: read event by event, never the whole document at once
+        events, rest = streamed
+        del streamed
+        columns, gpus = _kineto_events(events)
+        doc = rest()
+        del events, rest, text  # the text goes before the tables are built
+        columns, device, environment = _kineto(doc, columns, gpus)
+        return to_run(columns, path=path, fmt=NAME, dialect="kineto", device=device,
+                      environment={"dialect": "kineto", **environment}, notes=[])
+    doc, events = parse_events(text, path)
+    del text
     return from_events(doc, events, path, NAME)
 
 
@@ -215,7 +247,7 @@ def from_events(doc: dict[str, Any], events: list[dict[str, Any]], path: Path, f
                           "(no Kineto schema, TensorFlow device processes or JAX host/device processes)",
                           "give a trace written by PyTorch's, TensorFlow's or JAX's profiler")
     if found == "kineto":
-        columns, device, environment = _kineto(doc, events)
+        columns, device, environment = _kineto(doc, *_kineto_events(_released(events)))
     elif found == "tf1-timeline":
         columns, device, environment = _tf1(events, processes)
     else:
