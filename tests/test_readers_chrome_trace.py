@@ -281,3 +281,17 @@ def test_kineto_read_whole_when_its_keys_follow_the_events(tmp_path: Path) -> No
     assert whole.environment["rank"] == streamed.environment["rank"] == 0
     assert whole.launch_table["kernel"].tolist() == streamed.launch_table["kernel"].tolist()
     assert traces.breakdown(whole).equals(traces.breakdown(streamed))
+
+
+def test_streamed_chunks_never_cut_inside_an_event(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuprof.readers import _trace_events
+
+    nested = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "dur": 5,
+              "args": {"Input Dims": [[4, 8], [8, 2]], "note": "a },{ inside a string", "list": [{"a": 1}, {"b": 2}]}}
+    events = [{**nested, "ts": 10 * i} for i in range(200)]
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, "distributedInfo": {"rank": 3}}))
+    monkeypatch.setattr(_trace_events, "CHUNK", 100)  # a cut candidate inside nearly every event
+    run = readers.read(path)
+    assert len(run.launch_table) == 200 and run.environment["rank"] == 3
+    assert traces.op_table(run).loc[0, "FLOP (analytic)"] == 200 * 2 * 4 * 8 * 2

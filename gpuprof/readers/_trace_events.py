@@ -71,46 +71,64 @@ def read_text(path: Path) -> str:
 
 
 _EVENTS_KEY = re.compile(r'"traceEvents"\s*:\s*\[')
-_SEPARATOR = re.compile(r"[\s,]*")
+_BOUNDARY = re.compile(r"\}\s*,\s*\{")  # where one event may end and the next begin
 _KINETO_KEYS = ('"schemaVersion"', '"deviceProperties"', '"distributedInfo"')
+CHUNK = 1 << 22  # characters of events parsed at a time
+
+
+def _cut(path: object, detail: str) -> FormatError:
+    return FormatError(f"{path}: not valid JSON ({detail}): the trace is cut or damaged",
+                       "give the whole file the profiler wrote (it writes the trace when profiling stops)")
 
 
 def stream_kineto(text: str, path: object) -> tuple[Iterator[dict[str, Any]], Callable[[], dict[str, Any]]] | None:
-    """For a Kineto trace (a Kineto key before its event list): the events one at a time, decoded
-    where they lie in ``text`` (only the event being read exists as Python objects), and a call
-    giving the rest of the document once they are read. None for any other trace: parse it whole."""
+    """For a Kineto trace (a Kineto key before its event list): its events, parsed a few MB of text
+    at a time and each dropped once handed out (only one chunk's events exist as Python objects),
+    and a call giving the rest of the document once they are read. None for any other trace:
+    parse it whole.
+
+    A chunk ends at a ``},{`` after :data:`CHUNK` characters and is parsed as ``[...]`` by json;
+    when that ``},{`` lies inside an event (a nested list of objects) or a string, the chunk is
+    not valid JSON and the next one is tried, so only a cut between two whole events is taken."""
     found = _EVENTS_KEY.search(text, 0, 1 << 20)
     if found is None or not any(key in text[:found.start()] for key in _KINETO_KEYS):
         return None
-    scan = json.JSONDecoder().scan_once
     end = [found.end()]
 
     def events() -> Iterator[dict[str, Any]]:
-        at = _SEPARATOR.match(text, found.end()).end()
-        while at < len(text) and text[at] != "]":
-            try:
-                event, at = scan(text, at)
-            except StopIteration:
-                raise FormatError(f"{path}: not valid JSON (no value at char {at}): the trace is cut or damaged",
-                                  "give the whole file the profiler wrote (it writes the trace when profiling "
-                                  "stops)") from None
-            except ValueError as error:
-                raise FormatError(f"{path}: not valid JSON ({error}): the trace is cut or damaged",
-                                  "give the whole file the profiler wrote (it writes the trace when profiling "
-                                  "stops)") from None
-            if isinstance(event, dict):
-                yield event
-            at = _SEPARATOR.match(text, at).end()
-        if at >= len(text):
-            raise FormatError(f"{path}: not valid JSON (the event list never ends): the trace is cut or damaged",
-                              "give the whole file the profiler wrote (it writes the trace when profiling stops)")
-        end[0] = at + 1
+        at = found.end()
+        while True:
+            cut = _BOUNDARY.search(text, at + CHUNK) if at + CHUNK < len(text) else None
+            while cut is not None:
+                try:
+                    batch = json.loads("[" + text[at:cut.start() + 1] + "]")
+                    break
+                except ValueError:
+                    cut = _BOUNDARY.search(text, cut.end())
+            if cut is None:  # the last chunk: up to the end of the event list
+                try:
+                    batch, stop = json.JSONDecoder().raw_decode("[" + text[at:])
+                except ValueError as error:
+                    raise _cut(path, str(error)) from None
+                end[0] = at + stop - 1
+                yield from dropped(batch)
+                return
+            at = cut.end() - 1  # the next event's '{'
+            yield from dropped(batch)
 
     def rest() -> dict[str, Any]:
         doc, _ = parse_events(text[:found.end()] + "]" + text[end[0]:], path)
         return doc
 
     return events(), rest
+
+
+def dropped(items: list[Any]) -> Iterator[dict[str, Any]]:
+    """The objects of a parsed list, each dropped from the list as it is handed out."""
+    for index, item in enumerate(items):
+        items[index] = None
+        if isinstance(item, dict):
+            yield item
 
 
 def parse_events(text: str, path: object) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -26,7 +26,7 @@ whose schema keys come before its events (as Kineto writes them) is read event b
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from gpuprof.readers._trace_events import (
     SHAPED_OPS,
     STEP,
     Events,
+    dropped,
     is_profiler_step,
     parse_events,
     read_text,
@@ -148,14 +149,6 @@ def _kineto(doc: dict[str, Any], out: Events, gpus: set[Any]) -> tuple[Events, d
     return out, device, environment
 
 
-def _released(events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """The events of a parsed list, each dropped from the list as it is handed out, so the
-    columns grow as the parsed events go."""
-    for index, event in enumerate(events):
-        events[index] = None  # type: ignore[call-overload]
-        yield event
-
-
 def _tf1(events: list[dict[str, Any]], processes: dict[Any, str]) -> tuple[Events, dict[str, Any], dict[str, Any]]:
     roles: dict[Any, tuple[str, str, str]] = {}  # pid -> (kind, device, stream)
     for pid, name in processes.items():
@@ -247,7 +240,7 @@ def from_events(doc: dict[str, Any], events: list[dict[str, Any]], path: Path, f
                           "(no Kineto schema, TensorFlow device processes or JAX host/device processes)",
                           "give a trace written by PyTorch's, TensorFlow's or JAX's profiler")
     if found == "kineto":
-        columns, device, environment = _kineto(doc, *_kineto_events(_released(events)))
+        columns, device, environment = _kineto(doc, *_kineto_events(dropped(events)))
     elif found == "tf1-timeline":
         columns, device, environment = _tf1(events, processes)
     else:
