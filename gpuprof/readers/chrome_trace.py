@@ -19,8 +19,8 @@ Every kernel, copy and set becomes a launch (kind kernel/memcpy/memset) with its
 device, stream and, where the trace has them, grid, block, registers, shared memory, occupancy,
 bytes and direction; every framework op a launch of kind ``op`` with its total and self time;
 every step annotation a launch of kind ``step``. Each launch carries its step. A Kineto trace
-whose schema keys come before its events (as Kineto writes them) is read event by event
-(:func:`gpuprof.readers._trace_events.stream_kineto`); any other trace is parsed whole.
+whose schema keys come before its events (as Kineto writes them) is read a few MB of events at a
+time (:func:`gpuprof.readers._trace_events.stream_kineto`); any other trace is parsed whole.
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def read(path: Path) -> Run:
 def _read(path: Path) -> Run:
     text = read_text(path)
     streamed = stream_kineto(text, path)
-    if streamed is not None:  # a Kineto trace: read event by event, never the whole document at once
+    if streamed is not None:  # a Kineto trace: read in chunks, never the whole document at once
         events, rest = streamed
         del streamed
         columns, gpus = _kineto_events(events)
