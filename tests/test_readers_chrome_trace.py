@@ -230,6 +230,8 @@ def test_trace_command_tables_and_two_traces_side_by_side_with_a_gate(tmp_path: 
     assert set(broken["name"]) <= set(table.index)
     assert (broken["change (%)"] > 50).all() and len(broken) > 0
     assert all(name in both.output for name in broken["name"].head(3))
+    cpu_only = runner.invoke(main, ["trace", str(JAX), "--table", "breakdown"])
+    assert cpu_only.exit_code == 2 and cpu_only.output.count("\n") == 1 and "no GPU activity" in cpu_only.output
     lonely = runner.invoke(main, ["trace", str(RANKS[0]), "--fail-if", "op:+5%"])
     assert lonely.exit_code == 2 and "--against" in lonely.output
     assert list(tmp_path.iterdir()) == []  # read-only
