@@ -113,7 +113,8 @@ def simulate_dlrm(layers: Sequence[Layer], binary: str | None, command: str,
         launches.append(launch)
         notes += [note for note in run.notes if note not in notes and not note.startswith("tiles")]
         notes.append(f"{layer.name}: {run.notes[-1]}")
-    return Run(kind="run", format="stonne", source=command, device={"kind": "simulated", "name": "STONNE (simulated)"},
+    return Run(kind=stonne.SIMULATION, format="stonne", source=command,
+               device={"kind": "simulated", "name": "STONNE (simulated)"},
                workload={"model": "DLRM inference", "layers": len(layers)}, launches=launches, notes=notes)
 
 

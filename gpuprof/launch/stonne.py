@@ -23,6 +23,7 @@ from gpuprof.model import Run
 from gpuprof.readers import stonne as reader
 
 ENV = "GPUPROF_STONNE"
+SIMULATION = "simulation"  # a Run's kind: gpuprof ran a simulator (no timed repeats, unlike "run")
 ARCHITECTURES = ("maeri", "sigma", "tpu")
 PROBE_TIMEOUT_S = 20
 
@@ -147,7 +148,7 @@ def simulate(binary: str, gemm: Gemm, name: str = "gemm", timeout_s: float = 360
     for launch in launches:
         launch.kernel = name
         launch.attributes.update({"stonne.argv": " ".join(command[1:]), "arch": gemm.arch})
-    return Run(kind="run", format="stonne", source=" ".join(command), device=run.device,
+    return Run(kind=SIMULATION, format="stonne", source=" ".join(command), device=run.device,
                workload={"op": "dot", "M": gemm.m, "N": gemm.n, "K": gemm.k, "arch": gemm.arch,
                          "multipliers": gemm.multipliers, "sparsity": gemm.sparsity},
                launches=launches, notes=[*run.notes, tile_note(gemm)])

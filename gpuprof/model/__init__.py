@@ -101,7 +101,7 @@ class Run:
                  launches: Iterable[Launch] = (), notes: list[str] | None = None, created: str | None = None,
                  run_id: str | None = None, schema_version: int = SCHEMA_VERSION, *,
                  tables: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> None:
-        self.kind = kind              # "run" (gpuprof measured it) or "import" (read from a file)
+        self.kind = kind              # "run" (gpuprof measured it), "import" (read from a file), "simulation"
         self.format = format          # reader or launcher name: "ncu-csv", "nvprof-csv-metrics", "cpu-numpy"
         self.source = source          # exact command line, or the imported file's path
         self.device = device if device is not None else {}
