@@ -18,6 +18,7 @@ Two calls, so the plan is shown before anything runs (and ``--dry-run`` can stop
 from __future__ import annotations
 
 import dataclasses
+import json
 import platform
 import re
 import shlex
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuprof import regions
 from gpuprof.model import catalog
 from gpuprof.errors import (CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError)
 from gpuprof.launch import process, profilers
@@ -43,6 +45,7 @@ KIND = "profile"
 DEVICES = ("auto", "cuda", "cpu")
 PROCESSES = ("split", "merge")
 TRACE_PREFIX = "trace-"
+REGIONS_FILE = "regions.jsonl"
 WALL_BASIS = "time.perf_counter_ns around the profiler process (the command under the profiler, replays included)"
 
 
@@ -292,13 +295,24 @@ def commands(plan_: Plan) -> list[str]:
     return [shlex.join(step.argv) for step in plan_.steps]
 
 
+def _regions_file(plan_: Plan) -> dict[str, str]:
+    """Create the run's regions file (its header line names the run) and the environment that has
+    the program's :mod:`gpuprof.regions` append to it."""
+    path = plan_.run_dir / REGIONS_FILE
+    with open(path, "x", encoding="utf-8") as handle:
+        handle.write(json.dumps(regions.header(plan_.run_id), separators=(",", ":")) + "\n")
+    return {regions.ENV_FILE: str(path.resolve()), regions.ENV_RUN: plan_.run_id}
+
+
 def _run_steps(plan_: Plan) -> list[process.Finished]:
     """Run the plan's processes in order; stop after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
+    env = _regions_file(plan_)
     done = []
     for step in plan_.steps:
         try:
-            finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix)
+            finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix,
+                                         env=env)
         except OSError as error:
             if step.argv[0] == plan_.settings.command[0]:
                 raise CommandFailed(f"cannot start {step.argv[0]}: {error.strerror}", "check that it is an executable program") from None
@@ -441,17 +455,41 @@ def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofErr
     return run, problem
 
 
+def with_regions(run: Run, path: Path, end_ns: int) -> Run:
+    """``run`` with the program's regions (launches of kind "region") after its own launches, and
+    notes on regions closed for the program; a file that cannot be taken is a note, not a failure
+    (what the profiler measured stays)."""
+    from gpuprof.readers import regions as region_reader
+
+    try:
+        found = region_reader.parse(path, run.run_id, end_ns)
+    except GpuprofError as error:
+        return Run(run.kind, run.format, run.source, run.device, run.workload, run.environment, run.launches,
+                   [*run.notes, f"regions not read: {error.problem}"], run.created, run.run_id)
+    if not found.regions:
+        return run
+    first = max((launch.index for launch in run.launches), default=-1) + 1
+    environment = {**run.environment, "regions": {
+        "file": str(path), "instances": len(found.regions), "clock": region_reader.CLOCK_BASIS,
+        "processes": {str(pid): rank for pid, rank in found.processes.items()}}}
+    return Run(run.kind, run.format, run.source, run.device, run.workload, environment,
+               [*run.launches, *region_reader.launches(found, first)], [*run.notes, *region_reader.notes(found)],
+               run.created, run.run_id)
+
+
 def execute(plan_: Plan) -> Outcome:
     """Run the plan and read back what it measured (module docstring)."""
     from gpuprof.launch import gpu_profile
 
     done = _run_steps(plan_)
+    end_ns = regions.now_ns()
     if plan_.device == "cpu":
         run, problem = _cpu_run(plan_, done)
-        return Outcome((run,), problem)
+        return Outcome((with_regions(run, plan_.run_dir / REGIONS_FILE, end_ns),), problem)
     traced = plan_.tool == "nvprof" and len(plan_.steps) > 1
     back = (gpu_profile.read_nvprof(plan_.run_dir, traced) if plan_.tool == "nvprof"
             else gpu_profile.read_ncu(plan_.run_dir))
     problem = _gpu_problem(plan_, back, done)
     runs, said = _gpu_runs(plan_, back, done, problem)
+    runs[0] = with_regions(runs[0], plan_.run_dir / REGIONS_FILE, end_ns)
     return Outcome(tuple(runs), problem, tuple(said))
