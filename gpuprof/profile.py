@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import platform
 import re
 import shlex
@@ -46,6 +47,8 @@ DEVICES = ("auto", "cuda", "cpu")
 PROCESSES = ("split", "merge")
 TRACE_PREFIX = "trace-"
 REGIONS_FILE = "regions.jsonl"
+TORCH_HOOKS_ENV = "GPUPROF_TORCH_HOOKS"
+TORCH_HOOKS = ("steps", "layers")   # gpuprof.regions_torch.KINDS
 WALL_BASIS = "time.perf_counter_ns around the profiler process (the command under the profiler, replays included)"
 
 
@@ -64,6 +67,7 @@ class ProfileSettings:
     processes: str = "split"
     clock_control: str = "base"
     timeout: float = DEFAULT_TIMEOUT_S
+    torch_hooks: tuple[str, ...] = ("steps",)   # global PyTorch hooks installed in the program
     reports_dir: Path = Path("reports")
     command_line: str = ""          # gpuprof's own command line, for the run's provenance
 
@@ -77,6 +81,10 @@ class ProfileSettings:
                 raise InputError(f"{name} '{value}' is not supported", f"choose one of: {', '.join(allowed)}")
         if self.launch_skip < 0 or (self.launch_count is not None and self.launch_count < 1):
             raise InputError("--launch-skip must be 0 or more and --launch-count 1 or more", "e.g. --launch-skip 10 --launch-count 5")
+        unknown = [kind for kind in self.torch_hooks if kind not in TORCH_HOOKS]
+        if unknown:
+            raise InputError(f"--torch-hooks {','.join(unknown)} is not a hook kind",
+                             f"give none, or one or more of {', '.join(TORCH_HOOKS)} separated by commas")
         if self.timeout <= 0:
             raise InputError("--timeout must be positive", "give a number of seconds, e.g. 600")
         if self.kernel is not None:
@@ -295,19 +303,25 @@ def commands(plan_: Plan) -> list[str]:
     return [shlex.join(step.argv) for step in plan_.steps]
 
 
-def _regions_file(plan_: Plan) -> dict[str, str]:
-    """Create the run's regions file (its header line names the run) and the environment that has
-    the program's :mod:`gpuprof.regions` append to it."""
+def _child_environment(plan_: Plan) -> dict[str, str]:
+    """Create the run's regions file (its header line names the run); the environment that has the
+    program's :mod:`gpuprof.regions` append to it and, with --torch-hooks, installs the PyTorch hooks
+    when the program imports torch (:mod:`gpuprof.launch.inject`)."""
     path = plan_.run_dir / REGIONS_FILE
     with open(path, "x", encoding="utf-8") as handle:
         handle.write(json.dumps(regions.header(plan_.run_id), separators=(",", ":")) + "\n")
-    return {regions.ENV_FILE: str(path.resolve()), regions.ENV_RUN: plan_.run_id}
+    env = {regions.ENV_FILE: str(path.resolve()), regions.ENV_RUN: plan_.run_id}
+    if plan_.settings.torch_hooks:
+        package = Path(regions.__file__).resolve().parent
+        paths = [str(package / "launch" / "inject"), *filter(None, [os.environ.get("PYTHONPATH")]), str(package.parent)]
+        env.update({"PYTHONPATH": os.pathsep.join(paths), TORCH_HOOKS_ENV: ",".join(plan_.settings.torch_hooks)})
+    return env
 
 
 def _run_steps(plan_: Plan) -> list[process.Finished]:
     """Run the plan's processes in order; stop after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
-    env = _regions_file(plan_)
+    env = _child_environment(plan_)
     done = []
     for step in plan_.steps:
         try:

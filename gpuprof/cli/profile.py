@@ -32,13 +32,16 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
               help="ncu only: lock clocks to base while profiling, or leave them to the driver.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=1800.0, show_default=True,
               help="Seconds before the profiler and the command are stopped (the partial report is kept).")
+@click.option("--torch-hooks", default="steps", show_default=True, metavar="none|steps[,layers]",
+              help="PyTorch programs, unchanged: a region per optimizer step (forward, backward, step) and, "
+                   "with layers, per module forward (a Python call per module call).")
 @click.option("--dry-run", is_flag=True, help="Print the exact profiler command line(s) and exit.")
 @format_option
 @store_option
 @handle_errors
 def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx: str | None, launch_skip: int,
             launch_count: int | None, device: str, profiler: str, processes: str, clock_control: str,
-            timeout: float, dry_run: bool, fmt: str, store_path: str | None) -> None:
+            timeout: float, torch_hooks: str, dry_run: bool, fmt: str, store_path: str | None) -> None:
     """Run COMMAND (after '--') under a profiler, store it as a run and print its kernels.
 
     On a GPU: ncu (compute capability 7.0 and newer) or nvprof with the smallest metric set for the
@@ -52,7 +55,8 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
     settings = library.ProfileSettings(
         command=command, metric_set=metric_set, kernel=kernel, nvtx=nvtx, launch_skip=launch_skip,
         launch_count=launch_count, device=device, profiler=profiler, processes=processes,
-        clock_control=clock_control, timeout=timeout, command_line=command_line())
+        clock_control=clock_control, timeout=timeout, command_line=command_line(),
+        torch_hooks=tuple(kind for kind in torch_hooks.split(",") if kind and kind != "none"))
     plan = library.plan(settings, store_path)
     if not dry_run:
         open_store(store_path).close()  # a store that cannot be written fails now, not after the profiling
