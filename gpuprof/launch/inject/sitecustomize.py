@@ -27,7 +27,7 @@ def _install() -> None:
 class _AfterTorch(importlib.abc.MetaPathFinder):
     """Finds nothing itself: wraps torch's loader so the hooks go in once torch has loaded."""
 
-    def find_spec(self, name, path, target=None):  # noqa: ANN001, ANN201 - the finder protocol
+    def find_spec(self, name, path, target=None):
         if name != "torch":
             return None
         sys.meta_path.remove(self)
@@ -36,7 +36,7 @@ class _AfterTorch(importlib.abc.MetaPathFinder):
             return spec
         loader, original = spec.loader, spec.loader.exec_module
 
-        def exec_module(module):  # noqa: ANN001, ANN202
+        def exec_module(module):
             original(module)
             _install()
 
