@@ -68,6 +68,8 @@ class ProfileSettings:
     clock_control: str = "base"
     timeout: float = DEFAULT_TIMEOUT_S
     torch_hooks: tuple[str, ...] = ("steps",)   # global PyTorch hooks installed in the program
+    label: str | None = None         # the set-up's name for compare --scaling ("1gpu", "ddp2")
+    devices: int | None = None       # devices the set-up uses (x in E = S / x)
     reports_dir: Path = Path("reports")
     command_line: str = ""          # gpuprof's own command line, for the run's provenance
 
@@ -85,6 +87,8 @@ class ProfileSettings:
         if unknown:
             raise InputError(f"--torch-hooks {','.join(unknown)} is not a hook kind",
                              f"give none, or one or more of {', '.join(TORCH_HOOKS)} separated by commas")
+        if self.devices is not None and self.devices < 1:
+            raise InputError("--devices must be 1 or more", "give the number of devices the set-up uses, e.g. --devices 2")
         if self.timeout <= 0:
             raise InputError("--timeout must be positive", "give a number of seconds, e.g. 600")
         if self.kernel is not None:
@@ -345,6 +349,7 @@ def _environment(plan_: Plan, done: list[process.Finished]) -> dict[str, Any]:
         "run_folder": str(plan_.run_dir), "metric_set": plan_.settings.metric_set, "profiler": plan_.tool,
         "profiler_command": [step.argv for step in plan_.steps], "exit_code": finished.code,
         "stopped": finished.stopped, "timeout_s": plan_.settings.timeout,
+        "label": plan_.settings.label, "devices": plan_.settings.devices,
         "wall_time": {"value": sum(f.seconds for f in done), "unit": "second", "origin": TIMED, "basis": WALL_BASIS},
     }
     if plan_.choice and plan_.choice.probe and plan_.options:

@@ -35,13 +35,17 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
 @click.option("--torch-hooks", default="steps", show_default=True, metavar="none|steps[,layers]",
               help="PyTorch programs, unchanged: a region per optimizer step (forward, backward, step) and, "
                    "with layers, per module forward (a Python call per module call).")
+@click.option("--label", default=None, metavar="NAME",
+              help="The set-up's name (e.g. cpu, 1gpu, ddp2), for gpuprof compare --scaling --baseline NAME.")
+@click.option("--devices", type=click.IntRange(min=1), default=None,
+              help="Devices this set-up uses (x in the parallel efficiency E = S / x). Default 1.")
 @click.option("--dry-run", is_flag=True, help="Print the exact profiler command line(s) and exit.")
 @format_option
 @store_option
 @handle_errors
 def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx: str | None, launch_skip: int,
             launch_count: int | None, device: str, profiler: str, processes: str, clock_control: str,
-            timeout: float, torch_hooks: str, dry_run: bool, fmt: str, store_path: str | None) -> None:
+            timeout: float, torch_hooks: str, label: str | None, devices: int | None, dry_run: bool, fmt: str, store_path: str | None) -> None:
     """Run COMMAND (after '--') under a profiler, store it as a run and print its kernels.
 
     On a GPU: ncu (compute capability 7.0 and newer) or nvprof with the smallest metric set for the
@@ -56,7 +60,8 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
         command=command, metric_set=metric_set, kernel=kernel, nvtx=nvtx, launch_skip=launch_skip,
         launch_count=launch_count, device=device, profiler=profiler, processes=processes,
         clock_control=clock_control, timeout=timeout, command_line=command_line(),
-        torch_hooks=tuple(kind for kind in torch_hooks.split(",") if kind and kind != "none"))
+        torch_hooks=tuple(kind for kind in torch_hooks.split(",") if kind and kind != "none"),
+        label=label, devices=devices)
     plan = library.plan(settings, store_path)
     if not dry_run:
         open_store(store_path).close()  # a store that cannot be written fails now, not after the profiling
