@@ -18,8 +18,6 @@ Two calls, so the plan is shown before anything runs (and ``--dry-run`` can stop
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import platform
 import re
 import shlex
@@ -30,24 +28,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import regions
 from gpuprof.model import catalog
 from gpuprof.errors import (CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError)
-from gpuprof.launch import process, profilers
+from gpuprof.launch import job, process, profilers
 from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S
 from gpuprof.model import TIMED, Launch, Run
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
     from gpuprof.launch.cpu_profile import CpuPlan
+    from gpuprof.energy.series import PowerSeries
     from gpuprof.launch.gpu_profile import Readback
 
 KIND = "profile"
 DEVICES = ("auto", "cuda", "cpu")
 PROCESSES = ("split", "merge")
 TRACE_PREFIX = "trace-"
-REGIONS_FILE = "regions.jsonl"
-TORCH_HOOKS_ENV = "GPUPROF_TORCH_HOOKS"
 TORCH_HOOKS = ("steps", "layers")   # gpuprof.regions_torch.KINDS
 WALL_BASIS = "time.perf_counter_ns around the profiler process (the command under the profiler, replays included)"
 
@@ -68,6 +64,8 @@ class ProfileSettings:
     clock_control: str = "base"
     timeout: float = DEFAULT_TIMEOUT_S
     torch_hooks: tuple[str, ...] = ("steps",)   # global PyTorch hooks installed in the program
+    energy: bool = False             # sample RAPL and NVML in the parent while the command runs
+    interval: float = 0.5            # seconds between power samples
     label: str | None = None         # the set-up's name for compare --scaling ("1gpu", "ddp2")
     devices: int | None = None       # devices the set-up uses (x in E = S / x)
     reports_dir: Path = Path("reports")
@@ -89,6 +87,8 @@ class ProfileSettings:
                              f"give none, or one or more of {', '.join(TORCH_HOOKS)} separated by commas")
         if self.devices is not None and self.devices < 1:
             raise InputError("--devices must be 1 or more", "give the number of devices the set-up uses, e.g. --devices 2")
+        if self.interval <= 0:
+            raise InputError("--interval must be positive", "e.g. --interval 0.5s")
         if self.timeout <= 0:
             raise InputError("--timeout must be positive", "give a number of seconds, e.g. 600")
         if self.kernel is not None:
@@ -307,30 +307,16 @@ def commands(plan_: Plan) -> list[str]:
     return [shlex.join(step.argv) for step in plan_.steps]
 
 
-def _child_environment(plan_: Plan) -> dict[str, str]:
-    """Create the run's regions file (its header line names the run); the environment that has the
-    program's :mod:`gpuprof.regions` append to it and, with --torch-hooks, installs the PyTorch hooks
-    when the program imports torch (:mod:`gpuprof.launch.inject`)."""
-    path = plan_.run_dir / REGIONS_FILE
-    with open(path, "x", encoding="utf-8") as handle:
-        handle.write(json.dumps(regions.header(plan_.run_id), separators=(",", ":")) + "\n")
-    env = {regions.ENV_FILE: str(path.resolve()), regions.ENV_RUN: plan_.run_id}
-    if plan_.settings.torch_hooks:
-        package = Path(regions.__file__).resolve().parent
-        paths = [str(package / "launch" / "inject"), *filter(None, [os.environ.get("PYTHONPATH")]), str(package.parent)]
-        env.update({"PYTHONPATH": os.pathsep.join(paths), TORCH_HOOKS_ENV: ",".join(plan_.settings.torch_hooks)})
-    return env
-
-
-def _run_steps(plan_: Plan) -> list[process.Finished]:
-    """Run the plan's processes in order; stop after one that failed or was stopped."""
+def _run_steps(plan_: Plan, series: PowerSeries | None) -> list[process.Finished]:
+    """Run the plan's processes in order (the power series watching each one's process group); stop
+    after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
-    env = _child_environment(plan_)
+    env = job.child_environment(plan_.run_dir, plan_.run_id, plan_.settings.torch_hooks)
     done = []
     for step in plan_.steps:
         try:
             finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix,
-                                         env=env)
+                                         env=env, started=(lambda p: series.watch(p.pid)) if series else None)
         except OSError as error:
             if step.argv[0] == plan_.settings.command[0]:
                 raise CommandFailed(f"cannot start {step.argv[0]}: {error.strerror}", "check that it is an executable program") from None
@@ -474,41 +460,28 @@ def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofErr
     return run, problem
 
 
-def with_regions(run: Run, path: Path, end_ns: int) -> Run:
-    """``run`` with the program's regions (launches of kind "region") after its own launches, and
-    notes on regions closed for the program; a file that cannot be taken is a note, not a failure
-    (what the profiler measured stays)."""
-    from gpuprof.readers import regions as region_reader
-
-    try:
-        found = region_reader.parse(path, run.run_id, end_ns)
-    except GpuprofError as error:
-        return Run(run.kind, run.format, run.source, run.device, run.workload, run.environment, run.launches,
-                   [*run.notes, f"regions not read: {error.problem}"], run.created, run.run_id)
-    if not found.regions:
-        return run
-    first = max((launch.index for launch in run.launches), default=-1) + 1
-    environment = {**run.environment, "regions": {
-        "file": str(path), "instances": len(found.regions), "clock": region_reader.CLOCK_BASIS,
-        "processes": {str(pid): rank for pid, rank in found.processes.items()}}}
-    return Run(run.kind, run.format, run.source, run.device, run.workload, environment,
-               [*run.launches, *region_reader.launches(found, first)], [*run.notes, *region_reader.notes(found)],
-               run.created, run.run_id)
-
-
 def execute(plan_: Plan) -> Outcome:
-    """Run the plan and read back what it measured (module docstring)."""
+    """Run the plan and read back what it measured (module docstring), with the program's regions
+    and, with --energy, the power of every device (:mod:`gpuprof.launch.job`)."""
     from gpuprof.launch import gpu_profile
 
-    done = _run_steps(plan_)
-    end_ns = regions.now_ns()
+    series, meter_notes = job.open_meters(plan_.settings.energy, plan_.settings.interval)
+    start = job.now_s()
+    if series:
+        series.start()
+    try:
+        done = _run_steps(plan_, series)
+    finally:
+        if series:
+            series.stop()
+    window = (start, job.now_s())
     if plan_.device == "cpu":
         run, problem = _cpu_run(plan_, done)
-        return Outcome((with_regions(run, plan_.run_dir / REGIONS_FILE, end_ns),), problem)
+        return Outcome((job.attach(run, plan_.run_dir, window, series, meter_notes),), problem)
     traced = plan_.tool == "nvprof" and len(plan_.steps) > 1
     back = (gpu_profile.read_nvprof(plan_.run_dir, traced) if plan_.tool == "nvprof"
             else gpu_profile.read_ncu(plan_.run_dir))
     problem = _gpu_problem(plan_, back, done)
     runs, said = _gpu_runs(plan_, back, done, problem)
-    runs[0] = with_regions(runs[0], plan_.run_dir / REGIONS_FILE, end_ns)
+    runs[0] = job.attach(runs[0], plan_.run_dir, window, series, meter_notes)
     return Outcome(tuple(runs), problem, tuple(said))
