@@ -18,7 +18,7 @@ from gpuprof.workloads.training import parse_setup
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
-from gpuprof.workloads.models import build, cnn, mlp, parameters, resnet34  # noqa: E402  (after the skip)
+from gpuprof.workloads.models import build, cnn, mlp, parameters, resnet34
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -175,9 +175,8 @@ def train(job: Job, rank: int = 0, world: int = 1) -> list[tuple[int, float]]:
 
 def _rank_main(rank: int, job: Job, world: int, address: str) -> None:
     """One DDP rank: join the process group (NCCL on GPUs, gloo on CPUs), train, leave."""
-    import torch.distributed as dist
-
     import torch
+    import torch.distributed as dist
 
     os.environ["RANK"] = str(rank)  # gpuprof.regions reads the rank from it
     if _device(job, rank).type == "cpu":  # the ranks share the cores: no oversubscription
