@@ -83,10 +83,35 @@ class _Recorder:
             self.started = True
             self.write({"e": "process", "p": self.pid, "ppid": os.getppid(), "run": self.run_id,
                         "rank": rank(), "ts": now_ns()})
-        os.write(self.fd, (json.dumps(event, separators=(",", ":")) + "\n").encode())
+        os.write(self.fd, _line(event))
 
 
 _state = _Recorder()
+_strings: dict[str, str] = {}  # a string (key, name, event kind) -> its JSON text, made once
+
+
+def _text(value: str) -> str:
+    found = _strings.get(value)
+    if found is None:
+        found = json.dumps(value)
+        if len(_strings) < 4096:  # names made up on the fly ("epoch 17") must not grow it for ever
+            _strings[value] = found
+    return found
+
+
+def _line(event: dict[str, Any]) -> bytes:
+    """The event as one JSON line: integers and strings written directly (a region costs a few
+    microseconds), anything else (attributes, hook values) through json."""
+    parts = []
+    for key, value in event.items():
+        kind = type(value)
+        if kind is int:
+            parts.append(f"{_text(key)}:{value}")
+        elif kind is str:
+            parts.append(f"{_text(key)}:{_text(value)}")
+        else:
+            parts.append(f"{_text(key)}:{json.dumps(value, separators=(',', ':'))}")
+    return ("{" + ",".join(parts) + "}\n").encode()
 
 
 def rank() -> int | None:
@@ -193,11 +218,13 @@ class Region:
         self._ids: list[int] = []
 
     def __enter__(self) -> Self:
-        self._ids.append(begin(self.name, self.index, **self.attributes))
+        self._ids.append(begin(self.name, self.index, **self.attributes) if _state.active else 0)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        end(self._ids.pop())
+        ident = self._ids.pop()
+        if ident:
+            end(ident)
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuprof.cli import main
-from gpuprof.compare.scaling import published, reference_rows
+from gpuprof.compare.scaling import published, reference_rows, scaling
 from gpuprof.derive.scaling import ENTRY_COLUMNS, phase_entries, scaling_table
 from gpuprof.errors import InputError
 from gpuprof.model import TIMED, Launch, Metric, Run
@@ -119,5 +119,16 @@ def test_compare_scaling_over_two_cpu_profiles_with_the_studys_rows(tmp_path: Pa
     assert 0.7 < table.loc[("test", "two"), "S"] < 1.3
     assert table.loc[("program", "2 GPUs (paper)"), "EDP (norm.)"] == 0.56
     assert "no energy: the profiles were not metered" in result.stderr
+
     missing = CliRunner().invoke(main, ["compare", "--scaling", "--baseline", "four", "--store", store])
     assert missing.exit_code != 0 and "--baseline four: no run with that label (labels: one, two)" in missing.output
+
+
+def test_efficiency_above_100_percent_is_flagged() -> None:
+    def profile(label: str, devices: int, seconds: float) -> Run:
+        return Run("profile", "timed", label, launches=[Launch("cmd", 0, "", 1, {}, [])],
+                   environment={"label": label, "devices": devices, "wall_time": {"value": seconds}})
+
+    frame, notes = scaling([profile("one", 1, 10.0), profile("two", 2, 4.0)], "one")
+    assert frame.set_index("label").loc["two", "E (%)"] == pytest.approx(125.0)
+    assert any(n.startswith("E above 100 % (two program 125 %)") for n in notes)

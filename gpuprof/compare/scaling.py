@@ -77,9 +77,15 @@ def scaling(runs: list[Run], baseline: str | None, phases: tuple[str, ...] = (),
     if entries["energy_j"].isna().all() and len(entries):
         notes.append("no energy: the profiles were not metered (gpuprof profile --energy), or no meter was readable; "
                      "energy and EDP are empty")
-    frame = scaling_table(entries, baseline) if profiles and baseline else pd.DataFrame()
     if profiles and not baseline:
         raise InputError("--scaling needs --baseline LABEL", f"labels here: {', '.join(dict.fromkeys(labels))}")
+    frame = scaling_table(entries, baseline) if profiles and baseline else pd.DataFrame()
+    above = frame[frame["E (%)"] > 100 + 1e-9] if len(frame) else frame
+    if len(above):
+        cases = ", ".join(f"{label} {phase} {e:.0f} %" for label, phase, e in zip(above["label"], above["phase"], above["E (%)"]))
+        notes.append(f"E above 100 % ({cases}): a speed-up beyond the device ratio is unusual; check that the "
+                     "baseline ran under the same conditions (other load on the machine, threads per process, "
+                     "batch size per device) before believing it")
     if reference:
         frame = pd.concat([frame, reference_rows()], ignore_index=True) if len(frame) else reference_rows()
         notes.append(f"rows marked (paper): {STUDY}, published S, E and EDP normalised to its one-GPU run "
