@@ -40,7 +40,8 @@ from gpuprof.workloads.training import parse_setup
 OPTIONS = {"model": "--model", "setup": "--setup", "epochs": "--epochs", "batch_size": "--batch-size",
            "train_batches": "--train-batches", "validation_batches": "--validation-batches",
            "test_batches": "--test-batches", "inference_sizes": "--inference-sizes", "repeats": "--repeats",
-           "hidden": "--hidden", "height": "--height", "width": "--width", "seed": "--seed"}
+           "hidden": "--hidden", "height": "--height", "width": "--width", "seed": "--seed",
+           "threads": "--threads"}
 _TOP = {"name", "description", "energy", "interval", "timeout", "job", "jobs"}
 
 

@@ -162,6 +162,10 @@ def _job_sweep(config: str, resume: bool, store_path: str | None) -> None:
     for run in stored:
         wall = run.environment.get("wall_time", {}).get("value")
         note(f"  {run.environment.get('label')}: run {run.run_id[:8]}, {wall:.3g} s")
+    meters = [line for line in dict.fromkeys(n for run in stored for n in run.notes)
+              if line.startswith(("no CPU power source", "no GPU meter", "no meter", "RAPL counters"))]
+    for line in meters:
+        note(f"note: {line}")
     note(f"job sweep '{jobs.name}': {len(stored)} stored, {len(skipped)} already stored, {len(failed)} failed")
     for label, problem in failed:
         note(f"  failed: {label}: {problem}")

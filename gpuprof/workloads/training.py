@@ -47,6 +47,7 @@ class Job:
     height: int = 148
     width: int = 197
     seed: int = 0
+    threads: int | None = None      # torch threads per process (default: torch's; DDP CPU ranks share the cores)
 
     @property
     def processes(self) -> int:
@@ -141,6 +142,8 @@ def train(job: Job, rank: int = 0, world: int = 1) -> list[tuple[int, float]]:
 
     torch.manual_seed(job.seed)
     device = _device(job, rank)
+    if job.threads:
+        torch.set_num_threads(job.threads)
     model, spec = build(job.model, hidden=job.hidden, height=job.height, width=job.width)
     model = model.to(device)
     trained = model
@@ -179,7 +182,7 @@ def _rank_main(rank: int, job: Job, world: int, address: str) -> None:
     import torch.distributed as dist
 
     os.environ["RANK"] = str(rank)  # gpuprof.regions reads the rank from it
-    if _device(job, rank).type == "cpu":  # the ranks share the cores: no oversubscription
+    if _device(job, rank).type == "cpu" and not job.threads:  # the ranks share the cores: no oversubscription
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     backend = "nccl" if _device(job, rank).type == "cuda" else "gloo"
     dist.init_process_group(backend, init_method=address, rank=rank, world_size=world)
@@ -239,13 +242,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--height", type=int, default=148)
     parser.add_argument("--width", type=int, default=197)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads per process (default: torch's own; DDP ranks on CPUs: cores / ranks)")
     args = parser.parse_args(argv)
     try:
         setup = parse_setup(args.setup)
     except ValueError as error:
         parser.error(str(error))
     run(Job(args.model, setup, args.epochs, args.batch_size, args.train_batches, args.validation_batches,
-            args.test_batches, args.inference_sizes, args.repeats, args.hidden, args.height, args.width, args.seed))
+            args.test_batches, args.inference_sizes, args.repeats, args.hidden, args.height, args.width, args.seed,
+            args.threads))
 
 
 if __name__ == "__main__":
