@@ -177,9 +177,9 @@ def begin(name: str, index: int | None = None, **attributes: Any) -> int:
     return ident
 
 
-def end(ident: int | None = None) -> None:
+def end(ident: int | None = None, raised: str | None = None) -> None:
     """Close region ``ident`` (default: this thread's innermost open region), and any region opened
-    inside it on this thread that was left open."""
+    inside it on this thread that was left open; ``raised``: the exception that ended it, by name."""
     state = _state
     if not state.active or ident == 0:
         return
@@ -191,16 +191,18 @@ def end(ident: int | None = None) -> None:
         return
     while stack:
         top = stack.pop()
-        _close(top, None if top == target else "parent")
+        _close(top, None if top == target else "parent", raised if top == target else None)
         if top == target:
             break
 
 
-def _close(ident: int, unclosed: str | None) -> None:
+def _close(ident: int, unclosed: str | None, raised: str | None = None) -> None:
     state = _state
     event: dict[str, Any] = {"e": "e", "id": ident, "p": state.pid, "ts": now_ns()}
     if unclosed:
         event["unclosed"] = unclosed
+    if raised:
+        event["raised"] = raised
     for hook in state.hooks:
         hook.end(event)
     with state.lock:
@@ -221,19 +223,22 @@ class Region:
         self._ids.append(begin(self.name, self.index, **self.attributes) if _state.active else 0)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         ident = self._ids.pop()
         if ident:
-            end(ident)
+            end(ident, kind.__name__ if kind else None)
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             ident = begin(self.name, self.index, **self.attributes)
             try:
-                return function(*args, **kwargs)
-            finally:
-                end(ident)
+                result = function(*args, **kwargs)
+            except BaseException as error:
+                end(ident, type(error).__name__)
+                raise
+            end(ident)
+            return result
 
         return wrapped
 

@@ -201,3 +201,31 @@ def test_profile_keeps_its_measurements_when_the_regions_file_is_from_another_ru
         [run] = store.runs()
     assert any(n.startswith("regions not read: ") and "belongs to run 'old'" in n for n in run.notes)
     assert run.launches[0].value("wall time") > 0
+
+
+@pytest.mark.parametrize(("script", "timeout", "mark", "said"), [
+    ("import gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\ngpuprof.begin('epoch', index=1)\n"
+     "with gpuprof.region('step'):\n    raise RuntimeError('diverged')\n", "60", "exit", "exited with code 1"),
+    ("import time, gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\nwith gpuprof.region('epoch', index=1):\n"
+     "    time.sleep(600)\n", "4", "", "did not finish within 4 s"),
+])
+def test_a_crashing_or_hanging_program_keeps_its_regions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str,
+                                                         timeout: str, mark: str, said: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    (tmp_path / "job.py").write_text(script)
+    result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--torch-hooks", "none", "--timeout", timeout,
+                                       "--store", str(tmp_path / "s.sqlite"), "--", sys.executable, "job.py"])
+    assert result.exit_code != 0 and said in result.output
+    with open_store(tmp_path / "s.sqlite") as store:
+        [run] = store.runs()
+    frame = region_frame(run)
+    epochs = frame[frame["name"] == "epoch"]
+    assert epochs["index"].tolist() == ["0", "1"] and epochs["unclosed"].tolist() == ["", mark]
+    if not mark:  # the timeout's SIGINT ended the hanging epoch (KeyboardInterrupt), where it was stopped
+        hung = run.launches[int(epochs["launch"].iloc[1])]
+        assert hung.attributes["raised"] == "KeyboardInterrupt" and 3.5 < hung.value("wall time") < 4 + 15
+    else:  # the step the exception ended says so; its epoch was closed at exit
+        assert any(f"marked unclosed={mark}" in note for note in run.notes)
+        [step] = [launch for launch in run.launches if launch.attributes.get("name") == "step"]
+        assert step.attributes["raised"] == "RuntimeError" and "unclosed" not in step.attributes

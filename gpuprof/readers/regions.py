@@ -27,7 +27,7 @@ FORMAT, VERSION = "gpuprof-regions", 1
 KIND = "region"
 CLOCK_BASIS = "CLOCK_MONOTONIC nanoseconds at the region's begin and end, in the program's process"
 KILLED = "killed"
-_KNOWN_KEYS = {"e", "id", "n", "p", "t", "i", "par", "a", "ts", "unclosed"}
+_KNOWN_KEYS = {"e", "id", "n", "p", "t", "i", "par", "a", "ts", "unclosed", "raised"}
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Region:
     end_ns: int | None = None
     rank: int | None = None
     unclosed: str | None = None
+    raised: str | None = None           # the exception that ended it, by name
     attributes: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, dict[str, Any]] = field(default_factory=dict)   # hook values: {"begin": {}, "end": {}}
 
@@ -110,7 +111,7 @@ def _event(path: Path, number: int, event: dict[str, Any], head: dict[str, Any],
             raise _refuse(path, f"line {number} ends region {event['id']} of process {pid}, which is not open")
         if ts < opened.begin_ns:
             raise _refuse(path, f"line {number}: region {event['id']} ends before it begins")
-        opened.end_ns, opened.unclosed = ts, event.get("unclosed")
+        opened.end_ns, opened.unclosed, opened.raised = ts, event.get("unclosed"), event.get("raised")
         opened.extra["end"] = {k: v for k, v in event.items() if k not in _KNOWN_KEYS}
     else:
         raise _refuse(path, f"line {number}: unknown event {kind!r}")
@@ -155,6 +156,8 @@ def launches(found: Regions, first_index: int = 0) -> list[Launch]:
                       "clock": "CLOCK_MONOTONIC"}
         if one.unclosed:
             attributes["unclosed"] = one.unclosed
+        if one.raised:
+            attributes["raised"] = one.raised
         if one.attributes:
             attributes["attributes"] = json.dumps(one.attributes, sort_keys=True)
         if any(one.extra.values()):

@@ -119,6 +119,9 @@ def profile_report(runs: Sequence[Run], fmt: str) -> str:
     if regions.empty:
         return shown
     listed = regions.head(REGION_ROWS)
+    empty = [c for c in ("rank", "unclosed") if (listed[c] == "").all()]
+    same = ["thread"] if (listed["thread"] == listed["process"]).all() else []  # main threads only
+    listed = listed.drop(columns=empty + same)
     title = ("Regions of the program (one row per instance, wall time timed on CLOCK_MONOTONIC)"
              + (f"; first {REGION_ROWS} of {len(regions)}" if len(regions) > REGION_ROWS else ""))
     return "\n\n".join(part for part in (shown, emit(listed, fmt, title=title)) if part)
