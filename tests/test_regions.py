@@ -204,10 +204,10 @@ def test_profile_keeps_its_measurements_when_the_regions_file_is_from_another_ru
 
 
 @pytest.mark.parametrize(("script", "timeout", "mark", "said"), [
-    ("import gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\ngpuprof.begin('epoch', index=1)\n"
-     "with gpuprof.region('step'):\n    raise RuntimeError('diverged')\n", "60", "exit", "exited with code 1"),
-    ("import time, gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\nwith gpuprof.region('epoch', index=1):\n"
-     "    time.sleep(600)\n", "4", "", "did not finish within 4 s"),
+    (("import gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\ngpuprof.begin('epoch', index=1)\n"
+      "with gpuprof.region('step'):\n    raise RuntimeError('diverged')\n"), "60", "exit", "exited with code 1"),
+    (("import time, gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\nwith gpuprof.region('epoch', index=1):\n"
+      "    time.sleep(600)\n"), "4", "", "did not finish within 4 s"),
 ])
 def test_a_crashing_or_hanging_program_keeps_its_regions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str,
                                                          timeout: str, mark: str, said: str) -> None:
