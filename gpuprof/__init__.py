@@ -26,7 +26,7 @@ from typing import Any
 
 REGIONS = ("region", "begin", "end")  # from gpuprof.regions: standard library only, cheap to import
 __all__ = ["Launch", "Metric", "Run", "begin", "compare_runs", "diff", "end", "kernels", "metrics", "read", "region",
-           "results", "run", "runs", "stall_reasons", "summary"]
+           "region_table", "results", "run", "runs", "stall_reasons", "summary"]
 
 
 def __getattr__(name: str) -> Any:

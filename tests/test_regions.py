@@ -95,6 +95,9 @@ def test_each_instance_is_a_timed_launch_of_kind_region_never_summed(tmp_path: P
     assert wall.value == pytest.approx(first.value("end") - first.value("begin"))
     assert list(frame["name"][:3]) == ["epoch", "train", "validation"]
     assert without_regions(run).launches == []
+    import gpuprof
+
+    assert gpuprof.region_table(run).equals(frame)  # the library's name for it
 
 
 def test_a_killed_process_keeps_its_closed_regions_and_its_open_ones_are_closed_at_the_end(tmp_path: Path) -> None:

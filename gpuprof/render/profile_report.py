@@ -114,7 +114,7 @@ def profile_report(runs: Sequence[Run], fmt: str) -> str:
         shown = "" if frame.empty else emit(frame, fmt, title=f"Profiled kernels (measured by {tool}; base units; "
                                                               "averages weighted by launches)")
     if fmt in ("csv", "json") or not runs:
-        return shown  # one table stays whole; the regions: gpuprof show --regions
+        return shown  # one table stays whole; the regions as data: gpuprof.region_table(run)
     regions = region_frame(runs[0])
     if regions.empty:
         return shown
