@@ -1,6 +1,6 @@
 """GPU acceptance: run gpuprof's GPU path on a real GPU and write what it measured and which checks held.
 
-    python benchmarks/gpu_acceptance.py OUT [--part kernels|cupy|jax|torch|extra|all] [--deadline-s 420] [--pack DIR]
+    python benchmarks/gpu_acceptance.py OUT [--part kernels|cupy|jax|torch|extra|training|all] [--deadline-s 420] [--pack DIR]
     python benchmarks/gpu_acceptance.py OUT --merge PART_DIR [PART_DIR ...]
     python benchmarks/gpu_acceptance.py OUT --self-check
 
@@ -17,7 +17,10 @@ pandas, CuPy and nvidia-ml-py) it runs, through the ``gpuprof`` command:
   cross-check of the counts, a small sweep (event timing), ``gpuprof compare`` and ``gpuprof stalls``,
   ``gpuprof doctor --for profile`` and ``gpuprof profile`` of the workload child run as a user's
   command (its NVTX range as the filter): its counted FP32 FLOPs per launch must be the add's
-  analytic count.
+  analytic count;
+* ``training``: the CNN training job (``gpuprof.workloads.training``, needs a CUDA build of torch)
+  under ``gpuprof profile --energy`` on one GPU and under DistributedDataParallel with NCCL (one
+  rank): 20 step regions from the torch hooks, one GPU in use, its NVML energy above zero.
 
 Each part stays under 10 minutes (the lent GPU machine's limit per command): nothing starts after
 ``--deadline-s`` (it is listed as not run) and a case gets ``CASE_TIMEOUT_S``. OUT gets
@@ -303,6 +306,41 @@ def profile_and_doctor(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[
     return found
 
 
+def training(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[tuple[str, str, str]]:
+    """The training job on the GPU (part ``training``): the CNN under ``gpuprof profile --energy`` on one
+    GPU, then under DistributedDataParallel with NCCL (one rank): exit 0, its regions (steps from the
+    torch hooks) and NVML's energy of the GPU in use, with the total-energy counter where it has one."""
+    from gpuprof.derive.regions import region_frame
+    from gpuprof.store import open_store
+
+    found = []
+    for label, setup in (("acceptance-1gpu", "cuda"), ("acceptance-ddp-nccl", "cuda-ddp")):
+        if self_check:  # no CUDA behind the stand-ins: the job cannot run, so it is not started
+            found.append((f"training {setup}", NOT_EVALUATED, "needs a GPU and a CUDA build of torch; not run"))
+            continue
+        command = [sys.executable, "-m", "gpuprof.workloads.training", "--model", "cnn", "--setup", setup,
+                   "--batch-size", "64", "--train-batches", "20", "--inference-sizes", "1,64", "--repeats", "5"]
+        code, stdout, stderr = gpuprof(["profile", "--device", "cpu", "--energy", "--interval", "0.2s", "--label", label,
+                                        "--store", str(store), "--", *command], timeout=2 * CASE_TIMEOUT_S)
+        (gpuprof.out / f"{label}.txt").write_text(stdout + stderr)
+        with open_store(store) as opened:
+            runs = [r for r in opened.runs() if r.environment.get("label") == label]
+        if code != 0 or not runs:
+            found.append((f"training {setup}", FAIL, f"exit {code}; {label}.txt"))
+            continue
+        run = runs[-1]
+        frame = region_frame(run)
+        steps = int((frame["name"] == "step").sum())
+        gpus = {name: d for name, d in (run.environment.get("energy") or {}).get("devices", {}).items()
+                if name.startswith("GPU")}
+        used = {name: d for name, d in gpus.items() if d["in_use"]}
+        ok = steps == 20 and len(used) == 1 and all((d["joules"] or 0) > 0 for d in used.values())
+        detail = (f"{steps} step regions (20 expected); GPUs in use {sorted(used)}; energy "
+                  + ", ".join(f"{name} {d['joules']} J ({d['method']})" for name, d in gpus.items()) + f"; {label}.txt")
+        found.append((f"training {setup}", PASS if ok else FAIL, detail))
+    return found
+
+
 def environment(self_check: bool) -> dict[str, Any]:
     """Device, driver, CUDA runtime, profiler, gpuprof commit: what the summary's header says."""
     from gpuprof.devices import gpu_detect
@@ -481,6 +519,8 @@ def run(out: Path, part: str, deadline_s: float, self_check: bool) -> tuple[str,
             extras(gpuprof, store, results, self_check)
         other += [("doctor, profile", "not run", "deadline reached")] if late() else \
             profile_and_doctor(gpuprof, store, self_check)
+    if part in ("training", "all"):
+        other += [("training", "not run", "deadline reached")] if late() else training(gpuprof, store, self_check)
     return write_summary(out, env, results, found, other)
 
 
@@ -512,7 +552,7 @@ def pack(out: Path, into: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the summary and the raw reports")
-    parser.add_argument("--part", choices=("kernels", "cupy", *FRAMEWORKS, "extra", "all"), default="all")
+    parser.add_argument("--part", choices=("kernels", "cupy", *FRAMEWORKS, "extra", "training", "all"), default="all")
     parser.add_argument("--deadline-s", type=float, default=420.0,
                         help="start nothing after this many seconds (the lent machine allows 600 s a command)")
     parser.add_argument("--pack", type=Path, metavar="DIR", help="copy the summaries and two archives to DIR")
