@@ -308,7 +308,7 @@ def commands(plan_: Plan) -> list[str]:
 
 
 def _run_steps(plan_: Plan, series: PowerSeries | None) -> list[process.Finished]:
-    """Run the plan's processes in order (the power series watching each one's process group); stop
+    """Run the plan's processes in order (the power series watching each one's processes); stop
     after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
     env = job.child_environment(plan_.run_dir, plan_.run_id, plan_.settings.torch_hooks)

@@ -7,15 +7,14 @@ the program's regions are stamped with, so any window of the run can be metered 
 
 Energy over a window [a, b] (:func:`window_energy`) is the cumulative counter interpolated at a and b
 where the device has one, else the power samples integrated by trapezoids, the window's edges
-interpolated. A GPU is "in use" when NVML lists a process of the command's process group on it at
-any sample; CPU packages and DRAM always are (the host runs the program). Sums are given with every
+interpolated. A GPU is "in use" when NVML lists the command or a process under it (its parent chain
+reaches the command) on it at any sample; CPU packages and DRAM always are (the host runs the program). Sums are given with every
 device and with the devices in use only.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from bisect import bisect_left
@@ -42,13 +41,14 @@ class Trace:
     kind: str                      # "cpu", "dram" or "gpu"
     method: str                    # where the numbers come from
     in_use: bool = True
+    t: list[float] = field(default_factory=list)   # CLOCK_MONOTONIC seconds of each reading
     energy_j: list[float | None] = field(default_factory=list)
     power_w: list[float | None] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
-        return {"kind": self.kind, "method": self.method, "in_use": self.in_use, "energy_j": self.energy_j,
-                "power_w": self.power_w, "problems": self.problems}
+        return {"kind": self.kind, "method": self.method, "in_use": self.in_use, "t": self.t,
+                "energy_j": self.energy_j, "power_w": self.power_w, "problems": self.problems}
 
 
 def _interpolate(times: list[float], values: list[float], at: float) -> float:
@@ -91,12 +91,15 @@ class _Rapl:
                              f"RAPL {d.zone}/energy_uj (whole socket, idle and other processes included)")
                        for d in domains]
 
-    def sample(self, dt: float | None) -> None:
+    def sample(self) -> None:
         for i, (domain, trace) in enumerate(zip(self.domains, self.traces)):
             try:
                 value: int | None = int(domain.energy_file.read_text())
             except (OSError, ValueError):
                 value = None
+            now = now_s()  # each reading stamped when it was taken: a loaded machine delays the next
+            dt = now - trace.t[-1] if trace.t else None
+            trace.t.append(now)
             before, self.last[i] = self.last[i], value
             if value is None:
                 trace.problems.append("energy_uj became unreadable")
@@ -123,7 +126,7 @@ class _Nvml:
                                         else "nvmlDeviceGetPowerUsage integrated (no energy counter)") + "; whole board",
                              in_use=False)
                        for i, (name, first) in enumerate(zip(names, self.first))]
-        self.group: int | None = None
+        self.root: int | None = None   # the command's pid
 
     def _energy_mj(self, handle: Any) -> int | None:
         try:
@@ -132,23 +135,18 @@ class _Nvml:
             return None
 
     def _used(self, handle: Any) -> bool:
-        if self.group is None:
+        if self.root is None:
             return False
         try:
             found = self.nvml.nvmlDeviceGetComputeRunningProcesses(handle)
         except self.nvml.NVMLError:
             return False
-        for process in found:
-            try:
-                if os.getpgid(int(process.pid)) == self.group:
-                    return True
-            except OSError:
-                continue
-        return False
+        return any(descends(int(process.pid), self.root) for process in found)
 
-    def sample(self, dt: float | None) -> None:
+    def sample(self) -> None:
         for handle, first, trace in zip(self.handles, self.first, self.traces):
             now = self._energy_mj(handle) if first is not None else None
+            trace.t.append(now_s())
             trace.energy_j.append((now - first) * MILLIJOULE if now is not None and first is not None else None)
             try:
                 trace.power_w.append(int(self.nvml.nvmlDeviceGetPowerUsage(handle)) * MILLIWATT)
@@ -162,6 +160,22 @@ class _Nvml:
             self.nvml.nvmlShutdown()
         except self.nvml.NVMLError:
             pass
+
+
+def descends(pid: int, root: int) -> bool:
+    """Whether ``pid`` is ``root`` or runs under it (its parent chain in /proc reaches it): torchrun
+    starts its ranks in sessions of their own, so the process group alone would miss them."""
+    for _ in range(64):
+        if pid == root:
+            return True
+        if pid <= 1:
+            return False
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state: the parent's pid
+    return False
 
 
 def _open_nvml() -> tuple[_Nvml | None, list[str]]:
@@ -190,7 +204,7 @@ def _open_nvml() -> tuple[_Nvml | None, list[str]]:
 
 
 class PowerSeries:
-    """Samples every meter found until :meth:`stop`; :meth:`watch` names the command's process group."""
+    """Samples every meter found until :meth:`stop`; :meth:`watch` names the command's process."""
 
     def __init__(self, rapl: _Rapl | None, nvml: _Nvml | None, interval: float) -> None:
         self.rapl, self.nvml, self.interval = rapl, nvml, interval
@@ -202,17 +216,15 @@ class PowerSeries:
     def traces(self) -> list[Trace]:
         return [*(self.rapl.traces if self.rapl else []), *(self.nvml.traces if self.nvml else [])]
 
-    def watch(self, process_group: int) -> None:
+    def watch(self, pid: int) -> None:
         if self.nvml:
-            self.nvml.group = process_group
+            self.nvml.root = pid
 
     def _sample(self) -> None:
-        now = now_s()
-        dt = now - self.times[-1] if self.times else None
-        self.times.append(now)
+        self.times.append(now_s())
         for meter in (self.rapl, self.nvml):
             if meter:
-                meter.sample(dt)
+                meter.sample()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -230,7 +242,8 @@ class PowerSeries:
             self.nvml.close()
 
     def record(self) -> dict[str, Any]:
-        """The series as stored with the run (times: CLOCK_MONOTONIC seconds)."""
+        """The series as stored with the run (times: CLOCK_MONOTONIC seconds; ``t`` when each round of
+        samples began, each device's own ``t`` when its reading was taken)."""
         return {"interval_s": self.interval, "clock": "CLOCK_MONOTONIC", "t": self.times,
                 "devices": {trace.name: trace.record() for trace in self.traces}}
 
@@ -255,7 +268,7 @@ def energies(record: dict[str, Any], start: float, end: float) -> dict[str, Any]
     device (joules, method), all devices, devices in use; None where a device gives no number."""
     per: dict[str, tuple[float | None, str]] = {}
     for name, trace in record["devices"].items():
-        per[name] = window_energy(record["t"], trace["energy_j"], trace["power_w"], start, end)
+        per[name] = window_energy(trace["t"], trace["energy_j"], trace["power_w"], start, end)
     known = [value for value, _ in per.values() if value is not None]
     complete = len(known) == len(per)
     in_use = [per[name][0] for name, trace in record["devices"].items() if trace["in_use"]]

@@ -69,7 +69,7 @@ def _write_power(record: dict[str, Any], path: Path) -> None:
         out = csv.writer(handle)
         out.writerow(["t_monotonic_s", "device", "in_use", "power_w", "energy_j"])
         for name, trace in record["devices"].items():
-            for t, power, energy in zip(record["t"], trace["power_w"], trace["energy_j"]):
+            for t, power, energy in zip(trace["t"], trace["power_w"], trace["energy_j"]):
                 out.writerow([f"{t:.6f}", name, trace["in_use"], "" if power is None else f"{power:.6g}",
                               "" if energy is None else f"{energy:.9g}"])
 

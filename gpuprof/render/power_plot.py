@@ -29,11 +29,10 @@ def power_chart(run: Run) -> Figure | None:
     if not record or len(record.get("t", [])) < 2:
         return None
     origin = (run.environment.get("energy") or {}).get("window_s", [record["t"][0]])[0]
-    times = [t - origin for t in record["t"]]
     fig = Figure(figsize=(10, 4.2), layout="constrained")
     ax = fig.add_subplot()
     for i, (name, trace) in enumerate(record["devices"].items()):
-        points = [(t, p) for t, p in zip(times, trace["power_w"]) if p is not None]
+        points = [(t - origin, p) for t, p in zip(trace["t"], trace["power_w"]) if p is not None]
         if points:
             style = {**series(i), "markersize": 3}
             ax.plot([t for t, _ in points], [p for _, p in points],
