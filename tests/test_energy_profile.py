@@ -170,8 +170,9 @@ def test_a_process_under_the_command_counts_even_in_its_own_session() -> None:
     """torchrun starts each rank with start_new_session: the parent chain, not the process group, ties it to the command."""
     import subprocess
 
-    outer = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', "
-                              "'import time; time.sleep(30)'], start_new_session=True)"])
+    spawn = ("import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(30)'], "
+             "start_new_session=True)")
+    outer = subprocess.Popen([sys.executable, "-c", spawn])
     try:
         deadline = time.monotonic() + 20
         inner = None
