@@ -112,7 +112,7 @@ def profile_report(runs: Sequence[Run], fmt: str) -> str:
         frame = kernel_frame(runs)
         tool = runs[0].environment.get("profiler", "the profiler") if runs else ""
         shown = "" if frame.empty else emit(frame, fmt, title=f"Profiled kernels (measured by {tool}; base units; "
-                                                              "averages weighted by launches)")
+                                                              "values per launch, rates time-weighted)")
     if fmt in ("csv", "json") or not runs:
         return shown  # one table stays whole; the regions as data: gpuprof.region_table(run)
     regions = region_frame(runs[0])
