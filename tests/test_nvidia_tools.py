@@ -21,7 +21,12 @@ from pathlib import Path
 import pytest
 
 from gpuprof.launch import discovery, ncu, ncu_metrics
-from gpuprof.launch.profilers import CACHE_CONTROLS, CLOCK_CONTROLS, REPLAY_MODES, ProfileOptions
+from gpuprof.launch.profilers import (
+    CACHE_CONTROLS,
+    CLOCK_CONTROLS,
+    REPLAY_MODES,
+    ProfileOptions,
+)
 from gpuprof.model import catalog, units
 from gpuprof.readers import ncu_rep
 
