@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
+import json
 import math
 import os
 import re
@@ -19,7 +20,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from gpuprof import readers
+from gpuprof.cli import main
+from gpuprof.errors import FormatError
 from gpuprof.launch import discovery, ncu, ncu_metrics
 from gpuprof.launch.profilers import (
     CACHE_CONTROLS,
@@ -222,3 +227,66 @@ def test_ncu_rep_values_equal_ncu_import_raw_page(ncu_exe, tmp_path):
                 assert row.unit == base, row.metric
             checked += 1
     assert checked > 1000
+
+
+# --- .nsys-rep ----------------------------------------------------------------------------------
+
+QDREP = FIXTURES / "nsys_report_binary_2020_cupy_quadro_rtx8000.qdrep"
+NEWER = FIXTURES / "nsys_report_binary_gemm3.nsys-rep"
+
+
+@pytest.fixture
+def nsys_on_path(monkeypatch) -> str:
+    exe = tool("nsys")
+    monkeypatch.setenv("PATH", f"{Path(exe).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    return exe
+
+
+def test_nsys_rep_kernels_equal_nsys_stats(nsys_on_path, tmp_path):
+    """A real 2020 .qdrep read through nsys export: per kernel name, the launches, total, min and max
+    duration equal NVIDIA's own cuda_gpu_kern_sum report of the same file; nothing is written beside it."""
+    report = tmp_path / "user" / "cupy.qdrep"
+    report.parent.mkdir()
+    report.write_bytes(QDREP.read_bytes())
+    run = readers.read(report)
+    assert run.format == "nsys-rep" and run.source == str(report) and run.device["name"] == "Quadro RTX 8000"
+    assert sorted(p.name for p in report.parent.iterdir()) == ["cupy.qdrep"]
+    copy = tmp_path / "copy.nsys-rep"
+    copy.write_bytes(QDREP.read_bytes())
+    done = _run([nsys_on_path, "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv", "--output", "-",
+                 str(copy)], tmp_path)
+    lines = done.stdout.splitlines()
+    rows = list(csv.DictReader(lines[next(i for i, line in enumerate(lines) if line.startswith("Time")):]))
+    kernels = [launch for launch in run.launches if launch.attributes["kind"] == "kernel"]
+    assert len(kernels) == sum(int(row["Instances"]) for row in rows) == 15
+    for row in rows:
+        mine = [launch.metric("kernel_duration").value for launch in kernels if launch.kernel == row["Name"]]
+        assert len(mine) == int(row["Instances"]), row["Name"]
+        assert sum(mine) == pytest.approx(float(row["Total Time (ns)"]) * 1e-9, rel=1e-12), row["Name"]
+        assert min(mine) == pytest.approx(float(row["Min (ns)"]) * 1e-9, rel=1e-12)
+        assert max(mine) == pytest.approx(float(row["Max (ns)"]) * 1e-9, rel=1e-12)
+
+
+def test_a_report_newer_than_nsys_is_one_clear_error(nsys_on_path, tmp_path):
+    report = tmp_path / "gemm3.nsys-rep"
+    report.write_bytes(NEWER.read_bytes())
+    version = _run([nsys_on_path, "--version"], tmp_path).stdout
+    if "2023." not in version:
+        pytest.skip(f"this nsys ({version.strip()}) may read an nsys 2026.1 report")
+    with pytest.raises(FormatError) as error:
+        readers.read(report)
+    assert "newer than your current version" in str(error.value)
+    assert "use the nsys that wrote it (or newer)" in error.value.fix
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemm3.nsys-rep"]
+
+
+# --- doctor -------------------------------------------------------------------------------------
+
+def test_doctor_reports_the_real_tools_and_where(ncu_exe, monkeypatch):
+    nsys = tool("nsys")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(ncu_exe).parent), str(Path(nsys).parent), "/usr/bin", "/bin"]))
+    result = CliRunner().invoke(main, ["doctor", "--format", "json"])
+    checks = {check["name"]: check for check in json.loads(result.stdout)}
+    assert checks["ncu"]["status"] == "ok" and checks["nsys"]["status"] == "ok"
+    assert f"{ncu_exe} (found by PATH), version " in checks["ncu"]["found"]
+    assert f"{nsys} (found by PATH), version " in checks["nsys"]["found"]
