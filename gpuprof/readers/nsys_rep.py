@@ -50,7 +50,8 @@ def export(exe: str, path: Path, folder: Path) -> Path:
     sqlite = folder / "report.sqlite"
     try:
         done = subprocess.run([exe, "export", "--type", "sqlite", "--output", str(sqlite), str(copy)],
-                              capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S, check=False)
+                              capture_output=True, text=True, errors="replace", timeout=EXPORT_TIMEOUT_S,
+                              check=False)
     except subprocess.TimeoutExpired as error:
         raise FormatError(f"{path}: nsys export did not finish within {EXPORT_TIMEOUT_S} s",
                           "export it yourself with 'nsys export --type sqlite' and import the .sqlite") from error
