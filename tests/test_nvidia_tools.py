@@ -213,6 +213,9 @@ def test_ncu_rep_values_equal_ncu_import_raw_page(ncu_exe, tmp_path):
     checked = 0
     for index, launch in enumerate(page):
         assert run.launch_table.kernel[index] == launch["Kernel Name"][1]
+        # the grid in blocks, as launch__grid_size says; ncu 2024.1.1's "Grid Size" column prints this
+        # 2020 report's grid in threads ((156160, 1, 1) = 1220 blocks x 128), so it is not the reference
+        assert run.launch_table.attributes[index]["grid"] == f"({launch['launch__grid_size'][1]}, 1, 1)"
         rows = table[table.launch == index]
         assert set(rows.metric) <= set(launch)
         for row in rows.itertuples():
