@@ -23,7 +23,7 @@ from gpuprof.readers import _compressed
 # Binary reports first: their magic bytes decide at once, where the text sniffers would scan 64 KiB
 # of decoded binary with their patterns (a quarter of the time of reading a small .ncu-rep).
 _MODULES: list[str] = [
-    "ncu_rep", "nsys_rep", "nsys_sqlite", "xplane",
+    "ncu_rep", "nsys_rep", "nsys_sqlite", "xplane", "regions",
     "ncu_source_csv", "perf_topdown", "perf_stat", "nsys_trace",
     "ncu_raw", "ncu_text", "ncu_csv",
     "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_api_trace", "nvprof_text_trace", "nvprof_text_metrics",
