@@ -12,6 +12,7 @@ the subtraction can say.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -55,6 +56,34 @@ def counts_frame(run: Run, launches: Sequence[int] | None = None) -> pd.DataFram
         parent = launch.attributes.get("parent")
         parents[launch.index] = int(parent) if parent not in (None, "") else pd.NA
     frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.insert(0, "parent", pd.array([parents[i] for i in frame.index], dtype="Int64"))
+    frame.insert(0, "name", [names[i] for i in frame.index])
+    return frame
+
+
+def counts_from_regions(run: Run) -> pd.DataFrame:
+    """The counts frame of a profile's region instances: per instance, end − begin of the cumulative
+    counts the counter hook wrote on its two lines (:mod:`gpuprof.counting`); empty without them.
+    ``counted fraction``: the smallest share of time the kernel counted (below 1: multiplexed, scaled)."""
+    rows, names, parents, fractions = {}, {}, {}, {}
+    for launch in run.launches:
+        attributes = launch.attributes
+        if attributes.get("kind") != "region" or not attributes.get("extra"):
+            continue
+        extra = json.loads(attributes["extra"])
+        begin, end = extra.get("begin", {}).get("c"), extra.get("end", {}).get("c")
+        if not begin or not end:
+            continue
+        rows[launch.index] = {event: float(end[event]) - float(begin.get(event, 0.0)) for event in end}
+        names[launch.index] = attributes.get("name", launch.kernel)
+        parent = attributes.get("parent")
+        parents[launch.index] = int(parent) if parent not in (None, "") else pd.NA
+        fractions[launch.index] = min(float(extra["begin"].get("cm", 1.0)), float(extra["end"].get("cm", 1.0)))
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    if frame.empty:
+        return pd.DataFrame(columns=["name", "parent", "counted fraction"])
+    frame.columns = [normalise_event(str(c)) for c in frame.columns]
+    frame.insert(0, "counted fraction", [fractions[i] for i in frame.index])
     frame.insert(0, "parent", pd.array([parents[i] for i in frame.index], dtype="Int64"))
     frame.insert(0, "name", [names[i] for i in frame.index])
     return frame
@@ -132,7 +161,7 @@ def mix_frame(counts: pd.DataFrame) -> pd.DataFrame:
 def consistency_frame(counts: pd.DataFrame) -> pd.DataFrame:
     """One row per parent that has children: Σ children / parent − 1 for every event column (0 when
     the children account for all of the parent's counts; negative: work outside the children)."""
-    events = [c for c in counts.columns if c not in ("name", "parent")]
+    events = [c for c in counts.columns if c not in ("name", "parent", "counted fraction")]
     children = counts[counts["parent"].notna()]
     if children.empty:
         return pd.DataFrame(columns=["parent", "name", "children", *events])
