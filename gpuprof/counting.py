@@ -164,7 +164,7 @@ class Papi:
             from pypapi.exceptions import PapiError  # type: ignore[import-not-found]
         except ImportError:
             raise CounterError("papi: python-papi is not installed (pip install 'gpuprof[papi]')") from None
-        self.names, self._low = list(events), papi_low
+        self.names, self._low = [e.partition("=")[0] for e in events], papi_low
         try:
             papi_low.library_init()
             self._set = papi_low.create_eventset()
@@ -187,7 +187,8 @@ class Papi:
 
 class Replay:
     """The stand-in: each read returns the next recorded cumulative reading of a JSON file
-    ``{"events": [...], "readings": [[...], ...], "running": [...]?}``; after the last, the last."""
+    ``{"events": [...], "readings": [[...], ...], "running": [...]?}``; after the last, the last.
+    It replays the events recorded in the file, whichever were asked for."""
 
     name = "replay"
 
@@ -200,9 +201,8 @@ class Replay:
             self.running = [float(v) for v in data.get("running", [1.0] * len(self.readings))]
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise CounterError(f"replay: {path}: {error}") from None
-        missing = [e for e in events if e.partition("=")[0] not in self.names]
-        if missing:
-            raise CounterError(f"replay: {path} holds no {', '.join(missing)}")
+        if not self.readings or any(len(row) != len(self.names) for row in self.readings):
+            raise CounterError(f"replay: {path}: every reading needs one value per event")
         self.position = 0
 
     def read(self) -> tuple[dict[str, float], float]:

@@ -90,12 +90,47 @@ def test_hardware_events_say_why_not_counted():
     assert reasons[1].startswith("not used: papi:")
 
 
-def test_replay_file_without_the_event_is_refused(tmp_path):
+def test_replay_file_with_a_short_reading_is_refused(tmp_path):
     replay = tmp_path / "r.json"
-    replay.write_text(json.dumps({"events": ["cycles"], "readings": [[1.0]]}))
+    replay.write_text(json.dumps({"events": ["cycles", "instructions"], "readings": [[1.0]]}))
     _, reasons = counting.choose(["instructions"], replay=str(replay))
-    assert reasons[0] == f"not used: replay: {replay} holds no instructions"
+    assert reasons[0] == f"not used: replay: {replay}: every reading needs one value per event"
 
 
 def test_cpu_list():
     assert counting.cpu_list("0-3,8") == [0, 1, 2, 3, 8]
+
+
+def test_profile_counters_mix_with_the_stand_in(tmp_path, monkeypatch):
+    """gpuprof profile --counters mix,topdown -- python train.py: per-region counts stored and shown."""
+    from click.testing import CliRunner
+
+    from gpuprof.cli import main
+    from gpuprof.store import open_store
+
+    events, blocks = _epochs_of_cpu2()
+    total = [0.0] * len(events)
+    readings = [list(total)]
+    for block in blocks[:3]:
+        readings.append(list(total))
+        total = [t + b for t, b in zip(total, block, strict=True)]
+        readings.append(list(total))
+    readings.append(list(total))
+    replay = tmp_path / "replay.json"
+    replay.write_text(json.dumps({"events": events, "readings": readings}))
+    script = tmp_path / "train.py"
+    script.write_text(PROGRAM.replace("range(5)", "range(3)"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv(counting.ENV_REPLAY, str(replay))
+    store = tmp_path / "s.db"
+    result = CliRunner().invoke(main, ["profile", "--counters", "mix,topdown", "--store", str(store), "--",
+                                       sys.executable, str(script)])
+    assert result.exit_code == 0, result.output
+    assert "counter backend used: replay" in result.output
+    assert "Counters per region" in result.output and "Consistency per parent" in result.output
+    with open_store(store) as opened:
+        run = opened.runs()[-1]
+    counts = region_counters.counts_from_regions(run)
+    assert list(counts["perf_count_hw_instructions"].iloc[1:]) == [b[0] for b in blocks[:3]]
+    assert counts["perf_count_hw_instructions"].iloc[0] == sum(b[0] for b in blocks[:3])
