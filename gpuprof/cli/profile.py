@@ -122,6 +122,18 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
         raise outcome.problem
 
 
+def _seconds(text: str) -> float:
+    """``0.5s``, ``500ms`` or ``0.5`` as seconds."""
+    from gpuprof.errors import InputError
+
+    value = text.strip().lower()
+    scale = 1e-3 if value.endswith("ms") else 1.0
+    try:
+        return float(value.removesuffix("ms").removesuffix("s")) * scale
+    except ValueError:
+        raise InputError(f"--interval {text!r} is not a time", "give seconds, e.g. --interval 0.5s or 500ms") from None
+
+
 def _profile_trace(framework: str, command: tuple[str, ...], steps: int, warmup: int, timeout: float, fmt: str,
                    store_path: str | None) -> None:
     from gpuprof import tracing
@@ -141,15 +153,3 @@ def _profile_trace(framework: str, command: tuple[str, ...], steps: int, warmup:
     for line in run.notes:
         note(f"note: {line}")
     note(f"stored as run {run.run_id[:8]} in {where}; trace and program output in {run_dir}")
-
-
-def _seconds(text: str) -> float:
-    """``0.5s``, ``500ms`` or ``0.5`` as seconds."""
-    from gpuprof.errors import InputError
-
-    value = text.strip().lower()
-    scale = 1e-3 if value.endswith("ms") else 1.0
-    try:
-        return float(value.removesuffix("ms").removesuffix("s")) * scale
-    except ValueError:
-        raise InputError(f"--interval {text!r} is not a time", "give seconds, e.g. --interval 0.5s or 500ms") from None
