@@ -12,6 +12,7 @@ from gpuprof.derive import region_counters
 from gpuprof.readers import read
 
 HERE = Path(__file__).parent / "fixtures" / "dlprof"
+FIXTURE_INTERVALS = Path(__file__).parent / "fixtures" / "cpu-counters" / "perf-stat-csv-interval-cgroup-fp-cpubops.csv"
 
 
 def test_mix_of_one_block_and_cpu_from_the_file_lines():
@@ -77,3 +78,21 @@ def test_old_topdown_events():
     row = region_counters.topdown_level1(counts).iloc[0]
     assert (row["retiring (%)"], row["bad speculation (%)"], row["frontend bound (%)"],
             row["backend bound (%)"]) == (50.0, 15.0, 15.0, 20.0)
+
+
+def test_interval_fallback_on_real_perf_intervals():
+    """perf stat -I 1000 (real file: two 1 s intervals, -x, cgroup) shared among regions by overlap."""
+    run = read(FIXTURE_INTERVALS)
+    rows = [{"end (s)": float(launch.attributes["time_s"]),
+             **{m.name: m.value for m in launch.metrics if m.unit == "event"}} for launch in run.launches]
+    intervals = pd.DataFrame(rows)
+    first, second = (row["mem_inst_retired.all_loads"] for row in rows)
+    assert first == 3532382411  # line 3 of the file
+    regions = pd.DataFrame({"name": ["run", "a", "b"], "parent": pd.array([pd.NA, 0, 0], dtype="Int64"),
+                            "begin (s)": [0.0, 0.502034594, 1.002034594],
+                            "end (s)": [2.003076967, 1.002034594, 1.5025557805]})
+    counts = region_counters.counts_from_intervals(intervals, regions, 1.001042373)
+    assert counts.loc[0, "mem_inst_retired.all_loads"] == pytest.approx(first + second, rel=1e-9)
+    assert counts.loc[1, "mem_inst_retired.all_loads"] == pytest.approx(first * 0.5 / 1.001042373, rel=1e-9)
+    assert counts.loc[2, "mem_inst_retired.all_loads"] == pytest.approx(second / 2, rel=1e-9)
+    assert "resolution 1001.04 ms" in region_counters.interval_basis(1.001042373)

@@ -172,3 +172,28 @@ def consistency_frame(counts: pd.DataFrame) -> pd.DataFrame:
     gap.insert(0, "name", counts.loc[sums.index, "name"])
     gap.insert(0, "parent", sums.index)
     return gap.reset_index(drop=True)
+
+
+def interval_basis(interval_s: float) -> str:
+    """The basis of counts attributed from ``perf stat -I``: their resolution is the interval."""
+    return (f"perf stat -I {interval_s * 1e3:g} ms intervals around the command, each interval's counts shared among "
+            f"regions by overlap in time (resolution {interval_s * 1e3:g} ms: a region shorter than that gets a "
+            f"pro-rata share, not its own count)")
+
+
+def counts_from_intervals(intervals: pd.DataFrame, regions: pd.DataFrame, interval_s: float) -> pd.DataFrame:
+    """The fallback that needs nothing in the program: counts of ``perf stat -I`` intervals
+    (``intervals``: one row per interval, ``end (s)`` on the regions' clock, then one column per event)
+    attributed to ``regions`` (``name``, ``parent``, ``begin (s)``, ``end (s)``) by the share of each
+    interval ``[end − interval_s, end]`` that the region covers."""
+    ends = intervals["end (s)"].to_numpy(dtype=float)
+    starts = ends - interval_s
+    events = [c for c in intervals.columns if c != "end (s)"]
+    values = intervals[events].to_numpy(dtype=float)
+    begin = regions["begin (s)"].to_numpy(dtype=float)[:, None]
+    end = regions["end (s)"].to_numpy(dtype=float)[:, None]
+    overlap = np.clip(np.minimum(end, ends[None, :]) - np.maximum(begin, starts[None, :]), 0.0, None) / interval_s
+    out = pd.DataFrame(overlap @ values, columns=events, index=regions.index)
+    out.insert(0, "parent", regions["parent"])
+    out.insert(0, "name", regions["name"])
+    return out
