@@ -68,6 +68,7 @@ class ProfileSettings:
     interval: float = 0.5            # seconds between power samples
     label: str | None = None         # the set-up's name for compare --scaling ("1gpu", "ddp2")
     devices: int | None = None       # devices the set-up uses (x in E = S / x)
+    counters: str = ""               # CPU counter sets read at every region's begin and end ("mix,topdown")
     reports_dir: Path = Path("reports")
     command_line: str = ""          # gpuprof's own command line, for the run's provenance
 
@@ -274,8 +275,45 @@ def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Pla
     device, gpus, why = _device(settings)
     run_id = uuid.uuid4().hex
     run_dir = settings.reports_dir / run_id
-    if device == "cpu":
-        return _cpu_plan(settings, run_id, run_dir, why)
+    made = _cpu_plan(settings, run_id, run_dir, why) if device == "cpu" else _gpu_plan(settings, run_id, run_dir, gpus,
+                                                                                         store_path)
+    lines = _counter_lines(settings)
+    return dataclasses.replace(made, before=made.before + lines, notes=made.notes + lines) if lines else made
+
+
+def _counter_events(settings: ProfileSettings) -> tuple[list[str], list[str]]:
+    """``--counters``: the events of its sets for this CPU, and notes on sets with none here."""
+    if not settings.counters:
+        return [], []
+    from gpuprof.devices.cpu import describe
+    from gpuprof.launch.counter_sets import events
+
+    return events(settings.counters, describe().get("vendor"))
+
+
+def _counter_lines(settings: ProfileSettings) -> tuple[str, ...]:
+    """What ``--counters`` will count per region, and each backend's reason for being used or not
+    (tried here, in the parent, as the program will try them)."""
+    events, notes = _counter_events(settings)
+    if not settings.counters:
+        return ()
+    if not events:
+        return (*notes, "counters per region: no events to count on this CPU")
+    import os
+
+    from gpuprof import counting
+
+    backend, reasons = counting.choose(events, counting.cpu_list(os.environ.get(counting.ENV_CPUS, "")),
+                                       os.environ.get(counting.ENV_REPLAY))
+    if backend is not None:
+        backend.close()
+    head = f"counters per region ({settings.counters}): {', '.join(e.partition('=')[0] for e in events)}"
+    return (head, *notes, *(f"counter backend {reason}" for reason in reasons),
+            *(() if backend else ("counters per region: not counted (no backend opened; regions are only timed)",)))
+
+
+def _gpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, gpus: list[GpuInfo],
+              store_path: str | Path | None) -> Plan:
     info = gpus[0]
     choice = _choose(settings, info)
     options, steps, lines, notes = _gpu_steps(settings, choice, run_dir, _cc(info))
@@ -312,6 +350,11 @@ def _run_steps(plan_: Plan, series: PowerSeries | None) -> list[process.Finished
     after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
     env = job.child_environment(plan_.run_dir, plan_.run_id, plan_.settings.torch_hooks)
+    events, _ = _counter_events(plan_.settings)
+    if events:
+        from gpuprof import counting
+
+        env[counting.ENV_EVENTS] = ",".join(events)
     done = []
     for step in plan_.steps:
         try:

@@ -266,6 +266,10 @@ def _start_from_environment() -> None:
             record_to(path, os.environ.get(ENV_RUN, ""))
         except OSError:
             _state.fd = None  # the program must run on: the parent reports the missing regions
+    if os.environ.get("GPUPROF_COUNTERS"):  # gpuprof profile --counters: counts at every begin and end
+        from gpuprof import counting
+
+        counting.start_from_environment()
 
 
 def _after_fork() -> None:

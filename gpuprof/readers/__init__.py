@@ -24,7 +24,7 @@ from gpuprof.readers import _compressed
 # of decoded binary with their patterns (a quarter of the time of reading a small .ncu-rep).
 _MODULES: list[str] = [
     "ncu_rep", "nsys_rep", "nsys_sqlite", "xplane", "regions",
-    "ncu_source_csv", "perf_topdown", "perf_stat", "nsys_trace",
+    "ncu_source_csv", "perf_topdown", "perf_stat", "dlprof_papi", "nsys_trace",
     "ncu_raw", "ncu_text", "ncu_csv",
     "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_api_trace", "nvprof_text_trace", "nvprof_text_metrics",
     "nvprof_text_summary", "nsys_stats", "chrome_trace", "stonne",

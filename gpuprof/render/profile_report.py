@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gpuprof.derive.region_counters import consistency_frame, counts_from_regions, mix_frame
 from gpuprof.derive.regions import region_frame, without_regions
 from gpuprof.model import DERIVED, MEASURED, TIMED, Run
 
@@ -124,4 +125,14 @@ def profile_report(runs: Sequence[Run], fmt: str) -> str:
     listed = listed.drop(columns=empty + same)
     title = ("Regions of the program (one row per instance, wall time timed on CLOCK_MONOTONIC)"
              + (f"; first {REGION_ROWS} of {len(regions)}" if len(regions) > REGION_ROWS else ""))
-    return "\n\n".join(part for part in (shown, emit(listed, fmt, title=title)) if part)
+    parts = [shown, emit(listed, fmt, title=title)]
+    counts = counts_from_regions(runs[0])
+    if not counts.empty:
+        mix = mix_frame(counts).dropna(axis=1, how="all").head(REGION_ROWS)
+        parts.append(emit(mix.reset_index(names="launch"), fmt, title="Counters per region (measured counts; "
+                                                                      "ratios derived; blank: not counted)"))
+        gaps = consistency_frame(counts)
+        if not gaps.empty:
+            parts.append(emit(gaps.dropna(axis=1, how="all"), fmt,
+                              title="Consistency per parent: sum of its children's counts / its own - 1"))
+    return "\n\n".join(part for part in parts if part)
