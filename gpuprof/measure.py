@@ -15,73 +15,26 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from gpuprof.workloads import ops
 from gpuprof.errors import InputError
+from gpuprof.launch import gpu_session
+from gpuprof.launch.settings import CACHE_MODES, DEVICES, RunSettings
 from gpuprof.model import TIMED, Launch, Metric, Run
-from gpuprof.model.sizes import format_bytes, parse_size
-from gpuprof.workloads.timing import Progress
+from gpuprof.model.sizes import format_bytes
+from gpuprof.workloads import gpu_only, ops
 
-CACHE_MODES = ("warm", "cold")
-DEVICES = ("auto", "cpu", "cuda")
+__all__ = ["CACHE_MODES", "DEVICES", "MEMORY_SHARE", "RunSettings", "choose_device", "measure"]
+
 # Refuse sizes that would need more than this share of the memory available now.
 MEMORY_SHARE = 0.8
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """What the user asked for, parsed and validated; the CLI builds one and calls :func:`measure`."""
-
-    op: str
-    size: str | None = None
-    shape: str | None = None
-    dtype: str = "float32"
-    engine: str | None = None
-    device: str = "auto"
-    repeat: int = 10
-    warmup: int = 3
-    cache: str = "warm"
-    counters: bool = True
-    seed: int = 0
-    command: str = ""
-    gpu: dict[str, Any] = dataclasses.field(default_factory=dict)  # GPU profiler options the user gave
-    progress: Progress | None = dataclasses.field(default=None, compare=False, repr=False)  # hears each call
-
-    def __post_init__(self) -> None:
-        ops.get_op(self.op)
-        ops.itemsize(self.dtype)
-        if (self.size is None) == (self.shape is None):
-            raise InputError("give exactly one of --size and --shape", "e.g. --size 6MB or --shape 1024x1024")
-        if self.repeat < 1 or self.warmup < 0:
-            raise InputError("--repeat must be at least 1 and --warmup at least 0", "e.g. --repeat 10 --warmup 3")
-        if self.cache not in CACHE_MODES:
-            raise InputError(f"unknown cache mode '{self.cache}'", f"choose one of: {', '.join(CACHE_MODES)}")
-        if self.device not in DEVICES:
-            raise InputError(f"unknown device '{self.device}'", f"choose one of: {', '.join(DEVICES)}")
-        if self.device == "cpu" and self.gpu:
-            raise InputError(f"{self.gpu_options()} {'applies' if len(self.gpu) == 1 else 'apply'} to GPU runs "
-                             "only, and --device cpu measures on the CPU",
-                             "drop them (on the CPU gpuprof counts with perf: --counters), or use --device cuda")
-
-    def gpu_options(self) -> str:
-        """The GPU-only options given, as typed: '--profiler ncu, --replay-mode application'."""
-        return ", ".join(f"--{key.replace('_', '-')} {value}" for key, value in self.gpu.items())
-
-    def resolved_shape(self) -> tuple[int, ...]:
-        if self.shape is not None:
-            return ops.parse_shape(self.op, self.shape)
-        return ops.shape_for_size(self.op, parse_size(self.size or ""), self.dtype)
 
 
 def choose_device(requested: str) -> tuple[str, str]:
     """The device to use and why: ``auto`` takes CUDA when a GPU is usable, else the CPU."""
     if requested == "cpu":
         return "cpu", "requested with --device cpu"
-    from gpuprof.launch.gpu_session import probe_gpu
-
-    usable, reason = probe_gpu()
+    usable, reason = gpu_session.probe_gpu()
     if requested == "cuda":
         return "cuda", "requested with --device cuda"
     if usable:
@@ -91,8 +44,6 @@ def choose_device(requested: str) -> tuple[str, str]:
 
 def _requested_device(settings: RunSettings) -> str:
     """``auto`` with a GPU-only engine (cupy, cuda-kernels) means the GPU: the engine decides."""
-    from gpuprof.workloads import gpu_only
-
     if settings.device == "auto" and gpu_only(settings.engine):
         return "cuda"
     return settings.device
@@ -107,9 +58,7 @@ def measure(settings: RunSettings, store_path: str | None = None) -> Run:
     shape = settings.resolved_shape()
     device, why = choose_device(_requested_device(settings))
     if device == "cuda":
-        from gpuprof.launch.gpu_session import run_gpu
-
-        run = run_gpu(settings, shape)
+        run = gpu_session.run_gpu(settings, shape)
     else:
         run = _measure_cpu(settings, shape, store_path)
     run.device["chosen_because"] = why

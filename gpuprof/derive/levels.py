@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gpuprof.model import catalog
-from gpuprof.derive.counters import Counters, aliases, also_per_launch, choose, kernel_time
+from gpuprof.derive.counted import kernel_time
+from gpuprof.derive.pivot import Counters, aliases, also_per_launch, choose
 from gpuprof.devices import gpu_table
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ One call may launch several kernels (a GEMM and its split-K reduction): every nu
 the kernels of one call, averaged over the profiled calls, and exists only when the run's check
 found the launches read to be exactly those calls (``environment["kernels_per_call"]``, set by
 :mod:`gpuprof.launch.gpu_readback`); a sum needs the value from every launch. Per-launch values come
-from :mod:`gpuprof.derive.counters`. Pure functions of a stored Run, like :mod:`gpuprof.derive.summary`.
+from :mod:`gpuprof.derive.counted`. Pure functions of a stored Run, like :mod:`gpuprof.derive.summary`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpuprof.derive import counters, tensor
+from gpuprof.derive import counted, tensor
+from gpuprof.derive.pivot import Counters
 from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
-from gpuprof.derive.summary import Quantity, run_peaks
+from gpuprof.derive.quantity import Quantity, run_peaks
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import DERIVED, MEASURED, Run
 from gpuprof.model.units import human
@@ -74,20 +75,20 @@ def per_call(run: Run) -> PerCall | None:
     if not kernels or not calls or not launches:
         return None
     own_keys = [f"flop_{p}_efficiency" for p in PRECISIONS]
-    c = counters.Counters.of_launches(launches, extra=(*own_keys, *tensor.names()),
-                                      cc=[str(run.device.get("cc", ""))] * len(launches))
+    c = Counters.of_launches(launches, extra=(*counted.keys(), *own_keys, *tensor.names()),
+                             cc=[str(run.device.get("cc", ""))] * len(launches))
     n = np.array([launch.invocations for launch in launches], dtype=float)
-    times = counters.kernel_time(c)
-    flops = {p: v for p in PRECISIONS if (v := _per_call_total(counters.flops(c, p), n, calls)) is not None}
+    times = counted.kernel_time(c)
+    flops = {p: v for p in PRECISIONS if (v := _per_call_total(counted.flops(c, p), n, calls)) is not None}
     peaks = {p: v for p in PRECISIONS
-             if (v := _time_weighted(counters.peak_flop_rate(c, p), times, n)) is not None}
+             if (v := _time_weighted(counted.peak_flop_rate(c, p), times, n)) is not None}
     own = {p: float(c.number(key)[0]) for p, key in zip(PRECISIONS, own_keys)
            if len(launches) == 1 and not np.isnan(c.number(key)[0])}
     tensor_flops, rules, kinds = tensor.parts(c)
     worked = sorted({tensor.rule_text(rule, c) for rule in rules.tolist() if rule != tensor.NONE})
     return PerCall(kernels, calls, str(run.environment.get("profiler", "profiler")), flops,
-                   _per_call_total(times, n, calls), _per_call_total(counters.dram_bytes(c), n, calls),
-                   _time_weighted(counters.sm_clock(c), times, n), peaks, own,
+                   _per_call_total(times, n, calls), _per_call_total(counted.dram_bytes(c), n, calls),
+                   _time_weighted(counted.sm_clock(c), times, n), peaks, own,
                    _per_call_total(tensor_flops, n, calls) or None,
                    "; ".join([*worked, *sorted({k for k in kinds.tolist() if k})]))
 

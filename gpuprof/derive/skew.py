@@ -16,7 +16,8 @@ Two files of the same launches that disagree are :mod:`gpuprof.readers.joining`'
 
 from __future__ import annotations
 
-from gpuprof.derive.counters import Counters, cycle_time
+from gpuprof.derive.counted import cycle_time, keys
+from gpuprof.derive.pivot import Counters
 from gpuprof.model import Run
 
 TOLERANCE = 0.10  # relative difference between the measured duration and cycles / clock
@@ -40,7 +41,7 @@ def notes(run: Run) -> list[str]:
     """What the run's notes should say about its kernel times (see the module docstring)."""
     import numpy as np
 
-    c = Counters.of_run(run)
+    c = Counters.of_run(run, keys())
     measured, derived = c.number("kernel_duration"), cycle_time(c)
     both = ~np.isnan(measured) & ~np.isnan(derived) & (measured > 0)
     ratio = np.where(both, derived / np.where(both, measured, 1.0), 1.0)

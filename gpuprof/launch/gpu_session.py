@@ -38,12 +38,12 @@ from gpuprof import errors
 from gpuprof.workloads import ops
 from gpuprof.errors import DeviceError, GpuprofError, InputError, ProfilerError
 from gpuprof.launch import process, profilers
+from gpuprof.launch.settings import RunSettings
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.workloads import compile_time, engine_names, gpu_only
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
-    from gpuprof.measure import RunSettings
 
 DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_PROFILED = 3  # calls run under the profiler: each is replayed once per pass, so few are enough

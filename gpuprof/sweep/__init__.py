@@ -45,7 +45,7 @@ DEVICE_DEFAULT = "default"
 # Keys a grid entry may override, with their defaults.
 _SETTINGS: dict[str, Any] = {"repeat": 10, "warmup": 3, "dtypes": ["float32"], "engines": [None],
                              "cache": "warm", "counters": True}
-# [slurm] is read and checked by gpuprof.launch.slurm (``gpuprof sweep --slurm``).
+# [slurm] is read and checked by gpuprof.sweep.slurm (``gpuprof sweep --slurm``).
 _TOP_KEYS = {"name", "description", "seed", "grid", "slurm", *_SETTINGS}
 _GRID_KEYS = {"ops", "sizes", *_SETTINGS}
 

@@ -15,7 +15,7 @@ API (what ``gpuprof sweep CONFIG --slurm`` calls)::
   ``on_runs`` gets runs as they come back (to store them at once); ``stop()`` ends the wait early.
 - Returns the runs to merge into the store and a :class:`SlurmFailure` per job that failed,
   timed out or was cancelled (with submitit's stdout/stderr paths, if the job wrote them) and per
-  point that failed. :mod:`gpuprof.launch.slurm_state` reads how a job ended.
+  point that failed. :mod:`gpuprof.sweep.slurm_state` reads how a job ended.
 
 Points are grouped into jobs by device kind and then in chunks of ``options.chunk`` (0: one job per
 device kind); several jobs of one kind are one job array. A requeued job skips the points already
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.errors import GpuprofError, InputError
-from gpuprof.launch.slurm_state import FINAL_STATES, final_state, queue
+from gpuprof.sweep.slurm_state import FINAL_STATES, final_state, queue
 from gpuprof.model import Run
 
 if TYPE_CHECKING:
