@@ -26,12 +26,12 @@ from typing import Any
 
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
-from gpuprof.model import ANALYTIC, CALIBRATED, TIMED, Launch, Metric, Run
+from gpuprof.model import ANALYTIC, CALIBRATED, CALIBRATION, TIMED, Launch, Metric, Run
 from gpuprof.model.sizes import format_bytes
 from gpuprof.store import Store
 from gpuprof.workloads.timing import time_calls
 
-KIND = "calibration"
+KIND = CALIBRATION
 FORMAT = "cpu-calibrate"
 MATMUL_DTYPES = ("float32", "float64")
 _FALLBACK_LLC = 64 * 2**20

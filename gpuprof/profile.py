@@ -32,14 +32,14 @@ from gpuprof.model import catalog
 from gpuprof.errors import (CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError)
 from gpuprof.launch import process, profilers
 from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S
-from gpuprof.model import TIMED, Launch, Run
+from gpuprof.model import PROFILE, TIMED, Launch, Run
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
     from gpuprof.launch.cpu_profile import CpuPlan
     from gpuprof.launch.gpu_profile import Readback
 
-KIND = "profile"
+KIND = PROFILE
 DEVICES = ("auto", "cuda", "cpu")
 PROCESSES = ("split", "merge")
 TRACE_PREFIX = "trace-"

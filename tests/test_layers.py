@@ -32,8 +32,12 @@ STAGES: list[tuple[str, ...]] = [
     ("cli", "__main__"),
 ]
 
-# Edges that cannot follow the stages yet, each with the reason. Empty: every edge follows them.
-ALLOWED: set[tuple[str, str]] = set()
+# Edges that cannot follow the stages yet, each with the reason; aim: empty.
+ALLOWED: set[tuple[str, str]] = {
+    # The per-kernel table is built in importing.py until the one per-kernel aggregation step
+    # (derive/kernels.py, issue 25 item 4) lands; the profile report then imports that instead.
+    ("gpuprof.render.profile_report", "gpuprof.importing"),
+}
 
 
 def stage(module: str) -> int:

@@ -7,7 +7,7 @@ import sys
 import click
 
 from gpuprof.cli.common import echo, handle_errors, note, store_option
-from gpuprof.render.diff_report import FORMATS
+from gpuprof.diffing.report import FORMATS
 
 EXIT_HELP = "Exit status: 0 passed (or no gate), 1 a gate regressed, 2 inconclusive or unusable input."
 
@@ -36,7 +36,7 @@ def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_chang
     efficiencies, occupancy and stall reasons, with verdicts that tell a change from noise."""
     from gpuprof.diffing import diff as compare
     from gpuprof.errors import GpuprofError
-    from gpuprof.render.diff_report import header, render
+    from gpuprof.diffing.report import header, render
 
     gpus = (gpu_a, gpu_b)
     try:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from gpuprof.workloads import ops
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import GpuprofError, InputError
-from gpuprof.model import ANALYTIC, MEASURED, PEAK_TABLE, Run
+from gpuprof.model import ANALYTIC, CALIBRATION, MEASURED, PEAK_TABLE, Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -178,7 +178,6 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
     runs hold ceilings, not kernels: they are passed over without a line."""
     import pandas as pd
 
-    from gpuprof.calibrate import KIND as CALIBRATION
     from gpuprof.derive.levels import consistency
 
     if precision != "all" and precision not in PRECISIONS:

@@ -3,7 +3,7 @@
 Two ways in: the CSV that ``ncu --page source --csv --import X.ncu-rep`` prints (this module's
 registered reader format), and the same PC-sampling data read straight from a ``.ncu-rep`` with
 NVIDIA's ``ncu_report`` module (:func:`rep_instructions`). Both give
-:class:`~gpuprof.derive.stalls.InstructionSamples` for the hot-spot table; :func:`read` also sums the
+:class:`~gpuprof.model.stalls.InstructionSamples` for the hot-spot table; :func:`read` also sums the
 per-instruction columns into one kernel-level PC-sampling profile, stored under ncu's metric names
 (``smsp__pcsamp_warps_issue_stalled_<reason>``, the metrics behind the ``stall_*`` columns).
 
@@ -23,7 +23,7 @@ from gpuprof.model import Launch, Metric, Run
 from gpuprof.readers._text import csv_records
 
 if TYPE_CHECKING:
-    from gpuprof.derive.stalls import InstructionSamples
+    from gpuprof.model.stalls import InstructionSamples
 
 NAME = "ncu-source-csv"
 DESCRIPTION = "Nsight Compute source page as CSV (ncu --page source --csv): per-instruction stall samples"
@@ -70,7 +70,7 @@ def _number(cell: str) -> float:
 
 def _reason_columns(header: list[str]) -> dict[str, str]:
     """stall_* column -> ncu reason, all-samples columns only."""
-    from gpuprof.derive.stalls import reason_for_token
+    from gpuprof.model.stalls import reason_for_token
 
     columns = {}
     for name in header:
@@ -82,7 +82,7 @@ def _reason_columns(header: list[str]) -> dict[str, str]:
 
 def instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
     """Kernel name -> per-instruction stall samples, in file order."""
-    from gpuprof.derive.stalls import InstructionSamples
+    from gpuprof.model.stalls import InstructionSamples
 
     result: dict[str, list[InstructionSamples]] = {}
     for kernel, rows, header in _blocks(Path(path)):
@@ -96,7 +96,7 @@ def instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
 
 
 def _pcsamp_name(reason: str) -> str:
-    from gpuprof.derive.stalls import vocabulary
+    from gpuprof.model.stalls import vocabulary
 
     token = vocabulary()["ncu"].get(reason, {}).get("pcsamp", reason)
     return f"smsp__pcsamp_warps_issue_stalled_{token}"
@@ -126,7 +126,7 @@ def rep_instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
     Each ``smsp__pcsamp_warps_issue_stalled_<reason>`` metric has one instance per sampled PC; its
     correlation ids are the SASS addresses, and ``action.sass_by_pc`` gives the instruction text.
     """
-    from gpuprof.derive.stalls import InstructionSamples, classify
+    from gpuprof.model.stalls import InstructionSamples, classify
 
     try:
         import ncu_report

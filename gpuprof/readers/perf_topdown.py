@@ -52,7 +52,7 @@ def _float(text: str) -> float:
 
 def _level1(name: str) -> str | None:
     """The Top-Down level-1 key ('frontend_bound' ...) a printed metric name stands for."""
-    from gpuprof.derive.stalls import vocabulary
+    from gpuprof.model.stalls import vocabulary
 
     for key, spec in vocabulary()["topdown"].items():
         if name in spec["names"]:
