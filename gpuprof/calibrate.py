@@ -24,6 +24,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gpuprof.devices import cpu
+from gpuprof.devices.clock_probe import probe
+from gpuprof.devices.cpu import theoretical_peaks
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
 from gpuprof.model import ANALYTIC, CALIBRATED, CALIBRATION, TIMED, Launch, Metric, Run
@@ -110,8 +113,6 @@ def matmul_ceiling(dtype: str, steps: Plan, index: int = 0) -> Launch:
     with the core clock probed right after it."""
     import numpy as np
 
-    from gpuprof.devices.clock_probe import probe
-
     n = steps.matmul_n
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (n, n)).astype(dtype)
@@ -156,8 +157,6 @@ def _blas() -> str:
 def calibrate(thorough: bool = False, command: str = "gpuprof calibrate", steps: Plan | None = None) -> Run:
     """Measure this machine's ceilings; the Run is ready to store."""
     import numpy as np
-
-    from gpuprof.devices import cpu
 
     info = cpu.describe()
     steps = steps or plan(thorough, info.get("llc_bytes"), cpu.available_memory())
@@ -301,8 +300,6 @@ def load_calibration(store: Store, host: str, device: str | None = None) -> Peak
 def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, Any]]:
     """One row per ceiling of ``run``: its value, the theoretical peak at the clock probed after it,
     whether it settled, and which value runs will use (``earlier``: the host's other calibrations)."""
-    from gpuprof.devices.cpu import theoretical_peaks
-
     theoretical = theoretical_peaks(run.device)
     best = best_ceilings([*(earlier or []), run])
     rows = []

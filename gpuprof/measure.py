@@ -17,12 +17,21 @@ import sys
 import time
 from typing import Any
 
+from gpuprof import workloads
+from gpuprof.calibrate import load_calibration
+from gpuprof.devices import clock_probe, cpu
+from gpuprof.devices.cpu import available_memory, last_level_cache_bytes
+from gpuprof.energy import open_energy
 from gpuprof.errors import InputError
 from gpuprof.launch import gpu_session
+from gpuprof.launch.perf import open_counters
 from gpuprof.launch.settings import CACHE_MODES, DEVICES, RunSettings
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.model.sizes import format_bytes
-from gpuprof.workloads import gpu_only, ops
+from gpuprof.store import default_path, open_store
+from gpuprof.workloads import compile_time, gpu_only, ops
+from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
+from gpuprof.workloads.timing import time_calls
 
 __all__ = ["CACHE_MODES", "DEVICES", "MEMORY_SHARE", "RunSettings", "choose_device", "measure"]
 
@@ -69,7 +78,6 @@ def _buffer_sets(settings: RunSettings, footprint: int) -> int:
     """How many operand sets the timed loop rotates through: 1 warm; enough to exceed 2× LLC cold."""
     if settings.cache == "warm":
         return 1
-    from gpuprof.devices.cpu import last_level_cache_bytes
 
     llc = last_level_cache_bytes() or 64 * 2**20
     return max(2, math.ceil(2 * llc / footprint) + 1)
@@ -79,7 +87,6 @@ def _check_memory(settings: RunSettings, shape: tuple[int, ...], sets: int) -> N
     footprint = ops.footprint(settings.op, shape, settings.dtype)
     reference = ops.footprint(settings.op, shape, "float64")
     needed = footprint * sets + reference
-    from gpuprof.devices.cpu import available_memory
 
     available = available_memory()
     if available is not None and needed > MEMORY_SHARE * available:
@@ -91,8 +98,6 @@ def _check_memory(settings: RunSettings, shape: tuple[int, ...], sets: int) -> N
 
 def _load_engine(settings: RunSettings) -> tuple[Any, list[str]]:
     """The engine module, with a note when ``theano`` fell back to PyTensor."""
-    from gpuprof import workloads
-
     return workloads.resolve(settings.engine or workloads.DEFAULT["cpu"], "cpu")
 
 
@@ -122,13 +127,6 @@ def _environment(settings: RunSettings, engine: Any) -> dict[str, Any]:
 
 def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str | None) -> Run:
     import numpy as np
-
-    from gpuprof import workloads
-    from gpuprof.devices import clock_probe, cpu
-    from gpuprof.energy import open_energy
-    from gpuprof.workloads.timing import time_calls
-    from gpuprof.workloads import compile_time
-    from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
 
     footprint = ops.footprint(settings.op, shape, settings.dtype)
     sets = _buffer_sets(settings, footprint)
@@ -202,7 +200,6 @@ def _counters(settings: RunSettings) -> tuple[Any, list[str]]:
     """A perf counter session for the timed region, or None with the reason in a note."""
     if not settings.counters:
         return None, ["hardware counters off (--no-counters); FLOPs are analytic"]
-    from gpuprof.launch.perf import open_counters
 
     return open_counters()
 
@@ -218,9 +215,6 @@ def _counted_clock(metrics: list[Metric]) -> tuple[float, str] | None:
 
 def _calibrated_peaks(info: dict[str, Any], store_path: str | None) -> Any:
     from pathlib import Path
-
-    from gpuprof.calibrate import load_calibration
-    from gpuprof.store import default_path, open_store
 
     path = Path(store_path) if store_path else default_path()
     if not path.exists():  # no store yet: nothing calibrated

@@ -28,11 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.model import catalog
-from gpuprof.errors import (CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError)
-from gpuprof.launch import process, profilers
-from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S
-from gpuprof.model import PROFILE, TIMED, Launch, Run
+from gpuprof.devices import cpu, gpu_detect
+from gpuprof.errors import CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError
+from gpuprof.launch import gpu_profile, nvprof, process, profilers
+from gpuprof.launch.cpu_profile import counted, plan_cpu
+from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S, device_record
+from gpuprof.model import PROFILE, TIMED, Launch, Run, catalog
+from gpuprof.store import default_path, open_store
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
@@ -144,7 +146,6 @@ def _device(settings: ProfileSettings) -> tuple[str, list[GpuInfo], str]:
     """("cuda" or "cpu", NVML's GPUs, why) for --device auto/cuda/cpu."""
     if settings.device == "cpu":
         return "cpu", [], "--device cpu"
-    from gpuprof.devices import gpu_detect
 
     try:
         gpus = gpu_detect.detect()
@@ -179,8 +180,6 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
                ) -> tuple[profilers.ProfileOptions, tuple[Step, ...], list[str], list[str]]:
     """The profiler options, the process(es) to run, what the set and the profiler will do, and the
     notes stored with the runs (the clock control, the metrics this GPU lacks)."""
-    from gpuprof.launch import nvprof
-
     metric_set = catalog.metric_sets()[settings.metric_set]
     nvprof_used = choice.backend == "nvprof"
     if nvprof_used:
@@ -208,8 +207,6 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
 
 def _history(store_path: str | Path | None, device: str, tool: str, metric_set: str) -> Run | None:
     """The newest stored profile of the same GPU, profiler and metric set that profiled a launch."""
-    from gpuprof.store import default_path, open_store
-
     path = Path(store_path) if store_path else default_path()
     if not path.exists():  # reading the history never creates a store
         return None
@@ -273,8 +270,6 @@ def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Pla
 
 
 def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -> Plan:
-    from gpuprof.launch.cpu_profile import plan_cpu
-
     if settings.filters:
         raise InputError(f"{', '.join(settings.filters)} choose GPU kernel launches, and this profile runs on the CPU ({why})",
                          "leave them out for a CPU profile (perf counts the whole command), or run on a machine with an NVIDIA GPU")
@@ -342,8 +337,6 @@ def _source(settings: ProfileSettings) -> str:
 def _gpu_runs(plan_: Plan, back: Readback, done: list[process.Finished], problem: GpuprofError | None
               ) -> tuple[list[Run], list[str]]:
     """One run per process (or one merged run) of what the profiler measured, and what was done."""
-    from gpuprof.launch.gpu_session import device_record
-
     groups = back.processes or {"": []}
     named = [pid for pid in groups if pid]
     if plan_.settings.processes == "merge" or len(groups) == 1:
@@ -411,9 +404,6 @@ def _gpu_problem(plan_: Plan, back: Readback, done: list[process.Finished]) -> G
 
 
 def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofError | None]:
-    from gpuprof.devices import cpu
-    from gpuprof.launch.cpu_profile import counted
-
     assert plan_.cpu is not None
     finished = done[-1]
     metrics, notes = counted(plan_.cpu, plan_.run_dir, finished)
@@ -443,8 +433,6 @@ def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofErr
 
 def execute(plan_: Plan) -> Outcome:
     """Run the plan and read back what it measured (module docstring)."""
-    from gpuprof.launch import gpu_profile
-
     done = _run_steps(plan_)
     if plan_.device == "cpu":
         run, problem = _cpu_run(plan_, done)

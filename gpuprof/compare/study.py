@@ -18,9 +18,10 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from gpuprof.workloads import ops
+from gpuprof.devices import gpu_table
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import MEASURED
+from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,8 +58,6 @@ def published() -> pd.DataFrame:
 
 def peaks(gpu: str) -> Peaks:
     """The device table's peaks for one of the paper's GPUs (``GT710M``, ``K40``, ``GTX980``)."""
-    from gpuprof.devices import gpu_table
-
     found = [g for g in gpu_table.load().gpus if g.key == GPUS[gpu]]
     return gpu_table.peaks(found[0])
 

@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuprof import readers
 from gpuprof.errors import GpuprofError
 from gpuprof.launch import gpu_readback, ncu, nvprof, process, profilers
 from gpuprof.model import MEASURED, Launch, Metric
@@ -55,8 +56,6 @@ class Readback:
 
 def _read(path: Path) -> tuple[list[Launch], str, str | None]:
     """(launches, format, why nothing was read) of one profiler log."""
-    from gpuprof import readers
-
     if not path.is_file():
         return [], "", f"{path.name} was not written"
     try:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from gpuprof.devices import cpu
 from gpuprof.model import MEASURED, Metric
 from gpuprof.readers import perf_stat
 
@@ -245,9 +246,7 @@ class PerfCounters:
 
 def open_counters(events: tuple[str, ...] | None = None, perf: str = "perf") -> tuple[PerfCounters | None, list[str]]:
     """Started counters for what this machine can count, or None; plus at most one note on what it cannot."""
-    from gpuprof.devices.cpu import describe
-
-    info = describe()
+    info = cpu.describe()
     found = probe(events or default_events(info.get("vendor")), perf)
     reason = found.reason(in_vm=bool(info.get("hypervisor")))
     notes = [reason] if reason else []

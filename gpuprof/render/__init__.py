@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpuprof.errors import InputError
+from gpuprof.render import text
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -39,13 +42,9 @@ def table_width() -> int | None:
 
 def emit(frame: pd.DataFrame, fmt: str = "table", title: str | None = None) -> str:
     """``frame`` as text in ``fmt`` (table, markdown, csv or json); a table fits :func:`table_width`."""
-    from gpuprof.render import text
-
     if fmt == "table":
         return text.table(frame, title, table_width())
     renderers = {"markdown": text.markdown, "csv": text.csv, "json": text.json}
     if fmt not in renderers:
-        from gpuprof.errors import InputError
-
         raise InputError(f"unknown format '{fmt}'", f"choose one of: {', '.join(FORMATS)}")
     return renderers[fmt](frame, title)
