@@ -1,0 +1,28 @@
+"""Suite-wide guard: a test leaves nothing in the working tree (tests write under tmp_path, stores included)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# What running pytest itself creates; everything else new at the top or under reports/ came from a test.
+TOOL_CACHES = {".pytest_cache", ".hypothesis", "__pycache__"}
+
+
+def _entries() -> set[str]:
+    found = {name.name for name in ROOT.iterdir()} - TOOL_CACHES
+    reports = ROOT / "reports"
+    if reports.is_dir():
+        found |= {f"reports/{name.name}" for name in reports.iterdir()}
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _leaves_nothing_in_the_working_tree() -> Iterator[None]:
+    before = _entries()
+    yield
+    left = sorted(_entries() - before)
+    assert not left, f"the test left {', '.join(left)} in the working tree: write under tmp_path"
