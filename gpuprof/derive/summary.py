@@ -24,16 +24,6 @@ __all__ = ["CEILING_NAMES", "Quantity", "measured_flops", "quantities", "run_clo
            "timings"]
 
 
-_FLOP_BASIS = {
-    "dot": "2·m·n·k",
-    "add": "1 per element",
-    "mul": "1 per element",
-    "scalar": "1 per element",
-    "sigmoid": "4 per element (neg, exp, add, div)",
-    "tanh": "5 per element (scale, exp, add, div, sub)",
-}
-
-
 def timings(run: Run) -> list[float]:
     """The per-repeat times of a measured run, in seconds: the launches gpuprof timed itself
     (a GPU run also holds the profiler's launches, whose durations replay passes distort)."""
@@ -70,7 +60,7 @@ def quantities(run: Run) -> list[Quantity]:
                  f"{stats.count} repeats after {w.get('warmup', 0)} warm-up, {cache}; {timer}"),
         Quantity("time (min)", stats.minimum, "second", TIMED, "fastest repeat"),
         Quantity("time spread", 100 * stats.spread if stats.count > 1 else None, "%", TIMED, _spread_basis(stats)),
-        Quantity("FLOPs", float(flops), "FLOP", ANALYTIC, f"{op}: {_FLOP_BASIS[op]}"),
+        Quantity("FLOPs", float(flops), "FLOP", ANALYTIC, f"{op}: {ops.get_op(op).flop_basis}"),
     ]
     counted = measured_flops(run)
     if counted is not None:
