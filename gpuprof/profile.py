@@ -193,7 +193,7 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
         target_processes="all", from_start=True)
     module, exe, command = choice.module(), choice.probe.path if choice.probe else "", list(settings.command)
     steps = [Step(module.command(exe, command, run_dir, options))]
-    collected = (nvprof.metrics(exe, options.metrics)[0] if nvprof_used
+    collected = (nvprof.to_collect(exe, options.metrics)[0] if nvprof_used
                  else module.to_collect(exe, options.metrics)[0])
     notes = nvprof.lacking(options, exe) if nvprof_used else module.notes(options, exe)
     lines = [f"metric set {metric_set.name} ({metric_set.question}): {len(collected)} {choice.backend} metric(s)",

@@ -207,12 +207,12 @@ def _timed_launches(record: dict[str, Any], kernel: str, device: str) -> tuple[l
     return launches, notes
 
 
-def _first_error(module: Any, run_dir: Path, code: int) -> str:
+def _first_error(module: profilers.ProfilerBackend, run_dir: Path, code: int) -> str:
     found = error_lines(profiler_text(module.log_path(run_dir), run_dir))
     return found[0] if found else f"exit code {code}, stderr: {process.tail(run_dir / process.STDERR)}"
 
 
-def _measured_record(module: Any, run_dir: Path, code: int, again: list[str], timeout: float) -> tuple[dict[str, Any], list[str]]:
+def _measured_record(module: profilers.ProfilerBackend | None, run_dir: Path, code: int, again: list[str], timeout: float) -> tuple[dict[str, Any], list[str]]:
     """The child's result; when a profiler stopped before the child wrote it, the result of the child
     run again without the profiler (in ``RETRY_DIR``), with a note saying why."""
     if module is None or (run_dir / RESULT_NAME).is_file():
@@ -281,7 +281,7 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     if module is not None and choice.probe is not None:
         environment.update(profiler_path=exe, profiler_version=choice.probe.version,
                            profiler_found_by=choice.probe.found_by, profiler_settings=module.settings(profile))
-        back = (failed(module.NAME, "stopped before the workload finished", module.log_path(run_dir)) if retried
+        back = (failed(module.NAME, "stopped before the workload finished", module.log_path(run_dir, profile)) if retried
                 else collect(module, exe, profile, run_dir, len(launches), profiled, record.get("kernel")))
         launches += back.launches
         environment.update(back.environment)

@@ -84,7 +84,8 @@ def nvtx_filter(range_name: str) -> str:
     return _QUANTIFIERS.sub(r"\\\1", range_name) + "/"
 
 
-def log_path(run_dir: Path) -> Path:
+def log_path(run_dir: Path, options: ProfileOptions | None = None) -> Path:
+    """The metric log (one file whatever the options: ncu writes every process's launches to it)."""
     return run_dir / LOG_NAME
 
 

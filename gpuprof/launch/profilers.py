@@ -1,8 +1,8 @@
 """Which GPU profiler a run uses, and why: one backend interface for ``ncu`` and ``nvprof``.
 
-A backend is a module (:mod:`gpuprof.launch.ncu`, :mod:`gpuprof.launch.nvprof`) with ``NAME``,
-``command(exe, child, run_dir, options) -> argv``, ``log_path(run_dir)`` (the file to read back),
-``settings(options) -> dict`` (what it controlled, for the Run) and ``notes(options, log) -> list``.
+A backend is a module (:mod:`gpuprof.launch.ncu`, :mod:`gpuprof.launch.nvprof`) that follows
+:class:`ProfilerBackend`: the metrics it asks for, the exact argv, the log to read back, and what it
+controlled and noticed, for the Run.
 Each profiler is found in NVIDIA's standard places (:mod:`gpuprof.launch.discovery`) or given by
 path (``--profiler /path/to/ncu``), probed once per executable (``--version``, whose banner also
 says whether it is ncu or nvprof) and only when a run needs it, so a machine without one fails only
@@ -27,10 +27,13 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from gpuprof.errors import InputError, ProfilerError
 from gpuprof.launch import discovery
+
+if TYPE_CHECKING:
+    from gpuprof.model import Launch
 
 PROFILERS = ("auto", "ncu", "nvprof", "none")
 CLOCK_CONTROLS = ("base", "none")
@@ -78,6 +81,41 @@ class ProfileOptions:
                 raise InputError(f"{name} '{value}' is not supported", f"choose one of: {', '.join(allowed)}")
 
 
+class ProfilerBackend(Protocol):
+    """What a GPU profiler backend module offers (``ncu``, ``nvprof``): probed once, used by the GPU session
+    and ``gpuprof profile`` alike."""
+
+    NAME: str
+
+    def metrics(self, keys: tuple[str, ...] | None = None) -> list[str]:
+        """The metric names it asks for, for the catalog entries ``keys`` (all by default)."""
+        ...
+
+    def to_collect(self, exe: str, keys: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
+        """(those of :meth:`metrics` this GPU offers, those it does not), as ``exe`` lists them."""
+        ...
+
+    def command(self, exe: str, child: list[str], run_dir: Path, options: ProfileOptions) -> list[str]:
+        """The exact argv that profiles ``child`` and writes its log into ``run_dir``."""
+        ...
+
+    def log_path(self, run_dir: Path, options: ProfileOptions | None = None) -> Path:
+        """The log to read back."""
+        ...
+
+    def passes(self, launches: list[Launch], log_text: str) -> tuple[list[int], str]:
+        """Replay passes per profiled launch, and where that number came from."""
+        ...
+
+    def settings(self, options: ProfileOptions) -> dict[str, Any]:
+        """What it controlled (clocks, caches, replay), for the Run's environment."""
+        ...
+
+    def notes(self, options: ProfileOptions, exe: str) -> list[str]:
+        """What the Run's notes should say about how it measured."""
+        ...
+
+
 @dataclass(frozen=True)
 class Probe:
     """What ``which`` and ``--version`` found for one profiler executable."""
@@ -107,8 +145,8 @@ class Choice:
     probe: Probe | None = None
     fallback: bool = False  # True when counters were wanted but no profiler could give them
 
-    def module(self) -> ModuleType:
-        return importlib.import_module(f"gpuprof.launch.{self.backend}")
+    def module(self) -> ProfilerBackend:
+        return cast(ProfilerBackend, importlib.import_module(f"gpuprof.launch.{self.backend}"))
 
 
 def probe(name: str) -> Probe:

@@ -1,7 +1,7 @@
 """One reader per profiler output format, all returning the same :class:`gpuprof.model.Run`.
 
-Each reader module has ``NAME``, ``DESCRIPTION``, ``sniff(path, head) -> bool`` (does this file look
-like my format? ``head`` is the first 64 KiB decoded leniently) and ``read(path) -> Run``. Readers
+Each reader module follows :class:`Reader`: ``NAME``, ``DESCRIPTION``, ``sniff(path, head) -> bool``
+(does this file look like my format? ``head`` is the first 64 KiB decoded leniently) and ``read(path) -> Run``. Readers
 import only the standard library at module level; heavy imports go inside ``read``. A reader raises
 :class:`gpuprof.errors.FormatError` or :class:`gpuprof.errors.ProfilerError`, never exits or prints.
 To add a format: write the module and list it in ``_MODULES`` (order matters: more specific first).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from types import ModuleType
+from typing import Protocol, cast
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
@@ -29,8 +29,23 @@ _MODULES: list[str] = [
 HEAD_BYTES = 65536
 
 
-def modules() -> list[ModuleType]:
-    return [importlib.import_module(f"gpuprof.readers.{name}") for name in _MODULES]
+class Reader(Protocol):
+    """One profiler output format."""
+
+    NAME: str          # what --reader takes and Run.format records: "ncu-csv"
+    DESCRIPTION: str   # one line for --help and for the "formats gpuprof reads" error
+
+    def sniff(self, path: Path, head: str) -> bool:
+        """Does ``path`` (whose first 64 KiB are ``head``) look like this format? Cheap, never raises."""
+        ...
+
+    def read(self, path: Path) -> Run:
+        """The whole file as a Run; FormatError or ProfilerError when it cannot be read."""
+        ...
+
+
+def modules() -> list[Reader]:
+    return [cast(Reader, importlib.import_module(f"gpuprof.readers.{name}")) for name in _MODULES]
 
 
 def formats() -> list[tuple[str, str]]:
@@ -47,7 +62,7 @@ def read_head(path: Path) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def detect(path: str | Path) -> ModuleType:
+def detect(path: str | Path) -> Reader:
     """The reader module that recognises ``path``; FormatError naming the known formats otherwise."""
     path = Path(path)
     if not path.exists():

@@ -5,7 +5,7 @@ An :class:`Op` holds the formula, the operands counted in ``--size``, the analyt
 element and how they are counted, the float64 reference, and one implementation per engine family,
 written against the namespace the engine passes in (``numpy``, ``cupy``, ``pytensor.tensor`` or
 Theano's): this module imports none of them. The hand-written CUDA kernel of an op is
-``gpuprof_<op>_<f16|f32|f64>`` in ``gpuprof/kernels/gpuprof_ops.cu``, launched with the arguments its
+``gpuprof_<op>_<f16|f32|f64>`` in ``kernels/gpuprof_ops.cu``, launched with the arguments its
 ``kernel`` kind names. Adding an op: its :class:`Op` here, its kernel there.
 
 Shapes: elementwise ops take ``(rows, cols)``; ``dot`` takes ``(m, k, n)`` for C[m×n] = A[m×k]·B[k×n].
