@@ -21,6 +21,7 @@ from typing import Any, Protocol, cast
 
 from gpuprof.errors import EngineError, InputError
 
+
 class Engine(Protocol):
     """What computes an op: the code for each op is ``gpuprof.workloads.ops.Op``'s, the engine runs it."""
 
