@@ -39,7 +39,7 @@ from gpuprof.store import default_path, open_store
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
     from gpuprof.launch.cpu_profile import CpuPlan
-    from gpuprof.launch.gpu_profile import Readback
+    from gpuprof.launch.gpu_profile import ProfileReadback
 
 KIND = PROFILE
 DEVICES = ("auto", "cuda", "cpu")
@@ -102,7 +102,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ProfilePlan:
     """Everything :func:`execute` needs, and what the user is told before it runs."""
 
     settings: ProfileSettings
@@ -250,7 +250,7 @@ def _unfiltered(settings: ProfileSettings, tool: str) -> list[str]:
             "--launch-count 5 or --kernel 'gemm'"]
 
 
-def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Plan:
+def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> ProfilePlan:
     """Device, profiler, command lines and expectations for ``settings`` (module docstring)."""
     _executable(settings.command)
     device, gpus, why = _device(settings)
@@ -265,11 +265,11 @@ def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Pla
               f"profiler: {choice.probe.described if choice.probe else choice.backend}", *lines,
               *expectations(_history(store_path, info.name, choice.backend, settings.metric_set), settings,
                             choice.backend))
-    return Plan(settings, "cuda", run_id, run_dir, steps, before, tuple(_unfiltered(settings, choice.backend)),
+    return ProfilePlan(settings, "cuda", run_id, run_dir, steps, before, tuple(_unfiltered(settings, choice.backend)),
                 tuple(notes), info, choice, options)
 
 
-def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -> Plan:
+def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -> ProfilePlan:
     if settings.filters:
         raise InputError(f"{', '.join(settings.filters)} choose GPU kernel launches, and this profile runs on the CPU ({why})",
                          "leave them out for a CPU profile (perf counts the whole command), or run on a machine with an NVIDIA GPU")
@@ -279,15 +279,15 @@ def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -
     before = (f"device: CPU ({why}); the metric sets are for GPUs: on the CPU perf counts what the machine allows",
               counting, *cpu.notes)
     steps = (Step(cpu.command(list(settings.command), run_dir)),)
-    return Plan(settings, "cpu", run_id, run_dir, steps, before, notes=cpu.notes, cpu=cpu)
+    return ProfilePlan(settings, "cpu", run_id, run_dir, steps, before, notes=cpu.notes, cpu=cpu)
 
 
-def commands(plan_: Plan) -> list[str]:
+def commands(plan_: ProfilePlan) -> list[str]:
     """The exact command line(s), quoted for a shell, that :func:`execute` runs (for --dry-run)."""
     return [shlex.join(step.argv) for step in plan_.steps]
 
 
-def _run_steps(plan_: Plan) -> list[process.Finished]:
+def _run_steps(plan_: ProfilePlan) -> list[process.Finished]:
     """Run the plan's processes in order; stop after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
     done = []
@@ -304,7 +304,7 @@ def _run_steps(plan_: Plan) -> list[process.Finished]:
     return done
 
 
-def _environment(plan_: Plan, done: list[process.Finished]) -> dict[str, Any]:
+def _environment(plan_: ProfilePlan, done: list[process.Finished]) -> dict[str, Any]:
     """What the run records about how it was made; the wall time covers every process run."""
     finished = done[-1]
     env: dict[str, Any] = {
@@ -334,7 +334,7 @@ def _source(settings: ProfileSettings) -> str:
     return settings.command_line or shlex.join(["gpuprof", "profile", "--", *settings.command])
 
 
-def _gpu_runs(plan_: Plan, back: Readback, done: list[process.Finished], problem: GpuprofError | None
+def _gpu_runs(plan_: ProfilePlan, back: ProfileReadback, done: list[process.Finished], problem: GpuprofError | None
               ) -> tuple[list[Run], list[str]]:
     """One run per process (or one merged run) of what the profiler measured, and what was done."""
     groups = back.processes or {"": []}
@@ -365,11 +365,11 @@ def _gpu_runs(plan_: Plan, back: Readback, done: list[process.Finished], problem
     return runs, [said]
 
 
-def _kept(plan_: Plan, launches: int) -> str:
+def _kept(plan_: ProfilePlan, launches: int) -> str:
     return f"{launches} kernel launch(es) read and kept; files in {plan_.run_dir}"
 
 
-def _gpu_problem(plan_: Plan, back: Readback, done: list[process.Finished]) -> GpuprofError | None:
+def _gpu_problem(plan_: ProfilePlan, back: ProfileReadback, done: list[process.Finished]) -> GpuprofError | None:
     """The one thing to report about a GPU profile (module docstring of gpu_profile for the inputs)."""
     tool, settings, finished = plan_.tool, plan_.settings, done[-1]
     stderr_file = plan_.run_dir / f"{plan_.steps[len(done) - 1].prefix}{process.STDERR}"
@@ -403,7 +403,7 @@ def _gpu_problem(plan_: Plan, back: Readback, done: list[process.Finished]) -> G
     return None
 
 
-def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofError | None]:
+def _cpu_run(plan_: ProfilePlan, done: list[process.Finished]) -> tuple[Run, GpuprofError | None]:
     assert plan_.cpu is not None
     finished = done[-1]
     metrics, notes = counted(plan_.cpu, plan_.run_dir, finished)
@@ -431,7 +431,7 @@ def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofErr
     return run, problem
 
 
-def execute(plan_: Plan) -> Outcome:
+def execute(plan_: ProfilePlan) -> Outcome:
     """Run the plan and read back what it measured (module docstring)."""
     done = _run_steps(plan_)
     if plan_.device == "cpu":

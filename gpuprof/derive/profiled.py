@@ -25,7 +25,7 @@ from gpuprof.model.units import human
 if TYPE_CHECKING:
     import numpy as np
 
-PRECISIONS = {"sp": "FP32", "dp": "FP64", "hp": "FP16"}
+VECTOR_PRECISIONS = {"sp": "FP32", "dp": "FP64", "hp": "FP16"}  # counter suffix -> the name people read
 DTYPE_PRECISION = {"float32": "sp", "float64": "dp", "float16": "hp"}
 FMA = {"sp": "ffma", "dp": "dfma", "hp": "hfma"}
 
@@ -74,15 +74,15 @@ def per_call(run: Run) -> PerCall | None:
     launches = [launch for launch in run.launches if launch.attributes.get("phase") == "profiled"]
     if not kernels or not calls or not launches:
         return None
-    own_keys = [f"flop_{p}_efficiency" for p in PRECISIONS]
+    own_keys = [f"flop_{p}_efficiency" for p in VECTOR_PRECISIONS]
     c = Counters.of_launches(launches, extra=(*counted.keys(), *own_keys, *tensor.names()),
                              cc=[str(run.device.get("cc", ""))] * len(launches))
     n = np.array([launch.invocations for launch in launches], dtype=float)
     times = counted.kernel_time(c)
-    flops = {p: v for p in PRECISIONS if (v := _per_call_total(counted.flops(c, p), n, calls)) is not None}
-    peaks = {p: v for p in PRECISIONS
+    flops = {p: v for p in VECTOR_PRECISIONS if (v := _per_call_total(counted.flops(c, p), n, calls)) is not None}
+    peaks = {p: v for p in VECTOR_PRECISIONS
              if (v := _time_weighted(counted.peak_flop_rate(c, p), times, n)) is not None}
-    own = {p: float(c.number(key)[0]) for p, key in zip(PRECISIONS, own_keys)
+    own = {p: float(c.number(key)[0]) for p, key in zip(VECTOR_PRECISIONS, own_keys)
            if len(launches) == 1 and not np.isnan(c.number(key)[0])}
     tensor_flops, rules, kinds = tensor.parts(c)
     worked = sorted({tensor.rule_text(rule, c) for rule in rules.tolist() if rule != tensor.NONE})
@@ -151,8 +151,8 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
                             f"{found.tool} kernel duration {per}, clocks {_clock_text(run)}{versus}"))
     for q, value in found.flops.items():
         if value or q == p:
-            out.append(Quantity(f"FLOPs counted ({PRECISIONS[q]})", value, "FLOP", MEASURED,
-                                f"{found.tool}: {PRECISIONS[q]} add + mul + 2 x fma thread instructions {per}"))
+            out.append(Quantity(f"FLOPs counted ({VECTOR_PRECISIONS[q]})", value, "FLOP", MEASURED,
+                                f"{found.tool}: {VECTOR_PRECISIONS[q]} add + mul + 2 x fma thread instructions {per}"))
     if found.tensor is not None:
         out.append(Quantity("FLOPs counted (tensor cores)", found.tensor, "FLOP", MEASURED,
                             f"{found.tool}: {found.tensor_basis} {per}"))
@@ -184,7 +184,7 @@ def _efficiency_rows(found: PerCall, p: str, dtype: str, event_time: float | Non
     flops = found.flops.get(p)
     if not time or flops is None:
         return []
-    rate, name = flops / time, PRECISIONS[p]
+    rate, name = flops / time, VECTOR_PRECISIONS[p]
     byte_rate = found.dram_bytes / time if found.dram_bytes is not None else None
     counted = f"counted {name} {human(rate, 'FLOP/second')} (FLOPs counted / {timer})"
     out: list[Quantity] = []

@@ -49,7 +49,7 @@ class CpuPlan:
         return [self.perf, "stat", "-o", str(run_dir / OUTPUT), "-e", ",".join(self.events), *group, "--", *cmd]
 
 
-def _topdown(perf_path: str, found: perf.Probe, vendor: str) -> tuple[str | None, str | None]:
+def _topdown(perf_path: str, found: perf.PerfProbe, vendor: str) -> tuple[str | None, str | None]:
     """(the Top-Down group perf accepts here, or None and why not)."""
     if not set(perf.HARDWARE) <= set(found.usable):
         return None, ("Top-Down level 1 not counted: it needs the core PMU, which this machine does not expose "

@@ -117,7 +117,7 @@ class ProfilerBackend(Protocol):
 
 
 @dataclass(frozen=True)
-class Probe:
+class ProfilerProbe:
     """What ``which`` and ``--version`` found for one profiler executable."""
 
     name: str
@@ -142,50 +142,50 @@ class Choice:
 
     backend: str
     reason: str
-    probe: Probe | None = None
+    probe: ProfilerProbe | None = None
     fallback: bool = False  # True when counters were wanted but no profiler could give them
 
     def module(self) -> ProfilerBackend:
         return cast(ProfilerBackend, importlib.import_module(f"gpuprof.launch.{self.backend}"))
 
 
-def probe(name: str) -> Probe:
+def probe(name: str) -> ProfilerProbe:
     """``name`` found in the standard places, then ``--version``, once per executable."""
     found = discovery.locate(name)
     if found is None:
-        return Probe(name, None, None, f"{name} not found (searched {discovery.searched(name)})")
+        return ProfilerProbe(name, None, None, f"{name} not found (searched {discovery.searched(name)})")
     probed = _probe_executable(os.path.realpath(found.path))
     if probed.usable and probed.name != name:
-        return Probe(name, found.path, None, f"{found.path} is {probed.name}, not {name}", found.where)
+        return ProfilerProbe(name, found.path, None, f"{found.path} is {probed.name}, not {name}", found.where)
     return dataclasses.replace(probed, name=name, found_by=found.where)
 
 
 @functools.cache
-def _probe_executable(path: str) -> Probe:
+def _probe_executable(path: str) -> ProfilerProbe:
     """``path --version``: which profiler it is (from its banner) and its version."""
     guess = Path(path).name
     try:
         done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
                               check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
-        return Probe(guess, path, None, f"'{path} --version' failed: {error}")
+        return ProfilerProbe(guess, path, None, f"'{path} --version' failed: {error}")
     output = done.stdout + done.stderr
     found = _VERSION.search(output)
     if done.returncode != 0 or not found:
         first = output.strip().splitlines()[:1]
-        return Probe(guess, path, None, f"'{path} --version' exited {done.returncode}: "
+        return ProfilerProbe(guess, path, None, f"'{path} --version' exited {done.returncode}: "
                                         f"{first[0] if first else 'no output'}")
     kind = next((name for name, mark in _BANNERS.items() if mark in output), None)
     if kind is None:
-        return Probe(guess, path, None, f"'{path} --version' does not name Nsight Compute or nvprof")
-    return Probe(kind, path, found.group(1))
+        return ProfilerProbe(guess, path, None, f"'{path} --version' does not name Nsight Compute or nvprof")
+    return ProfilerProbe(kind, path, found.group(1))
 
 
 def _cc_text(cc: tuple[int, int] | None) -> str:
     return f"{cc[0]}.{cc[1]}" if cc else "unknown"
 
 
-def _given_path(text: str) -> Probe:
+def _given_path(text: str) -> ProfilerProbe:
     """The profiler at the path ``--profiler`` gave; ProfilerError when it is not ncu or nvprof."""
     path = Path(text).expanduser()
     if not discovery.executable(path):
@@ -207,7 +207,7 @@ def _supports(name: str, cc: tuple[int, int] | None) -> None:
                             "use --profiler ncu")
 
 
-def _require(name: str, cc: tuple[int, int] | None) -> Probe:
+def _require(name: str, cc: tuple[int, int] | None) -> ProfilerProbe:
     """The probe of an explicitly requested profiler; ProfilerError when it cannot serve this GPU."""
     _supports(name, cc)
     found = probe(name)
