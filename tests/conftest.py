@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # What running pytest itself creates; everything else new at the top or under reports/ came from a test.
-TOOL_CACHES = {".pytest_cache", ".hypothesis", "__pycache__"}
+TOOL_CACHES = {".pytest_cache", ".hypothesis", "__pycache__", ".ruff_cache"}
 
 
 def _entries() -> set[str]:
