@@ -132,6 +132,7 @@ def test_summary_rows_compare_with_theoretical() -> None:
             assert row["% of theory"] == pytest.approx(100 * row["value"] / row["theory"])
 
 
+@pytest.mark.slow
 def test_cli_calibrate_quick_stores_and_prints_json(tmp_path: Path) -> None:
     store = tmp_path / "cli.sqlite"
     result = CliRunner().invoke(main, ["calibrate", "--quick", "--store", str(store), "--format", "json"])

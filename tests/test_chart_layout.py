@@ -153,6 +153,7 @@ ROOFLINES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("files, imports, options", ROOFLINES.values(), ids=ROOFLINES.keys())
 def test_roofline_of_real_profiles_reads_cleanly(tmp_path: Path, saved: list[list[str]], files: list[Path],
                                                  imports: list[str], options: list[str]) -> None:

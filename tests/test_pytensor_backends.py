@@ -49,6 +49,7 @@ def _stored(tmp_path):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", BACKENDS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", OPS)
