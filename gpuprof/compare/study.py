@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DATA_FILE = "theano_cuda_profiler_tables.csv"
-CITATION = ("Melo, Ferreira, Duarte and Zamith, \"Análise de desempenho da biblioteca Theano com GPU sob a "
-            "ótica do CUDA Profiler\" (UFRRJ / COPPE-UFRJ), Tables 2 and 3")
 # The paper's GPU labels -> device table keys (gpuprof/data/devices.toml).
 GPUS = {"GT710M": "gt-710m", "K40": "k40", "GTX980": "gtx-980"}
 DTYPE = "float32"

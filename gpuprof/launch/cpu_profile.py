@@ -27,7 +27,6 @@ from gpuprof.readers import perf_stat, perf_topdown
 
 OUTPUT = "perf.txt"
 NOT_COUNTED = "FLOPs are not counted"
-TIMER = "time.perf_counter_ns around the whole command (perf included when it ran)"
 _TRIAL_TIMEOUT_S = 10.0
 
 

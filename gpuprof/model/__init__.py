@@ -35,9 +35,9 @@ CALIBRATED = "calibrated"  # measured ceiling from `gpuprof calibrate`
 DERIVED = "derived"        # computed from other values (named in the metric)
 ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED)
 
-# What a stored Run is (Run.kind): measured by ``gpuprof run``, read from a file, a ceiling measured by
-# ``gpuprof calibrate``, or an application profiled by ``gpuprof profile``.
-RUN, IMPORT, CALIBRATION, PROFILE = "run", "import", "calibration", "profile"
+# What a stored Run is besides "run" (measured by ``gpuprof run``) and "import" (read from a file): a
+# ceiling measured by ``gpuprof calibrate``, or an application profiled by ``gpuprof profile``.
+CALIBRATION, PROFILE = "calibration", "profile"
 
 MetricValue = float | str | None
 
