@@ -22,8 +22,13 @@ def _members(protocol: type) -> dict[str, Any]:
         if klass is object or not getattr(klass, "_is_protocol", False):
             continue
         found.update({name: None for name in getattr(klass, "__annotations__", {})})
-        found.update({name: value for name, value in vars(klass).items()
-                      if inspect.isfunction(value) and not name.startswith("_")})
+        found.update(
+            {
+                name: value
+                for name, value in vars(klass).items()
+                if inspect.isfunction(value) and not name.startswith("_")
+            }
+        )
     return found
 
 
@@ -32,8 +37,9 @@ def _check(module: Any, protocol: type) -> None:
         assert hasattr(module, name), f"{module.__name__} lacks {name} ({protocol.__name__})"
         if method is not None:
             wanted = list(inspect.signature(method).parameters)[1:]  # without self
-            assert list(inspect.signature(getattr(module, name)).parameters) == wanted, \
+            assert list(inspect.signature(getattr(module, name)).parameters) == wanted, (
                 f"{module.__name__}.{name} takes {inspect.signature(getattr(module, name))}, not {wanted}"
+            )
 
 
 def test_every_reader_follows_the_reader_interface():

@@ -17,8 +17,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gpuprof"
 
-QUESTIONS = ("importing", "compare", "diffing", "stalls", "profile", "doctor", "sweep", "calibrate", "merge",
-             "measure")
+QUESTIONS = ("importing", "compare", "diffing", "stalls", "profile", "doctor", "sweep", "calibrate", "merge", "measure")
 STAGES: list[tuple[str, ...]] = [
     ("errors",),
     ("model", "data"),
@@ -112,7 +111,10 @@ DEFERRING = ("gpuprof/__init__.py", "gpuprof/cli/")
 # Files still deferring imports, each with the reason; aim: empty.
 DEFERRING_FOR_NOW = {
     # The per-kernel aggregation step (issue 25 item 4) rewrites these four; they move their imports up then.
-    "gpuprof/importing.py", "gpuprof/compare/__init__.py", "gpuprof/diffing/values.py", "gpuprof/derive/roofline.py",
+    "gpuprof/importing.py",
+    "gpuprof/compare/__init__.py",
+    "gpuprof/diffing/values.py",
+    "gpuprof/derive/roofline.py",
 }
 
 
@@ -192,14 +194,22 @@ def test_gpuprof_modules_are_imported_at_the_top():
 
 
 def test_the_check_catches_a_cycle_in_a_made_up_graph():
-    edges = {"gpuprof.derive.a": {"gpuprof.derive.b"}, "gpuprof.derive.b": {"gpuprof.derive.c"},
-             "gpuprof.derive.c": {"gpuprof.derive.a", "gpuprof.model"}, "gpuprof.model": set()}
+    edges = {
+        "gpuprof.derive.a": {"gpuprof.derive.b"},
+        "gpuprof.derive.b": {"gpuprof.derive.c"},
+        "gpuprof.derive.c": {"gpuprof.derive.a", "gpuprof.model"},
+        "gpuprof.model": set(),
+    }
     assert cycles(edges) == [["gpuprof.derive.a", "gpuprof.derive.b", "gpuprof.derive.c"]]
     del edges["gpuprof.derive.c"]
     assert cycles(edges) == []
 
 
 def test_the_check_catches_an_upward_edge_in_a_made_up_graph():
-    edges = {"gpuprof.readers.x": {"gpuprof.derive.stalls", "gpuprof.model"}, "gpuprof.derive.stalls": set(),
-             "gpuprof.model": set(), "gpuprof.cli.run": {"gpuprof.api", "gpuprof.store"}}
+    edges = {
+        "gpuprof.readers.x": {"gpuprof.derive.stalls", "gpuprof.model"},
+        "gpuprof.derive.stalls": set(),
+        "gpuprof.model": set(),
+        "gpuprof.cli.run": {"gpuprof.api", "gpuprof.store"},
+    }
     assert upward(edges) == {("gpuprof.readers.x", "gpuprof.derive.stalls")}

@@ -35,8 +35,9 @@ _ELAPSED = ("smsp__cycles_elapsed.avg", "sm__cycles_elapsed.avg")
 
 
 def _peak_names(letter: str) -> tuple[str, ...]:
-    return tuple(f"{unit}__sass_thread_inst_executed_op_{letter}fma_pred_on.sum.peak_sustained"
-                 for unit in ("sm", "smsp"))
+    return tuple(
+        f"{unit}__sass_thread_inst_executed_op_{letter}fma_pred_on.sum.peak_sustained" for unit in ("sm", "smsp")
+    )
 
 
 @functools.cache
@@ -44,8 +45,15 @@ def keys() -> tuple[str, ...]:
     """Every name the derivations below may read: give them to :class:`Counters` so that one pass over a
     run's table fetches them all."""
     names: list[str] = []
-    for key in ("kernel_duration", "sm_clock", "dram_bytes", "dram_read_bytes", "dram_write_bytes",
-                "dram_throughput", *_ELAPSED):
+    for key in (
+        "kernel_duration",
+        "sm_clock",
+        "dram_bytes",
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "dram_throughput",
+        *_ELAPSED,
+    ):
         names += aliases(key)
     for precision, letter in PRECISIONS.items():
         names += aliases(f"flop_count_{precision}")
@@ -89,10 +97,12 @@ def _elapsed_cycles(c: Counters) -> np.ndarray:
     return first(nonzero(c.number(_ELAPSED[0])), c.number(_ELAPSED[1]))
 
 
-TIME_RULES = ("time measured by the profiler (gpu__time_duration.sum, Duration)",
-              "time derived = elapsed cycles / SM clock (sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second,"
-              " or their smsp__ forms)",
-              "time derived = elapsed cycles / SM clock (gpc__cycles_elapsed.max, ncu's Elapsed Cycles, / SM clock)")
+TIME_RULES = (
+    "time measured by the profiler (gpu__time_duration.sum, Duration)",
+    "time derived = elapsed cycles / SM clock (sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second,"
+    " or their smsp__ forms)",
+    "time derived = elapsed cycles / SM clock (gpc__cycles_elapsed.max, ncu's Elapsed Cycles, / SM clock)",
+)
 UNCHECKED = "that time unchecked: the file also counts SASS instructions (see the run's notes)"
 
 
@@ -126,8 +136,9 @@ def flops(c: Counters, precision: str = "sp") -> np.ndarray:
     instruction sum, or ncu's per-cycle rate * elapsed cycles (or * clock * time)."""
     weights = _flop_weights(precision)
     cycles = first(_elapsed_cycles(c), sm_clock(c) * c.number("kernel_duration"))
-    return first(c.number(f"flop_count_{precision}"), _weighted_sum(c, weights),
-                  _weighted_sum(c, weights, _PER_CYCLE) * cycles)
+    return first(
+        c.number(f"flop_count_{precision}"), _weighted_sum(c, weights), _weighted_sum(c, weights, _PER_CYCLE) * cycles
+    )
 
 
 @also_per_launch("FLOP/second")

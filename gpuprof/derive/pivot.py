@@ -51,9 +51,15 @@ class Counters:
     skipped when alternatives are tried, so the cost follows the counters a file has.
     """
 
-    def __init__(self, lookup: Callable[[Sequence[str]], tuple[np.ndarray, list[str | None]]], launches: int,
-                 extra: Sequence[str] = (), cc: Sequence[str] | Callable[[], Sequence[str]] | None = None,
-                 present: Collection[str] | None = None, tensor_flop_per_inst: float | None = None) -> None:
+    def __init__(
+        self,
+        lookup: Callable[[Sequence[str]], tuple[np.ndarray, list[str | None]]],
+        launches: int,
+        extra: Sequence[str] = (),
+        cc: Sequence[str] | Callable[[], Sequence[str]] | None = None,
+        present: Collection[str] | None = None,
+        tensor_flop_per_inst: float | None = None,
+    ) -> None:
         import numpy as np
 
         self.launches = launches
@@ -72,13 +78,21 @@ class Counters:
     def of_run(cls, run: Run, extra: Sequence[str] = ()) -> Counters:
         metrics = run.metric_table
         present = {*metrics["metric"].cat.categories, *metrics["canonical"].cat.categories}
-        return cls(run.lookup, len(run.launch_table), extra, lambda: launch_cc(run), present,
-                   run.environment.get("tensor_flop_per_inst"))
+        return cls(
+            run.lookup,
+            len(run.launch_table),
+            extra,
+            lambda: launch_cc(run),
+            present,
+            run.environment.get("tensor_flop_per_inst"),
+        )
 
     @classmethod
-    def of_launches(cls, launches: Sequence[Launch], extra: Sequence[str] = (),
-                    cc: Sequence[str] | None = None) -> Counters:
+    def of_launches(
+        cls, launches: Sequence[Launch], extra: Sequence[str] = (), cc: Sequence[str] | None = None
+    ) -> Counters:
         """From Launch objects; ``cc`` overrides their ``cc`` attributes (a GPU run knows its device's)."""
+
         def lookup(keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
             import numpy as np
 
@@ -93,8 +107,12 @@ class Counters:
                         units[column] = found.unit
             return values, units
 
-        return cls(lookup, len(launches), extra,
-                   cc if cc is not None else [launch.attributes.get("cc", "") for launch in launches])
+        return cls(
+            lookup,
+            len(launches),
+            extra,
+            cc if cc is not None else [launch.attributes.get("cc", "") for launch in launches],
+        )
 
     @functools.cached_property
     def cc(self) -> np.ndarray:
@@ -151,12 +169,15 @@ def launch_cc(run: Run) -> list[str]:
         found = {gpu.cc for gpu in gpu_table.find(name)} if name else set()
         by_name[name] = found.pop() if len(found) == 1 else ""
     fallback = str(run.device.get("cc", ""))
-    return [attributes.get("cc") or fallback or by_name[name]
-            for attributes, name in zip(run.launch_table["attributes"].tolist(), names)]
+    return [
+        attributes.get("cc") or fallback or by_name[name]
+        for attributes, name in zip(run.launch_table["attributes"].tolist(), names)
+    ]
 
 
 def also_per_launch(unit: str) -> Callable[[Callable[..., np.ndarray]], Callable[..., Any]]:
     """Let a derivation over :class:`Counters` also take one Launch and give (value, unit) or None."""
+
     def wrap(derive: Callable[..., np.ndarray]) -> Callable[..., Any]:
         @functools.wraps(derive)
         def either(source: Counters | Launch, *args: str) -> np.ndarray | ValueUnit | None:
@@ -164,7 +185,9 @@ def also_per_launch(unit: str) -> Callable[[Callable[..., np.ndarray]], Callable
                 return derive(source, *args)
             value = float(derive(Counters.of_launches([source]), *args)[0])
             return None if math.isnan(value) else (value, unit)
+
         return either
+
     return wrap
 
 

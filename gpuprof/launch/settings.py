@@ -50,9 +50,11 @@ class RunSettings:
         if self.device not in DEVICES:
             raise InputError(f"unknown device '{self.device}'", f"choose one of: {', '.join(DEVICES)}")
         if self.device == "cpu" and self.gpu:
-            raise InputError(f"{self.gpu_options()} {'applies' if len(self.gpu) == 1 else 'apply'} to GPU runs "
-                             "only, and --device cpu measures on the CPU",
-                             "drop them (on the CPU gpuprof counts with perf: --counters), or use --device cuda")
+            raise InputError(
+                f"{self.gpu_options()} {'applies' if len(self.gpu) == 1 else 'apply'} to GPU runs "
+                "only, and --device cpu measures on the CPU",
+                "drop them (on the CPU gpuprof counts with perf: --counters), or use --device cuda",
+            )
 
     def gpu_options(self) -> str:
         """The GPU-only options given, as typed: '--profiler ncu, --replay-mode application'."""

@@ -21,6 +21,7 @@ _PATTERNS = (
     (PCSAMP, re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+)$")),
 )
 
+
 @functools.cache
 def vocabulary() -> dict[str, dict[str, dict[str, Any]]]:
     """The parsed ``stalls.toml``: sections ``ncu``, ``nvprof`` and ``topdown``."""
@@ -58,8 +59,9 @@ def classify(name: str) -> tuple[str, str] | None:
 def describe(family: str, reason: str) -> dict[str, Any]:
     """Vocabulary entry for a reason; a bare entry naming the token when stalls.toml lacks it."""
     section = "nvprof" if family == NVPROF else "ncu"
-    return vocabulary()[section].get(reason, {"label": reason, "description": "", "fix": "",
-                                               "suggests": f"stalls of type '{reason}'"})
+    return vocabulary()[section].get(
+        reason, {"label": reason, "description": "", "fix": "", "suggests": f"stalls of type '{reason}'"}
+    )
 
 
 @dataclass(frozen=True)
