@@ -172,6 +172,7 @@ def test_roofline_of_cpu_runs_reads_cleanly(tmp_path: Path, saved: list[list[str
     assert_readable(saved, 2)
 
 
+@pytest.mark.slow
 @NCU_REPORT
 def test_html_report_charts_read_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
     store = stored(tmp_path / "s.sqlite", cpu_runs)
