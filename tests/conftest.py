@@ -1,4 +1,5 @@
-"""Suite-wide guard: a test leaves nothing in the working tree (tests write under tmp_path, stores included)."""
+"""Suite-wide fixtures: every test gets its own gpuprof cache folder, and leaves nothing in the working tree
+(tests write under tmp_path, stores included)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from gpuprof.launch import ncu_metrics
+
 ROOT = Path(__file__).resolve().parent.parent
 # What running pytest itself creates; everything else new at the top or under reports/ came from a test.
 TOOL_CACHES = {".pytest_cache", ".hypothesis", "__pycache__", ".ruff_cache"}
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ncu metric list is cached per ncu across processes, and the stand-in ncu answers differently
+    from test to test under one path and version."""
+    monkeypatch.setenv("GPUPROF_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    ncu_metrics.query.cache_clear()
 
 
 def _entries() -> set[str]:

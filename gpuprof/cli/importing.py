@@ -28,11 +28,15 @@ def _formats() -> str:
               help="FLOPs per tensor-pipe warp instruction on GPUs after Volta, whose files count tensor "
                    "instructions but not sm__ops_path_tensor_* work: 512 reproduces NERSC's roofline method. "
                    "An estimate, said so in the table's basis (docs/tensor-cores.md).")
+@click.option("--nvtx-include", "nvtx_include", multiple=True, metavar="PATTERN",
+              help="Keep only the launches made inside an NVTX range matching PATTERN (a glob on a range's "
+                   "name, or 'outer/inner' for nested ranges), from files that record NVTX ranges. Repeatable.")
 @format_option
 @store_option
 @handle_errors
 def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | None,
-            tensor_flop_per_inst: float | None, fmt: str, store_path: str | None) -> None:
+            tensor_flop_per_inst: float | None, nvtx_include: tuple[str, ...], fmt: str,
+            store_path: str | None) -> None:
     """Read FILES (profiler output in any of the formats below) into the results store.
 
     Each file is stored as one run, whole or not at all (with --join, all files as one run); the
@@ -57,10 +61,10 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
 
     try:
         importing.import_files(files, store_path, reader, on_stored=stored, join=join, gpu=gpu,
-                               tensor_flop_per_inst=tensor_flop_per_inst)
+                               tensor_flop_per_inst=tensor_flop_per_inst, nvtx_include=nvtx_include)
     except GpuprofError:
         if imported:
             note(f"stored before the error: {', '.join(run.source for run in imported)}")
         raise
-    echo(emit(importing.kernel_table(imported), fmt,
-              title="Imported kernels (measured by the profiler; base units; averages weighted by launches)"))
+    echo(emit(importing.kernel_table(imported), fmt, title="Imported kernels (measured by the profiler; base units; "
+                                                          "values per launch, rates time-weighted)"))

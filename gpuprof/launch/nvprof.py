@@ -61,8 +61,10 @@ def offered(exe: str) -> frozenset[str] | None:
     return profilers.listed((exe, "--query-metrics"), _LISTED)
 
 
-def to_collect(exe: str, keys: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
-    """(the metrics of catalog entries ``keys`` this GPU offers, those it does not)."""
+def to_collect(exe: str, keys: tuple[str, ...] | None = None,
+               cc: tuple[int, int] | None = None) -> tuple[list[str], list[str]]:
+    """(the metrics of catalog entries ``keys`` this GPU offers, those it does not); nvprof lists them for
+    the GPU it runs on, so ``cc`` is not needed."""
     return profilers.split_offered(metrics(keys), offered(exe))
 
 

@@ -62,7 +62,7 @@ class ProfileOptions:
     """How to profile: what ``gpuprof run`` sets for its workload child, and the filters and metric
     set ``gpuprof profile`` adds for a user's command. The defaults give ``gpuprof run``'s argv."""
 
-    nvtx_range: str | None                  # profile only inside this push/pop range (default domain)
+    nvtx_range: str | None                  # profile only inside this range (default domain)
     clock_control: str = "base"
     cache_control: str = "all"
     replay_mode: str = "kernel"
@@ -72,6 +72,8 @@ class ProfileOptions:
     launch_count: int | None = None         # launches profiled at most
     target_processes: str | None = None     # "all": also the processes the command starts (MPI ranks)
     from_start: bool = False                # nvprof: profile from the start, not from cudaProfilerStart
+    cc: tuple[int, int] | None = None       # the GPU's compute capability: ncu's chip for its metric list
+    nvtx_start_end: bool = False            # nvtx_range is a start/end range (any thread), not push/pop
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("--clock-control", self.clock_control, CLOCK_CONTROLS),
@@ -91,8 +93,9 @@ class ProfilerBackend(Protocol):
         """The metric names it asks for, for the catalog entries ``keys`` (all by default)."""
         ...
 
-    def to_collect(self, exe: str, keys: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
-        """(those of :meth:`metrics` this GPU offers, those it does not), as ``exe`` lists them."""
+    def to_collect(self, exe: str, keys: tuple[str, ...] | None = None,
+                   cc: tuple[int, int] | None = None) -> tuple[list[str], list[str]]:
+        """(those of :meth:`metrics` the GPU of compute capability ``cc`` offers, those it does not)."""
         ...
 
     def command(self, exe: str, child: list[str], run_dir: Path, options: ProfileOptions) -> list[str]:
@@ -179,6 +182,11 @@ def _probe_executable(path: str) -> ProfilerProbe:
     if kind is None:
         return ProfilerProbe(guess, path, None, f"'{path} --version' does not name Nsight Compute or nvprof")
     return ProfilerProbe(kind, path, found.group(1))
+
+
+def executable_version(path: str) -> str | None:
+    """The version ``path --version`` reports (probed once per executable), None when it reports none."""
+    return _probe_executable(os.path.realpath(path)).version
 
 
 def _cc_text(cc: tuple[int, int] | None) -> str:
