@@ -79,7 +79,7 @@ def _module() -> Any:
 
 def launch_shape(op: str, out: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(grid, block) of one launch."""
-    if op == "dot":
+    if get_op(op).kernel == "matmul":
         m, n = out.shape
         return ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE), (TILE, TILE)
     return (min((out.size + BLOCK - 1) // BLOCK, MAX_BLOCKS),), (BLOCK,)
