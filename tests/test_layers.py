@@ -33,8 +33,8 @@ STAGES: list[tuple[str, ...]] = [
 
 # Edges that cannot follow the stages yet, each with the reason; aim: empty.
 ALLOWED: set[tuple[str, str]] = {
-    # The per-kernel table is built in importing.py until the one per-kernel aggregation step
-    # (derive/kernels.py, issue 25 item 4) lands; the profile report then imports that instead.
+    # The import table (importing.kernel_table: derive/kernels' frame with titles and column order) still lives
+    # with the import question; the profile report shows the same table. It goes when that table moves down.
     ("gpuprof.render.profile_report", "gpuprof.importing"),
 }
 
@@ -108,14 +108,6 @@ def graph() -> dict[str, set[str]]:
 # Where gpuprof's own modules may be imported inside functions: the entry points, so that ``gpuprof --help``
 # and ``gpuprof X --help`` load no library code (each command module loads its question when it runs).
 DEFERRING = ("gpuprof/__init__.py", "gpuprof/cli/")
-# Files still deferring imports, each with the reason; aim: empty.
-DEFERRING_FOR_NOW = {
-    # The per-kernel aggregation step (issue 25 item 4) rewrites these four; they move their imports up then.
-    "gpuprof/importing.py",
-    "gpuprof/compare/__init__.py",
-    "gpuprof/diffing/values.py",
-    "gpuprof/derive/roofline.py",
-}
 
 
 def upward(edges: dict[str, set[str]]) -> set[tuple[str, str]]:
@@ -184,13 +176,11 @@ def test_gpuprof_modules_are_imported_at_the_top():
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         name = path.relative_to(PACKAGE.parent).as_posix()
-        if name.startswith(DEFERRING) or name in DEFERRING_FOR_NOW:
+        if name.startswith(DEFERRING):
             continue
         if lines := deferred_imports(path):
             found[name] = lines
     assert found == {}
-    still = {name for name in DEFERRING_FOR_NOW if deferred_imports(PACKAGE.parent / name)}
-    assert still == DEFERRING_FOR_NOW, "a file no longer defers its imports: take it off DEFERRING_FOR_NOW"
 
 
 def test_the_check_catches_a_cycle_in_a_made_up_graph():
