@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprof.devices import cpu, gpu_detect
 from gpuprof.errors import CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError
-from gpuprof.launch import gpu_profile, nvprof, process, profilers
+from gpuprof.launch import gpu_profile, job, nvprof, process, profilers
 from gpuprof.launch.cpu_profile import counted, plan_cpu
 from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S, device_record
 from gpuprof.model import PROFILE, TIMED, Launch, Run, catalog
@@ -38,6 +38,7 @@ from gpuprof.store import default_path, open_store
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
+    from gpuprof.energy.series import PowerSeries
     from gpuprof.launch.cpu_profile import CpuPlan
     from gpuprof.launch.gpu_profile import ProfileReadback
 
@@ -45,6 +46,7 @@ KIND = PROFILE
 DEVICES = ("auto", "cuda", "cpu")
 PROCESSES = ("split", "merge")
 TRACE_PREFIX = "trace-"
+TORCH_HOOKS = ("steps", "layers")   # gpuprof.regions_torch.KINDS
 WALL_BASIS = "time.perf_counter_ns around the profiler process (the command under the profiler, replays included)"
 
 
@@ -63,6 +65,11 @@ class ProfileSettings:
     processes: str = "split"
     clock_control: str = "base"
     timeout: float = DEFAULT_TIMEOUT_S
+    torch_hooks: tuple[str, ...] = ("steps",)   # global PyTorch hooks installed in the program
+    energy: bool = False             # sample RAPL and NVML in the parent while the command runs
+    interval: float = 0.5            # seconds between power samples
+    label: str | None = None         # the set-up's name for compare --scaling ("1gpu", "ddp2")
+    devices: int | None = None       # devices the set-up uses (x in E = S / x)
     reports_dir: Path = Path("reports")
     command_line: str = ""          # gpuprof's own command line, for the run's provenance
 
@@ -76,6 +83,14 @@ class ProfileSettings:
                 raise InputError(f"{name} '{value}' is not supported", f"choose one of: {', '.join(allowed)}")
         if self.launch_skip < 0 or (self.launch_count is not None and self.launch_count < 1):
             raise InputError("--launch-skip must be 0 or more and --launch-count 1 or more", "e.g. --launch-skip 10 --launch-count 5")
+        unknown = [kind for kind in self.torch_hooks if kind not in TORCH_HOOKS]
+        if unknown:
+            raise InputError(f"--torch-hooks {','.join(unknown)} is not a hook kind",
+                             f"give none, or one or more of {', '.join(TORCH_HOOKS)} separated by commas")
+        if self.devices is not None and self.devices < 1:
+            raise InputError("--devices must be 1 or more", "give the number of devices the set-up uses, e.g. --devices 2")
+        if self.interval <= 0:
+            raise InputError("--interval must be positive", "e.g. --interval 0.5s")
         if self.timeout <= 0:
             raise InputError("--timeout must be positive", "give a number of seconds, e.g. 600")
         if self.kernel is not None:
@@ -180,6 +195,7 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
                ) -> tuple[profilers.ProfileOptions, tuple[Step, ...], list[str], list[str]]:
     """The profiler options, the process(es) to run, what the set and the profiler will do, and the
     notes stored with the runs (the clock control, the metrics this GPU lacks)."""
+
     metric_set = catalog.metric_sets()[settings.metric_set]
     nvprof_used = choice.backend == "nvprof"
     if nvprof_used:
@@ -207,6 +223,7 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
 
 def _history(store_path: str | Path | None, device: str, tool: str, metric_set: str) -> Run | None:
     """The newest stored profile of the same GPU, profiler and metric set that profiled a launch."""
+
     path = Path(store_path) if store_path else default_path()
     if not path.exists():  # reading the history never creates a store
         return None
@@ -287,13 +304,16 @@ def commands(plan_: ProfilePlan) -> list[str]:
     return [shlex.join(step.argv) for step in plan_.steps]
 
 
-def _run_steps(plan_: ProfilePlan) -> list[process.Finished]:
-    """Run the plan's processes in order; stop after one that failed or was stopped."""
+def _run_steps(plan_: ProfilePlan, series: PowerSeries | None) -> list[process.Finished]:
+    """Run the plan's processes in order (the power series watching each one's processes); stop
+    after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
+    env = job.child_environment(plan_.run_dir, plan_.run_id, plan_.settings.torch_hooks)
     done = []
     for step in plan_.steps:
         try:
-            finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix)
+            finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix,
+                                         env=env, started=(lambda p: series.watch(p.pid)) if series else None)
         except OSError as error:
             if step.argv[0] == plan_.settings.command[0]:
                 raise CommandFailed(f"cannot start {step.argv[0]}: {error.strerror}", "check that it is an executable program") from None
@@ -312,6 +332,7 @@ def _environment(plan_: ProfilePlan, done: list[process.Finished]) -> dict[str, 
         "run_folder": str(plan_.run_dir), "metric_set": plan_.settings.metric_set, "profiler": plan_.tool,
         "profiler_command": [step.argv for step in plan_.steps], "exit_code": finished.code,
         "stopped": finished.stopped, "timeout_s": plan_.settings.timeout,
+        "label": plan_.settings.label, "devices": plan_.settings.devices,
         "wall_time": {"value": sum(f.seconds for f in done), "unit": "second", "origin": TIMED, "basis": WALL_BASIS},
     }
     if plan_.choice and plan_.choice.probe and plan_.options:
@@ -337,6 +358,7 @@ def _source(settings: ProfileSettings) -> str:
 def _gpu_runs(plan_: ProfilePlan, back: ProfileReadback, done: list[process.Finished], problem: GpuprofError | None
               ) -> tuple[list[Run], list[str]]:
     """One run per process (or one merged run) of what the profiler measured, and what was done."""
+
     groups = back.processes or {"": []}
     named = [pid for pid in groups if pid]
     if plan_.settings.processes == "merge" or len(groups) == 1:
@@ -432,14 +454,26 @@ def _cpu_run(plan_: ProfilePlan, done: list[process.Finished]) -> tuple[Run, Gpu
 
 
 def execute(plan_: ProfilePlan) -> Outcome:
-    """Run the plan and read back what it measured (module docstring)."""
-    done = _run_steps(plan_)
+    """Run the plan and read back what it measured (module docstring), with the program's regions
+    and, with --energy, the power of every device (:mod:`gpuprof.launch.job`)."""
+
+    series, meter_notes = job.open_meters(plan_.settings.energy, plan_.settings.interval)
+    start = job.now_s()
+    if series:
+        series.start()
+    try:
+        done = _run_steps(plan_, series)
+    finally:
+        if series:
+            series.stop()
+    window = (start, job.now_s())
     if plan_.device == "cpu":
         run, problem = _cpu_run(plan_, done)
-        return Outcome((run,), problem)
+        return Outcome((job.attach(run, plan_.run_dir, window, series, meter_notes),), problem)
     traced = plan_.tool == "nvprof" and len(plan_.steps) > 1
     back = (gpu_profile.read_nvprof(plan_.run_dir, traced) if plan_.tool == "nvprof"
             else gpu_profile.read_ncu(plan_.run_dir))
     problem = _gpu_problem(plan_, back, done)
     runs, said = _gpu_runs(plan_, back, done, problem)
+    runs[0] = job.attach(runs[0], plan_.run_dir, window, series, meter_notes)
     return Outcome(tuple(runs), problem, tuple(said))

@@ -17,11 +17,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gpuprof"
 
-QUESTIONS = ("importing", "compare", "diffing", "stalls", "profile", "doctor", "sweep", "calibrate", "merge", "measure")
+QUESTIONS = ("importing", "compare", "diffing", "stalls", "profile", "doctor", "sweep", "calibrate", "merge", "measure",
+             "tracing", "job_sweep")
 STAGES: list[tuple[str, ...]] = [
     ("errors",),
-    ("model", "data"),
-    ("readers", "workloads", "devices", "energy"),
+    ("model", "data", "regions"),  # regions: what a user's program records, standard library only
+    ("readers", "workloads", "devices", "energy", "regions_torch", "regions_keras"),
     ("launch",),
     ("derive",),
     ("store",),
@@ -107,7 +108,8 @@ def graph() -> dict[str, set[str]]:
 
 # Where gpuprof's own modules may be imported inside functions: the entry points, so that ``gpuprof --help``
 # and ``gpuprof X --help`` load no library code (each command module loads its question when it runs).
-DEFERRING = ("gpuprof/__init__.py", "gpuprof/cli/")
+# launch/inject/ runs inside the user's program at start-up, where it loads gpuprof only when asked to.
+DEFERRING = ("gpuprof/__init__.py", "gpuprof/cli/", "gpuprof/launch/inject/")
 
 
 def upward(edges: dict[str, set[str]]) -> set[tuple[str, str]]:

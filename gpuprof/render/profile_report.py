@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpuprof.derive.cpu_flops import flops_by_dtype, flops_from_events
+from gpuprof.derive.regions import region_frame, without_regions
 from gpuprof.derive.stalls import SHARE_OF, stall_profiles
 from gpuprof.derive.topdown import BASIS, topdown_breakdowns
 from gpuprof.importing import kernel_table
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 TOP_STALLS = 3
+REGION_ROWS = 20  # region instances printed after a profile
 STALL_COLUMN = "top stall reasons (share)"
 
 
@@ -45,7 +47,7 @@ def kernel_frame(runs: Sequence[Run]) -> pd.DataFrame:
 
     frames = []
     for run in runs:
-        table = kernel_table([run]).drop(columns=["file"], errors="ignore")
+        table = kernel_table([without_regions(run)]).drop(columns=["file"], errors="ignore")
         if table.empty:
             continue
         stalls = _top_stalls(run)
@@ -67,7 +69,7 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
     FLOP/s against the CPU's theoretical peak, CPUs used, Top-Down level 1."""
     import pandas as pd
 
-    [launch] = run.launches
+    [launch] = without_regions(run).launches
     perf = f"perf stat ({run.environment.get('profiler_version') or 'perf'}), the whole command"
     wall = launch.value("wall time")
     rows = [_row("wall time", wall, "second", TIMED, run.environment["wall_time"]["basis"], people)]
@@ -99,11 +101,22 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
 def profile_report(runs: Sequence[Run], fmt: str) -> str:
     """The table of one profile's runs (one per process), in ``fmt``; "" when a GPU profile read no kernel."""
     if runs and runs[0].device.get("kind") == "cpu":
-        return emit(cpu_frame(runs[0], people=fmt in ("table", "markdown")), fmt,
-                    title="CPU profile (perf stat around the whole command)")
-    frame = kernel_frame(runs)
-    if frame.empty:
-        return ""
-    tool = runs[0].environment.get("profiler", "the profiler")
-    return emit(frame, fmt,
-                title=f"Profiled kernels (measured by {tool}; base units; values per launch, rates time-weighted)")
+        shown = emit(cpu_frame(runs[0], people=fmt in ("table", "markdown")), fmt,
+                     title="CPU profile (perf stat around the whole command)")
+    else:
+        frame = kernel_frame(runs)
+        tool = runs[0].environment.get("profiler", "the profiler") if runs else ""
+        shown = "" if frame.empty else emit(frame, fmt, title=f"Profiled kernels (measured by {tool}; base units; "
+                                                              "values per launch, rates time-weighted)")
+    if fmt in ("csv", "json") or not runs:
+        return shown  # one table stays whole; the regions as data: gpuprof.region_table(run)
+    regions = region_frame(runs[0])
+    if regions.empty:
+        return shown
+    listed = regions.head(REGION_ROWS)
+    empty = [c for c in ("rank", "unclosed") if (listed[c] == "").all()]
+    same = ["thread"] if (listed["thread"] == listed["process"]).all() else []  # main threads only
+    listed = listed.drop(columns=empty + same)
+    title = ("Regions of the program (one row per instance, wall time timed on CLOCK_MONOTONIC)"
+             + (f"; first {REGION_ROWS} of {len(regions)}" if len(regions) > REGION_ROWS else ""))
+    return "\n\n".join(part for part in (shown, emit(listed, fmt, title=title)) if part)
