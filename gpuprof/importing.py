@@ -15,9 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof.derive import kernels, simulated
-from gpuprof.errors import FormatError
+from gpuprof import readers
+from gpuprof.derive import kernels, simulated, skew
+from gpuprof.devices import gpu_table
+from gpuprof.errors import FormatError, InputError
 from gpuprof.model import MEASURED, Run
+from gpuprof.readers import joining
+from gpuprof.store import open_store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,9 +62,6 @@ _ROOFLINE_COLUMNS = [("FLOP/s total", "flop_rate_total"), ("AI L1 (FLOP/byte)", 
 def read_file(path: str | Path, fmt: str | None = None) -> Run:
     """One file as a Run (nothing stored): its format detected from its content unless ``fmt``;
     its notes say where its kernel times cannot be trusted as they stand (:mod:`gpuprof.derive.skew`)."""
-    from gpuprof import readers
-    from gpuprof.derive import skew
-
     path = Path(path)
     if path.is_file() and path.stat().st_size == 0:
         raise FormatError(f"{path}: the file is empty",
@@ -127,10 +128,6 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
     run is stored; ``added`` is False when the same file was already in the store.
     """
-    from gpuprof.readers import joining
-    from gpuprof.devices import gpu_table
-    from gpuprof.store import open_store
-
     spec = gpu_table.match(gpu) if gpu else None
     tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")
     tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include)
@@ -194,8 +191,6 @@ def keep_nvtx(run: Run, patterns: Sequence[str]) -> Run:
 def name_device(run: Run, gpu: gpu_table.GpuSpec) -> None:
     """Give ``run`` the GPU the user named, when the file names none (an ncu CSV gives at most its
     compute capability, which must then agree); say so in its notes."""
-    from gpuprof.errors import InputError
-
     named = {d for d in run.launch_table["device"].tolist() if d} | {str(run.device.get("name") or "")} - {""}
     if named:
         run.notes.append(f"--gpu {gpu.key} not used: the file names its GPU ({', '.join(sorted(named))})")
@@ -225,9 +220,6 @@ def _label(name: str, unit: str) -> str:
 
 def _datasheet_efficiency(device: str, rate: float) -> float | None:
     """FLOP/s sp as a percentage of the device table's FP32 peak, when the name matches one row."""
-    from gpuprof.devices import gpu_table
-    from gpuprof.errors import InputError
-
     if not device or rate != rate:  # NaN: no rate
         return None
     try:

@@ -28,19 +28,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.model import catalog
-from gpuprof.errors import (CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError)
-from gpuprof.launch import job, process, profilers
-from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S
-from gpuprof.model import TIMED, Launch, Run
+from gpuprof.devices import cpu, gpu_detect
+from gpuprof.errors import CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError
+from gpuprof.launch import gpu_profile, job, nvprof, process, profilers
+from gpuprof.launch.cpu_profile import counted, plan_cpu
+from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S, device_record
+from gpuprof.model import PROFILE, TIMED, Launch, Run, catalog
+from gpuprof.store import default_path, open_store
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
-    from gpuprof.launch.cpu_profile import CpuPlan
     from gpuprof.energy.series import PowerSeries
-    from gpuprof.launch.gpu_profile import Readback
+    from gpuprof.launch.cpu_profile import CpuPlan
+    from gpuprof.launch.gpu_profile import ProfileReadback
 
-KIND = "profile"
+KIND = PROFILE
 DEVICES = ("auto", "cuda", "cpu")
 PROCESSES = ("split", "merge")
 TRACE_PREFIX = "trace-"
@@ -116,7 +118,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ProfilePlan:
     """Everything :func:`execute` needs, and what the user is told before it runs."""
 
     settings: ProfileSettings
@@ -160,7 +162,6 @@ def _device(settings: ProfileSettings) -> tuple[str, list[GpuInfo], str]:
     """("cuda" or "cpu", NVML's GPUs, why) for --device auto/cuda/cpu."""
     if settings.device == "cpu":
         return "cpu", [], "--device cpu"
-    from gpuprof.devices import gpu_detect
 
     try:
         gpus = gpu_detect.detect()
@@ -195,7 +196,6 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
                ) -> tuple[profilers.ProfileOptions, tuple[Step, ...], list[str], list[str]]:
     """The profiler options, the process(es) to run, what the set and the profiler will do, and the
     notes stored with the runs (the clock control, the metrics this GPU lacks)."""
-    from gpuprof.launch import nvprof
 
     metric_set = catalog.metric_sets()[settings.metric_set]
     nvprof_used = choice.backend == "nvprof"
@@ -210,7 +210,7 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
         target_processes="all", from_start=True, cc=cc)
     module, exe, command = choice.module(), choice.probe.path if choice.probe else "", list(settings.command)
     steps = [Step(module.command(exe, command, run_dir, options))]
-    collected = (nvprof.metrics(exe, options.metrics)[0] if nvprof_used
+    collected = (nvprof.to_collect(exe, options.metrics)[0] if nvprof_used
                  else module.to_collect(exe, options.metrics, options.cc)[0])
     notes = nvprof.lacking(options, exe) if nvprof_used else module.notes(options, exe)
     lines = [f"metric set {metric_set.name} ({metric_set.question}): {len(collected)} {choice.backend} metric(s)",
@@ -224,7 +224,6 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
 
 def _history(store_path: str | Path | None, device: str, tool: str, metric_set: str) -> Run | None:
     """The newest stored profile of the same GPU, profiler and metric set that profiled a launch."""
-    from gpuprof.store import default_path, open_store
 
     path = Path(store_path) if store_path else default_path()
     if not path.exists():  # reading the history never creates a store
@@ -269,7 +268,7 @@ def _unfiltered(settings: ProfileSettings, tool: str) -> list[str]:
             "--launch-count 5 or --kernel 'gemm'"]
 
 
-def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Plan:
+def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> ProfilePlan:
     """Device, profiler, command lines and expectations for ``settings`` (module docstring)."""
     _executable(settings.command)
     device, gpus, why = _device(settings)
@@ -321,13 +320,11 @@ def _gpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, gpus: list[
               f"profiler: {choice.probe.described if choice.probe else choice.backend}", *lines,
               *expectations(_history(store_path, info.name, choice.backend, settings.metric_set), settings,
                             choice.backend))
-    return Plan(settings, "cuda", run_id, run_dir, steps, before, tuple(_unfiltered(settings, choice.backend)),
+    return ProfilePlan(settings, "cuda", run_id, run_dir, steps, before, tuple(_unfiltered(settings, choice.backend)),
                 tuple(notes), info, choice, options)
 
 
-def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -> Plan:
-    from gpuprof.launch.cpu_profile import plan_cpu
-
+def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -> ProfilePlan:
     if settings.filters:
         raise InputError(f"{', '.join(settings.filters)} choose GPU kernel launches, and this profile runs on the CPU ({why})",
                          "leave them out for a CPU profile (perf counts the whole command), or run on a machine with an NVIDIA GPU")
@@ -337,15 +334,15 @@ def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -
     before = (f"device: CPU ({why}); the metric sets are for GPUs: on the CPU perf counts what the machine allows",
               counting, *cpu.notes)
     steps = (Step(cpu.command(list(settings.command), run_dir)),)
-    return Plan(settings, "cpu", run_id, run_dir, steps, before, notes=cpu.notes, cpu=cpu)
+    return ProfilePlan(settings, "cpu", run_id, run_dir, steps, before, notes=cpu.notes, cpu=cpu)
 
 
-def commands(plan_: Plan) -> list[str]:
+def commands(plan_: ProfilePlan) -> list[str]:
     """The exact command line(s), quoted for a shell, that :func:`execute` runs (for --dry-run)."""
     return [shlex.join(step.argv) for step in plan_.steps]
 
 
-def _run_steps(plan_: Plan, series: PowerSeries | None) -> list[process.Finished]:
+def _run_steps(plan_: ProfilePlan, series: PowerSeries | None) -> list[process.Finished]:
     """Run the plan's processes in order (the power series watching each one's processes); stop
     after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
@@ -370,7 +367,7 @@ def _run_steps(plan_: Plan, series: PowerSeries | None) -> list[process.Finished
     return done
 
 
-def _environment(plan_: Plan, done: list[process.Finished]) -> dict[str, Any]:
+def _environment(plan_: ProfilePlan, done: list[process.Finished]) -> dict[str, Any]:
     """What the run records about how it was made; the wall time covers every process run."""
     finished = done[-1]
     env: dict[str, Any] = {
@@ -401,10 +398,9 @@ def _source(settings: ProfileSettings) -> str:
     return settings.command_line or shlex.join(["gpuprof", "profile", "--", *settings.command])
 
 
-def _gpu_runs(plan_: Plan, back: Readback, done: list[process.Finished], problem: GpuprofError | None
+def _gpu_runs(plan_: ProfilePlan, back: ProfileReadback, done: list[process.Finished], problem: GpuprofError | None
               ) -> tuple[list[Run], list[str]]:
     """One run per process (or one merged run) of what the profiler measured, and what was done."""
-    from gpuprof.launch.gpu_session import device_record
 
     groups = back.processes or {"": []}
     named = [pid for pid in groups if pid]
@@ -434,11 +430,11 @@ def _gpu_runs(plan_: Plan, back: Readback, done: list[process.Finished], problem
     return runs, [said]
 
 
-def _kept(plan_: Plan, launches: int) -> str:
+def _kept(plan_: ProfilePlan, launches: int) -> str:
     return f"{launches} kernel launch(es) read and kept; files in {plan_.run_dir}"
 
 
-def _gpu_problem(plan_: Plan, back: Readback, done: list[process.Finished]) -> GpuprofError | None:
+def _gpu_problem(plan_: ProfilePlan, back: ProfileReadback, done: list[process.Finished]) -> GpuprofError | None:
     """The one thing to report about a GPU profile (module docstring of gpu_profile for the inputs)."""
     tool, settings, finished = plan_.tool, plan_.settings, done[-1]
     stderr_file = plan_.run_dir / f"{plan_.steps[len(done) - 1].prefix}{process.STDERR}"
@@ -472,10 +468,7 @@ def _gpu_problem(plan_: Plan, back: Readback, done: list[process.Finished]) -> G
     return None
 
 
-def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofError | None]:
-    from gpuprof.devices import cpu
-    from gpuprof.launch.cpu_profile import counted
-
+def _cpu_run(plan_: ProfilePlan, done: list[process.Finished]) -> tuple[Run, GpuprofError | None]:
     assert plan_.cpu is not None
     finished = done[-1]
     metrics, notes = counted(plan_.cpu, plan_.run_dir, finished)
@@ -503,10 +496,9 @@ def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofErr
     return run, problem
 
 
-def execute(plan_: Plan) -> Outcome:
+def execute(plan_: ProfilePlan) -> Outcome:
     """Run the plan and read back what it measured (module docstring), with the program's regions
     and, with --energy, the power of every device (:mod:`gpuprof.launch.job`)."""
-    from gpuprof.launch import gpu_profile
 
     series, meter_notes = job.open_meters(plan_.settings.energy, plan_.settings.interval)
     start = job.now_s()

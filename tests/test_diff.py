@@ -23,7 +23,7 @@ from gpuprof.derive.stats import timing_stats
 from gpuprof.derive.summary import timings
 from gpuprof.diffing import diff
 from gpuprof.model import Run
-from gpuprof.render.diff_report import header
+from gpuprof.diffing.report import header
 from gpuprof.store import open_store
 from fixture_paths import A100, A100_ERRORS, EVENTS_MAXDNN, FIXTURES, K40C, SUMMARY_MS, V100
 

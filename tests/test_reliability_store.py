@@ -64,6 +64,7 @@ def _writer(path: str, tag: int, barrier: multiprocessing.synchronize.Barrier,
         done.put((tag, ids, f"{type(error).__name__}: {error}"))
 
 
+@pytest.mark.slow
 def test_eight_concurrent_writers_lose_nothing_and_never_fail_on_a_lock(tmp_path):
     path = tmp_path / "shared.sqlite"
     context = multiprocessing.get_context("fork")
@@ -99,6 +100,7 @@ with open_store(sys.argv[1]) as store:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_keeps_every_committed_run_whole(tmp_path):
     """Five writers killed at random moments (seeded) while writing 2,000-row runs."""
     path = tmp_path / "killed.sqlite"

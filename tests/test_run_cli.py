@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from gpuprof.cli import main
 from gpuprof.store import open_store
+from extras import PYTENSOR
 
 
 def invoke(*args, store=None):
@@ -81,7 +82,7 @@ def test_json_output_has_origins(tmp_path):
 
 
 @pytest.mark.parametrize("op", ["add", "mul", "dot", "scalar", "sigmoid", "tanh"])
-@pytest.mark.parametrize("engine", ["numpy", "pytensor"])
+@pytest.mark.parametrize("engine", ["numpy", pytest.param("pytensor", marks=PYTENSOR)])
 def test_every_op_and_engine_checks_its_answer(tmp_path, op, engine):
     result = invoke("--op", op, "--size", "48KB", "--engine", engine, "--device", "cpu", "--repeat", "2",
                     "--warmup", "1", "--no-counters", "--format", "csv", store=tmp_path / "s.sqlite")
@@ -92,6 +93,7 @@ def test_every_op_and_engine_checks_its_answer(tmp_path, op, engine):
     assert run.workload["relative_error"] < 1e-4
 
 
+@PYTENSOR
 def test_theano_name_falls_back_to_pytensor_and_says_so(tmp_path):
     result = invoke("--op", "add", "--size", "12KB", "--engine", "theano", "--device", "cpu",
                     "--repeat", "2", "--no-counters", store=tmp_path / "s.sqlite")

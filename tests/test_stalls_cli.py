@@ -144,9 +144,9 @@ cp {TOPDOWN_2B} "$2"
 
 
 def perf_probe(path: str, events: tuple[str, ...]):
-    from gpuprof.launch.perf import Probe
+    from gpuprof.launch.perf import PerfProbe
 
-    return Probe(path, "perf version 6.1", usable=events)
+    return PerfProbe(path, "perf version 6.1", usable=events)
 
 
 def test_files_and_op_together_are_refused() -> None:

@@ -83,7 +83,7 @@ def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | 
     if html_path:
         from pathlib import Path
 
-        from gpuprof.render.html_report import Limits, build
+        from gpuprof.compare.html_report import Limits, build
 
         report = build(result, "gpuprof comparison", sources, Limits(max_rows, max_series), stall_table)
         Path(html_path).write_text(report.html, encoding="utf-8")

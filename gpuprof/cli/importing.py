@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import click
 
+from gpuprof import readers
 from gpuprof.cli.common import echo, format_option, handle_errors, note, store_option
 
 
-@click.command("import")
+def _formats() -> str:
+    """The formats gpuprof reads, from the reader registry, for --help."""
+    return "\b\nFormats (--reader NAME):\n" + "\n".join(f"  {name}: {text}" for name, text in readers.formats())
+
+
+@click.command("import", epilog=_formats())
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--reader", "reader", default=None, metavar="NAME",
-              help="Read every file as this format instead of detecting it from the content.")
+              help="Read every file as this format (listed below) instead of detecting it from the content.")
 @click.option("--join", "join", is_flag=True,
               help="Store FILES as one run: files of one application that each hold some of the metrics "
                    "(one ncu run per metric); launches join by ID where every file names the same kernel.")
@@ -31,7 +37,7 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note, store_o
 def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | None,
             tensor_flop_per_inst: float | None, nvtx_include: tuple[str, ...], fmt: str,
             store_path: str | None) -> None:
-    """Read FILES (nvprof, Nsight Compute, Nsight Systems, perf output) into the results store.
+    """Read FILES (profiler output in any of the formats below) into the results store.
 
     Each file is stored as one run, whole or not at all (with --join, all files as one run); the
     first file that cannot be read stops the import, and the files before it stay stored. Prints

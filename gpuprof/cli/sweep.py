@@ -65,7 +65,7 @@ class _Progress:
         self.bar.advance(self.task)
 
     def slurm_event(self, event: Any) -> None:
-        """A Slurm job submitted, finished or failed (``gpuprof.launch.slurm.SlurmProgress``)."""
+        """A Slurm job submitted, finished or failed (``gpuprof.sweep.slurm.SlurmProgress``)."""
         self.console.print(event.describe(), markup=False, highlight=False, soft_wrap=True)
 
     def stop(self) -> None:
@@ -121,7 +121,7 @@ def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | 
         if slurm:
             from pathlib import Path
 
-            from gpuprof.launch.slurm import SlurmOptions, slurm_table, sweep_on_slurm
+            from gpuprof.sweep.slurm import SlurmOptions, slurm_table, sweep_on_slurm
 
             options = SlurmOptions.from_table(slurm_table(config), partition=slurm_partition, gpus=slurm_gpus,
                                               cpus=slurm_cpus, time_min=slurm_time, chunk=slurm_chunk)

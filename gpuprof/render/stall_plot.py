@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuprof.errors import InputError
+from gpuprof.render.chart_style import colour, wrap
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -25,8 +26,6 @@ Panel = tuple[str, Sequence[tuple[str, float]]]   # (title, [(label, percent), .
 
 def _title(text: str, fig: Figure) -> str:
     """A panel title in at most two lines of the figure's width (kernel names can run to pages)."""
-    from gpuprof.render.chart_style import wrap
-
     lines = wrap(text, fig, 9).split("\n")
     return "\n".join(lines[:2]) + ("…" if len(lines) > 2 else "")
 
@@ -39,8 +38,6 @@ def plot_shares(panels: Sequence[Panel], path: str | Path, xlabel: str, footer: 
     if not panels:
         raise InputError("nothing to plot: no stall or Top-Down values found", "check the input files")
     from matplotlib.figure import Figure
-
-    from gpuprof.render.chart_style import colour, wrap
 
     shown = list(panels)[:MAX_PANELS]
     heights = [max(1.2, 0.32 * len(bars) + 0.8) for _, bars in shown]
