@@ -249,14 +249,11 @@ class CounterHook:
     begin = end = _add
 
 
-def start_from_environment() -> list[str]:
-    """With ``$GPUPROF_COUNTERS`` set, open a backend and hook it into the regions; the reasons."""
-    from gpuprof import regions
-
+def hook_from_environment() -> tuple[CounterHook | None, list[str]]:
+    """With ``$GPUPROF_COUNTERS`` set, a regions hook on the chosen backend (None where none opens), and the
+    reasons; :mod:`gpuprof.regions` adds it, so this module never imports the recorder back."""
     events = [e for e in os.environ.get(ENV_EVENTS, "").split(",") if e]
     if not events:
-        return []
+        return None, []
     backend, reasons = choose(events, cpu_list(os.environ.get(ENV_CPUS, "")), os.environ.get(ENV_REPLAY))
-    if backend is not None:
-        regions.add_hook(CounterHook(backend))
-    return reasons
+    return (CounterHook(backend) if backend is not None else None), reasons

@@ -18,6 +18,7 @@ Two calls, so the plan is shown before anything runs (and ``--dry-run`` can stop
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import re
 import shlex
@@ -28,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuprof import counting
 from gpuprof.devices import cpu, gpu_detect
 from gpuprof.errors import CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError
-from gpuprof.launch import gpu_profile, job, nvprof, process, profilers
+from gpuprof.launch import counter_sets, gpu_profile, job, nvprof, process, profilers
 from gpuprof.launch.cpu_profile import counted, plan_cpu
 from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S, device_record
 from gpuprof.model import PROFILE, TIMED, Launch, Run, catalog
@@ -284,10 +286,7 @@ def _counter_events(settings: ProfileSettings) -> tuple[list[str], list[str]]:
     """``--counters``: the events of its sets for this CPU, and notes on sets with none here."""
     if not settings.counters:
         return [], []
-    from gpuprof.devices.cpu import describe
-    from gpuprof.launch.counter_sets import events
-
-    return events(settings.counters, describe().get("vendor"))
+    return counter_sets.events(settings.counters, cpu.describe().get("vendor"))
 
 
 def _counter_lines(settings: ProfileSettings) -> tuple[str, ...]:
@@ -298,10 +297,6 @@ def _counter_lines(settings: ProfileSettings) -> tuple[str, ...]:
         return ()
     if not events:
         return (*notes, "counters per region: no events to count on this CPU")
-    import os
-
-    from gpuprof import counting
-
     backend, reasons = counting.choose(events, counting.cpu_list(os.environ.get(counting.ENV_CPUS, "")),
                                        os.environ.get(counting.ENV_REPLAY))
     if backend is not None:
@@ -312,7 +307,7 @@ def _counter_lines(settings: ProfileSettings) -> tuple[str, ...]:
 
 
 def _gpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, gpus: list[GpuInfo],
-              store_path: str | Path | None) -> Plan:
+              store_path: str | Path | None) -> ProfilePlan:
     info = gpus[0]
     choice = _choose(settings, info)
     options, steps, lines, notes = _gpu_steps(settings, choice, run_dir, _cc(info))
@@ -349,8 +344,6 @@ def _run_steps(plan_: ProfilePlan, series: PowerSeries | None) -> list[process.F
     env = job.child_environment(plan_.run_dir, plan_.run_id, plan_.settings.torch_hooks)
     events, _ = _counter_events(plan_.settings)
     if events:
-        from gpuprof import counting
-
         env[counting.ENV_EVENTS] = ",".join(events)
     done = []
     for step in plan_.steps:
