@@ -18,6 +18,7 @@ Two calls, so the plan is shown before anything runs (and ``--dry-run`` can stop
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import re
 import shlex
@@ -130,14 +131,21 @@ class Outcome:
     notes: tuple[str, ...] = ()
 
 
-def _executable(command: tuple[str, ...]) -> None:
-    """InputError when the command cannot be found or run: said before any profiler starts."""
+def _executable(command: tuple[str, ...]) -> list[str]:
+    """The command with its program as the absolute path the user's PATH gives it; InputError when
+    it cannot be found or run, said before any profiler starts.
+
+    Profilers start the command with a PATH of their own (perf puts its own directories first), so
+    a bare ``python3`` would be the system's, not the one of the user's virtual environment or conda.
+    """
     program = command[0]
-    if shutil.which(program) is None:
+    found = shutil.which(program, path=os.environ.get("PATH", os.defpath))
+    if found is None:
         where = ("not found on PATH" if "/" not in program else
                  "not executable" if Path(program).exists() else "no such file")
         raise InputError(f"command not found: {program} ({where})",
                          "check the name and PATH, or give the program's path; the command goes after '--'")
+    return [program if "/" in program else os.path.abspath(found), *command[1:]]
 
 
 def _device(settings: ProfileSettings) -> tuple[str, list[GpuInfo], str]:
@@ -175,7 +183,7 @@ def _choose(settings: ProfileSettings, info: GpuInfo) -> profilers.Choice:
     return choice
 
 
-def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Path
+def _gpu_steps(settings: ProfileSettings, command: list[str], choice: profilers.Choice, run_dir: Path
                ) -> tuple[profilers.ProfileOptions, tuple[Step, ...], list[str], list[str]]:
     """The profiler options, the process(es) to run, what the set and the profiler will do, and the
     notes stored with the runs (the clock control, the metrics this GPU lacks)."""
@@ -192,7 +200,7 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
         settings.nvtx, settings.clock_control, metrics=metric_set.nvprof if nvprof_used else metric_set.ncu,
         kernel=settings.kernel, launch_skip=settings.launch_skip, launch_count=settings.launch_count,
         target_processes="all", from_start=True)
-    module, exe, command = choice.module(), choice.probe.path if choice.probe else "", list(settings.command)
+    module, exe = choice.module(), choice.probe.path if choice.probe else ""
     steps = [Step(module.command(exe, command, run_dir, options))]
     collected = (nvprof.metrics(exe, options.metrics)[0] if nvprof_used
                  else module.to_collect(exe, options.metrics)[0])
@@ -255,15 +263,15 @@ def _unfiltered(settings: ProfileSettings, tool: str) -> list[str]:
 
 def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Plan:
     """Device, profiler, command lines and expectations for ``settings`` (module docstring)."""
-    _executable(settings.command)
+    command = _executable(settings.command)
     device, gpus, why = _device(settings)
     run_id = uuid.uuid4().hex
     run_dir = settings.reports_dir / run_id
     if device == "cpu":
-        return _cpu_plan(settings, run_id, run_dir, why)
+        return _cpu_plan(settings, command, run_id, run_dir, why)
     info = gpus[0]
     choice = _choose(settings, info)
-    options, steps, lines, notes = _gpu_steps(settings, choice, run_dir)
+    options, steps, lines, notes = _gpu_steps(settings, command, choice, run_dir)
     before = (f"device: {info.name} (compute capability {info.cc}, NVML){'' if len(gpus) == 1 else f', the first of {len(gpus)} GPUs'}",
               f"profiler: {choice.probe.described if choice.probe else choice.backend}", *lines,
               *expectations(_history(store_path, info.name, choice.backend, settings.metric_set), settings,
@@ -272,7 +280,7 @@ def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Pla
                 tuple(notes), info, choice, options)
 
 
-def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -> Plan:
+def _cpu_plan(settings: ProfileSettings, command: list[str], run_id: str, run_dir: Path, why: str) -> Plan:
     from gpuprof.launch.cpu_profile import plan_cpu
 
     if settings.filters:
@@ -283,7 +291,7 @@ def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -
                 if cpu.perf else "no perf: the command is only timed")
     before = (f"device: CPU ({why}); the metric sets are for GPUs: on the CPU perf counts what the machine allows",
               counting, *cpu.notes)
-    steps = (Step(cpu.command(list(settings.command), run_dir)),)
+    steps = (Step(cpu.command(command, run_dir)),)
     return Plan(settings, "cpu", run_id, run_dir, steps, before, notes=cpu.notes, cpu=cpu)
 
 
@@ -300,7 +308,7 @@ def _run_steps(plan_: Plan) -> list[process.Finished]:
         try:
             finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix)
         except OSError as error:
-            if step.argv[0] == plan_.settings.command[0]:
+            if plan_.tool == "none":  # no profiler: the step is the command itself
                 raise CommandFailed(f"cannot start {step.argv[0]}: {error.strerror}", "check that it is an executable program") from None
             raise ProfilerError(f"cannot execute {step.argv[0]}: {error.strerror}", "check the installation with 'gpuprof doctor'") from None
         done.append(finished)

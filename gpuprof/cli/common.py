@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from gpuprof import outputs
+from gpuprof.errors import GpuprofError
 from gpuprof.render import FORMATS, WIDE
 from gpuprof.store import STORE_ENV
 
@@ -66,6 +68,16 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None, fol
     path = Path(value)
     if suffixes and path.suffix.lower() not in suffixes:
         raise click.BadParameter(f"'{path.name}' is not a {' or '.join(suffixes)} file name", ctx, param)
+    if not folder:  # a symlink is written through to its target, a device or FIFO directly
+        try:
+            real, stream = outputs.target(path)
+        except GpuprofError as error:
+            raise click.BadParameter(error.problem, ctx, param) from None
+        if stream:
+            if not os.access(real, os.W_OK):
+                raise click.BadParameter(f"{path} cannot be written: give another path", ctx, param)
+            return value
+        path = real
     target = path if folder else path.parent
     existing = next(p for p in (target, *target.parents) if p.exists())  # '.' or '/' at the latest
     if not folder and existing != target:

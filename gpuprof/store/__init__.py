@@ -22,6 +22,7 @@ from pathlib import Path
 
 from gpuprof.store import columns as store_columns
 from gpuprof.errors import StoreError
+from gpuprof.outputs import regular_file
 from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run
 
 STORE_ENV = "GPUPROF_STORE"
@@ -136,9 +137,10 @@ class Store:
         try:
             if read_only:
                 self._db = _connect_read_only(path)
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self._db = _connect(path)
+            else:  # through a symlink to its target; a device or FIFO cannot hold SQLite's file
+                real = regular_file(path, "results store", StoreError, "give a file path with --store or $GPUPROF_STORE")
+                real.parent.mkdir(parents=True, exist_ok=True)
+                self._db = _connect(real)
         except OSError as error:
             raise StoreError(f"cannot create results store {path}: {error.strerror}",
                              "give a writable path with --store or $GPUPROF_STORE") from None
