@@ -86,6 +86,28 @@ def test_truncated_report_is_a_format_error(tmp_path: Path) -> None:
         readers.read(path)
 
 
+# Byte offsets and XOR masks (13 bits) that make the report lose both kernels' names: found by
+# flipping random bits of REP (random.Random(0)); ncu_report then returns no name for either action.
+NAMELESS = [(309298, 32), (397749, 16), (1085975, 128), (1182113, 4), (1300853, 2), (1483908, 64), (1698416, 16),
+            (1764005, 1), (1980310, 2), (1998992, 32), (2116810, 4), (2233733, 4), (2446881, 8)]
+
+
+def test_a_launch_without_a_kernel_name_keeps_a_placeholder_and_a_note(tmp_path: Path) -> None:
+    from gpuprof.importing import kernel_table
+
+    data = bytearray(REP.read_bytes())
+    for offset, mask in NAMELESS:
+        data[offset] ^= mask
+    path = tmp_path / "flipped.ncu-rep"
+    path.write_bytes(bytes(data))
+    run = readers.read(path)
+    assert run.launch_table["kernel"].tolist() == ["(unnamed kernel 1)", "(unnamed kernel 2)"]
+    assert run.notes == ["launch(es) 1, 2 have no kernel name in the report (damaged?): shown as '(unnamed kernel N)'"]
+    table = kernel_table([run])  # was: ValueError: cannot convert float NaN to integer
+    assert table["kernel"].tolist() == ["(unnamed kernel 1)", "(unnamed kernel 2)"]
+    assert table["launches"].tolist() == [1, 1]
+
+
 @pytest.fixture
 def aborting_report(tmp_path: Path) -> Path:
     """A report on which ncu_report aborts its process (tests/fixtures/damaged/README.md)."""

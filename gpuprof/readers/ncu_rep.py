@@ -214,8 +214,10 @@ def read(path: Path) -> Run:
     if not columns.kernels:
         raise FormatError(f"{path}: the report holds no profiled kernels (empty or truncated)",
                           "Re-export it from Nsight Compute, or profile again")
+    notes = [f"launch(es) {', '.join(map(str, columns.unnamed))} have no kernel name in the report "
+             "(damaged?): shown as '(unnamed kernel N)'"] if columns.unnamed else []
     return Run(kind="import", format=NAME, source=str(path), device=run_device(columns.devices, columns.attributes),
-               environment={"tool": "ncu"}, tables=columns.tables())
+               environment={"tool": "ncu"}, notes=notes, tables=columns.tables())
 
 
 class _Columns:
@@ -229,6 +231,7 @@ class _Columns:
         self.names: list[str] = []
         self.units: list[str] = []
         self.texts: list[str] = []
+        self.unnamed: list[int] = []  # launches (1-based) whose kernel name the report lost
 
     def add(self, module: Any, action: Any) -> None:
         string_kind = module.IMetric.ValueKind_STRING
@@ -249,7 +252,11 @@ class _Columns:
             self.names.append(name)
             self.units.append(metric.unit())
             self.texts.append(value if isinstance(value, str) else repr(value))
-        self.kernels.append(action.name(module.IAction.NameBase_DEMANGLED) or action.name())
+        name = action.name(module.IAction.NameBase_DEMANGLED) or action.name()
+        if not name:  # damaged bytes where the name was: the launch is kept under a placeholder
+            name = f"(unnamed kernel {position + 1})"
+            self.unnamed.append(position + 1)
+        self.kernels.append(name)
         self.devices.append(str(values.get("device__attribute_display_name", "")))
         self.attributes.append(_attributes(values, action.name()))
 
