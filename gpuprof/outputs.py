@@ -85,6 +85,20 @@ def appending(path: str | Path, **open_args: Any) -> IO[Any]:
         raise InputError(f"cannot write {path}: {error.strerror or error}", _FIX) from None
 
 
+def creatable_in(folder: str | Path) -> str | None:
+    """Why a file cannot be created in ``folder``, or None when it can. Tried for real (a probe file
+    made and removed at once): permission bits say yes for root in /proc, where nothing can be made."""
+    import tempfile
+
+    try:
+        handle, name = tempfile.mkstemp(prefix=".gpuprof-probe-", dir=folder)
+    except OSError as error:
+        return error.strerror or str(error)
+    os.close(handle)
+    os.unlink(name)
+    return None
+
+
 def make_folder(path: str | Path) -> Path:
     """``path`` as a folder, created with its parents when missing; one InputError when it cannot
     be (a parent that is a file, a read-only place, a path under /proc)."""

@@ -87,6 +87,9 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None, fol
     if not os.access(existing, os.W_OK):
         raise click.BadParameter(f"folder {existing} cannot be written (read-only, or another user's): "
                                  "give another path", ctx, param)
+    why = outputs.creatable_in(existing)
+    if why:
+        raise click.BadParameter(f"nothing can be created in {existing} ({why}): give another path", ctx, param)
     if not folder and path.exists() and not os.access(path, os.W_OK):
         raise click.BadParameter(f"{path} cannot be written: give another path", ctx, param)
     return value
