@@ -137,7 +137,8 @@ def places(tmp_path_factory):
     quick.write_text('repeat = 1\nwarmup = 0\n[[grid]]\nops = ["add"]\nsizes = ["1MB"]\n')
 
     def fill(folder: Path) -> None:
-        open_store(folder / "results.sqlite").close()
+        with open_store(folder / "results.sqlite") as store:
+            store._db  # noqa: B018 - created now, with no run (a store is otherwise created by its first write)
         (folder / "notes.txt").write_text("not a run file\n")
 
     with read_only.read_only_folder(root / "ro", fill) as ro:
@@ -166,4 +167,4 @@ def test_run_refuses_an_unwritable_store_before_measuring(places, monkeypatch):
     result = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "6MB", "--device", "cpu",
                                        "--store", f"{places['ro']}/new.sqlite"])
     assert result.exit_code == 6
-    assert result.output.startswith(f"error: cannot open results store {places['ro']}/new.sqlite")
+    assert result.output.startswith(f"error: cannot create results store {places['ro']}/new.sqlite")

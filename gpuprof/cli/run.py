@@ -90,7 +90,8 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
     settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
                            repeat=repeat, warmup=warmup, cache=cache, counters=counters,
                            command=command_line(), gpu=gpu, progress=progress)
-    open_store(store_path).close()  # a store that cannot be written fails now, not after the measurement
+    with open_store(store_path) as store:  # a store that cannot be written fails now, not after the measurement
+        store.writable()
     try:
         result, where = measure_and_store(settings, store_path)
     finally:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.errors import InputError
 from gpuprof.model import MEASURED, Launch, Metric, Run
 
 if TYPE_CHECKING:
@@ -89,6 +90,15 @@ def classify(name: str) -> tuple[str, str] | None:
         if match and not match.group(1).endswith("_not_issued"):
             return basis, reason_for_token(match.group(1))
     return None
+
+
+def known_reason(reason: str) -> str:
+    """``reason`` when it is an ncu stall reason (as ``--reason`` takes them); InputError listing
+    the known ones otherwise."""
+    known = sorted(vocabulary()["ncu"])
+    if reason not in known:
+        raise InputError(f"unknown stall reason '{reason}'", f"choose one of: {', '.join(known)}")
+    return reason
 
 
 def describe(family: str, reason: str) -> dict[str, Any]:

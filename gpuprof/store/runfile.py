@@ -60,7 +60,12 @@ def load(path: str | Path) -> tuple[list[Run], list[str]]:
         if not line.strip():
             continue
         try:
-            runs.append(Run.from_dict(json.loads(line)))
-        except (ValueError, TypeError, KeyError) as error:
-            notes.append(f"{path}:{number}: skipped, not a whole gpuprof run ({type(error).__name__}: {error})"[:300])
+            record = json.loads(line)
+        except ValueError:
+            notes.append(f"{path}:{number}: skipped, not a whole JSON line (a run cut off mid-write?)")
+            continue
+        try:
+            runs.append(Run.from_dict(record))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            notes.append(f"{path}:{number}: skipped, a JSON line but not a gpuprof run (fields missing or unknown)")
     return runs, notes
