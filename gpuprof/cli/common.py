@@ -17,7 +17,7 @@ import click
 
 from gpuprof import outputs
 from gpuprof.errors import GpuprofError
-from gpuprof.render import FORMATS, WIDE
+from gpuprof.render import FORMATS, WIDE, table_width
 from gpuprof.store import STORE_ENV
 
 
@@ -139,5 +139,14 @@ def echo(text: str) -> None:
 
 
 def note(text: str) -> None:
-    """A line for the user that is not data: goes to stderr so piped output stays clean."""
+    """A line for the user that is not data: goes to stderr so piped output stays clean. On a
+    terminal it wraps to the width tables fit, continuation lines indented; words (paths, commands)
+    are never cut, and what goes to a file or pipe stays one line per note."""
+    width = table_width() if sys.stderr.isatty() else None
+    if width:
+        import textwrap
+
+        text = "\n".join(wrapped for line in text.splitlines() or [""] for wrapped in textwrap.wrap(
+            line, width, subsequent_indent=" " * min(len(line) - len(line.lstrip()) + 4, width // 4),
+            break_long_words=False, break_on_hyphens=False, drop_whitespace=True) or [""])
     click.echo(text, err=True)
