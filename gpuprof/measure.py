@@ -75,6 +75,37 @@ class RunSettings:
         return ops.shape_for_size(self.op, parse_size(self.size or ""), self.dtype)
 
 
+SLOW_SAMPLE_BYTES = 256 * 1024  # the small float16 sample timed to predict a run's length
+
+
+def slow_dtype_warning(settings: RunSettings) -> str | None:
+    """For float16 on the CPU with NumPy (which computes it in software loops, minutes where float32
+    takes seconds): the expected time of the whole run, from a small sample timed now."""
+    import numpy as np
+
+    if settings.dtype != "float16" or (settings.engine or "numpy") != "numpy" or settings.device == "cuda":
+        return None
+    from gpuprof.workloads import numpy_engine
+    from gpuprof.workloads.reference import SCALAR, make_inputs
+
+    shape = settings.resolved_shape()
+    sample = ops.shape_for_size(settings.op, SLOW_SAMPLE_BYTES, "float16")
+    inputs = make_inputs(settings.op, sample, "float16", np.random.default_rng(0))
+    out = np.zeros((sample[0], sample[2]) if settings.op == "dot" else sample, dtype="float16")
+    call = numpy_engine.prepare(settings.op, inputs, SCALAR, out)
+    call()
+    started = time.perf_counter()
+    call()
+    rate = ops.flops(settings.op, sample) / max(time.perf_counter() - started, 1e-9)
+    calls = settings.warmup + settings.repeat + 1  # the first call is checked against a reference
+    expected = ops.flops(settings.op, shape) * calls / rate
+    if expected < 10:
+        return None
+    return (f"float16 on the CPU: NumPy computes it in software loops ({rate / 1e6:,.0f} MFLOP/s on a small "
+            f"sample just now), so these {calls} calls take about {expected:,.0f} s. float32 runs in hardware: "
+            "--dtype float32")
+
+
 def choose_device(requested: str) -> tuple[str, str]:
     """The device to use and why: ``auto`` takes CUDA when a GPU is usable, else the CPU."""
     if requested == "cpu":

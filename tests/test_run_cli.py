@@ -180,3 +180,26 @@ def test_json_names_the_run_and_every_quantity_once(tmp_path):
             "efficiency: FLOP/s, theoretical peak", "efficiency: FLOP/s, calibrated peak",
             "efficiency: bandwidth, calibrated peak"} <= set(names)
     assert next(q for q in report["quantities"] if q["quantity"] == "peak bandwidth, calibrated")["value"] == 10e9
+
+
+def test_float16_on_the_cpu_says_how_long_it_takes_before_starting(tmp_path, monkeypatch):
+    import re
+
+    import gpuprof.api
+    from gpuprof.errors import InputError
+
+    def stop(*args, **kwargs):
+        raise InputError("stopped before measuring", "(test)")
+
+    monkeypatch.setattr(gpuprof.api, "measure_and_store", stop)
+    result = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "12MB", "--dtype", "float16", "--device",
+                                       "cpu", "--store", str(tmp_path / "s.sqlite")])
+    first = result.output.splitlines()[0]
+    found = re.fullmatch(r"warning: float16 on the CPU: NumPy computes it in software loops \(([\d,]+) MFLOP/s on a "
+                         r"small sample just now\), so these 14 calls take about ([\d,]+) s\. float32 runs in "
+                         r"hardware: --dtype float32", first)
+    assert found, result.output
+    assert int(found.group(2).replace(",", "")) >= 10
+    plain = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "12MB", "--device", "cpu",
+                                      "--store", str(tmp_path / "s.sqlite")])
+    assert "warning: float16" not in plain.output

@@ -77,7 +77,7 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
         cache_control: str, replay_mode: str, fmt: str, store_path: str | None) -> None:
     """Measure OP at one size on the CPU or a GPU, store the run, and print what it achieved."""
     from gpuprof.api import measure_and_store
-    from gpuprof.measure import RunSettings
+    from gpuprof.measure import RunSettings, slow_dtype_warning
     from gpuprof.render.run_report import run_report
     from gpuprof.store import open_store
 
@@ -92,6 +92,9 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
                            command=command_line(), gpu=gpu, progress=progress)
     with open_store(store_path) as store:  # a store that cannot be written fails now, not after the measurement
         store.writable()
+    slow = slow_dtype_warning(settings)
+    if slow:
+        note(f"warning: {slow}")
     try:
         result, where = measure_and_store(settings, store_path)
     finally:
