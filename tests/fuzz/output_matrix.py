@@ -61,7 +61,7 @@ def _place(folder: Path, place: str, suffix: str) -> tuple[Path, Callable[[], No
         path.symlink_to(target)
     elif place == "fifo":
         os.mkfifo(path)
-        reader = threading.Thread(target=lambda: open(path, "rb").read(), daemon=True)
+        reader = threading.Thread(target=lambda: path.read_bytes(), daemon=True)
         reader.start()
 
         def done() -> None:
