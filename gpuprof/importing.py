@@ -9,6 +9,7 @@ file is.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
     from gpuprof.devices import gpu_table
 
+# Launch kinds that are host-side spans, not GPU work: kept out of the per-kernel table beside GPU work.
+HOST_KINDS = ("api", "nvtx")
 # Metrics shown as the profiler reported them, after the derived columns, when a file has them.
 KEY_METRICS = ("achieved_occupancy", "sm_efficiency", "dram_read_throughput", "dram_write_throughput",
                "gld_efficiency", "gst_efficiency", "warp_execution_efficiency", "issued_ipc")
@@ -61,8 +64,30 @@ def read_file(path: str | Path, fmt: str | None = None) -> Run:
         raise FormatError(f"{path}: the file is empty",
                           "give the file the profiler wrote (did the profiling run fail or not finish?)")
     run = readers.read(path, fmt)
-    run.notes += skew.notes(run)
+    run.notes += skew.notes(run) + _valueless(run)
     return run
+
+
+def _valueless(run: Run) -> list[str]:
+    """A note naming the launches whose every counter is NaN or n/a (a profiler pass that failed for
+    them): they are kept, as the file lists them, but nothing can be derived from them."""
+    import numpy as np
+
+    metrics = run.metric_table
+    if metrics.empty:
+        return []
+    finite = np.isfinite(metrics["value"].to_numpy())
+    texts = metrics["text"].to_numpy()
+    has_text = np.array([t is not None and str(t).strip().lower() not in ("", "nan", "n/a") for t in texts])
+    useful = np.bincount(metrics["launch"].to_numpy(), weights=finite | has_text, minlength=len(run.launch_table))
+    counted = np.bincount(metrics["launch"].to_numpy(), minlength=len(run.launch_table))
+    empty = np.flatnonzero((counted > 0) & (useful == 0))
+    if not len(empty):
+        return []
+    launches = run.launch_table
+    named = ", ".join(f"{launches['index'].iat[i]} ({launches['kernel'].iat[i]})" for i in empty[:3])
+    more = f" and {len(empty) - 3} more" if len(empty) > 3 else ""
+    return [f"{len(empty)} launch(es) with every counter NaN or n/a, kept with nothing to derive: {named}{more}"]
 
 
 def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
@@ -80,13 +105,15 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
 def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,
                  fmt: str | None = None,
                  on_stored: Callable[[Run, bool], None] | None = None, *,
-                 join: bool = False, gpu: str | None = None, tensor_flop_per_inst: float | None = None) -> list[Run]:
+                 join: bool = False, gpu: str | None = None, tensor_flop_per_inst: float | None = None,
+                 nvtx_include: Sequence[str] = ()) -> list[Run]:
     """Read each file and store its Run; returns the runs in order.
 
     With ``join``, the files are one application's, each holding some of the metrics
     (:mod:`gpuprof.readers.joining`): they are stored as one run, or, when one cannot be read, not at
     all. ``gpu`` names the GPU (a device-table name or key) for files that do not name theirs;
-    ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`).
+    ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`);
+    ``nvtx_include`` keeps only the launches made inside matching NVTX ranges (:func:`keep_nvtx`).
 
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
@@ -98,6 +125,7 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
 
     spec = gpu_table.match(gpu) if gpu else None
     tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")
+    tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include)
     paths = list(paths)
     runs: list[Run] = []
     with open_store(store_path) as store:
@@ -107,6 +135,8 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
         else:
             batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
         for run, run_id in batches:
+            if nvtx_include:
+                run = keep_nvtx(run, nvtx_include)
             if spec:
                 name_device(run, spec)
             if tensor_flop_per_inst:
@@ -118,6 +148,39 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
             if on_stored:
                 on_stored(run, added)
     return runs
+
+
+def nvtx_matches(path: str, pattern: str) -> bool:
+    """Whether a launch made inside the NVTX ranges ``path`` (``outer/inner``) matches ``pattern``:
+    a glob on one range's name, or on nested ranges written ``outer/inner`` as the path does."""
+    ranges = path.split("/") if path else []
+    parts = ("/".join(ranges[i:j]) for i in range(len(ranges)) for j in range(i + 1, len(ranges) + 1))
+    return any(fnmatch.fnmatchcase(part, pattern) for part in parts)
+
+
+def keep_nvtx(run: Run, patterns: Sequence[str]) -> Run:
+    """``run`` with only the launches made inside an NVTX range matching one of ``patterns``
+    (the ``nvtx`` attribute readers keep), as ``ncu --nvtx-include`` would have profiled them."""
+    import numpy as np
+
+    paths = [a.get("nvtx", "") for a in run.launch_table["attributes"].tolist()]
+    if not any(paths):
+        raise FormatError(f"{run.source}: no launch in this file carries NVTX ranges, so --nvtx-include "
+                          "has nothing to match", "give an Nsight Systems SQLite export or an Nsight Compute "
+                          "report of an application that uses NVTX, or leave out --nvtx-include")
+    keep = np.array([any(nvtx_matches(p, pattern) for pattern in patterns) for p in paths])
+    if not keep.any():
+        seen = sorted({p.split("/")[0] for p in paths if p})[:5]
+        raise FormatError(f"{run.source}: no launch inside an NVTX range matching {', '.join(patterns)}",
+                          f"outermost ranges in the file: {', '.join(seen)}")
+    position = np.cumsum(keep) - 1
+    launches = run.launch_table[keep].reset_index(drop=True)
+    rows = keep[run.metric_table["launch"].to_numpy()]
+    metrics = run.metric_table[rows].reset_index(drop=True)
+    metrics["launch"] = position[metrics["launch"].to_numpy()].astype(np.int32)
+    notes = [*run.notes, f"--nvtx-include {' '.join(patterns)}: kept {int(keep.sum())} of {len(keep)} launches"]
+    return Run(run.kind, run.format, run.source, run.device, run.workload, run.environment, notes=notes,
+               tables=(launches, metrics))
 
 
 def name_device(run: Run, gpu: gpu_table.GpuSpec) -> None:
@@ -231,9 +294,11 @@ def _run_kernels(run: Run) -> pd.DataFrame:
     units = derived.attrs["units"]
     default_device = str(run.device.get("name", ""))
     # One file may hold several profiling sessions (nsys --stats logs): kept apart.
-    keys = pd.DataFrame({"session": [a.get("report", "") for a in launches["attributes"].tolist()],
+    attributes = launches["attributes"].tolist()
+    keys = pd.DataFrame({"session": [a.get("report", "") for a in attributes],
                          "device": [d or default_device for d in launches["device"].tolist()],
-                         "kernel": launches["kernel"].tolist()})
+                         "kernel": launches["kernel"].tolist(),
+                         "host": [a.get("kind") in HOST_KINDS for a in attributes]})
     groups = keys.groupby(list(keys.columns), sort=False).ngroup()
     weights = launches["invocations"].astype(float)
     titles = {column: title for title, column in _derived_columns()}
@@ -259,7 +324,8 @@ def _run_kernels(run: Run) -> pd.DataFrame:
         _datasheet_efficiency(device, rate) for device, rate in zip(out["device"], out["FLOP/s sp"])]
     out["origin"] = (f"{MEASURED} by the profiler ({run.format}); rates, clock and efficiencies "
                      "derived from those counters; datasheet peaks from configs/devices.toml")
-    return out.reset_index(drop=True)
+    host = out.pop("host")  # API calls and NVTX ranges are host side: shown only when a file holds nothing else
+    return (out if host.all() else out[~host]).reset_index(drop=True)
 
 
 def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:

@@ -19,10 +19,10 @@ from gpuprof.model import Run
 # Binary reports first: their magic bytes decide at once, where the text sniffers would scan 64 KiB
 # of decoded binary with their patterns (a quarter of the time of reading a small .ncu-rep).
 _MODULES: list[str] = [
-    "ncu_rep", "nsys_rep",
-    "ncu_source_csv", "perf_topdown", "perf_stat",
+    "ncu_rep", "nsys_rep", "nsys_sqlite",
+    "ncu_source_csv", "perf_topdown", "perf_stat", "nsys_trace",
     "ncu_raw", "ncu_text", "ncu_csv",
-    "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_text_trace", "nvprof_text_metrics",
+    "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_api_trace", "nvprof_text_trace", "nvprof_text_metrics",
     "nvprof_text_summary", "nsys_stats",
 ]
 

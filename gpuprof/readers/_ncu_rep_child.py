@@ -54,7 +54,22 @@ def _add(columns: dict[str, list[Any]], module: Any, string_kind: Any, action: A
         columns["texts"].append(value if isinstance(value, str) else repr(value))
     columns["kernels"].append(action.name(module.IAction.NameBase_DEMANGLED) or action.name() or None)
     columns["devices"].append(str(values.get("device__attribute_display_name", "")))
-    columns["attributes"].append(_attributes(values, action.name()))
+    attributes = _attributes(values, action.name())
+    if path := _nvtx_path(action):
+        attributes["nvtx"] = path
+    columns["attributes"].append(attributes)
+
+
+def _nvtx_path(action: Any) -> str:
+    """The NVTX push/pop ranges open at the launch (``--nvtx`` profiling), outermost first, joined by
+    '/' as ``--nvtx-include`` writes nested ranges; domains in the report's order."""
+    state = action.nvtx_state()
+    if state is None:
+        return ""
+    ranges: list[str] = []
+    for domain in state.domains():
+        ranges += [str(name) for name in state.domain_by_id(domain).push_pop_ranges()]
+    return "/".join(ranges)
 
 
 def _attributes(values: dict[str, Any], short_name: str) -> dict[str, str]:
