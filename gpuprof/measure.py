@@ -220,6 +220,8 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
         notes.append(f"{settings.gpu_options()} ignored: no GPU was used, so no GPU profiler ran")
     rng = np.random.default_rng(settings.seed)
     out_shape = (shape[0], shape[2]) if settings.op == "dot" else shape
+    say = settings.progress or (lambda phase, done, total: None)  # the silent steps before the timed calls
+    say(f"operands ({format_bytes(footprint * sets)})", 0, 3)
     operand_sets = [make_inputs(settings.op, shape, settings.dtype, rng) for _ in range(sets)]
     # written once now, so no timed call pays for first-touch page faults of its output
     outputs = [np.full(out_shape, 0, dtype=settings.dtype) for _ in range(sets)]
@@ -228,7 +230,9 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     calls = [workloads.blocking(engine, engine.prepare(settings.op, ins, SCALAR, out))
              for ins, out in zip(placed, outputs)]
     prepare_s = time.perf_counter() - started
+    say("first call", 1, 3)
     result, first_s = compile_time.first_call(engine, calls[0], settings.op, settings.dtype, "cpu")
+    say("float64 reference check", 2, 3)
     error = check_result(settings.op, settings.dtype, engine.NAME, workloads.to_host(engine, result),
                          reference(settings.op, operand_sets[0]))
 

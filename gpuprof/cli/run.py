@@ -28,13 +28,15 @@ class _Progress:
                             console=Console(stderr=True), transient=True, auto_refresh=False)
         self.task: Any = None
         self.drawn = 0.0
+        self.phase = ""
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if self.task is None:
             self.bar.start()
             self.task = self.bar.add_task(self.label)
         self.bar.update(self.task, description=f"{self.label}: {phase}", completed=done, total=total)
-        if time.monotonic() - self.drawn > 0.2:
+        if time.monotonic() - self.drawn > 0.2 or phase != self.phase:  # a new phase is shown at once
+            self.phase = phase
             self.bar.refresh()
             self.drawn = time.monotonic()
 
