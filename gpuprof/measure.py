@@ -137,6 +137,8 @@ def measure(settings: RunSettings, store_path: str | None = None) -> Run:
     """
     shape = settings.resolved_shape()
     device, why = choose_device(_requested_device(settings))
+    if settings.device == "auto" and device == "cuda" and _requested_device(settings) == "cuda":
+        why = f"engine {settings.engine} runs only on a GPU (--device auto)"  # not typed: --device cuda
     if device == "cuda":
         from gpuprof.launch.gpu_session import run_gpu
 

@@ -203,3 +203,14 @@ def test_float16_on_the_cpu_says_how_long_it_takes_before_starting(tmp_path, mon
     plain = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "12MB", "--device", "cpu",
                                       "--store", str(tmp_path / "s.sqlite")])
     assert "warning: float16" not in plain.output
+
+
+def test_a_gpu_only_engine_under_device_auto_does_not_claim_device_cuda_was_given(monkeypatch):
+    from gpuprof.launch import gpu_session
+    from gpuprof.measure import RunSettings, measure
+    from gpuprof.model import Run
+
+    monkeypatch.setattr(gpu_session, "run_gpu", lambda settings, shape: Run(kind="run", format="cuda-cupy",
+                                                                            source="t", device={"name": "GPU"}))
+    run = measure(RunSettings(op="add", size="1MB", engine="cupy"))
+    assert run.device["chosen_because"] == "engine cupy runs only on a GPU (--device auto)"
