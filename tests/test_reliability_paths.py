@@ -26,6 +26,8 @@ from fixture_paths import K40C
 # {bin} a binary file, {store} a good store, {k40} a real profiler output, {fifo} a FIFO (no reader),
 # {null} a character device (a null device), {dangling} a symlink to a file in a missing folder, and
 # /proc, where folders cannot be created even by root.
+HTA_RANK = str(Path(__file__).parent / "fixtures" / "traces" / "hta_sampled_rank-0.json.gz")
+
 CASES = [
     ("calibrate", "store_path", ["calibrate", "--store", "{null}"]),
     ("compare", "stores", ["compare", "--store", "{fifo}"]),
@@ -88,6 +90,11 @@ CASES = [
     ("show", "store_path", ["show", "--store", "{missing}/s.sqlite"]),
     ("show", "store_path", ["show", "--store", "{bin}"]),
     ("show", "store_path", ["show", "--store", "{dir}"]),
+    ("trace", "file", ["trace", "{missing}/t.pt.trace.json"]),
+    ("trace", "file", ["trace", "{bin}"]),
+    ("trace", "file", ["trace", "{dir}"]),
+    ("trace", "against", ["trace", HTA_RANK, "--against", "{missing}/b.pt.trace.json"]),
+    ("trace", "against", ["trace", HTA_RANK, "--against", "{bin}"]),
     ("stalls", "files", ["stalls", "{missing}/k40.csv"]),
     ("stalls", "files", ["stalls", "{bin}"]),
     ("stalls", "files", ["stalls", "{dir}"]),

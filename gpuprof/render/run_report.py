@@ -6,12 +6,13 @@ import textwrap
 
 import pandas as pd
 
-from gpuprof.workloads import ops
+from gpuprof.derive.cpu_flops import matmul_validation
 from gpuprof.derive.summary import quantities
 from gpuprof.model import Run
-from gpuprof.render import emit, table_width
 from gpuprof.model.sizes import format_bytes
 from gpuprof.model.units import human
+from gpuprof.render import emit, table_width
+from gpuprof.workloads import ops
 
 
 def _count(number: object, noun: str) -> str:
@@ -83,6 +84,9 @@ def run_report(run: Run, fmt: str) -> str:
     if fmt == "csv":
         return emit(quantity_frame(run, for_people=False), fmt)
     body = emit(quantity_frame(run, for_people=True), fmt)
+    validation = matmul_validation(run)
+    if validation is not None:
+        body += "\n\n" + emit(validation, fmt, title="Validation: counted FLOPs of one matrix product vs 2n³ and n²(2n−1)")
     head = header(run)
     if fmt == "markdown":
         return "\n".join(f"- {line.strip()}" for line in head) + "\n\n" + body

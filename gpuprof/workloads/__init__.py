@@ -25,6 +25,7 @@ from gpuprof.errors import EngineError, InputError
 # engine name -> (module, devices it runs on)
 ENGINES: dict[str, tuple[str, tuple[str, ...]]] = {
     "numpy": ("numpy_engine", ("cpu",)),
+    "python-loop": ("python_loop", ("cpu",)),
     "pytensor": ("pytensor_engine", ("cpu", "cuda")),
     "pytensor-jax": ("pytensor_jax", ("cpu", "cuda")),
     "pytensor-torch": ("pytensor_torch", ("cpu", "cuda")),
