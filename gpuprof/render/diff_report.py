@@ -155,6 +155,8 @@ def render(result: DiffResult, fmt: str, gpus: tuple[str | None, str | None] = (
 
 def _whole_counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Counts as integers for JSON (3, not 3.0): sample sizes, and launch counts on both sides."""
+    import pandas as pd
+
     frame = frame.copy()
     for column in ("n A", "n B"):
         if column in frame:
@@ -163,5 +165,5 @@ def _whole_counts(frame: pd.DataFrame) -> pd.DataFrame:
     if counts is not None and counts.any():
         for column in ("A", "B"):
             frame[column] = frame[column].astype(object)
-            frame.loc[counts, column] = [None if v != v or v is None else int(v) for v in frame.loc[counts, column]]
+            frame.loc[counts, column] = [None if pd.isna(v) else int(v) for v in frame.loc[counts, column]]
     return frame
