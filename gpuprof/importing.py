@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof.derive import kernels
+from gpuprof.derive import kernels, simulated
 from gpuprof.errors import FormatError
 from gpuprof.model import MEASURED, Run
 
@@ -97,11 +97,17 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
     format, so importing the same file again finds the run already stored instead of counting
     its kernels twice."""
     digest = hashlib.sha256(fmt.encode())
-    for one in [path] if isinstance(path, (str, Path)) else path:
+    for one in _files([path] if isinstance(path, (str, Path)) else path):
         with open(one, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()[:32]
+
+
+def _files(paths: Iterable[str | Path]) -> list[Path]:
+    """The files to hash: each path itself, or a folder's regular files in name order."""
+    return [child for path in map(Path, paths)
+            for child in (sorted(c for c in path.iterdir() if c.is_file()) if path.is_dir() else [path])]
 
 
 def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,
@@ -234,7 +240,12 @@ def _datasheet_efficiency(device: str, rate: float) -> float | None:
 def _run_kernels(run: Run) -> pd.DataFrame:
     """The per-kernel rows of one run (:func:`gpuprof.derive.kernels.aggregate` of its launches),
     columns titled as in :func:`kernel_table`. API calls and NVTX ranges are host side: they are
-    shown only when a file holds nothing else."""
+    shown only when a file holds nothing else. A simulated run's rows are its layers
+    (:func:`gpuprof.derive.simulated.layer_table`)."""
+    if run.device.get("kind") == "simulated":
+        table = simulated.layer_table(run).rename(columns={"layer": "kernel"})
+        table.insert(0, "file", Path(run.source).name)
+        return table
     launches = kernels.launch_frame(run, KEY_METRICS, roofline=False)
     units = launches.attrs["units"]
     host = [a.get("kind") in HOST_KINDS for a in run.launch_table["attributes"].tolist()]

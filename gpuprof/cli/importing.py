@@ -8,7 +8,7 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note, store_o
 
 
 @click.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--reader", "reader", default=None, metavar="NAME",
               help="Read every file as this format instead of detecting it from the content.")
 @click.option("--join", "join", is_flag=True,
@@ -68,6 +68,8 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
         if run.format in traces.TRACE_FORMATS:
             note(f"{run.source}: per-op, per-step and per-GPU tables: gpuprof trace {run.source} --table ops")
     kernels = [run for run in kernels if len(run.launch_table)]
+    simulated = bool(kernels) and all(run.device.get("kind") == "simulated" for run in kernels)
+    title = ("Imported layers (simulated: cycles and counts from the simulator; see origin)" if simulated else
+             "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)")
     if kernels:  # a CPU-only trace has no kernel rows
-        echo(emit(importing.kernel_table(kernels), fmt, title="Imported kernels (measured by the profiler; base units; "
-                                                             "values per launch, rates time-weighted)"))
+        echo(emit(importing.kernel_table(kernels), fmt, title=title))

@@ -9,10 +9,17 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
-
-from gpuprof.workloads.ops import DTYPES, OPS
+from gpuprof.cli.common import (
+    command_line,
+    echo,
+    format_option,
+    handle_errors,
+    note,
+    store_option,
+)
+from gpuprof.cli.simulate import simulate_op, stonne_options
 from gpuprof.workloads import ENGINES
+from gpuprof.workloads.ops import DTYPES, OPS
 
 
 class _Progress:
@@ -52,8 +59,10 @@ class _Progress:
 @click.option("--dtype", default="float32", show_default=True, type=click.Choice(sorted(DTYPES)))
 @click.option("--engine", default=None, type=click.Choice(ENGINES),
               help="Workload engine. Default: numpy on the CPU, cupy on a GPU.")
-@click.option("--device", default="auto", show_default=True, type=click.Choice(("auto", "cpu", "cuda")),
-              help="auto = CUDA when a GPU is usable, else the CPU.")
+@click.option("--device", default="auto", show_default=True,
+              type=click.Choice(("auto", "cpu", "cuda", "stonne:maeri", "stonne:tpu", "stonne:sigma")),
+              help="auto = CUDA when a GPU is usable, else the CPU. stonne:ARCH simulates --op dot on STONNE "
+                   "(MAERI or TPU-like dense, SIGMA sparse); docs/simulators.md.")
 @click.option("--repeat", default=10, show_default=True, type=int, help="Timed repeats.")
 @click.option("--warmup", default=3, show_default=True, type=int, help="Untimed warm-up calls before timing.")
 @click.option("--cache", default="warm", show_default=True, type=click.Choice(("warm", "cold")),
@@ -71,13 +80,17 @@ class _Progress:
               help="GPU/ncu only: 'all' flushes caches before each replay pass; 'none' keeps them warm.")
 @click.option("--replay-mode", default="kernel", show_default=True, type=click.Choice(("kernel", "application")),
               help="GPU/ncu only: replay each kernel, or rerun the whole workload, once per pass.")
+@stonne_options
 @format_option
 @store_option
 @handle_errors
 def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | None, device: str,
         repeat: int, warmup: int, cache: str, counters: bool, profiler: str | None, profiled: int, clock_control: str,
-        cache_control: str, replay_mode: str, fmt: str, store_path: str | None) -> None:
+        cache_control: str, replay_mode: str, fmt: str, store_path: str | None, **simulator: Any) -> None:
     """Measure OP at one size on the CPU or a GPU, store the run, and print what it achieved."""
+    if device.startswith("stonne:"):
+        simulate_op(op, shape, device.split(":", 1)[1], fmt, store_path, **simulator)
+        return
     from gpuprof.api import measure_and_store
     from gpuprof.measure import RunSettings, slow_dtype_warning
     from gpuprof.render.run_report import run_report

@@ -31,7 +31,8 @@ ANALYTIC = "analytic"      # from the op's formula
 PEAK_TABLE = "peak-table"  # from configs/ device table or a datasheet formula
 CALIBRATED = "calibrated"  # measured ceiling from `gpuprof calibrate`
 DERIVED = "derived"        # computed from other values (named in the metric)
-ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED)
+SIMULATED = "simulated"    # cycles and counts a simulator (STONNE) produced: no hardware ran
+ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED, SIMULATED)
 
 MetricValue = float | str | None
 
@@ -100,7 +101,7 @@ class Run:
                  launches: Iterable[Launch] = (), notes: list[str] | None = None, created: str | None = None,
                  run_id: str | None = None, schema_version: int = SCHEMA_VERSION, *,
                  tables: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> None:
-        self.kind = kind              # "run" (gpuprof measured it) or "import" (read from a file)
+        self.kind = kind              # "run" (gpuprof measured it), "import" (read from a file), "simulation"
         self.format = format          # reader or launcher name: "ncu-csv", "nvprof-csv-metrics", "cpu-numpy"
         self.source = source          # exact command line, or the imported file's path
         self.device = device if device is not None else {}

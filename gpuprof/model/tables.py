@@ -18,7 +18,7 @@ canonical  category     the catalog's name for it, or NaN
 value      float64      the value in base units; NaN when missing or a string
 text       object       the value when the tool gave a string, else None
 unit       category     base unit of ``value`` (the tool's unit for a string)
-origin     category     measured, timed, analytic, peak-table, calibrated or derived
+origin     category     measured, timed, analytic, peak-table, calibrated, derived or simulated
 minimum    float64      lowest of several invocations when the tool aggregated them
 maximum    float64      highest of them
 =========  ===========  =============================================================

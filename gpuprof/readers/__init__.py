@@ -27,7 +27,7 @@ _MODULES: list[str] = [
     "ncu_source_csv", "perf_topdown", "perf_stat", "dlprof_papi", "nsys_trace",
     "ncu_raw", "ncu_text", "ncu_csv",
     "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_api_trace", "nvprof_text_trace", "nvprof_text_metrics",
-    "nvprof_text_summary", "nsys_stats", "chrome_trace",
+    "nvprof_text_summary", "nsys_stats", "chrome_trace", "stonne",
 ]
 
 HEAD_BYTES = 65536
@@ -55,6 +55,12 @@ def detect(path: str | Path) -> ModuleType:
     path = Path(path)
     if not path.exists():
         raise FormatError(f"{path}: no such file", "check the path")
+    if path.is_dir():
+        for module in modules():
+            if hasattr(module, "sniff_dir") and module.sniff_dir(path):
+                return module
+        raise FormatError(f"{path}: a folder gpuprof cannot read as one run",
+                          "give a profiler output file, or a folder of STONNE layer outputs")
     if not path.is_file():
         raise FormatError(f"{path}: not a regular file", "give a profiler output file")
     head = read_head(path)

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE_DIRS = (ROOT / "tests" / "fixtures" / "profiler-outputs", ROOT / "tests" / "fixtures" / "cpu-counters")
+FIXTURE_DIRS = (ROOT / "tests" / "fixtures" / "profiler-outputs", ROOT / "tests" / "fixtures" / "cpu-counters",
+                ROOT / "tests" / "fixtures" / "stonne" / "run_0001_TM2_TN1_TK64")
 SEED_CAP = 64 * 1024  # text seeds are cut to their first 64 KiB of whole lines; binary reports stay whole
 BINARY_SUFFIXES = (".ncu-rep",)
 # Mutated inputs are cut to 4 MiB: the time limit is there to catch pathological (quadratic,
