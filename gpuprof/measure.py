@@ -29,7 +29,7 @@ from gpuprof.launch.settings import CACHE_MODES, DEVICES, RunSettings
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.model.sizes import format_bytes
 from gpuprof.store import default_path, open_store
-from gpuprof.workloads import compile_time, gpu_only, ops
+from gpuprof.workloads import compile_time, gpu_only, numpy_engine, ops
 from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
 from gpuprof.workloads.timing import time_calls
 
@@ -37,6 +37,34 @@ __all__ = ["CACHE_MODES", "DEVICES", "MEMORY_SHARE", "RunSettings", "choose_devi
 
 # Refuse sizes that would need more than this share of the memory available now.
 MEMORY_SHARE = 0.8
+
+
+SLOW_SAMPLE_BYTES = 256 * 1024  # the small float16 sample timed to predict a run's length
+
+
+def slow_dtype_warning(settings: RunSettings) -> str | None:
+    """For float16 on the CPU with NumPy (which computes it in software loops, minutes where float32
+    takes seconds): the expected time of the whole run, from a small sample timed now."""
+    import numpy as np
+
+    if settings.dtype != "float16" or (settings.engine or "numpy") != "numpy" or settings.device == "cuda":
+        return None
+    shape = settings.resolved_shape()
+    sample = ops.shape_for_size(settings.op, SLOW_SAMPLE_BYTES, "float16")
+    inputs = make_inputs(settings.op, sample, "float16", np.random.default_rng(0))
+    out = np.zeros((sample[0], sample[2]) if settings.op == "dot" else sample, dtype="float16")
+    call = numpy_engine.prepare(settings.op, inputs, SCALAR, out)
+    call()
+    started = time.perf_counter()
+    call()
+    rate = ops.flops(settings.op, sample) / max(time.perf_counter() - started, 1e-9)
+    calls = settings.warmup + settings.repeat + 1  # the first call is checked against a reference
+    expected = ops.flops(settings.op, shape) * calls / rate
+    if expected < 10:
+        return None
+    return (f"float16 on the CPU: NumPy computes it in software loops ({rate / 1e6:,.0f} MFLOP/s on a small "
+            f"sample just now), so these {calls} calls take about {expected:,.0f} s. float32 runs in hardware: "
+            "--dtype float32")
 
 
 def choose_device(requested: str) -> tuple[str, str]:
@@ -66,6 +94,8 @@ def measure(settings: RunSettings, store_path: str | None = None) -> Run:
     """
     shape = settings.resolved_shape()
     device, why = choose_device(_requested_device(settings))
+    if settings.device == "auto" and device == "cuda" and _requested_device(settings) == "cuda":
+        why = f"engine {settings.engine} runs only on a GPU (--device auto)"  # not typed: --device cuda
     if device == "cuda":
         run = gpu_session.run_gpu(settings, shape)
     else:
@@ -136,6 +166,8 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
         notes.append(f"{settings.gpu_options()} ignored: no GPU was used, so no GPU profiler ran")
     rng = np.random.default_rng(settings.seed)
     out_shape = (shape[0], shape[2]) if settings.op == "dot" else shape
+    say = settings.progress or (lambda phase, done, total: None)  # the silent steps before the timed calls
+    say(f"operands ({format_bytes(footprint * sets)})", 0, 3)
     operand_sets = [make_inputs(settings.op, shape, settings.dtype, rng) for _ in range(sets)]
     # written once now, so no timed call pays for first-touch page faults of its output
     outputs = [np.full(out_shape, 0, dtype=settings.dtype) for _ in range(sets)]
@@ -144,7 +176,9 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     calls = [workloads.blocking(engine, engine.prepare(settings.op, ins, SCALAR, out))
              for ins, out in zip(placed, outputs)]
     prepare_s = time.perf_counter() - started
+    say("first call", 1, 3)
     result, first_s = compile_time.first_call(engine, calls[0], settings.op, settings.dtype, "cpu")
+    say("float64 reference check", 2, 3)
     error = check_result(settings.op, settings.dtype, engine.NAME, workloads.to_host(engine, result),
                          reference(settings.op, operand_sets[0]))
 

@@ -52,6 +52,11 @@ def _profiler_runs(path: Path) -> tuple[list[Run], str]:
     return [run], run.format
 
 
+def _is_sqlite(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+
+
 def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
     """The runs in one input, what kind of input it was, and notes on anything skipped."""
     path = Path(path)
@@ -85,6 +90,9 @@ def collect(stores: list[str | Path], files: list[str | Path],
     for path in [*sources, *map(str, files)]:
         if path in sources and not Path(path).is_file():
             raise StoreError(f"no results store at {path}", "run 'gpuprof sweep' or 'gpuprof run' first, or give --store")
+        if path in sources and not _is_sqlite(Path(path)):
+            raise StoreError(f"{path} is not a gpuprof results store (not an SQLite file)",
+                             "give a store written by gpuprof with --store; profiler outputs go to --import")
         found, _, skipped = load_runs(path)
         notes += skipped
         for run in found:
@@ -100,7 +108,11 @@ def merge(out: str | Path, inputs: list[str | Path]) -> MergeResult:
     for path in inputs:
         if Path(path).resolve() == out_path:
             raise StoreError(f"{path} is both the output store and an input", "give another OUT_STORE")
-        runs, kind, notes = load_runs(path)
+        try:
+            runs, kind, notes = load_runs(path)
+        except StoreError as error:  # the store's own advice names --store, which merge does not have
+            raise StoreError(error.problem, "give results stores, .jsonl run files or profiler outputs "
+                                            "as inputs") from None
         loaded.append((str(path), kind, runs))
         result.notes += notes
         if notes and not runs:

@@ -150,14 +150,21 @@ class Outcome:
     notes: tuple[str, ...] = ()
 
 
-def _executable(command: tuple[str, ...]) -> None:
-    """InputError when the command cannot be found or run: said before any profiler starts."""
+def _executable(command: tuple[str, ...]) -> list[str]:
+    """The command with its program as the absolute path the user's PATH gives it; InputError when
+    it cannot be found or run, said before any profiler starts.
+
+    Profilers start the command with a PATH of their own (perf puts its own directories first), so
+    a bare ``python3`` would be the system's, not the one of the user's virtual environment or conda.
+    """
     program = command[0]
-    if shutil.which(program) is None:
+    found = shutil.which(program, path=os.environ.get("PATH", os.defpath))
+    if found is None:
         where = ("not found on PATH" if "/" not in program else
                  "not executable" if Path(program).exists() else "no such file")
         raise InputError(f"command not found: {program} ({where})",
                          "check the name and PATH, or give the program's path; the command goes after '--'")
+    return [program if "/" in program else os.path.abspath(found), *command[1:]]
 
 
 def _device(settings: ProfileSettings) -> tuple[str, list[GpuInfo], str]:
@@ -194,7 +201,8 @@ def _choose(settings: ProfileSettings, info: GpuInfo) -> profilers.Choice:
     return choice
 
 
-def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Path, cc: tuple[int, int] | None
+def _gpu_steps(settings: ProfileSettings, command: list[str], choice: profilers.Choice, run_dir: Path,
+               cc: tuple[int, int] | None
                ) -> tuple[profilers.ProfileOptions, tuple[Step, ...], list[str], list[str]]:
     """The profiler options, the process(es) to run, what the set and the profiler will do, and the
     notes stored with the runs (the clock control, the metrics this GPU lacks)."""
@@ -210,7 +218,7 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
         settings.nvtx, settings.clock_control, metrics=metric_set.nvprof if nvprof_used else metric_set.ncu,
         kernel=settings.kernel, launch_skip=settings.launch_skip, launch_count=settings.launch_count,
         target_processes="all", from_start=True, cc=cc)
-    module, exe, command = choice.module(), choice.probe.path if choice.probe else "", list(settings.command)
+    module, exe = choice.module(), choice.probe.path if choice.probe else ""
     steps = [Step(module.command(exe, command, run_dir, options))]
     collected = (nvprof.to_collect(exe, options.metrics)[0] if nvprof_used
                  else module.to_collect(exe, options.metrics, options.cc)[0])
@@ -272,12 +280,12 @@ def _unfiltered(settings: ProfileSettings, tool: str) -> list[str]:
 
 def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> ProfilePlan:
     """Device, profiler, command lines and expectations for ``settings`` (module docstring)."""
-    _executable(settings.command)
+    command = _executable(settings.command)
     device, gpus, why = _device(settings)
     run_id = uuid.uuid4().hex
     run_dir = settings.reports_dir / run_id
-    made = _cpu_plan(settings, run_id, run_dir, why) if device == "cpu" else _gpu_plan(settings, run_id, run_dir, gpus,
-                                                                                         store_path)
+    made = _cpu_plan(settings, command, run_id, run_dir, why) if device == "cpu" else \
+        _gpu_plan(settings, command, run_id, run_dir, gpus, store_path)
     lines = _counter_lines(settings)
     return dataclasses.replace(made, before=made.before + lines, notes=made.notes + lines) if lines else made
 
@@ -306,11 +314,11 @@ def _counter_lines(settings: ProfileSettings) -> tuple[str, ...]:
             *(() if backend else ("counters per region: not counted (no backend opened; regions are only timed)",)))
 
 
-def _gpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, gpus: list[GpuInfo],
+def _gpu_plan(settings: ProfileSettings, command: list[str], run_id: str, run_dir: Path, gpus: list[GpuInfo],
               store_path: str | Path | None) -> ProfilePlan:
     info = gpus[0]
     choice = _choose(settings, info)
-    options, steps, lines, notes = _gpu_steps(settings, choice, run_dir, _cc(info))
+    options, steps, lines, notes = _gpu_steps(settings, command, choice, run_dir, _cc(info))
     before = (f"device: {info.name} (compute capability {info.cc}, NVML){'' if len(gpus) == 1 else f', the first of {len(gpus)} GPUs'}",
               f"profiler: {choice.probe.described if choice.probe else choice.backend}", *lines,
               *expectations(_history(store_path, info.name, choice.backend, settings.metric_set), settings,
@@ -319,7 +327,7 @@ def _gpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, gpus: list[
                 tuple(notes), info, choice, options)
 
 
-def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -> ProfilePlan:
+def _cpu_plan(settings: ProfileSettings, command: list[str], run_id: str, run_dir: Path, why: str) -> ProfilePlan:
     if settings.filters:
         raise InputError(f"{', '.join(settings.filters)} choose GPU kernel launches, and this profile runs on the CPU ({why})",
                          "leave them out for a CPU profile (perf counts the whole command), or run on a machine with an NVIDIA GPU")
@@ -328,7 +336,7 @@ def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -
                 if cpu.perf else "no perf: the command is only timed")
     before = (f"device: CPU ({why}); the metric sets are for GPUs: on the CPU perf counts what the machine allows",
               counting, *cpu.notes)
-    steps = (Step(cpu.command(list(settings.command), run_dir)),)
+    steps = (Step(cpu.command(command, run_dir)),)
     return ProfilePlan(settings, "cpu", run_id, run_dir, steps, before, notes=cpu.notes, cpu=cpu)
 
 
@@ -351,7 +359,7 @@ def _run_steps(plan_: ProfilePlan, series: PowerSeries | None) -> list[process.F
             finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix,
                                          env=env, started=(lambda p: series.watch(p.pid)) if series else None)
         except OSError as error:
-            if step.argv[0] == plan_.settings.command[0]:
+            if plan_.tool == "none":  # no profiler: the step is the command itself
                 raise CommandFailed(f"cannot start {step.argv[0]}: {error.strerror}", "check that it is an executable program") from None
             raise ProfilerError(f"cannot execute {step.argv[0]}: {error.strerror}", "check the installation with 'gpuprof doctor'") from None
         done.append(finished)

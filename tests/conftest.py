@@ -1,8 +1,12 @@
 """Suite-wide fixtures: every test gets its own gpuprof cache folder, and leaves nothing in the working tree
-(tests write under tmp_path, stores included)."""
+(tests write under tmp_path, stores included).
+
+Tests see gpuprof's internal errors as the exceptions they are, not as the CLI's one-line report
+(tests/test_cli_internal_error.py unsets GPUPROF_DEBUG to test that report)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +17,8 @@ from gpuprof.launch import ncu_metrics
 ROOT = Path(__file__).resolve().parent.parent
 # What running pytest itself creates; everything else new at the top or under reports/ came from a test.
 TOOL_CACHES = {".pytest_cache", ".hypothesis", "__pycache__", ".ruff_cache"}
+
+os.environ.setdefault("GPUPROF_DEBUG", "1")
 
 
 @pytest.fixture(autouse=True)

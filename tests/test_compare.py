@@ -179,7 +179,8 @@ def test_compare_with_nothing_to_compare_says_what_to_do(tmp_path):
 
     from gpuprof.store import open_store
 
-    open_store(tmp_path / "empty.sqlite").close()
+    with open_store(tmp_path / "empty.sqlite") as store:
+        store._db  # noqa: B018 - created now, with no run (a store is otherwise created by its first write)
     result = CliRunner().invoke(main, ["compare", "--store", str(tmp_path / "empty.sqlite")])
     assert result.exit_code == 2 and result.stdout == ""
     assert "nothing to compare" in result.stderr and "--reference paper" in result.stderr

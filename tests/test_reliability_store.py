@@ -237,8 +237,9 @@ def test_new_store_on_a_full_disk_is_a_store_error(small_mount):
     filler = small_mount / "filler"
     with open(filler, "wb") as handle, pytest.raises(OSError):
         handle.write(b"\0" * 512 * 1024)
-    with pytest.raises(StoreError, match="database or disk is full|unable to open"):
-        open_store(small_mount / "new.sqlite")
+    with pytest.raises(StoreError, match="database or disk is full|unable to open"), \
+            open_store(small_mount / "new.sqlite") as store:  # a new store is created by its first write
+        store.add(_run("full"))
 
 
 def test_read_only_mount_reads_the_store_and_refuses_writes_clearly(small_mount):

@@ -86,7 +86,8 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
         counters=counters)
     plan = library.plan(settings, store_path)
     if not dry_run:
-        open_store(store_path).close()  # a store that cannot be written fails now, not after the profiling
+        with open_store(store_path) as store:  # a store that cannot be written fails now, not after the profiling
+            store.writable()
     for line in plan.before:
         note(f"plan: {line}")
     for line in plan.warnings:

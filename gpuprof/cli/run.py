@@ -35,13 +35,15 @@ class _Progress:
                             console=Console(stderr=True), transient=True, auto_refresh=False)
         self.task: Any = None
         self.drawn = 0.0
+        self.phase = ""
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if self.task is None:
             self.bar.start()
             self.task = self.bar.add_task(self.label)
         self.bar.update(self.task, description=f"{self.label}: {phase}", completed=done, total=total)
-        if time.monotonic() - self.drawn > 0.2:
+        if time.monotonic() - self.drawn > 0.2 or phase != self.phase:  # a new phase is shown at once
+            self.phase = phase
             self.bar.refresh()
             self.drawn = time.monotonic()
 
@@ -90,7 +92,7 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
         simulate_op(op, shape, device.split(":", 1)[1], fmt, store_path, **simulator)
         return
     from gpuprof.api import measure_and_store
-    from gpuprof.measure import RunSettings
+    from gpuprof.measure import RunSettings, slow_dtype_warning
     from gpuprof.render.run_report import run_report
     from gpuprof.store import open_store
 
@@ -103,7 +105,11 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
     settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
                            repeat=repeat, warmup=warmup, cache=cache, counters=counters,
                            command=command_line(), gpu=gpu, progress=progress)
-    open_store(store_path).close()  # a store that cannot be written fails now, not after the measurement
+    with open_store(store_path) as store:  # a store that cannot be written fails now, not after the measurement
+        store.writable()
+    slow = slow_dtype_warning(settings)
+    if slow:
+        note(f"warning: {slow}")
     try:
         result, where = measure_and_store(settings, store_path)
     finally:

@@ -43,10 +43,13 @@ def stalls(files: tuple[Path, ...], op: str | None, size: str | None, device: st
            kernel: str | None, top: int, reason: str | None, hot_only: bool, show_zero: bool,
            plot: Path | None, fmt: str) -> None:
     """Rank the stall reasons of each kernel in FILES (or of a live --op run) and explain them."""
+    from gpuprof.model.stalls import known_reason
     from gpuprof.errors import InputError
     from gpuprof.stalls.report import stall_report, write_stall_plot
     from gpuprof.stalls import analyze_files, measure_live
 
+    if reason is not None:
+        known_reason(reason)
     if files and op:
         raise InputError("give FILE arguments or --op/--size, not both", "run them as two commands")
     if not files and not op:

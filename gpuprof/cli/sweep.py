@@ -57,16 +57,16 @@ class _Progress:
         rate_text = f"{rate:,.1f} MFLOP/s (derived: analytic FLOPs / timed median)" if isinstance(rate, float) else ""
         engine = (run.workload or {}).get("engine", "?")
         self.console.print(f"stored {point.label}: {rate_text}, {engine} on {run.device.get('name', '?')}, "
-                           f"run {run.run_id[:8]}", markup=False, highlight=False, soft_wrap=True)
+                           f"run {run.run_id[:8]}", markup=False, highlight=False)
         self.bar.advance(self.task)
 
     def point_failed(self, point: Point, error: str) -> None:
-        self.console.print(f"FAILED {point.label}: {error}", markup=False, highlight=False, style="red", soft_wrap=True)
+        self.console.print(f"FAILED {point.label}: {error}", markup=False, highlight=False, style="red")
         self.bar.advance(self.task)
 
     def slurm_event(self, event: Any) -> None:
         """A Slurm job submitted, finished or failed (``gpuprof.sweep.slurm.SlurmProgress``)."""
-        self.console.print(event.describe(), markup=False, highlight=False, soft_wrap=True)
+        self.console.print(event.describe(), markup=False, highlight=False)
 
     def stop(self) -> None:
         self.bar.stop()

@@ -20,6 +20,7 @@ counter looks wrong where AI(L1) <= AI(L2) <= AI(DRAM) fails (:func:`gpuprof.der
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.derive import kernels
@@ -166,6 +167,7 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
         raise ValueError(f"precision must be 'all' or one of {', '.join(PRECISIONS)}, not {precision!r}")
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
+    unplaced: list[Run] = []
     for run in runs:
         if run.kind == CALIBRATION:
             continue
@@ -178,9 +180,14 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
         left = [p for p in found if p is not None and p.get("left_out")]
         skipped += [f"run {run.run_id[:8]}: {p['label']}: {p['left_out']}" for p in left]
         if not placed and not left:
-            what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
-            skipped.append(f"run {run.run_id[:8]} ({run.format}): no {what}, DRAM bytes and time to place")
+            unplaced.append(run)
         rows += placed + left
+    if unplaced:  # one line for all of them: a store of imports may hold hundreds
+        what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
+        formats = Counter(run.format for run in unplaced)
+        ids = ", ".join(run.run_id[:8] for run in unplaced[:3]) + (", ..." if len(unplaced) > 3 else "")
+        skipped.append(f"{len(unplaced)} run(s) with no {what}, DRAM bytes and time to place ("
+                       + ", ".join(f"{n} {fmt}" for fmt, n in formats.most_common()) + f"): {ids}")
     frame = pd.DataFrame(rows, columns=POINT_COLUMNS)
     frame["left_out"] = frame["left_out"].astype(object).fillna("")
     # bytes per FLOP at each level, which is what the check compares (a point's FLOPs are the same at all three)

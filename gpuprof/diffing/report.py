@@ -145,4 +145,20 @@ def render(result: DiffResult, fmt: str, gpus: tuple[str | None, str | None] = (
         return markdown(result, gpus)
     if fmt == "junit":
         return junit(result)
-    return emit(result.frame, fmt)
+    return emit(_whole_counts(result.frame) if fmt == "json" else result.frame, fmt)
+
+
+def _whole_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Counts as integers for JSON (3, not 3.0): sample sizes, and launch counts on both sides."""
+    import pandas as pd
+
+    frame = frame.copy()
+    for column in ("n A", "n B"):
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")
+    counts = frame["metric"] == "launches" if "metric" in frame else None
+    if counts is not None and counts.any():
+        for column in ("A", "B"):
+            frame[column] = frame[column].astype(object)
+            frame.loc[counts, column] = [None if pd.isna(v) else int(v) for v in frame.loc[counts, column]]
+    return frame

@@ -256,7 +256,7 @@ def measured(run: Run) -> pd.DataFrame:
                 values[name] = 100.0 * (values["bandwidth" if eff.unit == BYTE_RATE else "flop_rate"]) / eff.ceiling
                 origins[name] = f"{DERIVED}: {eff.basis}"
     w = run.workload or {}
-    settings = (f"{w.get('cache', 'warm')} cache, {len(time)} repeats after {w.get('warmup', 0)} warm-up, "
+    settings = (f"{w.get('cache', 'warm')} cache, {len(time)} repeat{'' if len(time) == 1 else 's'} after {w.get('warmup', 0)} warm-up, "
                 f"{run.environment.get('engine_version') or engine}")
     frame = pd.DataFrame({"kernel": f"{op} {shape} {dtype} {engine}", "grid": "", "block": "", "nvtx": "",
                           "device": str(run.device.get("name", "")), "weight": 1.0, "settings": settings,

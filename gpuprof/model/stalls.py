@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from gpuprof.errors import InputError
+
 NVPROF, RATIO, PCT, PCSAMP = "nvprof", "ratio", "pct", "pcsamp"  # the bases stall values come in
 
 _PATTERNS = (
@@ -54,6 +56,15 @@ def classify(name: str) -> tuple[str, str] | None:
         if match and not match.group(1).endswith("_not_issued"):
             return basis, reason_for_token(match.group(1))
     return None
+
+
+def known_reason(reason: str) -> str:
+    """``reason`` when it is an ncu stall reason (as ``--reason`` takes them); InputError listing
+    the known ones otherwise."""
+    known = sorted(vocabulary()["ncu"])
+    if reason not in known:
+        raise InputError(f"unknown stall reason '{reason}'", f"choose one of: {', '.join(known)}")
+    return reason
 
 
 def describe(family: str, reason: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuprof import outputs
 from gpuprof.derive.roofline import drawable, roofs
 from gpuprof.errors import InputError
 from gpuprof.model.units import human
@@ -383,8 +384,9 @@ def save(fig: Figure, paths: list[Path]) -> list[Path]:
 
     with matplotlib.rc_context({"svg.fonttype": "none"}):   # SVG text stays text: searchable, small
         for path in paths:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=150)
+            outputs.make_folder(path.parent)
+            with outputs.replacing(path, "wb") as handle:
+                fig.savefig(handle, format=path.suffix[1:].lower(), dpi=150)
     return paths
 
 

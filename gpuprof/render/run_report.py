@@ -15,6 +15,11 @@ from gpuprof.render import emit, table_width
 from gpuprof.workloads import ops
 
 
+def _count(number: object, noun: str) -> str:
+    """'1 repeat', '10 repeats'."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def header(run: Run) -> list[str]:
     """Lines saying which device, engine, shape and bytes were used, and why."""
     w = run.workload or {}
@@ -35,7 +40,7 @@ def header(run: Run) -> list[str]:
     lines += [
         f"operands: {operands} ({w['dtype']}), {format_bytes(w['size_bytes'])} in all"
         f" ({w['size_bytes']:,} bytes; requested {w.get('requested')})",
-        f"timing:   {w.get('repeat')} repeats after {w.get('warmup')} warm-up calls, {w.get('cache')} cache"
+        f"timing:   {_count(w.get('repeat'), 'repeat')} after {_count(w.get('warmup'), 'warm-up call')}, {w.get('cache')} cache"
         f" ({w.get('buffer_sets', 1)} buffer set(s)); result checked against float64"
         f" (relative error {w.get('relative_error', float('nan')):.2g})",
     ]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuprof import outputs
 from gpuprof.errors import InputError
 from gpuprof.render.chart_style import colour, wrap
 
@@ -54,9 +55,7 @@ def plot_shares(panels: Sequence[Panel], path: str | Path, xlabel: str, footer: 
         ax.tick_params(labelsize=8)
         ax.set_xlabel(xlabel, fontsize=8)
     fig.supxlabel(wrap(footer, fig, 7), fontsize=7, color="#555555", x=0.01, ha="left")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fig.savefig(path)
-    except OSError as error:
-        raise InputError(f"cannot write {path}: {error.strerror}", "choose a writable path") from None
+    outputs.make_folder(path.parent)
+    with outputs.replacing(path, "wb") as handle:
+        fig.savefig(handle, format=path.suffix[1:].lower())
     return path, max(0, len(panels) - MAX_PANELS)

@@ -257,6 +257,7 @@ def run_sweep(config: SweepConfig, store_path: str | Path | None = None, device:
     host = platform.node()
     result = SweepResult()
     with open_store(store_path) as store:
+        store.writable()  # before the first point, not after it
         result.store = str(store.path)
         done = stored_points(store.runs(), config.name, kind, host) if resume else set()
         todo = [p for p in config.points if p.key not in done]
