@@ -10,6 +10,7 @@ file is.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -100,13 +101,16 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
     tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")
     paths = list(paths)
     runs: list[Run] = []
+    if join:
+        run = joining.join([read_file(path, fmt) for path in paths])
+        batches = iter([(run, content_id(paths, f"join|{run.format}{tag}"))])
+    else:
+        batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
+    first = next(batches, None)  # read before the store is opened: a failed import creates no store
+    if first is None:
+        return runs
     with open_store(store_path) as store:
-        if join:
-            run = joining.join([read_file(path, fmt) for path in paths])
-            batches = [(run, content_id(paths, f"join|{run.format}{tag}"))]
-        else:
-            batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
-        for run, run_id in batches:
+        for run, run_id in itertools.chain([first], batches):
             if spec:
                 name_device(run, spec)
             if tensor_flop_per_inst:

@@ -9,10 +9,12 @@ so its runs get one from the file's sha256, and merging that file again is a no-
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuprof.errors import FormatError, StoreError
+from gpuprof.inputs import regular_file
 from gpuprof.model import Run
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -55,9 +57,7 @@ def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
     from gpuprof.store import runfile as export
     from gpuprof.store import open_store
 
-    path = Path(path)
-    if not path.is_file():
-        raise FormatError(f"{path}: no such file", "give a results store, a .jsonl run file or a profiler output")
+    path = regular_file(path, "give a results store, a .jsonl run file or a profiler output")
     with open(path, "rb") as handle:
         head = handle.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC:  # opened read-only: a foreign SQLite file is refused untouched
@@ -83,7 +83,7 @@ def collect(stores: list[str | Path], files: list[str | Path],
     if not sources and (default_path().is_file() or not (files or store_optional)):
         sources = [str(default_path())]
     for path in [*sources, *map(str, files)]:
-        if path in sources and not Path(path).is_file():
+        if path in sources and not os.path.lexists(path):
             raise StoreError(f"no results store at {path}", "run 'gpuprof sweep' or 'gpuprof run' first, or give --store")
         found, _, skipped = load_runs(path)
         notes += skipped

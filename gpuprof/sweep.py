@@ -34,8 +34,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpuprof import inputs
 from gpuprof.workloads import ops
-from gpuprof.errors import DeviceError, GpuprofError, InputError
+from gpuprof.errors import DeviceError, FormatError, GpuprofError, InputError
 from gpuprof.measure import CACHE_MODES
 from gpuprof.model import Run
 from gpuprof.model.sizes import format_bytes, parse_size
@@ -46,6 +47,7 @@ DEVICE_DEFAULT = "default"
 _SETTINGS: dict[str, Any] = {"repeat": 10, "warmup": 3, "dtypes": ["float32"], "engines": [None],
                              "cache": "warm", "counters": True}
 # [slurm] is read and checked by gpuprof.launch.slurm (``gpuprof sweep --slurm``).
+CONFIG_BYTES = 1 << 20  # a config is a few KiB; more is not one (and /dev/zero must not fill memory)
 _TOP_KEYS = {"name", "description", "seed", "grid", "slurm", *_SETTINGS}
 _GRID_KEYS = {"ops", "sizes", *_SETTINGS}
 
@@ -167,9 +169,10 @@ def load_config(path: str | Path) -> SweepConfig:
     """Read and check a sweep config; an InputError names the file and the offending key."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise InputError(f"cannot read sweep config {path}: {error.strerror}", "check the path") from None
+        data = tomllib.loads(inputs.read_capped(path, CONFIG_BYTES, "a sweep config",
+                                                "give a TOML sweep config such as configs/quick.toml").decode("utf-8"))
+    except FormatError as error:  # missing, a FIFO or device, too big: a bad argument to sweep
+        raise InputError(error.problem, error.fix) from None
     except UnicodeDecodeError:
         raise InputError(f"{path} is not a text file, so not a sweep config",
                          "give a TOML sweep config such as configs/quick.toml") from None

@@ -25,7 +25,7 @@ _HERTZ_WORDS = ("hz", "Hz", "HZ")
 # Count units a tool may scale with an SI prefix ("Kinst", "Mcycle"); kept as their own unit.
 _COUNTS = ("inst", "cycle", "warp", "thread", "block", "request", "sector", "transaction", "flop")
 
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*+(.*\S|)\s*$")
 
 
 def _scale_simple(unit: str) -> tuple[float, str] | None:

@@ -13,6 +13,7 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
+from gpuprof import inputs
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
 
@@ -49,11 +50,7 @@ def read_head(path: Path) -> str:
 
 def detect(path: str | Path) -> ModuleType:
     """The reader module that recognises ``path``; FormatError naming the known formats otherwise."""
-    path = Path(path)
-    if not path.exists():
-        raise FormatError(f"{path}: no such file", "check the path")
-    if not path.is_file():
-        raise FormatError(f"{path}: not a regular file", "give a profiler output file")
+    path = inputs.regular_file(path, "give a profiler output file")
     head = read_head(path)
     for module in modules():
         if module.sniff(path, head):
@@ -69,5 +66,5 @@ def read(path: str | Path, fmt: str | None = None) -> Run:
         by_name = {m.NAME: m for m in modules()}
         if fmt not in by_name:
             raise FormatError(f"unknown format '{fmt}'", f"choose one of: {', '.join(by_name)}")
-        return by_name[fmt].read(Path(path))
+        return by_name[fmt].read(inputs.regular_file(path, "give a profiler output file"))
     return detect(path).read(Path(path))

@@ -38,7 +38,7 @@ from gpuprof.model.units import parse_number, scale
 
 # "==PROF== ...", "==WARNING== ...", "==ERROR== ...", "==21206== ..." (nvprof, the PID) and
 # "======== Warning: ..." (nvprof before it knows a PID).
-_TOOL_LINE = re.compile(r"^(?:==(PROF|WARNING|ERROR|INFO|\d+)==|={4,})[ \t]?(.*?)\s*$")
+_TOOL_LINE = re.compile(r"^(?:==(PROF|WARNING|ERROR|INFO|\d+)==|={4,})[ \t]?(.*\S|)\s*$")
 _LEVEL_WORD = re.compile(r"^(error|warning)\b:?", re.IGNORECASE)
 
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))

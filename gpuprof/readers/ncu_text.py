@@ -44,19 +44,20 @@ NAME = "ncu-text"
 DESCRIPTION = ("Nsight Compute console output: details page (ncu [--metrics ...] without --csv) and "
                "--print-summary tables, fixed-width")
 
-_KERNEL = re.compile(r"^\s*(?P<name>\S.*?), Block Size (?P<block>.+?), Grid Size (?P<grid>.+?), "
-                     r"(?P<invocations>\d+) invocations?\s*$")
+# Tempered and possessive groups: each part ends at its first separator, so a long line is read once.
+_KERNEL = re.compile(r"^\s*+(?P<name>\S(?:(?!, Block Size ).)*+), Block Size (?P<block>(?:(?!, Grid Size ).)++), "
+                     r"Grid Size (?P<grid>.+?), (?P<invocations>\d++) invocations?\s*+$")
 # Possessive groups: a fuzzed line of a megabyte must not make the name split in many ways.
 _LAUNCH = re.compile(r"^\s*(?P<name>\S.*?) \((?P<grid>\d++, \d++, \d++)\)x\((?P<block>\d++, \d++, \d++)\), "
                      r"Context (?P<context>\d++), Stream (?P<stream>\d++)"
                      r"(?:, Device (?P<device>\d++))?(?:, CC (?P<cc>\d++\.\d++))?\s*$")
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+(?:Minimum\s+Maximum\s+Average|Metric Value)\s*$")
 _DASHES = re.compile(r"-+")
-_PROCESS = re.compile(r"^\s*\[(?P<pid>\d+)\]\s+(?P<process>.+?)@(?P<host>\S+)\s*$")
+_PROCESS = re.compile(r"\[(?P<pid>\d++)\]\s++(?P<process>\S.*)")
 _DEVICE = re.compile(r"^\s*Device (?P<device>\d+)\s*$")
-_SECTION = re.compile(r"^\s*Section: (?P<section>.+?)\s*$")
+_SECTION = re.compile(r"^\s*+Section: (?P<section>.*\S)\s*$")
 _OMITTED = re.compile(r"^\s*\[\.\.\.")
-_RULE = re.compile(r"^(?P<indent>\s*)(?P<kind>OPT|INF|WRN|ERR)\s{2,}(?P<text>\S.*?)\s*$")
+_RULE = re.compile(r"^(?P<indent>\s*)(?P<kind>OPT|INF|WRN|ERR)\s{2,}+(?P<text>\S(?:.*\S)?)\s*$")
 # A value printed with a decimal comma: '1.085.222,61', '39.173.590', '6,86', '1,792525'. Not ',ddd'
 # or '.ddd' alone: '14,059' is C-locale grouping and '1.096' a C-locale fraction.
 _COMMA_DECIMAL = re.compile(r"\s(?:\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}\.\d{3},\d+|\d+,(?:\d{1,2}|\d{4,}))\s*$")
@@ -91,6 +92,20 @@ def read(path: Path) -> Run:
                      "only the lines present were read")
     return Run(kind="import", format=NAME, source=str(path), device=_device(launches),
                environment={"tool": "ncu"}, launches=launches, notes=notes)
+
+
+def _process(stripped: str) -> dict[str, str] | None:
+    """pid, process and host of ``[1234] name@host``: the host follows the first ``@`` of the last word
+    (string operations, so a long line is read once)."""
+    match = _PROCESS.fullmatch(stripped)
+    if not match:
+        return None
+    rest = match["process"]
+    last_word = len(rest) - len(rest.rsplit(None, 1)[-1])
+    at = rest.find("@", max(last_word, 1))
+    if at < 0 or at == len(rest) - 1:
+        return None
+    return {"pid": match["pid"], "process": rest[:at], "host": rest[at + 1:]}
 
 
 class _Page:
@@ -131,8 +146,8 @@ class _Page:
             self.columns, self.rows = [m.start() for m in _DASHES.finditer(line)], 0
         elif self.launch is not None and (match := _RULE.match(line)):
             self.rule = [f"{match['kind']}: {match['text']}"]
-        elif match := _PROCESS.match(line):
-            self.context.update(match.groupdict())
+        elif found := _process(stripped):
+            self.context.update(found)
         elif match := _DEVICE.match(line):
             self.context["device"] = match["device"]
 

@@ -21,7 +21,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from gpuprof.store import columns as store_columns
-from gpuprof.errors import StoreError
+from gpuprof import inputs
+from gpuprof.errors import FormatError, StoreError
 from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run
 
 STORE_ENV = "GPUPROF_STORE"
@@ -133,6 +134,12 @@ class Store:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
         self.read_only = read_only
+        if os.path.lexists(path):  # a FIFO or device would block or never end: refuse first
+            try:
+                inputs.regular_file(path)
+            except FormatError as error:
+                raise StoreError(f"results store {error.problem}",
+                                 "give a gpuprof results store with --store or $GPUPROF_STORE") from None
         try:
             if read_only:
                 self._db = _connect_read_only(path)

@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 
+from gpuprof import inputs
 from gpuprof.errors import FormatError, InputError
 from gpuprof.model import Run
 
@@ -53,6 +54,7 @@ def load(path: str | Path) -> tuple[list[Run], list[str]]:
     """Runs in ``path``, and notes on lines that could not be read (e.g. a run cut off mid-write)."""
     runs: list[Run] = []
     notes: list[str] = []
+    inputs.regular_file(path, "give a run file written by gpuprof export or a Slurm sweep")
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
