@@ -172,3 +172,99 @@ def test_a_failed_import_creates_no_store(tmp_path: Path) -> None:
     store = tmp_path / "new.sqlite"
     _one_error_line(_gpuprof("import", str(bad), "--store", str(store)))
     assert not store.exists()
+
+
+# --- item 3: a value that cannot be read is missing, with a note; never another number ---------------
+PERF = Path(__file__).parent / "fixtures" / "cpu-counters" / "perf-stat-human-fp-multiplexed-intel-simd-lecture.txt"
+SOURCE_CSV = FIXTURES / "ncu-source-page-sass-csv-HET-RGNNMatmul-excerpt.csv"
+XU = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
+
+
+def _read_text(tmp_path: Path, text: str, name: str = "profile.txt"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return readers.read(path)
+
+
+def _values(run, metric: str) -> list[object]:
+    table = run.metric_table
+    return table.loc[table["metric"] == metric, "value"].tolist()
+
+
+@pytest.mark.parametrize("elapsed", ["-1", "1e308", "nan", "-0.05"])
+def test_perf_elapsed_that_perf_never_prints_is_missing_with_a_note(tmp_path: Path, elapsed: str) -> None:
+    """Failed before: such a line vanished without a word (or, in other shapes, lost its sign)."""
+    run = _read_text(tmp_path, PERF.read_text().replace("0.056711689 seconds time", f"{elapsed} seconds time"))
+    assert _values(run, "time elapsed") == []
+    assert any(f"line 18: '{elapsed}' is not a duration" in note for note in run.notes), run.notes
+    assert _values(run, "instructions") == [284766972.0]  # the rest is read as before
+
+
+@pytest.mark.parametrize("count", ["nan", "n/a", "inf", "-5", "2,84.766,97", "284,76a,972"])
+def test_perf_count_that_is_no_number_is_missing_with_a_note(tmp_path: Path, count: str) -> None:
+    """Failed before: '2,84.766,97' read as 284.76697; the others vanished without a note."""
+    run = _read_text(tmp_path, PERF.read_text().replace("284,766,972      instr", f"{count}      instr"))
+    assert _values(run, "instructions") == []
+    assert any(f"line 6: '{count}' is not a count" in note and "instructions" in note for note in run.notes)
+
+
+@pytest.mark.parametrize(("text", "decimal", "value"), [
+    ("2,84.766,97", ".", None), ("1,2,3", ".", None), ("nan", ".", None), ("inf", ".", None),
+    ("12,34,567", ".", 1234567), ("1.234,5", ",", 1234.5), ("1,5", ",", 1.5), ("14,059", ".", 14059),
+])
+def test_locale_numbers_are_whole_tokens(text: str, decimal: str, value: float | None) -> None:
+    from gpuprof.model.units import parse_locale_number
+
+    assert parse_locale_number(text, decimal) == value
+
+
+@pytest.mark.parametrize("cell", ["nan", "n/a", "inf", "1.2.3"])
+def test_ncu_csv_value_that_is_no_number_is_missing_with_a_note(tmp_path: Path, cell: str) -> None:
+    """Failed before: 'nan' and 'inf' were stored as NaN and inf, and none of the four had a note."""
+    run = _read_text(tmp_path, A100.read_text().replace('"5,323,503,232.00"', f'"{cell}"', 1), "a100.csv")
+    table = run.metric_table
+    row = table[(table["launch"] == 0) & (table["metric"] == "dram__bytes.sum")]
+    assert row["value"].isna().all() and row["text"].tolist() == [cell]
+    assert any(f"dram__bytes.sum = '{cell}'" in note and "kept as missing" in note for note in run.notes)
+
+
+@pytest.mark.parametrize(("label", "old", "new", "expected"), [
+    # spaces collapsed by a copy-paste: the row reads by its tokens
+    ("collapsed", f"{XU}             %           13.043705 13.043705 13.043705", f"{XU} % 13.043705 13.043705 13.043705",
+     (13.043705, 13.043705, 13.043705)),
+    # a minimum wider than its column: its digits do not spill into the next one (was 13.043705 / 10 ...)
+    ("wider", "13.043705 13.043705 13.043705", "1013.043705 13.043705 13.043705", (13.043705, 1013.043705, 13.043705)),
+])
+def test_ncu_print_summary_reads_whole_tokens(tmp_path: Path, label: str, old: str, new: str,
+                                              expected: tuple[float, float, float]) -> None:
+    """Failed before: fixed columns sliced the wider value and its neighbour into wrong digits."""
+    run = _read_text(tmp_path, SUMMARY_TEXT.read_text().replace(old, new, 1), "summary.log")
+    table = run.metric_table
+    row = table[(table["launch"] == 0) & (table["metric"] == XU)]
+    assert tuple(row[["value", "minimum", "maximum"]].iloc[0]) == pytest.approx(expected)
+
+
+def test_ncu_print_summary_nan_minimum_is_noted(tmp_path: Path) -> None:
+    run = _read_text(tmp_path, SUMMARY_TEXT.read_text().replace("13.043705 13.043705 13.043705",
+                                                                "NaN       13.043705 13.043705", 1), "s.log")
+    assert any(XU in note and "minimum 'NaN'" in note for note in run.notes), run.notes
+
+
+@pytest.mark.parametrize("cell", ["NaN", "n/a"])
+def test_sass_source_sample_that_is_no_count_is_not_zero(tmp_path: Path, cell: str) -> None:
+    """Failed before: a 'NaN' or 'n/a' sample count counted as 0 in the kernel's sum."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(SOURCE_CSV.read_text())))
+    header = rows[1]
+    column = next(i for i, name in enumerate(header) if name == "stall_barrier") if "stall_barrier" in header \
+        else next(i for i, name in enumerate(header) if name.startswith("stall_") and "(" not in name)
+    original = readers.read(SOURCE_CSV)
+    rows[2][column] = cell
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    run = _read_text(tmp_path, out.getvalue(), "source.csv")
+    changed = [m for m in run.launches[0].metrics if m.value is None]
+    assert len(changed) == 1 and original.launches[0].value(changed[0].name) is not None
+    assert any(header[column] in note and f"'{cell}'" in note for note in run.notes), run.notes

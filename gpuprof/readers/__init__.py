@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from gpuprof import inputs
-from gpuprof.errors import FormatError
+from gpuprof.errors import FormatError, shortened
 from gpuprof.model import Run
 
 # Binary reports first: their magic bytes decide at once, where the text sniffers would scan 64 KiB
@@ -66,5 +66,31 @@ def read(path: str | Path, fmt: str | None = None) -> Run:
         by_name = {m.NAME: m for m in modules()}
         if fmt not in by_name:
             raise FormatError(f"unknown format '{fmt}'", f"choose one of: {', '.join(by_name)}")
-        return by_name[fmt].read(inputs.regular_file(path, "give a profiler output file"))
-    return detect(path).read(Path(path))
+        run = by_name[fmt].read(inputs.regular_file(path, "give a profiler output file"))
+    else:
+        run = detect(path).read(Path(path))
+    run.notes += unreadable_notes(run)
+    return run
+
+
+# Cells a tool meant as a number but that hold none: kept as missing (their text), never as 0 or a neighbour's digits.
+_NOT_NUMBERS = r"[-+]?(?:nan|inf|infinity|n/a)|[-+]?[\d.,]*\d[\d.,]*%?"
+
+
+def unreadable_notes(run: Run) -> list[str]:
+    """A note naming the rows whose value is no number although it was written as one ('nan', 'n/a',
+    'inf', '1.2.3'): the metric is kept as missing, and the note says so instead of it vanishing."""
+    texts = run.metric_table["text"]
+    given = texts.notna()
+    if not given.any():
+        return []
+    written = texts[given].astype(str).str.strip()
+    bad = written[written.str.fullmatch(_NOT_NUMBERS, case=False)]
+    if bad.empty:
+        return []
+    table = run.metric_table.loc[bad.index]
+    kernels = run.launch_table["kernel"].to_numpy()
+    examples = [f"launch {launch} ({shortened(str(kernels[launch]), 60)}) {metric} = '{shortened(text, 20)}'"
+                for launch, metric, text in zip(table["launch"][:3], table["metric"][:3], bad[:3])]
+    return [f"{len(bad)} value(s) are not numbers and are kept as missing: {'; '.join(examples)}"
+            + (" …" if len(bad) > 3 else "")]

@@ -35,9 +35,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from gpuprof.errors import FormatError
+from gpuprof.errors import FormatError, shortened
 from gpuprof.model import Launch, Run
-from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, open_text
+from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, number, open_text
 from gpuprof.model.units import parse_locale_number
 
 NAME = "ncu-text"
@@ -87,6 +87,9 @@ def read(path: Path) -> Run:
     notes = log.notes()
     if page.decimal != ".":
         notes.append(f"numbers use '{page.decimal}' as decimal mark (ncu follows the locale)")
+    notes += page.unreadable[:5]
+    if len(page.unreadable) > 5:
+        notes.append(f"{len(page.unreadable) - 5} more rows that do not fit their table were left out")
     if page.omitted:
         notes.append(f"the file marks {page.omitted} place(s) where lines were left out ([...]); "
                      "only the lines present were read")
@@ -122,6 +125,7 @@ class _Page:
         self.rule: list[str] | None = None     # the rule paragraph being read
         self.rules: dict[int, list[str]] = {}  # id(launch) -> its rule paragraphs
         self.omitted = 0
+        self.unreadable: list[str] = []        # rows that do not fit their table, kept as missing
         self.make = metric_maker()
 
     def line(self, line: str) -> None:
@@ -197,17 +201,43 @@ class _Page:
         value = parse_locale_number(text, self.decimal)
         return text if value is None else repr(value)
 
+    @staticmethod
+    def _summary_cells(line: str) -> list[str] | None:
+        """Name, unit, minimum, maximum, average of a --print-summary row, read as whole tokens (a row
+        whose spaces were collapsed, or a value wider than its column, still reads right); None when
+        the tokens do not fit."""
+        tokens = line.split()
+        if len(tokens) == 4 and number(tokens[1].replace(",", ".")) is not None:
+            tokens.insert(1, "")  # no unit
+        return tokens if len(tokens) == 5 else None
+
+    def _details_cells(self, line: str) -> list[str] | None:
+        """Name, unit, value of a details-page row, by the rule's columns (names hold spaces); None when
+        a column edge cuts a token (a value wider than its column, spaces collapsed by a copy)."""
+        starts = self.columns or []
+        if any(0 < edge < len(line) and not line[edge - 1].isspace() for edge in starts[1:]):
+            return None
+        return [line[start:end].strip() for start, end in zip(starts, [*starts[1:], None])]
+
     def _row(self, line: str) -> None:
         assert self.launch is not None and self.columns is not None
         starts = self.columns
         if len(starts) not in (3, 5):
             return
-        cells = [line[start:end].strip() for start, end in zip(starts, [*starts[1:], None])]
+        cells = self._summary_cells(line) if len(starts) == 5 else self._details_cells(line)
+        if cells is None:
+            self.unreadable.append(f"{shortened(self.launch.kernel, 60)}: the row '{shortened(line.strip(), 80)}' "
+                                   "does not fit its table's columns: its metric is kept as missing")
+            return
         name, unit, *values = cells
         metric = self.make(name, unit, self._number(values[-1]))
         if len(values) == 3:  # summary: Minimum, Maximum, Average
             low, _ = convert_cell(self._number(values[0]), unit)
             high, _ = convert_cell(self._number(values[1]), unit)
+            if low is None or high is None:
+                self.unreadable.append(f"{shortened(self.launch.kernel, 60)}: {shortened(name, 80)} has minimum "
+                                       f"'{shortened(values[0], 20)}' and maximum '{shortened(values[1], 20)}': "
+                                       "what is no number is kept as missing")
             metric = dataclasses.replace(metric, minimum=low, maximum=high)
         self.launch.metrics.append(metric)
         sections = self.launch.attributes.get("sections", "").split("; ")
