@@ -268,3 +268,30 @@ def test_sass_source_sample_that_is_no_count_is_not_zero(tmp_path: Path, cell: s
     changed = [m for m in run.launches[0].metrics if m.value is None]
     assert len(changed) == 1 and original.launches[0].value(changed[0].name) is not None
     assert any(header[column] in note and f"'{cell}'" in note for note in run.notes), run.notes
+
+
+# --- item 4: a file cut at a line boundary says it looks truncated -------------------------------------
+DETAILS = FIXTURES / "ncu_text_details_page_cc89_sgemm_default_sections.log"
+
+
+def test_a100_csv_cut_after_the_last_launchs_first_metric_says_truncated(tmp_path: Path) -> None:
+    """Failed before: the cut file imported as a smaller profile without a word (1 of 15 metrics)."""
+    lines = A100.read_text().splitlines(keepends=True)
+    whole = readers.read(A100)
+    per_launch = whole.metric_table.groupby("launch").size()
+    assert per_launch.nunique() == 1 and per_launch.iloc[0] == 15  # every launch: 15 metric rows
+    cut = lines[:1 + 15 * (len(whole.launch_table) - 1) + 1]  # header, all launches but the last, one row
+    run = _read_text(tmp_path, "".join(cut), "cut.csv")
+    assert len(run.launch_table) == len(whole.launch_table)
+    notes = [note for note in run.notes if "looks truncated" in note]
+    assert notes and "has 1 metric row(s), every other launch at least 15" in notes[0], run.notes
+    assert not any("truncated" in note for note in whole.notes)
+
+
+def test_ncu_details_table_without_its_closing_rule_says_truncated(tmp_path: Path) -> None:
+    """Failed before: the page cut inside a table read as a shorter table, no note."""
+    lines = DETAILS.read_text().splitlines(keepends=True)
+    row = next(i for i, line in enumerate(lines) if "SM Active Cycles" in line)
+    run = _read_text(tmp_path, "".join(lines[:row + 1]), "cut.log")
+    assert any("looks truncated" in note for note in run.notes), run.notes
+    assert not any("truncated" in note for note in readers.read(DETAILS).notes)

@@ -69,8 +69,28 @@ def read(path: str | Path, fmt: str | None = None) -> Run:
         run = by_name[fmt].read(inputs.regular_file(path, "give a profiler output file"))
     else:
         run = detect(path).read(Path(path))
-    run.notes += unreadable_notes(run)
+    run.notes += unreadable_notes(run) + truncation_notes(run)
     return run
+
+
+# Formats whose launches each get the profiler's whole metric list (perf intervals, cgroups and nsys
+# summaries legitimately differ).
+_SAME_METRICS_PER_LAUNCH = ("ncu-csv", "ncu-raw", "ncu-text", "ncu-rep", "nvprof-csv-metrics", "nvprof-text-metrics")
+
+
+def truncation_notes(run: Run) -> list[str]:
+    """'The file looks truncated' when its last launch has fewer metric rows than every other launch:
+    a file cut at a line boundary reads as a smaller profile, and this is the trace such a cut leaves."""
+    launches = run.launch_table
+    if len(launches) < 2 or run.format not in _SAME_METRICS_PER_LAUNCH:
+        return []
+    rows = run.metric_table["launch"].value_counts().reindex(range(len(launches)), fill_value=0)
+    last, others = int(rows.iloc[-1]), int(rows.iloc[:-1].min())
+    if last >= others:
+        return []
+    kernel = shortened(str(launches["kernel"].iloc[-1]), 60)
+    return [f"the file looks truncated: its last launch ({kernel}) has {last} metric row(s), every other launch "
+            f"at least {others}; give the whole file if the profiler finished"]
 
 
 # Cells a tool meant as a number but that hold none: kept as missing (their text), never as 0 or a neighbour's digits.

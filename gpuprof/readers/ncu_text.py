@@ -156,6 +156,8 @@ class _Page:
             self.context["device"] = match["device"]
 
     def finish(self) -> list[Launch]:
+        if self.columns is not None and self.rows and len(self.columns) == 3:  # the rule under the rows is missing
+            self.unreadable.insert(0, "the file looks truncated: its last table ends without the rule under its rows")
         self._close_rule()
         for launch in self.launches.values():
             if id(launch) in self.rules:
