@@ -116,7 +116,7 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
             if tensor_flop_per_inst:
                 take_tensor_factor(run, tensor_flop_per_inst)
             run.run_id = run_id
-            added = run.run_id not in store.run_ids()
+            added = not store.has(run.run_id)
             store.add(run)
             runs.append(run)
             if on_stored:

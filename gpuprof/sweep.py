@@ -29,7 +29,7 @@ import hashlib
 import json
 import platform
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -230,11 +230,13 @@ def sweep_tag(config: SweepConfig, point: Point, device: str, host: str) -> dict
             "device": device, "host": host}
 
 
-def stored_points(runs: list[Run], config_name: str, device: str, host: str) -> set[str]:
-    """Point keys already stored for this config name on this device kind and host."""
+def stored_points(workloads: Iterable[dict[str, Any] | None], config_name: str, device: str, host: str) -> set[str]:
+    """Point keys already stored for this config name on this device kind and host, from the stored
+    runs' workload records (:meth:`gpuprof.store.Store.workloads`)."""
     keys = set()
-    for run in runs:
-        tag = (run.workload or {}).get("sweep") or {}
+    for workload in workloads:
+        tag = (workload or {}).get("sweep") or {}
+        tag = tag if isinstance(tag, dict) else {}
         if tag.get("config") == config_name and tag.get("device") == device and tag.get("host") == host:
             keys.add(tag.get("point"))
     return keys
@@ -265,7 +267,7 @@ def run_sweep(config: SweepConfig, store_path: str | Path | None = None, device:
     result = SweepResult()
     with open_store(store_path) as store:
         result.store = str(store.path)
-        done = stored_points(store.runs(), config.name, kind, host) if resume else set()
+        done = stored_points(store.workloads('"sweep"'), config.name, kind, host) if resume else set()
         todo = [p for p in config.points if p.key not in done]
         result.skipped = [p for p in config.points if p.key in done]
         listener.started(len(config.points), len(result.skipped))

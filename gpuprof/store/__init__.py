@@ -43,7 +43,11 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS columns (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, tbl TEXT NOT NULL, name TEXT NOT NULL,
     encoding TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (run_id, tbl, name));
+CREATE INDEX IF NOT EXISTS runs_by_kind ON runs(kind);
 """
+# Calibrations are looked up by kind on every `run` and sweep point: through this index, the time does
+# not grow with the store. Stores written before it get it on their next write (no layout change).
+_KIND_INDEX = _SCHEMA.strip().split(";")[3]
 
 _SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -258,6 +262,7 @@ class Store:
                 self._transaction():
             if self._version() == 1:
                 self._migrate()
+            self._db.execute(_KIND_INDEX)
             if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone():
                 return
             self._insert(run, parts)
@@ -286,9 +291,29 @@ class Store:
                                for part in store_columns.encode(run.launch_table, run.metric_table)])
         self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
-    def run_ids(self) -> list[str]:
+    def run_ids(self, kind: str | None = None) -> list[str]:
+        """Stored run ids, oldest first; with ``kind``, only that kind's (by index)."""
+        where, args = (" WHERE kind=?", (kind,)) if kind else ("", ())
         with self._errors("read", _READ_FIX):
-            return [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY created, rowid")]
+            return [r[0] for r in self._db.execute(f"SELECT run_id FROM runs{where} ORDER BY created, rowid", args)]
+
+    def has(self, run_id: str) -> bool:
+        with self._errors("read", _READ_FIX):
+            return self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone() is not None
+
+    def workloads(self, marker: str) -> list[dict]:
+        """The workload records whose JSON text holds ``marker`` (``'"sweep"'``), read from the runs table
+        alone: ``--resume`` finds its done points without decoding any run's tables."""
+        with self._errors("read", _READ_FIX):
+            texts = [r[0] for r in self._db.execute("SELECT workload FROM runs WHERE instr(workload, ?) > 0",
+                                                    (marker,))]
+        found = []
+        for text in texts:
+            with suppress(ValueError):
+                record = json.loads(text)
+                if isinstance(record, dict):
+                    found.append(record)
+        return found
 
     def get(self, run_id: str) -> Run:
         with self._errors("read", _READ_FIX):
@@ -325,8 +350,9 @@ class Store:
             launches.append(Launch(kernel, index, dev, invocations, attrs, metrics.get(pos, [])))
         return _run(meta, launches=launches)
 
-    def runs(self) -> list[Run]:
-        return [self.get(run_id) for run_id in self.run_ids()]
+    def runs(self, kind: str | None = None) -> list[Run]:
+        """Every stored run, oldest first; with ``kind``, only that kind's (the others are not read)."""
+        return [self.get(run_id) for run_id in self.run_ids(kind)]
 
 
 def _run(meta: tuple, **data: object) -> Run:
