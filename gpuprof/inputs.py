@@ -47,7 +47,7 @@ def regular_file(path: str | Path, fix: str = "give the file's path") -> Path:
         raise FormatError(os_problem(path, error), fix) from None
     for test, kind in _KINDS:
         if test(mode):
-            raise FormatError(f"{path}: {kind}, not a regular file", fix)
+            raise FormatError(f"{path} is {kind}, not a regular file", fix)
     if not os.access(path, os.R_OK):
         raise FormatError(f"{path}: permission denied (cannot be read)", fix)
     return path

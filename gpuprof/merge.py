@@ -62,7 +62,7 @@ def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
         head = handle.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC:  # opened read-only: a foreign SQLite file is refused untouched
         with open_store(path, read_only=True) as store:
-            return store.runs(), "store", []
+            return store.runs(), "store", store.skipped
     if path.suffix in (".jsonl", ".ndjson") or head.lstrip().startswith(b"{"):
         runs, notes = export.load(path)
         return runs, "run file", notes

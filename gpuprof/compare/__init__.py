@@ -224,7 +224,7 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
         try:
             judged_by = ceilings_for(run, calibration_runs, calibrated)
             row = measured_row(run, judged_by)
-        except (KeyError, ValueError, ZeroDivisionError) as error:
+        except (KeyError, ValueError, ZeroDivisionError, IndexError, TypeError) as error:  # a hand-made record
             notes.append(f"run {run.run_id[:8]} left out: incomplete record ({type(error).__name__}: {error})")
             continue
         rows.append(row)

@@ -7,10 +7,12 @@ or a shared folder creates nothing beside them.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof.errors import InputError
+from gpuprof.errors import FormatError, InputError
+from gpuprof.inputs import regular_file
 from gpuprof.model import Run
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -90,8 +92,11 @@ def resolve(text: str, store_path: str | Path | None = None) -> Side:
     path = Path(text)
     if path.is_file():
         return _file(path)
-    if path.exists():
-        raise InputError(f"{text} is a folder", _WHAT)
+    if os.path.lexists(path):  # a folder, FIFO, device or symlink loop: named as what it is
+        try:
+            regular_file(path, _WHAT)
+        except FormatError as error:
+            raise InputError(error.problem, error.fix) from None
     if text.startswith(SWEEP_PREFIX):
         return _sweep(text[len(SWEEP_PREFIX):], store_path)
     if not text or "/" in text or "\\" in text or "." in text:  # meant as a path: ids have neither

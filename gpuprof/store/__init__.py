@@ -22,8 +22,8 @@ from pathlib import Path
 
 from gpuprof.store import columns as store_columns
 from gpuprof import inputs
-from gpuprof.errors import FormatError, StoreError
-from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run
+from gpuprof.errors import FormatError, StoreError, shortened
+from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run, schema
 
 STORE_ENV = "GPUPROF_STORE"
 DEFAULT_PATH = Path("reports") / "gpuprof.sqlite"
@@ -138,6 +138,7 @@ class Store:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
         self.read_only = read_only
+        self.skipped: list[str] = []  # runs that could not be decoded, for the commands to say so
         if os.path.lexists(path):  # a FIFO or device would block or never end: refuse first
             try:
                 inputs.regular_file(path)
@@ -328,13 +329,14 @@ class Store:
 
     def _get(self, run_id: str) -> Run:
         *meta, launches, metrics = self._row(run_id, ", launches, metrics")
+        meta = _checked(meta, self.path)
         parts = {(table, name): (encoding, data) for table, name, encoding, data in self._db.execute(
             "SELECT tbl, name, encoding, data FROM columns WHERE run_id=?", (run_id,))}
         return _run(meta, tables=store_columns.decode(parts, launches, metrics, run_id[:8]))
 
     def _get_v1(self, run_id: str) -> Run:
         """A run of a schema-1 store: one row per launch and per metric."""
-        meta = self._row(run_id, "")
+        meta = _checked(self._row(run_id, ""), self.path)
         metrics: dict[int, list[Metric]] = {}
         for pos, name, num, text, unit, canon, origin, lo, hi in self._db.execute(
                 "SELECT launch_idx, name, value_num, value_text, unit, canonical, origin, minimum, maximum "
@@ -351,16 +353,42 @@ class Store:
         return _run(meta, launches=launches)
 
     def runs(self, kind: str | None = None) -> list[Run]:
-        """Every stored run, oldest first; with ``kind``, only that kind's (the others are not read)."""
-        return [self.get(run_id) for run_id in self.run_ids(kind)]
+        """Every stored run that can be read, oldest first; with ``kind``, only that kind's (the others are
+        not read). A run whose stored record does not decode is left out with a line in :attr:`skipped`,
+        so one damaged row does not stop every command that reads the store."""
+        found = []
+        for run_id in self.run_ids(kind):
+            try:
+                found.append(self.get(run_id))
+            except StoreError as error:
+                self.skipped.append(f"{error.problem}: left out")
+        return found
 
 
-def _run(meta: tuple, **data: object) -> Run:
-    """A Run from its row in the runs table and its launches or tables."""
-    run_id, created, kind, fmt, source, device, workload, environment, notes, version = meta
-    return Run(kind=kind, format=fmt, source=source, device=json.loads(device),
-               workload=json.loads(workload) if workload else None, environment=json.loads(environment),
-               notes=json.loads(notes), created=created, run_id=run_id, schema_version=version, **data)
+_META = ("run_id", "created", "kind", "format", "source", "device", "workload", "environment", "notes",
+         "schema_version")
+
+
+def _checked(meta: tuple | list, path: Path) -> dict[str, object]:
+    """A runs-table row as the Run's fields, its JSON decoded and checked (:mod:`gpuprof.model.schema`);
+    StoreError naming the run and the field when the row is damaged."""
+    fields = dict(zip(_META, meta))
+    try:
+        for key in ("device", "workload", "environment", "notes"):
+            if fields[key] is not None:
+                fields[key] = json.loads(fields[key])
+        problem = schema.problem(fields)
+    except (ValueError, TypeError, RecursionError) as error:
+        problem = f"{type(error).__name__}: {error}"
+    if problem:
+        raise StoreError(f"run {str(fields['run_id'])[:12]} in {path} cannot be read ({shortened(problem, 120)})",
+                         _READ_FIX)
+    return fields
+
+
+def _run(meta: dict[str, object], **data: object) -> Run:
+    """A Run from its checked row in the runs table and its launches or tables."""
+    return Run(**meta, **data)
 
 
 def open_store(path: str | Path | None = None, read_only: bool = False) -> Store:

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 
 from gpuprof import inputs
-from gpuprof.errors import FormatError, InputError
-from gpuprof.model import Run
+from gpuprof.errors import FormatError, InputError, shortened
+from gpuprof.model import Run, schema
 
 
 def _write(path: Path, runs: list[Run], mode: str) -> None:
@@ -63,7 +63,15 @@ def load(path: str | Path) -> tuple[list[Run], list[str]]:
         if not line.strip():
             continue
         try:
-            runs.append(Run.from_dict(json.loads(line)))
-        except (ValueError, TypeError, KeyError) as error:
-            notes.append(f"{path}:{number}: skipped, not a whole gpuprof run ({type(error).__name__}: {error})"[:300])
+            data = json.loads(line)
+        except RecursionError:
+            problem = "nested too deeply"
+        except ValueError as error:  # cut mid-write, not JSON, a number of thousands of digits
+            problem = f"{type(error).__name__}: {error}"
+        else:
+            problem = schema.problem(data)  # checked before a Run exists: nothing odd reaches a store
+        if problem:
+            notes.append(f"{path}:{number}: skipped, not a whole gpuprof run ({shortened(problem, 200)})")
+            continue
+        runs.append(Run.from_dict(data))
     return runs, notes
