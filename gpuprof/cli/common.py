@@ -124,5 +124,8 @@ def echo(text: str) -> None:
 
 
 def note(text: str) -> None:
-    """A line for the user that is not data: goes to stderr so piped output stays clean."""
-    click.echo(text, err=True)
+    """A line for the user that is not data: goes to stderr so piped output stays clean, with control
+    characters from file and kernel names written out (:func:`gpuprof.errors.printable`)."""
+    from gpuprof.errors import printable
+
+    click.echo(printable(text, keep_newlines=True), err=True)

@@ -7,6 +7,7 @@ a spreadsheet would run as a formula.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -43,7 +44,9 @@ def emit(frame: pd.DataFrame, fmt: str = "table", title: str | None = None) -> s
 
     if fmt == "table":
         return text.table(frame, title, table_width())
-    renderers = {"markdown": text.markdown, "csv": text.csv, "json": text.json}
+    if fmt == "csv":  # to a terminal, escape sequences in names are written out
+        return text.csv(frame, title, terminal=sys.stdout.isatty())
+    renderers = {"markdown": text.markdown, "json": text.json}
     if fmt not in renderers:
         from gpuprof.errors import InputError
 
