@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import re
 import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -36,7 +37,7 @@ from typing import Any, Protocol
 
 from gpuprof import inputs
 from gpuprof.workloads import ops
-from gpuprof.errors import DeviceError, FormatError, GpuprofError, InputError
+from gpuprof.errors import DeviceError, FormatError, GpuprofError, InputError, shortened
 from gpuprof.measure import CACHE_MODES
 from gpuprof.model import Run
 from gpuprof.model.sizes import format_bytes, parse_size
@@ -47,6 +48,9 @@ DEVICE_DEFAULT = "default"
 _SETTINGS: dict[str, Any] = {"repeat": 10, "warmup": 3, "dtypes": ["float32"], "engines": [None],
                              "cache": "warm", "counters": True}
 # [slurm] is read and checked by gpuprof.launch.slurm (``gpuprof sweep --slurm``).
+# A config's name is a folder name (reports/slurm/<name>) and a tag in the store: one safe path component.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 CONFIG_BYTES = 1 << 20  # a config is a few KiB; more is not one (and /dev/zero must not fill memory)
 _TOP_KEYS = {"name", "description", "seed", "grid", "slurm", *_SETTINGS}
 _GRID_KEYS = {"ops", "sizes", *_SETTINGS}
@@ -182,6 +186,9 @@ def load_config(path: str | Path) -> SweepConfig:
     for key in ("name", "description"):
         if key in data and not isinstance(data[key], str):
             raise _bad(path, key, "must be a string", f'e.g. {key} = "quick"')
+    if "name" in data and not _SAFE_NAME.fullmatch(data["name"]):  # it names reports/slurm/<name>
+        raise _bad(path, "name", f"= {shortened(repr(data['name']), 60)} is not one folder name",
+                   'use letters, digits, ".", "_" and "-", starting with a letter or digit (e.g. name = "quick")')
     seed = _int(path, "seed", data.get("seed", 0), 0)
     grid = data.get("grid")
     if not isinstance(grid, list) or not grid:
@@ -192,7 +199,7 @@ def load_config(path: str | Path) -> SweepConfig:
         for point in _grid_points(path, index, entry, base):
             if point not in points:
                 points.append(point)
-    return SweepConfig(name=data.get("name", path.stem), description=data.get("description", ""),
+    return SweepConfig(name=data.get("name", _UNSAFE.sub("_", path.stem).lstrip("._-")[:100] or "sweep"), description=data.get("description", ""),
                        path=str(path), points=tuple(points), seed=seed)
 
 

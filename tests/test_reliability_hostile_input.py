@@ -295,3 +295,29 @@ def test_ncu_details_table_without_its_closing_rule_says_truncated(tmp_path: Pat
     run = _read_text(tmp_path, "".join(lines[:row + 1]), "cut.log")
     assert any("looks truncated" in note for note in run.notes), run.notes
     assert not any("truncated" in note for note in readers.read(DETAILS).notes)
+
+
+# --- item 7: a sweep config's name is one safe folder name --------------------------------------------
+@pytest.mark.parametrize("name", ["../../../tmp/x", "a/b", "..", ".hidden", "", "a\\b", "x\ny", "/abs"])
+def test_a_sweep_name_that_is_not_one_folder_name_is_refused(tmp_path: Path, name: str) -> None:
+    """Failed before: name = "../../x" placed the Slurm job folder outside reports/slurm/."""
+    from gpuprof.errors import InputError
+    from gpuprof.sweep import load_config
+
+    config = tmp_path / "c.toml"
+    config.write_text(f'name = {name!r}\n[[grid]]\nops = ["add"]\nsizes = ["1KB"]\n'.replace("'", '"')
+                      if "\\" not in name and "\n" not in name else
+                      f'name = """{name}"""\n[[grid]]\nops = ["add"]\nsizes = ["1KB"]\n'.replace("\\", "\\\\"))
+    with pytest.raises(InputError, match="key 'name' .* is not one folder name"):
+        load_config(config)
+
+
+def test_a_sweep_name_taken_from_the_file_name_is_made_safe(tmp_path: Path) -> None:
+    from gpuprof.sweep import load_config
+
+    config = tmp_path / "my sweep;$(x).toml"
+    config.write_text('[[grid]]\nops = ["add"]\nsizes = ["1KB"]\n')
+    assert load_config(config).name == "my_sweep___x_"
+    named = tmp_path / "ok.toml"
+    named.write_text('name = "quick-2.v1"\n[[grid]]\nops = ["add"]\nsizes = ["1KB"]\n')
+    assert load_config(named).name == "quick-2.v1"
