@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuprof.errors import FormatError
+from gpuprof.inputs import regular_file
 from gpuprof.model import MEASURED, Run
 
 if TYPE_CHECKING:
@@ -57,8 +58,8 @@ def read_file(path: str | Path, fmt: str | None = None) -> Run:
     from gpuprof import readers
     from gpuprof.derive import skew
 
-    path = Path(path)
-    if path.is_file() and path.stat().st_size == 0:
+    path = regular_file(path, "give a profiler output file")  # a FIFO, loop or over-long name: one line
+    if path.stat().st_size == 0:
         raise FormatError(f"{path}: the file is empty",
                           "give the file the profiler wrote (did the profiling run fail or not finish?)")
     run = readers.read(path, fmt)

@@ -97,10 +97,10 @@ def merge(out: str | Path, inputs: list[str | Path]) -> MergeResult:
     from gpuprof.store import open_store
 
     result = MergeResult()
-    out_path = Path(out).resolve()
+    out_path = os.path.realpath(out)  # realpath, not resolve(): a symlink loop is named by load_runs
     loaded = []
     for path in inputs:
-        if Path(path).resolve() == out_path:
+        if os.path.realpath(path) == out_path:
             raise StoreError(f"{path} is both the output store and an input", "give another OUT_STORE")
         runs, kind, notes = load_runs(path)
         loaded.append((str(path), kind, runs))

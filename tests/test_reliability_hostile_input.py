@@ -321,3 +321,59 @@ def test_a_sweep_name_taken_from_the_file_name_is_made_safe(tmp_path: Path) -> N
     named = tmp_path / "ok.toml"
     named.write_text('name = "quick-2.v1"\n[[grid]]\nops = ["add"]\nsizes = ["1KB"]\n')
     assert load_config(named).name == "quick-2.v1"
+
+
+# --- items 8, 9: operating-system errors and messages, one line each ------------------------------------
+@pytest.mark.parametrize("packer", ["gzip", "xz", "bz2"])
+def test_a_compressed_profile_no_reader_takes_gets_a_hint_to_decompress(tmp_path: Path, packer: str) -> None:
+    """Failed before: 'not a profiler output gpuprof recognises', with no word about compression."""
+    import bz2
+    import gzip
+    import lzma
+
+    packed = tmp_path / "profile.csv.packed"
+    packed.write_bytes({"gzip": gzip.compress, "xz": lzma.compress, "bz2": bz2.compress}[packer](A100.read_bytes()))
+    line = _one_error_line(_gpuprof("import", str(packed), "--store", str(tmp_path / "s.sqlite")))
+    assert f"compressed ({packer}) and no reader takes it" in line and "decompress it first" in line
+
+
+def _path_cases(tmp: Path) -> dict[str, tuple[str, str]]:
+    """name -> (path, what the one line must say)."""
+    loop = tmp / "loop.csv"
+    os.symlink(loop, loop)
+    a_file = tmp / "file.csv"
+    a_file.write_text("x\n")
+    return {
+        "name too long": (str(tmp / ("x" * 5000 + ".csv")), "the name is too long for the file system"),
+        "symlink loop": (str(loop), "symbolic link loop"),
+        "file as a folder": (str(a_file / "inner.csv"), "is a file, not a folder"),
+        "missing": (str(tmp / "missing.csv"), "no such file"),
+        "newline in the name": (str(tmp / "new\nline.csv"), "no such file"),
+    }
+
+
+COMMANDS_READING = [
+    ["import", "{path}", "--store", "{tmp}/s.sqlite"],
+    ["import", "--reader", "ncu-csv", "{path}", "--store", "{tmp}/s.sqlite"],
+    ["sweep", "{path}", "--store", "{tmp}/s.sqlite"],
+    ["merge", "{tmp}/out.sqlite", "{path}"],
+    ["compare", "--import", "{path}"],
+    ["stalls", "{path}"],
+    ["diff", "{path}", str(A100), "--store", "{tmp}/s.sqlite"],
+]
+
+
+@pytest.mark.parametrize("case", ["name too long", "symlink loop", "file as a folder", "missing",
+                                  "newline in the name"])
+@pytest.mark.parametrize("args", COMMANDS_READING, ids=lambda args: " ".join(args[:3]))
+def test_os_errors_on_input_paths_are_one_line_naming_the_case(tmp_path: Path, case: str, args: list[str]) -> None:
+    """Failed before: ENAMETOOLONG and ELOOP were tracebacks in several commands, a symlink loop read as
+    'no such file', ENOENT/ENOTDIR with --reader were tracebacks, a newline split the error line."""
+    path, expected = _path_cases(tmp_path)[case]
+    result = _gpuprof(*[a.format(path=path, tmp=tmp_path) for a in args])
+    line = _one_error_line(result)
+    assert "Traceback" not in result.stderr
+    if args[0] == "diff" and case in ("missing", "newline in the name", "name too long", "file as a folder"):
+        return  # diff reads a missing path as a run id or a file: its own one line, checked above
+    assert expected in line, line
+    assert len(line) < 1200

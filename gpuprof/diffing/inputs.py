@@ -90,15 +90,15 @@ def resolve(text: str, store_path: str | Path | None = None) -> Side:
     """The runs ``text`` names: an existing file by its content, else ``sweep:NAME`` or a run id
     (prefix) in the store at ``store_path``."""
     path = Path(text)
-    if path.is_file():
+    if os.path.isfile(path):
         return _file(path)
-    if os.path.lexists(path):  # a folder, FIFO, device or symlink loop: named as what it is
-        try:
+    if not text:
+        raise InputError("(empty): no such file", _WHAT)
+    if text.startswith(SWEEP_PREFIX) and not os.path.lexists(path):
+        return _sweep(text[len(SWEEP_PREFIX):], store_path)
+    if os.path.lexists(path) or "/" in text or "\\" in text or "." in text:  # meant as a path: ids have neither
+        try:  # a folder, FIFO, device, symlink loop, over-long name or missing file: named as what it is
             regular_file(path, _WHAT)
         except FormatError as error:
             raise InputError(error.problem, error.fix) from None
-    if text.startswith(SWEEP_PREFIX):
-        return _sweep(text[len(SWEEP_PREFIX):], store_path)
-    if not text or "/" in text or "\\" in text or "." in text:  # meant as a path: ids have neither
-        raise InputError(f"{text or '(empty)'}: no such file", _WHAT)
     return _by_id(text, store_path)

@@ -28,6 +28,8 @@ _MODULES: list[str] = [
 ]
 
 HEAD_BYTES = 65536
+# Magic bytes of compressed files, for the hint to decompress one that no reader takes.
+_COMPRESSED = (("gzip", b"\x1f\x8b"), ("xz", b"\xfd7zXZ\x00"), ("zstd", b"\x28\xb5\x2f\xfd"), ("bz2", b"BZh"))
 
 
 def modules() -> list[ModuleType]:
@@ -55,6 +57,12 @@ def detect(path: str | Path) -> ModuleType:
     for module in modules():
         if module.sniff(path, head):
             return module
+    with open(path, "rb") as handle:
+        magic = handle.read(6)
+    packed = next((name for name, start in _COMPRESSED if magic.startswith(start)), None)
+    if packed:
+        raise FormatError(f"{path}: compressed ({packed}) and no reader takes it",
+                          "decompress it first (gunzip, xz -d, zstd -d or bunzip2) and import the result")
     names = ", ".join(name for name, _ in formats())
     raise FormatError(f"{path}: not a profiler output gpuprof recognises",
                       f"gpuprof reads: {names}")
