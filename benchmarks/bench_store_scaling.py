@@ -3,7 +3,7 @@
 `run` opens its store before measuring (a store that cannot be written fails first), looks up this
 host's calibrated ceilings, and stores the run after: that store part is timed here (the measurement
 itself does not depend on the store) on stores of 10, 1,000 and 10,000 runs, against an empty store
-built in the same process. Target: at most 1.2x at 10,000 runs. `--resume`'s lookup of a sweep's done
+built in the same process and timed in turns with it. Target: at most 1.2x at 10,000 runs. `--resume`'s lookup of a sweep's done
 points is timed the same way. `compare` (loading every run and building the comparison) is timed at
 1,000 and 10,000 runs: near-linear means about 10x for 10x the runs.
 
@@ -64,30 +64,31 @@ def grown(source: Path, path: Path, runs: int) -> Path:
     return path
 
 
-def store_part_of_run(path: Path, repeats: int) -> float:
-    """Median seconds of what `gpuprof run` does with the store around its measurement."""
+def store_part_of_run(path: Path) -> float:
+    """Seconds of what `gpuprof run` does with the store around its measurement, once."""
     with open_store(path) as store:
-        run = store.get(store.run_ids()[0]) if store.run_ids() else None
-    times = []
-    for _ in range(repeats):
-        run.run_id = uuid.uuid4().hex
-        start = time.perf_counter()
-        open_store(path).close()                                   # cli/run.py: the store is writable
-        _calibrated_peaks({"host": platform.node(), "name": run.device.get("name")}, str(path))
-        with open_store(path) as store:                            # api.measure_and_store
-            store.add(run)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        run = store.get(store.run_ids(kind="run")[0])
+    run.run_id = uuid.uuid4().hex
+    start = time.perf_counter()
+    open_store(path).close()                                   # cli/run.py: the store is writable
+    _calibrated_peaks({"host": platform.node(), "name": run.device.get("name")}, str(path))
+    with open_store(path) as store:                            # api.measure_and_store
+        store.add(run)
+    return time.perf_counter() - start
 
 
-def resume_lookup(path: Path, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        with open_store(path) as store:
-            stored_points(store.workloads('"sweep"'), "scale", "cpu", platform.node())
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def alternating(timed, base: Path, path: Path, repeats: int) -> tuple[float, float]:
+    """Median seconds of ``timed`` on ``base`` and on ``path``, taken in turns so that load on the
+    machine hits both alike."""
+    pairs = [(timed(base), timed(path)) for _ in range(repeats)]
+    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+
+
+def resume_lookup(path: Path) -> float:
+    start = time.perf_counter()
+    with open_store(path) as store:
+        stored_points(store.workloads('"sweep"'), "scale", "cpu", platform.node())
+    return time.perf_counter() - start
 
 
 def compare_time(path: Path) -> float:
@@ -100,7 +101,8 @@ def compare_time(path: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 1_000, 10_000])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--no-compare", action="store_true", help="time only the store part of run and --resume")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
@@ -111,19 +113,17 @@ def main() -> None:
         open_store(empty).close()
         with open_store(empty) as store:  # the baseline: a store holding just the run being stored
             store.add(one)
-        base_run = store_part_of_run(empty, args.repeats)
-        base_resume = resume_lookup(empty, args.repeats)
-        print(f"{'stored runs':>12} {'run: store part s':>18} {'ratio':>7} {'--resume lookup s':>18} {'ratio':>7} "
-              f"{'compare s':>10}")
-        print(f"{'empty':>12} {base_run:>18.4f} {1:>7.2f} {base_resume:>18.4f} {1:>7.2f} {'':>10}")
+        print(f"{'stored runs':>12} {'run: store part s':>18} {'empty s':>8} {'ratio':>7} "
+              f"{'--resume lookup s':>18} {'empty s':>8} {'ratio':>7} {'compare s':>10}")
         compares = {}
         for size in args.sizes:
             path = grown(source, folder / f"runs{size}.sqlite", size)
-            run_s, resume_s = store_part_of_run(path, args.repeats), resume_lookup(path, args.repeats)
-            compares[size] = compare_time(path) if size >= 1_000 else None
+            base_s, run_s = alternating(store_part_of_run, empty, path, args.repeats)
+            base_r, resume_s = alternating(resume_lookup, empty, path, args.repeats)
+            compares[size] = compare_time(path) if size >= 1_000 and not args.no_compare else None
             cell = f"{compares[size]:>10.2f}" if compares[size] is not None else f"{'':>10}"
-            print(f"{size:>12,} {run_s:>18.4f} {run_s / base_run:>7.2f} {resume_s:>18.4f} "
-                  f"{resume_s / base_resume:>7.2f} {cell}")
+            print(f"{size:>12,} {run_s:>18.4f} {base_s:>8.4f} {run_s / base_s:>7.2f} {resume_s:>18.4f} "
+                  f"{base_r:>8.4f} {resume_s / base_r:>7.2f} {cell}")
         timed = sorted(size for size, seconds in compares.items() if seconds)
         if len(timed) >= 2:
             small, large = timed[0], timed[-1]
