@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Launch", "Metric", "Run", "compare_runs", "diff", "kernels", "metrics", "read", "results", "run", "runs",
-           "stall_reasons", "summary"]
+__all__ = ["Launch", "Metric", "Run", "compare_runs", "diff", "kernels", "launches", "metrics", "read", "results",
+           "run", "runs", "stall_reasons", "summary"]
 
 
 def __getattr__(name: str) -> Any:

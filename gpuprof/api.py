@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.derive.kernels import launch_frame
 from gpuprof.model import Run
 
 if TYPE_CHECKING:
@@ -87,6 +88,17 @@ def kernels(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
     from gpuprof.importing import kernel_table
 
     return kernel_table(_as_runs(runs))
+
+
+def launches(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
+    """One row per launch of imported runs (or of files, read first), as ncu shows single launches:
+    time, FLOPs per precision, tensor and in total, FLOP/s and the peak at the clock it ran at, bytes
+    at L1, L2 and DRAM, intensities, the SM clock, and the rule each came from (``basis``). The
+    per-kernel table (:func:`kernels`) aggregates exactly these rows (:mod:`gpuprof.derive.kernels`)."""
+    import pandas as pd
+
+    frames = [launch_frame(run) for run in _as_runs(runs)]
+    return pd.concat(frames, ignore_index=True) if frames else launch_frame(Run("import", "", ""))
 
 
 def compare_runs(runs: list[Run], reference: bool = False, dtype: str = "float32") -> pd.DataFrame:

@@ -96,13 +96,15 @@ def driver(machine: Machine) -> Check:
 
 
 def _trial(machine: Machine) -> Check | None:
-    """Profile one tiny CuPy kernel under ncu (output captured, nothing written); None when it cannot run."""
+    """Profile one tiny CuPy kernel under ncu (output captured, nothing written, clocks left alone:
+    ncu's default would lock them to base, and a check must not change the machine); None when it cannot run."""
     found = profilers.probe("ncu")
     if not found.usable or not found.path:
         return None
     program = [sys.executable, "-c", "import cupy; print(int((cupy.arange(4) + 1).sum()))"]
     try:
-        done = subprocess.run([found.path, "--metrics", "gpu__time_duration.sum", "--launch-count", "1", *program],
+        done = subprocess.run([found.path, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
+                               "--launch-count", "1", *program],
                               capture_output=True, text=True, timeout=TRIAL_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError) as error:
         return Check("counter permission", WARN, f"no RmProfilingAdminOnly setting readable, and the ncu trial "

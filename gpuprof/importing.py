@@ -9,40 +9,45 @@ file is.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuprof.derive import kernels
 from gpuprof.errors import FormatError
 from gpuprof.inputs import regular_file
 from gpuprof.model import MEASURED, Run
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
     from gpuprof.devices import gpu_table
 
+# Launch kinds that are host-side spans, not GPU work: kept out of the per-kernel table beside GPU work.
+HOST_KINDS = ("api", "nvtx")
 # Metrics shown as the profiler reported them, after the derived columns, when a file has them.
 KEY_METRICS = ("achieved_occupancy", "sm_efficiency", "dram_read_throughput", "dram_write_throughput",
                "gld_efficiency", "gst_efficiency", "warp_execution_efficiency", "issued_ipc")
 
 
-def _derived_columns() -> list[tuple[str, str]]:
-    """(column title, :func:`gpuprof.derive.counters.frame` column) of the per-kernel table's
-    averaged columns."""
-    from gpuprof.derive.counters import PRECISIONS
+_SHOWN = {"fp32": "sp", "fp64": "dp", "fp16": "hp"}  # the table's order and its nvprof-style titles
 
-    columns = [("time/launch (s)", "time")]
-    columns += [(f"flop_count_{p}/launch (FLOP)", f"flops_{p}") for p in PRECISIONS]
-    columns += [("tensor FLOP/launch", "flops_tensor"), ("total FLOP/launch", "flops_total")]
-    for p in PRECISIONS:
-        columns += [(f"FLOP/s {p}", f"flop_rate_{p}"), (f"peak FLOP/s {p} at run clock", f"peak_flop_rate_{p}"),
-                    (f"efficiency {p} at run clock (%)", f"flop_efficiency_{p}")]
-    return columns + [("DRAM bytes/launch", "dram_bytes"), ("DRAM bandwidth (byte/s)", "dram_bandwidth"),
-                      ("SM clock (Hz)", "sm_clock"), ("L1 bytes/launch", "l1_bytes"), ("L2 bytes/launch", "l2_bytes")]
+
+def _derived_columns() -> list[tuple[str, str]]:
+    """(column title, :func:`gpuprof.derive.kernels.aggregate` column) of the per-kernel table's
+    columns from the counters, before its roofline."""
+    columns = [("time/launch (s)", "time_per_launch"), ("time total (s)", "time")]
+    columns += [(f"flop_count_{s}/launch (FLOP)", f"flops_{p}_per_launch") for p, s in _SHOWN.items()]
+    columns += [("tensor FLOP/launch", "flops_tensor_per_launch"), ("total FLOP/launch", "flops_total_per_launch")]
+    for p, s in _SHOWN.items():
+        columns += [(f"FLOP/s {s}", f"flop_rate_{p}"), (f"peak FLOP/s {s} at run clock", f"peak_flop_rate_{p}"),
+                    (f"efficiency {s} at run clock (%)", f"flop_efficiency_{p}")]
+    return columns + [("DRAM bytes/launch", "dram_bytes_per_launch"), ("DRAM bandwidth (byte/s)", "dram_bandwidth"),
+                      ("SM clock (Hz)", "sm_clock"), ("L1 bytes/launch", "l1_bytes_per_launch"),
+                      ("L2 bytes/launch", "l2_bytes_per_launch")]
 
 
 # The hierarchical roofline per kernel (gpuprof.derive.levels), from the kernel's sums.
@@ -63,8 +68,30 @@ def read_file(path: str | Path, fmt: str | None = None) -> Run:
         raise FormatError(f"{path}: the file is empty",
                           "give the file the profiler wrote (did the profiling run fail or not finish?)")
     run = readers.read(path, fmt)
-    run.notes += skew.notes(run)
+    run.notes += skew.notes(run) + _valueless(run)
     return run
+
+
+def _valueless(run: Run) -> list[str]:
+    """A note naming the launches whose every counter is NaN or n/a (a profiler pass that failed for
+    them): they are kept, as the file lists them, but nothing can be derived from them."""
+    import numpy as np
+
+    metrics = run.metric_table
+    if metrics.empty:
+        return []
+    finite = np.isfinite(metrics["value"].to_numpy())
+    texts = metrics["text"].to_numpy()
+    has_text = np.array([t is not None and str(t).strip().lower() not in ("", "nan", "n/a") for t in texts])
+    useful = np.bincount(metrics["launch"].to_numpy(), weights=finite | has_text, minlength=len(run.launch_table))
+    counted = np.bincount(metrics["launch"].to_numpy(), minlength=len(run.launch_table))
+    empty = np.flatnonzero((counted > 0) & (useful == 0))
+    if not len(empty):
+        return []
+    launches = run.launch_table
+    named = ", ".join(f"{launches['index'].iat[i]} ({launches['kernel'].iat[i]})" for i in empty[:3])
+    more = f" and {len(empty) - 3} more" if len(empty) > 3 else ""
+    return [f"{len(empty)} launch(es) with every counter NaN or n/a, kept with nothing to derive: {named}{more}"]
 
 
 def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
@@ -82,13 +109,15 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
 def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,
                  fmt: str | None = None,
                  on_stored: Callable[[Run, bool], None] | None = None, *,
-                 join: bool = False, gpu: str | None = None, tensor_flop_per_inst: float | None = None) -> list[Run]:
+                 join: bool = False, gpu: str | None = None, tensor_flop_per_inst: float | None = None,
+                 nvtx_include: Sequence[str] = ()) -> list[Run]:
     """Read each file and store its Run; returns the runs in order.
 
     With ``join``, the files are one application's, each holding some of the metrics
     (:mod:`gpuprof.readers.joining`): they are stored as one run, or, when one cannot be read, not at
     all. ``gpu`` names the GPU (a device-table name or key) for files that do not name theirs;
-    ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`).
+    ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`);
+    ``nvtx_include`` keeps only the launches made inside matching NVTX ranges (:func:`keep_nvtx`).
 
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
@@ -100,6 +129,7 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
 
     spec = gpu_table.match(gpu) if gpu else None
     tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")
+    tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include)
     paths = list(paths)
     runs: list[Run] = []
     if join:
@@ -112,6 +142,8 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
         return runs
     with open_store(store_path) as store:
         for run, run_id in itertools.chain([first], batches):
+            if nvtx_include:
+                run = keep_nvtx(run, nvtx_include)
             if spec:
                 name_device(run, spec)
             if tensor_flop_per_inst:
@@ -123,6 +155,39 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
             if on_stored:
                 on_stored(run, added)
     return runs
+
+
+def nvtx_matches(path: str, pattern: str) -> bool:
+    """Whether a launch made inside the NVTX ranges ``path`` (``outer/inner``) matches ``pattern``:
+    a glob on one range's name, or on nested ranges written ``outer/inner`` as the path does."""
+    ranges = path.split("/") if path else []
+    parts = ("/".join(ranges[i:j]) for i in range(len(ranges)) for j in range(i + 1, len(ranges) + 1))
+    return any(fnmatch.fnmatchcase(part, pattern) for part in parts)
+
+
+def keep_nvtx(run: Run, patterns: Sequence[str]) -> Run:
+    """``run`` with only the launches made inside an NVTX range matching one of ``patterns``
+    (the ``nvtx`` attribute readers keep), as ``ncu --nvtx-include`` would have profiled them."""
+    import numpy as np
+
+    paths = [a.get("nvtx", "") for a in run.launch_table["attributes"].tolist()]
+    if not any(paths):
+        raise FormatError(f"{run.source}: no launch in this file carries NVTX ranges, so --nvtx-include "
+                          "has nothing to match", "give an Nsight Systems SQLite export or an Nsight Compute "
+                          "report of an application that uses NVTX, or leave out --nvtx-include")
+    keep = np.array([any(nvtx_matches(p, pattern) for pattern in patterns) for p in paths])
+    if not keep.any():
+        seen = sorted({p.split("/")[0] for p in paths if p})[:5]
+        raise FormatError(f"{run.source}: no launch inside an NVTX range matching {', '.join(patterns)}",
+                          f"outermost ranges in the file: {', '.join(seen)}")
+    position = np.cumsum(keep) - 1
+    launches = run.launch_table[keep].reset_index(drop=True)
+    rows = keep[run.metric_table["launch"].to_numpy()]
+    metrics = run.metric_table[rows].reset_index(drop=True)
+    metrics["launch"] = position[metrics["launch"].to_numpy()].astype(np.int32)
+    notes = [*run.notes, f"--nvtx-include {' '.join(patterns)}: kept {int(keep.sum())} of {len(keep)} launches"]
+    return Run(run.kind, run.format, run.source, run.device, run.workload, run.environment, notes=notes,
+               tables=(launches, metrics))
 
 
 def name_device(run: Run, gpu: gpu_table.GpuSpec) -> None:
@@ -171,100 +236,24 @@ def _datasheet_efficiency(device: str, rate: float) -> float | None:
     return 100.0 * rate / peak if peak else None
 
 
-def _weighted_means(values: pd.DataFrame, weights: pd.Series, groups: pd.Series) -> pd.DataFrame:
-    """Per group (``groups`` numbers them 0, 1, ...), the invocation-weighted mean of each column
-    over the launches that have a value; NaN where none has."""
-    import numpy as np
-    import pandas as pd
-
-    codes, w = groups.to_numpy(), weights.to_numpy(dtype=float)
-    count = int(codes.max()) + 1 if len(codes) else 0
-    means = {}
-    for column in values.columns:
-        x = values[column].to_numpy(dtype=float)
-        known = ~np.isnan(x)
-        totals = np.bincount(codes[known], weights=(w * x)[known], minlength=count)
-        counts = np.bincount(codes[known], weights=w[known], minlength=count)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            means[column] = np.where(counts > 0, totals / np.where(counts > 0, counts, 1.0), np.nan)
-    return pd.DataFrame(means, index=pd.RangeIndex(count), columns=values.columns)
-
-
-def _sum_ratio(derived: pd.DataFrame, weights: pd.Series, groups: pd.Series) -> Callable[[str, str], np.ndarray]:
-    """A ratio of two columns per group: the sum of one over the sum of the other, over the launches
-    that have both (invocations counted), as NERSC's method divides a kernel's FLOPs by its bytes."""
-    import numpy as np
-
-    codes, w = groups.to_numpy(), weights.to_numpy(dtype=float)
-    count = int(codes.max()) + 1 if len(codes) else 0
-
-    def ratio(top: str, bottom: str) -> np.ndarray:
-        x, y = derived[top].to_numpy(dtype=float), derived[bottom].to_numpy(dtype=float)
-        both = ~np.isnan(x) & ~np.isnan(y)
-        tops = np.bincount(codes[both], weights=(w * x)[both], minlength=count)
-        bottoms = np.bincount(codes[both], weights=(w * y)[both], minlength=count)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(bottoms > 0, tops / np.where(bottoms > 0, bottoms, 1.0), np.nan)
-    return ratio
-
-
-def _distinct_texts(texts: pd.Series, groups: pd.Series) -> pd.Series:
-    """Per group (numbered 0, 1, ...), the distinct non-empty texts of its launches, in launch order,
-    joined by ' | '."""
-    import numpy as np
-    import pandas as pd
-
-    codes, uniques = pd.factorize(texts.to_numpy(dtype=object))
-    count = int(groups.max()) + 1 if len(groups) else 0
-    pairs, first = np.unique(groups.to_numpy() * len(uniques) + codes, return_index=True)
-    found: list[list[str]] = [[] for _ in range(count)]
-    for pair in pairs[np.argsort(first, kind="stable")].tolist():
-        text = uniques[pair % len(uniques)]
-        if text:
-            found[pair // len(uniques)].append(text)
-    return pd.Series([" | ".join(parts) or None for parts in found], dtype=object)
-
-
 def _run_kernels(run: Run) -> pd.DataFrame:
-    """The per-kernel rows of one run, columns titled as in :func:`kernel_table`."""
-    import pandas as pd
-
-    from gpuprof.derive import counters, levels
-
-    launches = run.launch_table
-    derived = counters.launch_values(run, KEY_METRICS)
-    units = derived.attrs["units"]
-    default_device = str(run.device.get("name", ""))
-    # One file may hold several profiling sessions (nsys --stats logs): kept apart.
-    keys = pd.DataFrame({"session": [a.get("report", "") for a in launches["attributes"].tolist()],
-                         "device": [d or default_device for d in launches["device"].tolist()],
-                         "kernel": launches["kernel"].tolist()})
-    groups = keys.groupby(list(keys.columns), sort=False).ngroup()
-    weights = launches["invocations"].astype(float)
-    titles = {column: title for title, column in _derived_columns()}
+    """The per-kernel rows of one run (:func:`gpuprof.derive.kernels.aggregate` of its launches),
+    columns titled as in :func:`kernel_table`. API calls and NVTX ranges are host side: they are
+    shown only when a file holds nothing else."""
+    launches = kernels.launch_frame(run, KEY_METRICS, roofline=False)
+    units = launches.attrs["units"]
+    host = [a.get("kind") in HOST_KINDS for a in run.launch_table["attributes"].tolist()]
+    if not all(host):
+        launches = launches[[not one for one in host]]
+    sums = kernels.aggregate(launches, KEY_METRICS)
+    titles = {column: title for title, column in [*_derived_columns(), *_ROOFLINE_COLUMNS]}
     titles.update({key: _label(key, units[key] or "") for key in KEY_METRICS})
-    means = _weighted_means(derived[list(titles)], weights, groups).rename(columns=titles)
-    out = keys.groupby(groups, sort=False).first()
-    out["session"] = out["session"].where(out["session"] != "")
-    out.insert(0, "file", Path(run.source).name)
-    out["launches"] = launches["invocations"].groupby(groups, sort=False).sum()
-    out = out.join(means)
-    kernels = means.rename(columns={title: column for column, title in titles.items()})
-    # a kernel whose launches ran different tensor kinds is judged by its first launch's
-    kinds = _distinct_texts(derived["tensor_kind"], groups).fillna("")
-    kernels["tensor_kind"] = kinds.str.split(" | ", regex=False).str[0]
-    roofline = levels.roofline_columns(kernels, out["device"].tolist(), _sum_ratio(derived, weights, groups))
-    out = out.join(roofline.rename(columns={column: title for title, column in _ROOFLINE_COLUMNS})
-                   [[title for title, _ in _ROOFLINE_COLUMNS]])
-    out["basis"] = _distinct_texts(derived["basis"], groups)
-    if "time/launch (s)" in out:
-        out.insert(out.columns.get_loc("time/launch (s)") + 1, "time total (s)",
-                   out["time/launch (s)"] * out["launches"])
+    out = sums[["file", "session", "device", "kernel", "launches", *titles, "basis"]].rename(columns=titles)
     out["efficiency sp vs datasheet peak (%)"] = [
         _datasheet_efficiency(device, rate) for device, rate in zip(out["device"], out["FLOP/s sp"])]
     out["origin"] = (f"{MEASURED} by the profiler ({run.format}); rates, clock and efficiencies "
                      "derived from those counters; datasheet peaks from configs/devices.toml")
-    return out.reset_index(drop=True)
+    return out
 
 
 def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:
@@ -274,17 +263,18 @@ def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:
     roofline (FLOP/s and arithmetic intensity per level from the kernel's sums, the binding
     ceiling of the device table and the percent of it, the AI check), efficiency against the
     datasheet peak when the device is known, key metrics as the profiler reported them, and the
-    basis of each derived value. Averages are weighted by invocations and taken over the launches
-    that have the value; columns appear only when some row has the value; units are in the
-    titles. Computed column-wise, per run."""
+    basis of each derived value. Aggregated by :mod:`gpuprof.derive.kernels`' rules (times and
+    counts per launch over the launches that have them, rates time-weighted, intensities sums over
+    sums, reported metrics invocation-weighted); columns appear only when some row has the value;
+    units are in the titles. Computed column-wise, per run."""
     import pandas as pd
 
     frames = [_run_kernels(run) for run in runs]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     frame = frame.replace("", None)  # a text column with nothing in it goes, like an empty number column
     frame = frame.dropna(axis=1, how="all")
-    leading = ("file", "session", "kernel", "device", "launches", "time/launch (s)", "time total (s)",
-               *(title for title, _ in [*_derived_columns(), *_ROOFLINE_COLUMNS] if title != "time/launch (s)"),
+    leading = ("file", "session", "kernel", "device", "launches",
+               *(title for title, _ in [*_derived_columns(), *_ROOFLINE_COLUMNS]),
                "efficiency sp vs datasheet peak (%)")
     trailing = [c for c in ("basis", "origin") if c in frame.columns]
     first = [c for c in leading if c in frame.columns]

@@ -16,6 +16,7 @@ from pathlib import Path
 from gpuprof.errors import FormatError, StoreError
 from gpuprof.inputs import regular_file
 from gpuprof.model import Run
+from gpuprof.readers import nsys_sqlite
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -60,6 +61,9 @@ def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
     path = regular_file(path, "give a results store, a .jsonl run file or a profiler output")
     with open(path, "rb") as handle:
         head = handle.read(len(SQLITE_MAGIC))
+    if head == SQLITE_MAGIC and nsys_sqlite.is_export(path):  # an Nsight Systems export is a profiler output
+        runs, fmt = _profiler_runs(path)
+        return runs, fmt, []
     if head == SQLITE_MAGIC:  # opened read-only: a foreign SQLite file is refused untouched
         with open_store(path, read_only=True) as store:
             return store.runs(), "store", store.skipped

@@ -175,7 +175,7 @@ def _choose(settings: ProfileSettings, info: GpuInfo) -> profilers.Choice:
     return choice
 
 
-def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Path
+def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Path, cc: tuple[int, int] | None
                ) -> tuple[profilers.ProfileOptions, tuple[Step, ...], list[str], list[str]]:
     """The profiler options, the process(es) to run, what the set and the profiler will do, and the
     notes stored with the runs (the clock control, the metrics this GPU lacks)."""
@@ -191,11 +191,11 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
     options = profilers.ProfileOptions(
         settings.nvtx, settings.clock_control, metrics=metric_set.nvprof if nvprof_used else metric_set.ncu,
         kernel=settings.kernel, launch_skip=settings.launch_skip, launch_count=settings.launch_count,
-        target_processes="all", from_start=True)
+        target_processes="all", from_start=True, cc=cc)
     module, exe, command = choice.module(), choice.probe.path if choice.probe else "", list(settings.command)
     steps = [Step(module.command(exe, command, run_dir, options))]
     collected = (nvprof.metrics(exe, options.metrics)[0] if nvprof_used
-                 else module.to_collect(exe, options.metrics)[0])
+                 else module.to_collect(exe, options.metrics, options.cc)[0])
     notes = nvprof.lacking(options, exe) if nvprof_used else module.notes(options, exe)
     lines = [f"metric set {metric_set.name} ({metric_set.question}): {len(collected)} {choice.backend} metric(s)",
              *notes]
@@ -263,7 +263,7 @@ def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Pla
         return _cpu_plan(settings, run_id, run_dir, why)
     info = gpus[0]
     choice = _choose(settings, info)
-    options, steps, lines, notes = _gpu_steps(settings, choice, run_dir)
+    options, steps, lines, notes = _gpu_steps(settings, choice, run_dir, _cc(info))
     before = (f"device: {info.name} (compute capability {info.cc}, NVML){'' if len(gpus) == 1 else f', the first of {len(gpus)} GPUs'}",
               f"profiler: {choice.probe.described if choice.probe else choice.backend}", *lines,
               *expectations(_history(store_path, info.name, choice.backend, settings.metric_set), settings,

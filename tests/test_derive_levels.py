@@ -150,3 +150,24 @@ def test_report_without_a_duration_takes_its_time_from_cycles_and_says_so() -> N
     assert cycles == 10_939_877
     assert compute["time"] == pytest.approx(cycles / clock) == pytest.approx(7_597_056e-9, rel=1e-4)
     assert compute["basis"].startswith(counters.TIME_RULES[2] + "; " + counters.UNCHECKED)  # it counts SASS too
+
+
+@pytest.mark.parametrize(("chip", "cc", "stem"), [
+    ("GA100", "8.0", "sm__ops_path_tensor_src_fp16_dst_fp32"),   # combined and ±sp on GA100 (tensor-cores.md §2)
+    ("GA100", "8.0", "sm__ops_path_tensor_src_tf32_dst_fp32"),
+    ("GA100", "8.0", "sm__ops_path_tensor_src_int8"),
+    ("GH100", "9.0", "sm__ops_path_tensor_src_fp8"),             # GH100's only type with combined and ±sp
+])
+def test_a_combined_tensor_counter_is_not_added_to_its_sparsity_split(chip, cc, stem) -> None:
+    """ncu collects the combined counter and both halves of its split when the catalog asks for all
+    three: the work is the combined counter, not twice it; without the combined one, off + on."""
+    work, sparse = 2 * 1024**3, 8192
+    both = _launch(f"{chip} gemm", {f"{stem}.sum": work, f"{stem}_sparsity_off.sum": work - sparse,
+                                    f"{stem}_sparsity_on.sum": sparse}, cc)
+    split_only = _launch(f"{chip} gemm", {f"{stem}_sparsity_off.sum": work - sparse,
+                                          f"{stem}_sparsity_on.sum": sparse}, cc)
+    combined_only = _launch(f"{chip} gemm", {f"{stem}.sum": work}, cc)
+    flops, rules, _ = tensor.parts(counters.Counters.of_launches([both, split_only, combined_only]))
+    assert flops.tolist() == [work, work, work] and set(rules.tolist()) == {tensor.OPS}
+    listed = {name for _, _, names in tensor.kinds() for name in names}
+    assert {f"{stem}.sum", f"{stem}_sparsity_off.sum", f"{stem}_sparsity_on.sum"} <= listed  # the catalog asks for all three

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.environment import FIXTURES, stand_in_gpu, use_stand_ins
+from fakes.environment import FIXTURES, calls, stand_in_gpu, use_stand_ins
 
 from gpuprof import doctor
 from gpuprof.cli import main
@@ -132,12 +132,16 @@ def test_a_driver_restricting_counters_is_a_failure_with_the_fix(elsewhere):
     assert doctor.verdict(list(found.values()), "profile") == (False, ["counter permission"])
 
 
-def test_without_the_setting_an_ncu_trial_reads_the_real_refusal(elsewhere, monkeypatch):
+def test_without_the_setting_an_ncu_trial_reads_the_real_refusal(elsewhere, monkeypatch, tmp_path):
     (elsewhere / "proc/driver/nvidia/params").write_text("ResmanDebugLevel: 4294967295\n")
     monkeypatch.setenv("GPUPROF_FAKE_CONSOLE", str(FIXTURES / "ncu_csv_err_nvgpuctrperm_no_kernels.txt"))
+    record = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("GPUPROF_FAKE_RECORD", str(record))
     permission = _by_name(elsewhere)["counter permission"]
     assert (permission.status, permission.found) == ("fail", "ncu trial: ERR_NVGPUCTRPERM (only admin users may read "
                                                              "GPU performance counters)")
+    [trial] = [c["argv"] for c in calls(record) if "--metrics" in c["argv"]]
+    assert trial[:2] == ["--clock-control", "none"]  # doctor never locks the clocks (ncu's default would)
 
 
 def test_the_other_checks_on_the_made_up_machine(elsewhere):

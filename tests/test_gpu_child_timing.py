@@ -73,3 +73,66 @@ def test_a_call_that_cannot_be_captured_is_timed_in_a_loop_that_says_so():
     assert how == ("3 back-to-back launch(es) issued from Python (CUDA graph capture failed: RuntimeError: "
                    "cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing), time per "
                    "launch = batch / 3, launch latency included where it exceeds the kernel")
+
+
+@pytest.mark.parametrize(("profiled", "preset", "expected"), [(1, None, "false"), (0, None, None), (1, "true", "true")])
+def test_jax_does_not_preallocate_the_gpu_under_a_profiler(tmp_path, profiled, preset, expected) -> None:
+    """In a fresh child process (the environment is process-global): with --profiled the child turns
+    off JAX's 75 % preallocation before an engine is imported, keeping a value the user set; the
+    workload itself then fails here for want of a GPU, which does not matter to this check."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import os, sys; from gpuprof.launch import child; child.main(sys.argv[1:]); "
+              "print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))")
+    env = {k: v for k, v in os.environ.items() if k != "XLA_PYTHON_CLIENT_PREALLOCATE"}
+    if preset:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = preset
+    done = subprocess.run([sys.executable, "-c", script, "--op", "add", "--shape", "16x16", "--dtype", "float32",
+                           "--engine", "cuda-kernels", "--repeat", "1", "--warmup", "0", "--profiled", str(profiled),
+                           "--range", "r", "--result", str(tmp_path / "child.json")],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.stdout.strip().splitlines()[-1] == str(expected), done.stderr
+
+
+class _Nvtx:
+    """Stand-in for cupy.cuda.nvtx that records the range calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def RangeStart(self, name, color):
+        self.calls.append(("start", name))
+        return 7
+
+    def RangeEnd(self, handle):
+        self.calls.append(("end", handle))
+
+    def RangePush(self, name):
+        self.calls.append(("push", name))
+
+    def RangePop(self):
+        self.calls.append(("pop",))
+
+
+@pytest.mark.parametrize(("kind", "expected"), [("start-end", [("start", "r"), ("end", 7)] * 2),
+                                                ("push-pop", [("push", "r"), ("pop",)] * 2)])
+def test_profiled_calls_open_a_start_end_range_by_default(kind, expected) -> None:
+    """A start/end range holds kernels launched from any thread (XLA and TorchInductor may launch from
+    worker threads); ncu's filter for it has no trailing '/'. Push/pop stays for gpuprof profile's
+    --nvtx, which selects a user's push/pop range."""
+    import types
+
+    from gpuprof.launch import child, ncu
+
+    nvtx = _Nvtx()
+    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        nvtx=nvtx, runtime=types.SimpleNamespace(deviceSynchronize=lambda: None),
+        profiler=types.SimpleNamespace(start=lambda: None, stop=lambda: None)))
+    argv = ["--op", "add", "--shape", "8x8", "--dtype", "float32", "--engine", "cupy", "--repeat", "1",
+            "--warmup", "0", "--profiled", "2", "--range", "r", "--result", "x.json"]
+    args = child.parse(argv + (["--range-kind", kind] if kind == "push-pop" else []))
+    child._profile(cp, lambda: None, args)
+    assert nvtx.calls == expected
+    assert ncu.nvtx_filter("a/b", start_end=True) == r"a\/b" and ncu.nvtx_filter("a/b") == r"a\/b/"

@@ -226,3 +226,73 @@ def test_ncu_asks_only_for_metrics_the_gpu_lists(tmp_path, profiler_calls, monke
     assert note.endswith("(left out of --metrics)") and "dram__bytes_read.sum," not in note
     queries = [c["argv"] for c in calls(profiler_calls) if "--query-metrics" in c["argv"]]
     assert queries == [["--devices", "0", "--query-metrics"]]  # asked once, however often the list is used
+
+
+A100_QUERY = FIXTURES / "ncu_query_metrics_a100_EXCERPT.txt"  # two real rows: dram__bytes, dram__bytes_read
+
+
+def test_ncu_metric_list_falls_back_to_the_chip_query_when_the_device_query_lists_nothing(
+        tmp_path, profiler_calls, monkeypatch):
+    """The device query prints nothing (as without counter permission): before, every catalog name went
+    to ncu, which refuses the run for one unknown name; now ncu is asked for the chip of the compute
+    capability (ga100 for 8.0), which needs no GPU."""
+    from gpuprof.launch import ncu_metrics
+
+    monkeypatch.setenv("GPUPROF_FAKE_QUERY_CHIPS", str(A100_QUERY))
+    exe = str(FAKES / "ncu")
+    options = ProfileOptions("gpuprof:add:8x8:float32", cc=(8, 0))
+    argv = ncu.command(exe, CHILD, tmp_path, options)
+    requested = argv[argv.index("--metrics") + 1].split(",")
+    assert {name.split(".")[0] for name in requested} == {"dram__bytes", "dram__bytes_read"}
+    assert len(requested) < len(ncu.metrics())
+    queries = [c["argv"] for c in calls(profiler_calls) if "--query-metrics" in c["argv"]]
+    assert queries == [["--devices", "0", "--query-metrics"], ["--query-metrics", "--chips", "ga100"]]
+    [source] = [n for n in ncu.notes(options, exe) if n.startswith("ncu metric list:")]
+    assert source == "ncu metric list: 2 names from ncu --query-metrics --chips ga100"
+    assert ncu_metrics.chip((9, 0)) == "gh100" and ncu_metrics.chip((8, 6)) == "ga102" and ncu_metrics.chip(None) is None
+
+
+def test_ncu_metric_list_falls_back_to_a_shipped_list_then_to_every_name(tmp_path, profiler_calls, monkeypatch):
+    from gpuprof.launch import ncu_metrics
+
+    exe = str(FAKES / "ncu")
+    shipped = tmp_path / "ncu_metrics"
+    shipped.mkdir()
+    names = sorted(set(re.findall(ncu_metrics.LISTED, A100_QUERY.read_text(), re.MULTILINE)))
+    (shipped / "ga100.txt").write_text("# generated from ncu --query-metrics-mode all --chips ga100\n" +
+                                       "\n".join(names) + "\n")
+    monkeypatch.setattr(ncu_metrics, "SHIPPED", shipped)
+    found = ncu_metrics.query(exe, (8, 0))
+    assert found.names == {"dram__bytes", "dram__bytes_read"}
+    assert found.source.startswith("gpuprof's shipped list for ga100 (ncu --devices 0 --query-metrics; "
+                                   "ncu --query-metrics --chips ga100 listed nothing)")
+    nothing = ncu_metrics.query(exe, (9, 0))  # no gh100 list shipped here
+    assert nothing.names is None and nothing.source.endswith("listed nothing; no shipped list for gh100")
+    assert ncu.to_collect(exe, cc=(9, 0)) == (ncu.metrics(), [])
+    assert not list(ncu_metrics.cache_dir().glob("ncu-metrics-*"))  # failed and shipped answers are not cached
+
+
+def test_ncu_metric_list_is_cached_per_ncu_and_version_across_processes(tmp_path, profiler_calls, monkeypatch):
+    """A second process asks ncu nothing; another ncu version is asked again."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("GPUPROF_FAKE_QUERY", str(A100_QUERY))
+    exe = str(FAKES / "ncu")
+    script = ("import sys; from gpuprof.launch import ncu_metrics as m; "
+              "found = m.query(sys.argv[1], (8, 0)); print(len(found.names or ()) or None, found.source)")
+
+    def one_process() -> str:
+        done = subprocess.run([sys.executable, "-c", script, exe], capture_output=True, text=True, timeout=120,
+                              check=True)
+        return done.stdout.strip()
+
+    first = one_process()
+    monkeypatch.delenv("GPUPROF_FAKE_QUERY")  # a second query would now list nothing
+    second = one_process()
+    assert first == "2 ncu --devices 0 --query-metrics"
+    assert second.startswith("2 ncu --devices 0 --query-metrics (cached in ")
+    monkeypatch.setenv("GPUPROF_FAKE_VERSION", "2099.1")
+    assert one_process().startswith("None ")  # another ncu version: asked again (and now it lists nothing)
+    queries = [c["argv"] for c in calls(profiler_calls) if "--query-metrics" in c["argv"]]
+    assert queries.count(["--devices", "0", "--query-metrics"]) == 2

@@ -76,9 +76,12 @@ def test_ncu_run_end_to_end(tmp_path, stand_in, profiler_calls):
     folder = tmp_path / "reports" / run.run_id
     argv = _profiling_call(profiler_calls)
     child = gpu_session.child_command(_settings(tmp_path), (256, 256), "cupy", 3, folder / "child.json")
-    options = profilers.ProfileOptions("gpuprof:add:256x256:float32", "base", "all", "kernel")
+    options = profilers.ProfileOptions("gpuprof:add:256x256:float32", "base", "all", "kernel", cc=(10, 0),
+                                       nvtx_start_end=True)
     command = run.environment["profiler_command"]
     assert command == ncu.command(run.environment["profiler_path"], child, folder, options)
+    # a start/end range (no trailing '/'): it holds kernels XLA or TorchInductor launch from other threads
+    assert command[command.index("--nvtx-include") + 1] == "gpuprof:add:256x256:float32"
     assert command[1:] == argv and command[0].endswith("/fakes/ncu")
     assert child[1:] == ["-m", "gpuprof.launch.child", "--op", "add", "--shape", "256x256", "--dtype", "float32",
                          "--engine", "cupy", "--repeat", "3", "--warmup", "1", "--profiled", "3", "--batch", "0",

@@ -47,9 +47,12 @@ def test_event_timing_without_a_profiler(gpu, tmp_path) -> None:
 @pytest.mark.parametrize(("op", "shape"), [("add", "2048x2048"), ("mul", "1024x1024"), ("scalar", "1024x1024"),
                                            ("dot", "256x256x256")])
 def test_counted_flops_equal_analytic_for_the_hand_written_kernels(ncu, tmp_path, op, shape) -> None:
+    """Judged on FP32, the precision doing the work: the sm_90 SASS of the dot also holds an
+    HFMA2.MMA that zeroes its accumulator, which ncu's FP16 counters may count (2 FLOP per thread:
+    all precisions summed would read 1.0039 at 256^3; tests/test_kernels_nvcc.py)."""
     rows = _run(tmp_path, "--op", op, "--shape", shape, "--engine", "cuda-kernels", "--profiler", ncu,
                 "--clock-control", "none", "--profiled", "1", "--repeat", "3")
-    assert rows["FLOPs counted / analytic"]["value"] == pytest.approx(1.0, abs=1e-3)
+    assert rows["FLOPs counted (FP32)"]["value"] / rows["FLOPs"]["value"] == pytest.approx(1.0, abs=1e-3)
     assert rows["SM clock (profiled)"]["value"] > 0
     assert "efficiency: counted FLOP/s vs peak at run clock" in rows
 
@@ -65,18 +68,27 @@ def test_the_child_times_a_cuda_graph_of_the_batch(gpu, tmp_path) -> None:
     assert len(record["times"]) == 3 and all(t > 0 for t in record["times"])
 
 
-_GPU_BACKEND_PROBE = {"pytensor-jax": "import jax; jax.devices('gpu')",
-                      "pytensor-torch": "import torch; assert torch.cuda.is_available()"}
+_GPU_BACKEND_PROBE = {"pytensor-jax": "import pytensor; import jax; jax.devices('gpu')",
+                      "pytensor-torch": "import pytensor; import torch; assert torch.cuda.is_available()"}
+
+
+def backend_missing(engine: str, env: dict[str, str] | None = None) -> str | None:
+    """Why the PyTensor GPU backend ``engine`` cannot run here (PyTensor absent, or its framework has no
+    CUDA backend), probed in a subprocess: initialising JAX's GPU client here would take most of the
+    GPU's memory away from the workload children. None when it can."""
+    probe = subprocess.run([sys.executable, "-c", _GPU_BACKEND_PROBE[engine]], capture_output=True, text=True,
+                           timeout=300, check=False, env=env)
+    if probe.returncode == 0:
+        return None
+    return f"{engine} cannot run on the GPU here: {(probe.stderr.strip().splitlines() or ['?'])[-1]}"
 
 
 @pytest.fixture(params=list(_GPU_BACKEND_PROBE))
 def framework(gpu, request) -> str:
-    """A PyTensor GPU backend, probed in a subprocess: initialising JAX's GPU client here would take
-    most of the GPU's memory away from the workload children."""
-    probe = subprocess.run([sys.executable, "-c", _GPU_BACKEND_PROBE[request.param]], capture_output=True,
-                           text=True, timeout=300, check=False)
-    if probe.returncode:
-        pytest.skip(f"{request.param} has no CUDA backend here: {(probe.stderr.strip().splitlines() or ['?'])[-1]}")
+    """A PyTensor GPU backend that can run here (a GPU node may have JAX and PyTorch but no PyTensor)."""
+    reason = backend_missing(request.param)
+    if reason:
+        pytest.skip(reason)
     return request.param
 
 

@@ -168,12 +168,11 @@ def _nvcc_ptx(folder: Path, arch: str) -> dict[str, collections.Counter]:
     return _ptx_listing(ptx.read_text())
 
 
-def nvrtc12_ptx(source: str, arch: str) -> str:
-    """PTX for ``compute_<arch>`` from NVRTC 12 (libnvrtc.so.12 through ctypes; no GPU needed)."""
-    lib = ctypes.CDLL(str(NVRTC12))
+def nvrtc_compile(library: Path, source: str, options: list[str], output: str = "PTX") -> bytes:
+    """``output`` ("PTX" or "CUBIN") of ``source`` from the NVRTC library ``library`` through ctypes (no GPU needed)."""
+    lib = ctypes.CDLL(str(library))
     program = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), SOURCE.encode(), 0, None, None) == 0
-    options = [f"--gpu-architecture=compute_{arch[3:]}", "-std=c++17", f"-I{HEADERS12}"]
     try:
         status = lib.nvrtcCompileProgram(program, len(options), (ctypes.c_char_p * len(options))(
             *(option.encode() for option in options)))
@@ -181,13 +180,19 @@ def nvrtc12_ptx(source: str, arch: str) -> str:
         lib.nvrtcGetProgramLogSize(program, ctypes.byref(size))
         log = ctypes.create_string_buffer(size.value)
         lib.nvrtcGetProgramLog(program, log)
-        assert status == 0, f"NVRTC 12 failed for {arch} (status {status}):\n{log.value.decode()}"
-        lib.nvrtcGetPTXSize(program, ctypes.byref(size))
-        ptx = ctypes.create_string_buffer(size.value)
-        assert lib.nvrtcGetPTX(program, ptx) == 0
+        assert status == 0, f"NVRTC ({library.name}) failed with {options} (status {status}):\n{log.value.decode()}"
+        getattr(lib, f"nvrtcGet{output}Size")(program, ctypes.byref(size))
+        found = ctypes.create_string_buffer(size.value)
+        assert getattr(lib, f"nvrtcGet{output}")(program, found) == 0
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(program))
-    return ptx.value.decode()
+    return found.raw[:size.value]
+
+
+def nvrtc12_ptx(source: str, arch: str) -> str:
+    """PTX for ``compute_<arch>`` from NVRTC 12 (libnvrtc.so.12 through ctypes; no GPU needed)."""
+    options = [f"--gpu-architecture=compute_{arch[3:]}", "-std=c++17", f"-I{HEADERS12}"]
+    return nvrtc_compile(NVRTC12, source, options).rstrip(b"\0").decode()
 
 
 def _cuda12_build(folder: Path, arch: str) -> Build:
@@ -289,3 +294,81 @@ def test_kernels_compile_with_nvrtc_and_the_engines_options():
     entries = re.findall(r"\.visible \.entry (\w+)\(", ptx)
     assert sorted(entries) == sorted(KERNELS)
     assert {cuda_kernels.kernel_name(op, dtype) for op in OPS for dtype in SUFFIX} == set(KERNELS)
+
+
+# The sm_90 SASS the cuda-kernels engine gets: NVRTC 13 (nvidia-cuda-nvrtc) with the engine's options,
+# listed by cuobjdump; cuda_fp16.h from a CUDA toolkit, else from the CUDA 12.9 runtime wheel.
+NVRTC13 = _wheel_file("*/lib/libnvrtc.so.13")
+FP16_HEADERS = next((str(p) for p in (Path("/usr/local/cuda/include"), HEADERS12)
+                     if p is not None and (p / "cuda_fp16.h").is_file()), None)
+_SASS_LINE = re.compile(r"/\*([0-9a-f]{4})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)([^;]*);")
+# ncu's FLOP formula per thread instruction: add and mul 1, fma 2, by the precision of the opcode.
+FLOP_WEIGHT = {"FADD": ("FP32", 1), "FMUL": ("FP32", 1), "FFMA": ("FP32", 2), "HADD2": ("FP16", 1),
+               "HMUL2": ("FP16", 1), "HFMA2": ("FP16", 2), "DADD": ("FP64", 1), "DMUL": ("FP64", 1),
+               "DFMA": ("FP64", 2)}
+
+
+def _acceptance():
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("gpu_acceptance", KERNELS_DIR.parent.parent / "benchmarks" /
+                                                  "gpu_acceptance.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gpu_acceptance", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def sm90_sass(tmp_path_factory) -> dict[str, list[tuple[int, str, str]]]:
+    """(address, opcode, operands) per kernel of the sm_90 cubin NVRTC 13 builds with the engine's options."""
+    cuobjdump = _tool("cuobjdump")
+    if NVRTC13 is None or cuobjdump is None or FP16_HEADERS is None:
+        pytest.skip("needs NVRTC 13, cuobjdump and cuda_fp16.h: pip install nvidia-cuda-nvrtc nvidia-cuda-cuobjdump "
+                    "nvidia-cuda-runtime-cu12")
+    cubin = tmp_path_factory.mktemp("sm90") / "gpuprof_ops.cubin"
+    cubin.write_bytes(nvrtc_compile(NVRTC13, SOURCE_PATH.read_text(),
+                                    ["--gpu-architecture=sm_90", "-std=c++17", f"-I{FP16_HEADERS}"], "CUBIN"))
+    done = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True)
+    found = {}
+    for chunk in re.split(r"\n\s*Function : ", done.stdout)[1:]:
+        name = re.match(r"\s*(\w+)", chunk).group(1)
+        found[name] = [(int(a, 16), op, rest) for a, _, op, rest in _SASS_LINE.findall(chunk)]
+    return found
+
+
+def flops_per_thread(listing: list[tuple[int, str, str]]) -> dict[str, tuple[int, int]]:
+    """Per precision, (FLOPs a thread executes once, FLOPs per trip of the kernel's one loop), every
+    predicate taken as true (shapes are multiples of 16, so no thread is out of bounds): the loop is
+    the range from a backward branch's target to the branch."""
+    loops = [(int(rest.split("0x")[1], 16), address) for address, op, rest in listing
+             if op == "BRA" and "0x" in rest and int(rest.split("0x")[1], 16) < address]
+    assert len(loops) == 1, loops
+    start, end = loops[0]
+    counts: dict[str, list[int]] = {}
+    for address, op, _ in listing:
+        if op.split(".")[0] in FLOP_WEIGHT:
+            precision, weight = FLOP_WEIGHT[op.split(".")[0]]
+            counts.setdefault(precision, [0, 0])[start <= address <= end] += weight
+    return {precision: (once, per_trip) for precision, (once, per_trip) in counts.items()}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("op", ["add", "mul", "scalar", "dot"])
+def test_sm90_sass_work_and_idiom_counts_match_what_the_acceptance_run_expects(sm90_sass, op, dtype):
+    """The precision that does the op's work counts exactly the analytic FLOPs (dot: 16 FFMA per
+    16-wide tile = 2k per output element; elementwise: 1 per element per grid-stride trip); every
+    other precision's FLOPs are the compiler's idioms the acceptance run reports beside it
+    (HFMA2.MMA zeroing a register, HADD2.F32 converting half to float), predicted here from the SASS."""
+    acceptance = _acceptance()
+    counts = flops_per_thread(sm90_sass[f"gpuprof_{op}_{SUFFIX[dtype]}"])
+    work = acceptance.work_precision(op, dtype)
+    assert counts.pop(work) == ((0, 32) if op == "dot" else (0, 1))
+    idioms = {precision: (once, per_tile) for precision, once, per_tile, _ in acceptance.IDIOMS.get((op, dtype), ())}
+    assert counts == idioms
+    if idioms:
+        [(_, flops, reason)] = acceptance.idiom_flops(op, dtype, "1024x1024x1024")
+        assert (2 * 1024**3 + flops) / (2 * 1024**3) == pytest.approx(1.0635 if dtype == "float16" else 1 + 2 / 2048,
+                                                                    abs=1e-4)
+        assert "HFMA2.MMA" in reason and ("HADD2.F32" in reason) == (dtype == "float16")

@@ -291,3 +291,22 @@ def test_a_backend_on_a_gpu_this_machine_lacks_points_back_to_the_cpu(tmp_path):
     assert result.exit_code == DeviceError.exit_code and "Traceback" not in result.output
     assert result.output.startswith("error: --device cuda: no usable NVIDIA GPU (")
     assert result.output.strip().endswith(". use --device cpu")
+
+
+@pytest.mark.parametrize("op", ["add", "dot"])
+def test_pytensor_jax_float64_is_float64_in_a_fresh_process(tmp_path, op) -> None:
+    """JAX's 64-bit mode is process-global: an earlier test in this process may have turned it on, so
+    the check runs in a fresh interpreter, where the operands are placed before PyTensor loads its
+    JAX backend. float32 would read a relative error near 1e-8 and fail the 1e-10 check."""
+    pytest.importorskip("jax")
+    pytest.importorskip("pytensor")
+    import subprocess
+
+    shape = "64x64x64" if op == "dot" else "256x256"
+    done = subprocess.run([sys.executable, "-m", "gpuprof", "run", "--op", op, "--shape", shape, "--dtype", "float64",
+                           "--engine", "pytensor-jax", "--device", "cpu", "--repeat", "3", "--format", "json",
+                           "--store", str(tmp_path / "s.sqlite")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    error = json.loads(done.stdout)["relative_error"]
+    assert 0 <= error < 1e-13  # float64 rounding, not float32's ~3e-8

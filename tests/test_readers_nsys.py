@@ -24,12 +24,12 @@ def test_stats_text_one_launch_per_kernel_table_with_its_session() -> None:
     sessions = ["vector_add_profile_v3", "vector_add_profile_v4", "vector_add_profile_v5_N50M",
                 "vector_add_profile_serial", "vector_add_profile_streamed"]
     assert run.environment == {"tool": "nsys", "reports": sessions}
-    # Kernels and memory operations; no NVTX range, OS runtime or CUDA API row.
+    # Kernels, memory operations and NVTX ranges; no OS runtime or CUDA API row.
     kernels = [launch for launch in run.launches if launch.attributes["kind"] == "kernel"]
     assert [launch.kernel for launch in kernels] == [VECTOR_ADD] * 5
     assert [launch.attributes["report"] for launch in kernels] == sessions
     assert [launch.invocations for launch in kernels] == [1010, 1010, 1010, 110, 410]
-    assert {launch.attributes["kind"] for launch in run.launches} == {"kernel", "memcpy"}
+    assert {launch.attributes["kind"] for launch in run.launches} == {"kernel", "memcpy", "nvtx"}
     # [5/8] cuda_api_sum: 6 + 6 + 6 + 6 + 10 rows, host side.
     assert run.notes == ["skipped 34 CUDA API rows (host side)"]
 
@@ -85,8 +85,9 @@ def test_stats_truncated_in_a_row(tmp_path: Path) -> None:
     path = tmp_path / "cut.md"
     path.write_text(text[:cut])
     run = readers.read(path)
-    assert [launch.kernel for launch in run.launches][-1] == "[CUDA memcpy DtoH]"  # the first session
-    assert len(run.launches) == 3  # the second session's kernel row was cut
+    gpu = [launch for launch in run.launches if launch.attributes["kind"] != "nvtx"]
+    assert [launch.kernel for launch in gpu][-1] == "[CUDA memcpy DtoH]"  # the first session
+    assert len(gpu) == 3  # the second session's kernel row was cut
     assert any("truncated" in note for note in run.notes)
 
 
@@ -94,12 +95,13 @@ def test_stats_without_kernel_rows(tmp_path: Path) -> None:
     text = README.read_text()
     path = tmp_path / "head.md"
     path.write_text(text[: text.index("[6/8]")])
-    # nvtx, osrt and cuda_api_sum tables only: the API calls are all there is to import.
+    # nvtx, osrt and cuda_api_sum tables only: the API calls (and the NVTX ranges after them) are
+    # all there is to import.
     run = readers.read(path)
     assert [launch.kernel for launch in run.launches] == [
         "cudaMalloc", "cudaLaunchKernel", "cudaFree", "cudaMemcpy", "cudaDeviceSynchronize",
-        "cuModuleGetLoadingMode"]
-    assert {launch.attributes["kind"] for launch in run.launches} == {"api"}
+        "cuModuleGetLoadingMode", "Profile_Loop", "Warmup"]
+    assert [launch.attributes["kind"] for launch in run.launches] == ["api"] * 6 + ["nvtx"] * 2
     malloc = run.launches[0]
     #  96.9  106,912,410  3  35,637,470.0  6,584.0  4,697  106,901,129  61,716,139.1  cudaMalloc
     assert malloc.invocations == 3 and malloc.metric("kernel_duration") is None
@@ -107,8 +109,12 @@ def test_stats_without_kernel_rows(tmp_path: Path) -> None:
     assert run.notes == ["only a CUDA API summary: host-side calls, imported as launches of kind 'api'"]
     nvtx = tmp_path / "nvtx.md"
     nvtx.write_text(text[: text.index("[4/8]")])
-    with pytest.raises(FormatError):  # an NVTX range summary only: nothing gpuprof would read
-        readers.read(nvtx)
+    ranges = readers.read(nvtx).launches  # an NVTX range summary only: its ranges (host side)
+    assert [(r.kernel, r.attributes["kind"], r.attributes["style"]) for r in ranges] == [
+        ("Profile_Loop", "nvtx", "PushPop"), ("Warmup", "nvtx", "PushPop")]
+    #  95.0  3,481,709  1  3,481,709.0  3,481,709.0  3,481,709  3,481,709  0.0  PushPop  Profile_Loop
+    assert ranges[0].value("Total Time") == pytest.approx(3_481_709e-9) and ranges[0].invocations == 1
+    assert ranges[0].metric("kernel_duration") is None
     skipped = tmp_path / "skipped.txt"
     skipped.write_text(
         "Processing [r.sqlite] with [/opt/nvidia/nsight-systems/reports/cuda_gpu_kern_sum.py]... \n"
@@ -143,7 +149,8 @@ def test_nsys_rep_recognised_by_content_with_the_command_to_run(tmp_path: Path) 
 
 def test_stats_text_memory_operations_by_time_and_size_merged() -> None:
     run = readers.read(README)
-    n50m = [launch for launch in run.launches if launch.attributes["report"] == "vector_add_profile_v5_N50M"]
+    n50m = [launch for launch in run.launches if launch.attributes["report"] == "vector_add_profile_v5_N50M"
+            and launch.attributes["kind"] != "nvtx"]
     assert [(launch.kernel, launch.attributes["kind"]) for launch in n50m] == [
         (VECTOR_ADD, "kernel"), ("[CUDA memcpy DtoH]", "memcpy"), ("[CUDA memcpy HtoD]", "memcpy")]
     htod = n50m[2]
@@ -163,7 +170,8 @@ def test_stats_2020_layout_average_columns_and_sizes_in_kib() -> None:
     assert readers.detect(NSYS_2020) is nsys_stats
     run = readers.read(NSYS_2020)
     assert run.notes == ["skipped 13 CUDA API rows (host side)"]
-    assert [(launch.kernel.split("<")[0], launch.invocations) for launch in run.launches] == [
+    gpu = [launch for launch in run.launches if launch.attributes["kind"] != "nvtx"]
+    assert [(launch.kernel.split("<")[0], launch.invocations) for launch in gpu] == [
         ("void VectorOperation", 15), ("void VectorOperation", 15), ("[CUDA memcpy DtoH]", 30),
         ("[CUDA memcpy HtoD]", 30)]
     add = run.launches[0]

@@ -332,7 +332,8 @@ def test_a_compressed_profile_no_reader_takes_gets_a_hint_to_decompress(tmp_path
     import lzma
 
     packed = tmp_path / "profile.csv.packed"
-    packed.write_bytes({"gzip": gzip.compress, "xz": lzma.compress, "bz2": bz2.compress}[packer](A100.read_bytes()))
+    content = b"timestamp,cpu_percent\n2024-01-01T00:00:00,12.5\n"  # no profiler's output, once unpacked
+    packed.write_bytes({"gzip": gzip.compress, "xz": lzma.compress, "bz2": bz2.compress}[packer](content))
     line = _one_error_line(_gpuprof("import", str(packed), "--store", str(tmp_path / "s.sqlite")))
     assert f"compressed ({packer}) and no reader takes it" in line and "decompress it first" in line
 

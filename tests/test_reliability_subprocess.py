@@ -99,7 +99,7 @@ def test_paths_with_spaces_quotes_and_semicolons_reach_the_profiler_unchanged(tm
     profiled = [c["argv"] for c in calls(record) if c["argv"] != ["--version"] and "--query-metrics" not in c["argv"]]
     child = gpu_session.child_command(_settings(reports), (64, 64), "cupy", gpu_session.DEFAULT_PROFILED,
                                       folder / "child.json")
-    options = profilers.ProfileOptions("gpuprof:add:64x64:float32")
+    options = profilers.ProfileOptions("gpuprof:add:64x64:float32", cc=(10, 0), nvtx_start_end=True)
     expected = ncu.command(str(bin_dir / "ncu"), child, folder, options)
     assert run.environment["profiler_command"] == expected
     assert profiled == [expected[1:]]  # what the program received, argument by argument
@@ -117,7 +117,8 @@ if "--query-metrics" in sys.argv:  # it hangs only once it profiles
     sys.exit(0)
 print("==PROF== Connected to process (hanging stand-in)", file=sys.stderr, flush=True)
 print("==ERROR== stand-in: the workload stopped responding", file=sys.stderr, flush=True)
-workload = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # what ncu launches
+workload = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],  # what ncu launches
+                            process_group=0 if os.environ.get("HANG_OWN_GROUP") else None)
 with open(os.environ["HANG_PIDS"], "w") as handle:
     handle.write(f"{os.getpid()} {workload.pid}")
 time.sleep(120)
@@ -132,7 +133,13 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_a_hanging_profiler_is_stopped_by_the_timeout_with_its_workload(tmp_path, monkeypatch, no_gpu_needed):
+@pytest.mark.parametrize("own_group", [False, True], ids=["same group", "workload in its own group"])
+def test_a_hanging_profiler_is_stopped_by_the_timeout_with_its_workload(tmp_path, monkeypatch, no_gpu_needed,
+                                                                        own_group):
+    """Also when the workload leaves the profiler's process group: the whole session and every
+    descendant is killed, or the orphan would hold the GPU and ncu's lock file for the next run."""
+    if own_group:
+        monkeypatch.setenv("HANG_OWN_GROUP", "1")
     bin_dir = tmp_path / "hanging bin"
     bin_dir.mkdir()
     (bin_dir / "ncu").write_text(HANGING_NCU)

@@ -112,10 +112,12 @@ def test_single_invocation_min_equals_max_wins_over_doubled_average() -> None:
 
 
 def test_derived_nvprof_sums_in_an_ncu_run_do_not_replace_measured_states() -> None:
-    run = _ratio_run({"short_scoreboard": 1.0, "wait": 3.0})
-    run.launches[0].metrics.append(Metric("stall_exec_dependency", 99.0, "%", origin=DERIVED))
-    (profile,) = stall_profiles(run)
+    # (built into the launch: a run's Launch objects are views, appending to them changes nothing)
+    launch = _ratio_run({"short_scoreboard": 1.0, "wait": 3.0}).launches[0]
+    launch.metrics.append(Metric("stall_exec_dependency", 99.0, "%", origin=DERIVED))
+    (profile,) = stall_profiles(Run("import", "test", "memory", launches=[launch]))
     assert profile.basis == "ratio" and len(profile.reasons) == 2
+    assert stall_profiles(Run("import", "test", "memory", launches=[launch]), "nvprof") == []
 
 
 # ---- explanations ----

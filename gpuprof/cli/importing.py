@@ -22,11 +22,15 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note, store_o
               help="FLOPs per tensor-pipe warp instruction on GPUs after Volta, whose files count tensor "
                    "instructions but not sm__ops_path_tensor_* work: 512 reproduces NERSC's roofline method. "
                    "An estimate, said so in the table's basis (docs/tensor-cores.md).")
+@click.option("--nvtx-include", "nvtx_include", multiple=True, metavar="PATTERN",
+              help="Keep only the launches made inside an NVTX range matching PATTERN (a glob on a range's "
+                   "name, or 'outer/inner' for nested ranges), from files that record NVTX ranges. Repeatable.")
 @format_option
 @store_option
 @handle_errors
 def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | None,
-            tensor_flop_per_inst: float | None, fmt: str, store_path: str | None) -> None:
+            tensor_flop_per_inst: float | None, nvtx_include: tuple[str, ...], fmt: str,
+            store_path: str | None) -> None:
     """Read FILES (nvprof, Nsight Compute, Nsight Systems, perf output) into the results store.
 
     Each file is stored as one run, whole or not at all (with --join, all files as one run); the
@@ -51,10 +55,19 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
 
     try:
         importing.import_files(files, store_path, reader, on_stored=stored, join=join, gpu=gpu,
-                               tensor_flop_per_inst=tensor_flop_per_inst)
+                               tensor_flop_per_inst=tensor_flop_per_inst, nvtx_include=nvtx_include)
     except GpuprofError:
         if imported:
             note(f"stored before the error: {', '.join(run.source for run in imported)}")
         raise
-    echo(emit(importing.kernel_table(imported), fmt,
-              title="Imported kernels (measured by the profiler; base units; averages weighted by launches)"))
+    from gpuprof.derive import traces
+
+    # framework traces: their GPU activities here; their ops, steps and breakdown with 'gpuprof trace'
+    kernels = [traces.gpu_launches(run) if run.format in traces.TRACE_FORMATS else run for run in imported]
+    for run in imported:
+        if run.format in traces.TRACE_FORMATS:
+            note(f"{run.source}: per-op, per-step and per-GPU tables: gpuprof trace {run.source} --table ops")
+    kernels = [run for run in kernels if len(run.launch_table)]
+    if kernels:  # a CPU-only trace has no kernel rows
+        echo(emit(importing.kernel_table(kernels), fmt, title="Imported kernels (measured by the profiler; base units; "
+                                                             "values per launch, rates time-weighted)"))

@@ -33,18 +33,30 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=1800.0, show_default=True,
               help="Seconds before the profiler and the command are stopped (the partial report is kept).")
 @click.option("--dry-run", is_flag=True, help="Print the exact profiler command line(s) and exit.")
+@click.option("--trace", "trace", type=click.Choice(("torch", "jax", "tf")), default=None,
+              help="Run 'python SCRIPT ARGS' under the framework's own profiler instead (PyTorch, JAX, "
+                   "TensorFlow), unedited, and store the trace it writes: per-op, per-kernel, per-step tables.")
+@click.option("--steps", type=click.IntRange(min=1), default=2, show_default=True,
+              help="--trace torch: optimizer steps recorded (after --warmup), each a ProfilerStep#N.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+              help="--trace torch: optimizer steps run under the profiler but not recorded.")
 @format_option
 @store_option
 @handle_errors
 def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx: str | None, launch_skip: int,
             launch_count: int | None, device: str, profiler: str, processes: str, clock_control: str,
-            timeout: float, dry_run: bool, fmt: str, store_path: str | None) -> None:
+            timeout: float, dry_run: bool, trace: str | None, steps: int, warmup: int, fmt: str,
+            store_path: str | None) -> None:
     """Run COMMAND (after '--') under a profiler, store it as a run and print its kernels.
 
     On a GPU: ncu (compute capability 7.0 and newer) or nvprof with the smallest metric set for the
     question; the report stays in reports/<run-id>/. On the CPU: perf stat with the FP events and
     Top-Down level 1, as far as the machine allows. Whatever goes wrong, what was collected is stored.
+    With --trace: the framework's profiler (on a GPU its kernel rows come from CUPTI).
     """
+    if trace:
+        _profile_trace(trace, command, steps, warmup, timeout, fmt, store_path)
+        return
     from gpuprof import profile as library
     from gpuprof.render.profile_report import profile_report
     from gpuprof.store import open_store
@@ -81,3 +93,24 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
          f"in {where}; report files in {plan.run_dir}")
     if outcome.problem is not None:
         raise outcome.problem
+
+
+def _profile_trace(framework: str, command: tuple[str, ...], steps: int, warmup: int, timeout: float, fmt: str,
+                   store_path: str | None) -> None:
+    from gpuprof import tracing
+    from gpuprof.derive import traces
+    from gpuprof.render import emit
+    from gpuprof.store import open_store
+
+    settings = tracing.TraceSettings(framework, command, steps, warmup, timeout, command_line=command_line())
+    open_store(store_path).close()  # a store that cannot be written fails now, not after the program ran
+    note(f"running under the {framework} profiler: {' '.join(command)}")
+    run, run_dir = tracing.profile_trace(settings)
+    with open_store(store_path) as store:
+        store.add(run)
+        where = store.path
+    echo(emit(traces.op_table(run).head(30) if fmt == "table" else traces.op_table(run), fmt,
+              title=f"Ops in the {framework} trace (measured by the profiler; times in seconds)"))
+    for line in run.notes:
+        note(f"note: {line}")
+    note(f"stored as run {run.run_id[:8]} in {where}; trace and program output in {run_dir}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.workloads import ops
+from gpuprof.derive import kernels
 from gpuprof.derive.efficiency import (
     BYTE_RATE,
     FLOP_RATE,
@@ -33,6 +33,7 @@ from gpuprof.errors import InputError
 from gpuprof.model import CALIBRATED, DERIVED, MEASURED, Run
 from gpuprof.model.sizes import parse_size
 from gpuprof.model.units import human
+from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -334,66 +335,47 @@ _PRECISION = {"float32": "sp", "float64": "dp", "float16": "hp"}
 IMPORTED_ORIGIN = f"{MEASURED}: counted FLOPs / kernel time"
 
 
-def _launch_rows(run: Run, precision: str) -> pd.DataFrame:
-    """Per-launch measured values of one imported run, leaving out launches with neither FLOPs nor a time."""
+def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFrame, list[str]]:
+    """One row per imported (file, device, kernel) with a kernel time or a ``dtype`` FLOP count, from
+    :func:`gpuprof.derive.kernels.kernel_frame` (its rules: per-launch values over the launches that
+    have them, FLOP/s time-weighted): launches, time and FLOPs per launch, MFLOP/s, the FLOP
+    efficiency at the clock measured (else the profiler's own, as it reported it), and the
+    roofline position against the device table's peaks where DRAM traffic was counted."""
     import numpy as np
     import pandas as pd
 
-    from gpuprof.derive import counters
-    from gpuprof.derive.roofline import launch_devices
-
-    reported_name = f"flop_{precision}_efficiency"
-    derived = counters.frame(run, (reported_name,))
-    measured = derived[f"flop_efficiency_{precision}"].notna()
-    reported = derived[reported_name].notna()
-    rows = pd.DataFrame({
-        "device": launch_devices(run), "kernel": run.launch_table["kernel"].tolist(),
-        "file": Path(run.source).name, "launches": run.launch_table["invocations"],
-        "time": derived["time"], "flops": derived[f"flops_{precision}"], "dram": derived["dram_bytes"],
-        "efficiency": derived[f"flop_efficiency_{precision}"].where(measured, derived[reported_name]),
-        "efficiency origin": np.where(measured, f"{MEASURED}: FLOP/s over ncu's peak at the measured clock",
-                                      np.where(reported, f"{MEASURED}: nvprof {reported_name}", ""))})
-    return rows[rows["time"].notna() | rows["flops"].notna()]
-
-
-def _mean(values: pd.Series, weights: pd.Series) -> float | None:
-    known = values.notna()
-    return float((values[known] * weights[known]).sum() / weights[known].sum()) if known.any() else None
-
-
-def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFrame, list[str]]:
-    """One row per imported (file, device, kernel): launches, time and FLOPs per launch (averages
-    weighted by invocations), MFLOP/s from counted FLOPs and kernel time where the file has both,
-    the profiler's FLOP efficiency where it gives one, and the roofline position against the
-    device table's peaks where DRAM bytes were counted."""
-    import pandas as pd
-
-    from gpuprof.derive.roofline import table_peaks
+    from gpuprof.derive.roofline import device_name, table_peaks
 
     precision = _PRECISION.get(dtype, "sp")
-    launches = []
+    mine = {"sp": "fp32", "dp": "fp64", "hp": "fp16"}[precision]
+    reported_name = f"flop_{precision}_efficiency"
+    rows = []
     notes: list[str] = []
     for run in runs:
-        found = _launch_rows(run, precision)
-        if not len(found):
+        frame = kernels.kernel_frame([run], (reported_name,))
+        frame = frame[frame["time"].notna() | frame[f"flops_{mine}"].notna()]
+        if not len(frame):
             notes.append(f"imported {Path(run.source).name} ({run.format}): no kernel time or {dtype} FLOP count")
-        launches.append(found)
-    rows = []
-    frame = pd.concat(launches, ignore_index=True) if launches else pd.DataFrame()
-    for (device, kernel, file), group in (frame.groupby(["device", "kernel", "file"], sort=False) if len(frame) else []):
-        weights = group["launches"]
-        time, flops, dram = (_mean(group[c], weights) for c in ("time", "flops", "dram"))
-        rate = flops / time if flops is not None and time else None
-        cells = _efficiency_cells(rate, dram / time if dram and time else None, dtype, table_peaks(device)) if rate else {}
-        rows.append({"device": device, "kernel": kernel, "file": file, "launches": int(weights.sum()),
-                     "time/launch (s)": time, f"FLOPs/launch ({dtype})": flops,
-                     "MFLOP/s": rate / 1e6 if rate is not None else None,
-                     "Efic.%": _mean(group["efficiency"], weights),
-                     "roof.%": cells.get("roof.%"), "bound": cells.get("bound"),
-                     "MFLOP/s origin": (IMPORTED_ORIGIN if rate is not None
-                                        else f"{MEASURED} ({'time' if time else 'FLOPs'} only)"),
-                     "Efic. origin": next((o for o in group["efficiency origin"] if o), ""),
-                     "roof. above 100": cells.get("roof. above 100")})
+        for row in frame.to_dict("records"):
+            time, flops = row["time_per_launch"], row[f"flops_{mine}_per_launch"]
+            rate = None if np.isnan(row[f"flop_rate_{mine}"]) else row[f"flop_rate_{mine}"]
+            device = device_name(run, row["device"])
+            bandwidth = row["dram_bandwidth"] if row["dram_bandwidth"] > 0 else None
+            cells = _efficiency_cells(rate, bandwidth, dtype, table_peaks(device)) if rate else {}
+            measured = not np.isnan(row[f"flop_efficiency_{mine}"])
+            efficiency = row[f"flop_efficiency_{mine}"] if measured else row[reported_name]
+            rows.append({"device": device, "kernel": row["kernel"], "file": row["file"], "launches": row["launches"],
+                         "time/launch (s)": None if np.isnan(time) else time,
+                         f"FLOPs/launch ({dtype})": None if np.isnan(flops) else flops,
+                         "MFLOP/s": rate / 1e6 if rate is not None else None,
+                         "Efic.%": None if np.isnan(efficiency) else efficiency,
+                         "roof.%": cells.get("roof.%"), "bound": cells.get("bound"),
+                         "MFLOP/s origin": (IMPORTED_ORIGIN if rate is not None
+                                            else f"{MEASURED} ({'FLOPs' if np.isnan(time) else 'time'} only)"),
+                         "Efic. origin": (f"{MEASURED}: FLOP/s over ncu's peak at the measured clock"
+                                          if measured else
+                                          "" if np.isnan(efficiency) else f"{MEASURED}: nvprof {reported_name}"),
+                         "roof. above 100": cells.get("roof. above 100")})
     imported = pd.DataFrame(rows)
     if len(imported):
         efficiency = imported["Efic.%"].astype(float)

@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.derive import cpu_flops
 from gpuprof.model import catalog
 from gpuprof.model import Launch, Run
 
@@ -414,9 +415,32 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     columns["basis"] = _bases(time_rule, unchecked, tensor_said, tensor.sparse(c), columns["flops_hp"] > 0,
                               l1_rule, l2_rule, [tensor.rule_text(rule, c) for rule in range(len(tensor.RULES))])
     columns.update({name: c.raw(name) for name in extra})
+    if run.device.get("kind") == "cpu":
+        _cpu_counted(run, columns)
     out = pd.DataFrame(columns)
     out.attrs["units"] = {name: c.unit(name) for name in extra}
     return out
+
+
+def _cpu_counted(run: Run, columns: dict[str, np.ndarray]) -> None:
+    """FLOPs a CPU run's FP events count (:mod:`gpuprof.derive.cpu_flops`), with FLOP/s over the
+    elapsed time perf measured, where the GPU counters give none; the lane weights go in the basis."""
+    import numpy as np
+
+    counted = cpu_flops.launch_columns(run)
+    if counted is None:
+        return
+    time = np.where(np.isnan(columns["time"]), np.asarray(counted["time"]), columns["time"])
+    columns["time"] = time
+    for p, key in (("sp", "sp"), ("dp", "dp")):
+        values = np.asarray(counted[key])
+        columns[f"flops_{p}"] = np.where(np.isnan(columns[f"flops_{p}"]), values, columns[f"flops_{p}"])
+        columns[f"flop_rate_{p}"] = np.where(np.isnan(columns[f"flop_rate_{p}"]), values / time,
+                                             columns[f"flop_rate_{p}"])
+    columns["flops_total"] = np.where(np.isnan(columns["flops_total"]), np.asarray(counted["total"]),
+                                      columns["flops_total"])
+    columns["basis"] = np.array([f"{basis}; {extra}" if basis and extra else basis or extra
+                                 for basis, extra in zip(columns["basis"].tolist(), counted["basis"])], dtype=object)
 
 
 HALF_NOTE = ("FP16 FLOPs = hadd + hmul + 2 hfma (nvprof's mapping, NERSC); ncu's 2025 half-precision roofline "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gpuprof.model import Metric
+from gpuprof.model import Metric, Run
 
 # (width, precision) -> FLOPs per retired instruction.
 INTEL_WEIGHTS = {
@@ -77,3 +77,22 @@ def flops_from_events(metrics: Iterable[Metric]) -> tuple[float, str] | None:
     if running:
         parts.append(f"multiplexed: perf scaled counts seen {min(running):g}% of the time")
     return sum(by_dtype.values()), "; ".join(parts)
+
+
+def launch_columns(run: Run) -> dict[str, list[float]] | None:
+    """Per launch of a CPU run, the counted FLOPs (``sp``, ``dp``, and ``total``, which for AMD's
+    undivided count is all there is), the wall time perf measured and the basis text; None when no
+    launch has FP events. FLOPs keep origin measured: the lane weights are in the basis."""
+    rows = []
+    for launch in run.launches:
+        by_dtype = flops_by_dtype(launch.metrics)
+        found = flops_from_events(launch.metrics)
+        elapsed = next((float(m.value) for m in launch.metrics if m.name == "time elapsed"
+                        and isinstance(m.value, (int, float))), float("nan"))
+        nan = float("nan")
+        rows.append((by_dtype.get("float32", nan), by_dtype.get("float64", nan),
+                     found[0] if found else nan, elapsed, f"counted FLOPs: {found[1]}" if found else ""))
+    if not any(row[4] for row in rows):
+        return None
+    sp, dp, total, elapsed, basis = (list(column) for column in zip(*rows))
+    return {"sp": sp, "dp": dp, "total": total, "time": elapsed, "basis": basis}

@@ -3,7 +3,7 @@ DRAM where the counters give the traffic of each level (NERSC's hierarchical roo
 
 A measured run (kind ``run``) gives one DRAM-level point from the op's analytic FLOPs and bytes
 over the median timed kernel duration. An imported profile gives one point per kernel and run:
-the launches of a kernel summed (FLOPs, bytes and time; :mod:`gpuprof.derive.counters`), so a
+the launches of a kernel summed (FLOPs, bytes and time; :mod:`gpuprof.derive.kernels`), so a
 kernel launched a thousand times is one point, as in NERSC's charts. ``precision`` picks the FLOPs
 counted: one of ``PRECISIONS``, or ``all`` (every precision and the tensor cores together).
 
@@ -22,10 +22,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.workloads import ops
+from gpuprof.derive import kernels
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import GpuprofError, InputError
 from gpuprof.model import ANALYTIC, MEASURED, PEAK_TABLE, Run
+from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,7 +37,6 @@ POINT_COLUMNS = ["device", "kernel", "label", "op", "precision", "tensor_kind", 
                  "time", "clock", "origin", "run_id", "ai_check", "left_out"]
 PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 DTYPE_PRECISION = {"float64": "fp64", "float32": "fp32", "float16": "fp16"}
-_COUNTER_SUFFIX = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}       # derive.counters' column names
 
 
 def device_name(run: Run, launch_device: str = "") -> str:
@@ -106,35 +106,17 @@ def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
 
 
 def _kernel_sums(run: Run) -> pd.DataFrame:
-    """Per device and kernel of an imported run, its launches summed (weighted by invocations):
-    seconds, clock x seconds, FLOPs per precision (and in all, where the derive step gives its
-    total) and bytes per level. A sum is NaN when any launch of the kernel lacks the value, so no AI mixes launches
-    that have a count with launches that do not."""
-    import numpy as np
-    import pandas as pd
-
-    from gpuprof.derive import counters
-
-    derived = counters.frame(run)
-    nothing = pd.Series(np.nan, index=derived.index)
-    weight = run.launch_table["invocations"].to_numpy(dtype=float)
-    flops = {p: derived[f"flops_{s}"] for p, s in _COUNTER_SUFFIX.items()}
-    flops["tensor"] = derived.get("flops_tensor", nothing)
-    each = pd.DataFrame({f"flops_{p}": column for p, column in flops.items()})
-    total = derived["flops_total"] if "flops_total" in derived else each.sum(axis=1, min_count=1)
-    values = pd.DataFrame({
-        "time": derived["time"], "clock_time": derived["sm_clock"] * derived["time"], **each, "flops_all": total,
-        "bytes_dram": derived["dram_bytes"].fillna(derived["dram_bandwidth"] * derived["time"]),
-        "bytes_l2": derived.get("l2_bytes", nothing), "bytes_l1": derived.get("l1_bytes", nothing),
-    }).mul(weight, axis=0)
-    keys = [pd.Series(launch_devices(run), name="device"),
-            run.launch_table["kernel"].reset_index(drop=True).rename("kernel")]
-    grouped = values.groupby(keys, sort=False)
-    sums = grouped.sum().where(grouped.count() == grouped.size().to_numpy()[:, None])
-    sums["launches"] = pd.Series(weight).groupby(keys, sort=False).sum()
-    kinds = derived.get("tensor_kind", pd.Series("", index=derived.index)).fillna("").astype(str)
-    sums["tensor_kind"] = kinds.groupby(keys, sort=False).agg(lambda k: next((x for x in k if x), ""))
-    return sums.reset_index()
+    """Per kernel of an imported run (:func:`gpuprof.derive.kernels.kernel_frame`): its seconds, SM
+    clock, FLOPs per precision and in all, bytes per level. A sum is NaN unless every launch of the
+    kernel has the value (its ``_complete`` flag), so no AI mixes launches that have a count with
+    launches that do not."""
+    frame = kernels.kernel_frame([run])
+    sums = frame[["device", "kernel", "launches", "tensor_kind", "sm_clock"]].rename(columns={"sm_clock": "clock"})
+    sums["device"] = [device_name(run, device) for device in frame["device"].tolist()]
+    for name, column in {"time": "time", **{f"flops_{p}": f"flops_{p}" for p in PRECISIONS}, "flops_all": "flops_total",
+                         "bytes_dram": "dram_bytes", "bytes_l2": "l2_bytes", "bytes_l1": "l1_bytes"}.items():
+        sums[name] = frame[column].where(frame[f"{column}_complete"])
+    return sums
 
 
 def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
@@ -159,7 +141,7 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
                        "tensor_kind": row.tensor_kind if row.flops_tensor > 0 else "",
                        "ai": work / row.bytes_dram if counted else nowhere, "ai_l2": work / row.bytes_l2,
                        "ai_l1": work / row.bytes_l1, "flop_rate": work / row.time if counted else nowhere,
-                       "time": row.time, "clock": row.clock_time / row.time, "run_id": run.run_id,
+                       "time": row.time, "clock": row.clock, "run_id": run.run_id,
                        "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed",
                        "left_out": "" if counted else (
                            f"total FLOPs unknown (tensor work not counted; 'gpuprof import' says why), not drawn; "

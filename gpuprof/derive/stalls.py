@@ -17,16 +17,18 @@ has no row for it. Pure functions: no files, no subprocesses.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gpuprof.model import MEASURED, Launch, Metric, Run
+from gpuprof.model import MEASURED, Metric, Run
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 NVPROF, RATIO, PCT, PCSAMP = "nvprof", "ratio", "pct", "pcsamp"
@@ -98,9 +100,9 @@ def describe(family: str, reason: str) -> dict[str, Any]:
                                                "suggests": f"stalls of type '{reason}'"})
 
 
-@dataclass(frozen=True)
-class StallShare:
-    """One reason's value as the tool reported it and its share of the kernel's stall cycles."""
+class StallShare(NamedTuple):
+    """One reason's value as the tool reported it and its share of the kernel's stall cycles (a named
+    tuple: a run of 50,000 launches makes a million of them, five times faster than a frozen dataclass)."""
 
     reason: str        # ncu reason token or nvprof metric name
     label: str
@@ -142,54 +144,151 @@ def metric_value(metric: Metric) -> float | None:
     return float(metric.value) if isinstance(metric.value, int | float) else None
 
 
-def _stall_metrics(launch: Launch) -> dict[str, dict[str, tuple[Metric, float]]]:
-    """basis -> reason -> (metric, value) for every stall metric of a launch."""
-    found: dict[str, dict[str, tuple[Metric, float]]] = {}
-    for metric in launch.metrics:
-        kind = classify(metric.name) or (classify(metric.canonical) if metric.canonical else None)
-        value = metric_value(metric)
-        if kind is None or value is None or metric.origin != MEASURED:
-            continue
-        basis, reason = kind
-        found.setdefault(basis, {}).setdefault(reason, (metric, value))
-    return found
+def _classified(names: Sequence[object], reasons: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per name (a category of the metric table) and one more for "no name": the position in
+    :data:`PREFERENCE` of its basis (-1: not a stall metric) and the number of its reason in
+    ``reasons`` (added there when new); each distinct name classified once."""
+    import numpy as np
+
+    found = [classify(name) if isinstance(name, str) else None for name in names]
+    ranks = [PREFERENCE.index(kind[0]) if kind else -1 for kind in found]
+    codes = [reasons.setdefault(kind[1], len(reasons)) if kind else -1 for kind in found]
+    return np.array([*ranks, -1], dtype=np.int64), np.array([*codes, -1], dtype=np.int64)
 
 
-def _profile(launch: Launch, device: str, basis: str,
-             values: dict[str, tuple[Metric, float]]) -> StallProfile:
-    family = NVPROF if basis == NVPROF else "ncu"
-    stalls = {r: mv for r, mv in values.items() if describe(family, r).get("stall", True)}
-    if basis == NVPROF:
-        shares = {r: v / 100.0 for r, (_, v) in stalls.items()}
-        coverage = sum(shares.values())
+def _stall_rows(run: Run) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Every measured stall value of the run that is a number, the first row per (launch, basis,
+    reason) as a tool that gave a value twice meant its first: columns ``row`` (in the metric
+    table), ``launch``, ``basis`` (position in :data:`PREFERENCE`), ``reason`` (a number: its
+    position in the sorted reason names also returned) and ``value`` (:func:`metric_value`'s rule).
+    Column expressions over the metric table: names are classified per category, not per row."""
+    import numpy as np
+    import pandas as pd
+
+    metrics = run.metric_table
+    reasons: dict[str, int] = {}
+    name_rank, name_reason = _classified(list(metrics["metric"].cat.categories), reasons)
+    canonical_rank, canonical_reason = _classified(list(metrics["canonical"].cat.categories), reasons)
+    name_codes, canonical_codes = metrics["metric"].cat.codes.to_numpy(), metrics["canonical"].cat.codes.to_numpy()
+    rank = name_rank[name_codes]        # code -1 (no name) picks the trailing "not a stall metric"
+    reason = name_reason[name_codes]
+    by_canonical = rank < 0             # a tool name that is no stall metric may have a canonical one that is
+    rank = np.where(by_canonical, canonical_rank[canonical_codes], rank)
+    reason = np.where(by_canonical, canonical_reason[canonical_codes], reason)
+    low, high = metrics["minimum"].to_numpy(), metrics["maximum"].to_numpy()
+    value = np.where(low == high, low, metrics["value"].to_numpy())  # NaN == NaN is False
+    origin = metrics["origin"].cat
+    measured = origin.codes.to_numpy() == (list(origin.categories).index(MEASURED)
+                                           if MEASURED in origin.categories else -2)
+    rows = np.flatnonzero((rank >= 0) & ~np.isnan(value) & measured)
+    names = sorted(reasons)
+    order = np.array([reasons[name] for name in names], dtype=np.int64)
+    to_sorted = np.empty(len(names), dtype=np.int64)
+    to_sorted[order] = np.arange(len(names))
+    launch = metrics["launch"].to_numpy()[rows].astype(np.int64)
+    rank, reason = rank[rows], to_sorted[reason[rows]] if len(names) else reason[rows]
+    cell = (launch * len(PREFERENCE) + rank) * max(len(names), 1) + reason
+    first = ~pd.Series(cell).duplicated().to_numpy()  # rows are in launch order, a launch's in the tool's
+    return ({"row": rows[first], "launch": launch[first], "basis": rank[first], "reason": reason[first],
+             "value": value[rows[first]]}, names)
+
+
+@functools.cache
+def _is_stall(family: str, reason: str) -> bool:
+    return bool(describe(family, reason).get("stall", True))
+
+
+def stall_table(run: Run, basis: str | None = None) -> pd.DataFrame:
+    """The ranked stall reasons of every launch that has stall metrics, on ``basis`` or the preferred
+    one it carries, as one long table: ``launch`` (row in the launch table), ``kernel``, ``device``,
+    ``index`` (the tool's launch ID), ``basis``, ``reason``, ``label``, ``metric`` (the tool's name),
+    ``value`` (in the basis' unit), ``share`` (0..1 of stall cycles; nvprof: its own percentage /
+    100) and ``coverage`` (nvprof: the share of all stalls its reasons cover; 1 otherwise).
+
+    Rows are ranked within a launch, largest share first (ties by reason). A launch whose chosen
+    basis holds only the issuing state has one row with no ``reason`` (NaN) and NaN share, so it
+    is not lost. Column expressions over the metric table: the cost follows its rows, not Python
+    objects per launch (benchmarks/bench_stalls.py)."""
+    import numpy as np
+    import pandas as pd
+
+    if basis is not None and basis not in PREFERENCE:
+        raise ValueError(f"unknown basis {basis!r}")
+    found, names = _stall_rows(run)
+    launch, rank = found["launch"], found["basis"]
+    count = len(run.launch_table)
+    none = len(PREFERENCE)
+    chosen = np.full(count, none, dtype=np.int64)
+    if basis is None:
+        np.minimum.at(chosen, launch, rank)
     else:
-        total = sum(v for _, v in stalls.values())
-        shares = {r: (v / total if total > 0 else 0.0) for r, (_, v) in stalls.items()}
-        coverage = 1.0
-    items = sorted(
-        (StallShare(r, describe(family, r)["label"], m.name, v, shares[r]) for r, (m, v) in stalls.items()),
-        key=lambda s: (-s.share, s.reason))
-    return StallProfile(launch.kernel, device, launch.index, basis, tuple(items), coverage)
+        chosen[launch[rank == PREFERENCE.index(basis)]] = PREFERENCE.index(basis)
+    nvprof_rank = PREFERENCE.index(NVPROF)
+    stall = np.array([[_is_stall("ncu", r) for r in names] + [False],
+                      [_is_stall(NVPROF, r) for r in names] + [False]], dtype=bool)
+    keep = (rank == chosen[launch]) & stall[(rank == nvprof_rank).astype(np.int64), found["reason"]]
+    row, launch, reason, value = found["row"][keep], launch[keep], found["reason"][keep], found["value"][keep]
+    nvprof = chosen[launch] == nvprof_rank
+    total = np.bincount(launch, weights=value, minlength=count)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(nvprof, value / 100.0, np.where(total[launch] > 0, value / total[launch], 0.0))
+    coverage = np.where(chosen == nvprof_rank, np.bincount(launch, weights=np.where(nvprof, share, 0.0),
+                                                           minlength=count), 1.0)
+    # a launch whose chosen basis held only non-stall states keeps a placeholder row
+    empty = np.flatnonzero((chosen < none) & (np.bincount(launch, minlength=count) == 0))
+    launch = np.concatenate([launch, empty])
+    reason = np.concatenate([reason, np.full(len(empty), len(names))])
+    share = np.concatenate([share, np.full(len(empty), np.nan)])
+    value = np.concatenate([value, np.full(len(empty), np.nan)])
+    row = np.concatenate([row, np.full(len(empty), -1)])
+    order = np.lexsort((reason, -np.nan_to_num(share, nan=0.0), launch))
+    launch, reason, row = launch[order], reason[order], row[order]
+    family = (chosen[launch] == nvprof_rank).astype(np.int64)
+    labels = [describe("ncu", r)["label"] for r in names] + [describe(NVPROF, r)["label"] for r in names]
+    label_codes, label_names = pd.factorize(np.array(labels, dtype=object))
+    label_codes = np.append(label_codes, -1)
+    table = run.launch_table
+    kernel_codes, kernels = pd.factorize(table["kernel"])
+    default = str(run.device.get("name", ""))
+    device_codes, devices = pd.factorize(table["device"].where(table["device"] != "", default).fillna(default))
+    metric = run.metric_table["metric"].cat
+    metric_codes = np.append(metric.codes.to_numpy(), -1)[row]
+    return pd.DataFrame({
+        "launch": launch, "kernel": pd.Categorical.from_codes(kernel_codes[launch], kernels),
+        "device": pd.Categorical.from_codes(device_codes[launch], devices),
+        "index": table["index"].to_numpy()[launch],
+        "basis": pd.Categorical.from_codes(chosen[launch], PREFERENCE),
+        "reason": pd.Categorical.from_codes(np.where(reason < len(names), reason, -1), names),
+        "label": pd.Categorical.from_codes(label_codes[np.where(reason < len(names), reason + family * len(names),
+                                                                len(labels))], label_names),
+        "metric": pd.Categorical.from_codes(metric_codes, metric.categories),
+        "value": value[order], "share": share[order], "coverage": coverage[launch]})
 
 
 def stall_profiles(run: Run, basis: str | None = None) -> list[StallProfile]:
-    """One ranked profile per launch that has stall metrics, on ``basis`` or the preferred one present."""
-    if basis is not None and basis not in PREFERENCE:
-        raise ValueError(f"unknown basis {basis!r}")
-    profiles = []
-    for launch in run.launches:
-        found = _stall_metrics(launch)
-        chosen = basis if basis is not None else next((b for b in PREFERENCE if b in found), None)
-        if chosen in found:
-            device = launch.device or str(run.device.get("name", ""))
-            profiles.append(_profile(launch, device, chosen, found[chosen]))
-    return profiles
+    """One ranked profile per launch that has stall metrics, on ``basis`` or the preferred one present
+    (:func:`stall_table` as objects, for the explanations)."""
+    import numpy as np
+
+    table = stall_table(run, basis)
+    launch = table["launch"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, launch[1:] != launch[:-1]]) if len(launch) else np.array([], dtype=int)
+    items = list(map(StallShare._make, zip(*(table[c].tolist() for c in ("reason", "label", "metric", "value",
+                                                                          "share")))))
+    heads = table.iloc[starts]
+    return [StallProfile(kernel, device, index, chosen, () if math.isnan(share) else tuple(items[start:end]), coverage)
+            for kernel, device, index, chosen, coverage, share, start, end in zip(
+                heads["kernel"].tolist(), heads["device"].tolist(), heads["index"].tolist(), heads["basis"].tolist(),
+                heads["coverage"].tolist(), heads["share"].tolist(), starts.tolist(),
+                [*starts[1:].tolist(), len(table)])]   # a NaN share: the placeholder of a launch without stalls
 
 
 def available_bases(run: Run) -> list[str]:
     """Which bases the run's launches carry, in order of preference."""
-    present = {b for launch in run.launches for b in _stall_metrics(launch)}
-    return [b for b in PREFERENCE if b in present]
+    import numpy as np
+
+    present = set(np.unique(_stall_rows(run)[0]["basis"]).tolist())
+    return [b for i, b in enumerate(PREFERENCE) if i in present]
 
 
 def _pct(share: float) -> str:

@@ -1,8 +1,10 @@
 """Tensor-core FLOPs per launch, counted per architecture as docs/tensor-cores.md sets out.
 
 Turing and later: the ``sm__ops_path_tensor_*`` counters, summed per input/accumulator type (the
-catalog's ``tensor_ops_*`` entries list every spelling a chip may have; a chip has one set, so the
-ones present are summed). Volta (CC 7.0), which has no such counters: 512 FLOP per tensor-pipe warp
+catalog's ``tensor_ops_*`` entries list every spelling a chip may have; the ones present are summed).
+Where a chip offers a combined counter and also its ``_sparsity_off``/``_sparsity_on`` split (GH100
+FP8; GA100 and AD102 FP16, BF16, TF32, INT8), the split counts the same work again: the combined
+counter is taken where present, else off + on. Volta (CC 7.0), which has no such counters: 512 FLOP per tensor-pipe warp
 instruction (``tensor_inst``'s ``flop_per_inst``). No source gives a factor for a later chip's
 instruction count, so there a non-zero count leaves the tensor work unknown unless the user gives
 a factor (``gpuprof import --tensor-flop-per-inst 512`` reproduces NERSC's roofline method, which
@@ -64,11 +66,33 @@ def names() -> list[str]:
             *(name for key in ("tensor_inst", *_ACTIVITY) for name in aliases(key))]
 
 
+def _stems(counted: tuple[str, ...]) -> dict[str, list[str]]:
+    """Counter names grouped by their combined counter: ``X.sum`` -> [``X.sum``, ``X_sparsity_off.sum``,
+    ``X_sparsity_on.sum``] (those of them the type lists)."""
+    groups: dict[str, list[str]] = {}
+    for name in counted:
+        stem = name.removesuffix(".sum").removesuffix("_sparsity_off").removesuffix("_sparsity_on") + ".sum"
+        groups.setdefault(stem, []).append(name)
+    return groups
+
+
+def _family_ops(c: Counters, stem: str, group: list[str]) -> np.ndarray:
+    """One counter family per launch: the combined counter ``stem`` where the launch has it, else off + on."""
+    import numpy as np
+
+    split = [c.raw(name) for name in group if name != stem]
+    if stem not in group:
+        return _present_sum(split)
+    combined = c.raw(stem)
+    return np.where(np.isnan(combined), _present_sum(split), combined) if split else combined
+
+
 def by_kind(c: Counters) -> dict[str, np.ndarray]:
     """Tensor ops per type (ceiling "precision/kind", or the catalog key of a type without one),
     from the ``sm__ops_path_tensor_*`` counters; NaN where a launch has none of a type's counters."""
     c.fetch(names())
-    return {ceiling or key: _present_sum([c.raw(name) for name in counted]) for key, ceiling, counted in kinds()}
+    return {ceiling or key: _present_sum([_family_ops(c, stem, group) for stem, group in _stems(counted).items()])
+            for key, ceiling, counted in kinds()}
 
 
 def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """Per-launch values of every quantity a diff compares, column-wise, with each launch's identity.
 
 An imported run gives one row per launch (or per tool aggregate, weighted by its invocations): the
-derived counters of :func:`gpuprof.derive.counters.frame` (time, FLOPs with tensor work, the
+per-launch rows of :func:`gpuprof.derive.kernels.launch_frame` (time, FLOPs with tensor work, the
 hierarchical roofline), the catalog metrics it holds, stall shares and efficiencies against the
 device table's peaks, each an expression over whole columns. A measured run
 gives one row per timed repeat. The identity columns (kernel name, grid, block, NVTX range) are
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpuprof.derive import kernels
 from gpuprof.diffing import metrics as m
 from gpuprof.model import ANALYTIC, DERIVED, MEASURED, PEAK_TABLE, TIMED, Run
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 
 DTYPES = {"sp": "float32", "dp": "float64", "hp": "float16"}
+NAMES = {"sp": "fp32", "dp": "fp64", "hp": "fp16"}  # in this order: a launch with no FLOPs counted is judged as FP32
 # The metrics that give a launch's grid and block as totals where its attributes do not.
 CONFIG_METRICS = {"grid": ("Grid Size", "launch__grid_size"), "block": ("Block Size", "launch__block_size")}
 
@@ -126,8 +128,9 @@ def _datasheet(devices: np.ndarray) -> dict[str, np.ndarray]:
 
 def imported(run: Run) -> pd.DataFrame:
     """One row per launch of an imported run: identity columns, then every quantity it allows
-    (NaN where a launch lacks the inputs), from :func:`gpuprof.derive.counters.frame` (one pass over
-    the metric table for every name needed here too) and the device table's peaks."""
+    (NaN where a launch lacks the inputs), from :func:`gpuprof.derive.kernels.launch_frame` (the
+    per-launch rows every per-kernel table aggregates; one pass over the metric table for every
+    name needed here too) and the device table's peaks."""
     import pandas as pd
 
     from gpuprof.model import catalog
@@ -140,7 +143,7 @@ def imported(run: Run) -> pd.DataFrame:
     reasons, vocabulary = _stall_names(run)
     wanted = [alias for name in (*extra, "achieved_occupancy") for alias in k.aliases(name)]
     config = [name for names in CONFIG_METRICS.values() for name in names]
-    raw = k.frame(run, list(dict.fromkeys([*wanted, *reasons.values(), *config])))
+    raw = kernels.launch_frame(run, list(dict.fromkeys([*wanted, *reasons.values(), *config])))
 
     def number(name: str) -> np.ndarray:
         """A catalog metric under whichever of its names the file used, in the catalog's order."""
@@ -149,7 +152,7 @@ def imported(run: Run) -> pd.DataFrame:
             found = np.where(np.isnan(found), raw[alias].to_numpy(dtype=float), found)
         return found
 
-    flops = np.vstack([raw[f"flops_{p}"].to_numpy(dtype=float) for p in k.PRECISIONS])
+    flops = np.vstack([raw[f"flops_{p}"].to_numpy(dtype=float) for p in NAMES.values()])
     main = np.argmax(np.nan_to_num(flops, nan=-1.0), axis=0)  # the main precision; single where none counted
     counted = ~np.isnan(flops).all(axis=0)
 
@@ -159,11 +162,11 @@ def imported(run: Run) -> pd.DataFrame:
         return np.where(counted | (not only_counted), picked, np.nan)
 
     def per_precision(template: str) -> list[np.ndarray]:
-        return [raw[template.format(p)].to_numpy(dtype=float) for p in k.PRECISIONS]
+        return [raw[template.format(p)].to_numpy(dtype=float) for p in NAMES.values()]
 
-    names = np.array(k.launch_device_names(run), dtype=object)
+    names = raw["device"].to_numpy(dtype=object)
     sheet = _datasheet(names)
-    peak = _positive(of_main([sheet[p] for p in k.PRECISIONS], only_counted=False))  # datasheet, main precision
+    peak = _positive(of_main([sheet[p] for p in NAMES], only_counted=False))  # datasheet, main precision
     rate, dram_rate = raw["flop_rate_total"].to_numpy(dtype=float), raw["dram_bandwidth"].to_numpy(dtype=float)
     intensity = raw["ai_dram"].to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):

@@ -16,8 +16,11 @@ It runs in its own process so a profiler can launch it. In order:
    never inflate these times. NVML meters the board's energy around all of them
    (:mod:`gpuprof.energy`), or the record says why it could not;
 4. ``--profiled`` calls between ``cudaProfilerStart``/``cudaProfilerStop`` (nvprof's
-   ``--profile-from-start off``), each inside the NVTX push/pop range ``--range`` (ncu's
-   ``--nvtx-include``): the launches the profiler measures. Skipped when ``--profiled 0``.
+   ``--profile-from-start off``), each inside the NVTX start/end range ``--range`` (ncu's
+   ``--nvtx-include``; ``--range-kind push-pop`` for a push/pop range instead): the launches the
+   profiler measures. A start/end range holds kernels launched from any thread (XLA and
+   TorchInductor may launch from worker threads); a push/pop range only the pushing thread's.
+   Skipped when ``--profiled 0``.
 
 It writes one JSON file (``--result``): the times, the energy, the CUDA runtime's view of the
 device, the engine and the check, or ``{"error": ...}`` with the exit code of the gpuprof error
@@ -32,6 +35,7 @@ import contextlib
 import functools
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,6 +48,7 @@ from gpuprof.launch.gpu_workload import Workload
 RESULT_SCHEMA = 1
 BATCH_TARGET_S = 2e-3  # an auto batch lasts about this long: far above the events' ~0.5 µs resolution
 MAX_BATCH = 1000
+NVTX_COLOR = 0xFF76B900  # ARGB of the start/end range (CuPy's RangeStart takes one)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,6 +62,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profiled", type=int, required=True)
     parser.add_argument("--batch", type=int, default=0, help="calls per timed repeat (0: about 2 ms worth)")
     parser.add_argument("--range", required=True, help="NVTX range name around each profiled launch")
+    parser.add_argument("--range-kind", choices=("start-end", "push-pop"), default="start-end",
+                        help="a start/end range (kernels of any thread) or a push/pop range (this thread's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--result", required=True, type=Path)
     return parser.parse_args(argv)
@@ -187,18 +194,33 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def _profile(cp: Any, call: Callable[[], Any], args: argparse.Namespace) -> None:
     """``--profiled`` calls, each alone inside the NVTX range, between cudaProfilerStart/Stop."""
     if args.profiled:
+        nvtx = cp.cuda.nvtx
         cp.cuda.runtime.deviceSynchronize()
         cp.cuda.profiler.start()
+        push_pop = args.range_kind == "push-pop"
         for _ in range(args.profiled):
-            cp.cuda.nvtx.RangePush(args.range)
+            opened = nvtx.RangePush(args.range) if push_pop else nvtx.RangeStart(args.range, NVTX_COLOR)
             call()
             cp.cuda.runtime.deviceSynchronize()
-            cp.cuda.nvtx.RangePop()
+            if push_pop:
+                nvtx.RangePop()
+            else:
+                nvtx.RangeEnd(opened)
         cp.cuda.profiler.stop()
+
+
+PROFILED_ENVIRONMENT = {
+    # JAX's GPU client takes 75 % of the GPU's memory when it starts, and ncu saves all memory a kernel
+    # can reach before each replay pass (about 60 GB on an H100): under a profiler JAX allocates on demand
+    "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.profiled:  # before any engine imports its framework; a value the user set is kept
+        for name, value in PROFILED_ENVIRONMENT.items():
+            os.environ.setdefault(name, value)
     try:
         record = measure(args)
         code = 0

@@ -3,8 +3,7 @@
 Nsight Compute installs itself as ``/opt/nvidia/nsight-compute/<version>/ncu``; a CUDA toolkit puts
 ``ncu`` (a launcher into its bundled Nsight Compute) and, up to CUDA 11, ``nvprof`` in
 ``<toolkit>/bin``. None of these is on PATH by default: an offline H100 machine with driver 580 and
-CUDA 13 had ncu only under ``/opt/nvidia/nsight-compute/2025.3.1/`` (shared/reference/
-offline_gpu_machine_notes.md). Searched: PATH; for ncu, the newest version folder under
+CUDA 13 had ncu only under ``/opt/nvidia/nsight-compute/2025.3.1/``. Searched: PATH; for ncu, the newest version folder under
 ``/opt/nvidia/nsight-compute`` (for nsys, ``/opt/nvidia/nsight-systems/<version>/bin``, where Nsight
 Systems installs itself); ``$CUDA_HOME/bin``; ``/usr/local/cuda/bin``.
 """

@@ -133,7 +133,7 @@ def probe_gpu() -> tuple[bool, str]:
 
 
 def nvtx_range(op: str, shape: tuple[int, ...], dtype: str) -> str:
-    """The NVTX push/pop range around each profiled launch, e.g. ``gpuprof:dot:1024x1024x1024:float32``."""
+    """The NVTX start/end range around each profiled call, e.g. ``gpuprof:dot:1024x1024x1024:float32``."""
     return f"gpuprof:{op}:{ops.shape_text(shape)}:{dtype}"
 
 
@@ -149,7 +149,7 @@ def child_command(settings: RunSettings, shape: tuple[int, ...], engine: str, pr
 
 
 def _execute(argv: list[str], run_dir: Path, timeout: float) -> int:
-    """Run ``argv`` with stdout/stderr kept in the run folder (one process group, so a timeout or
+    """Run ``argv`` with stdout/stderr kept in the run folder (its own session, so a timeout or
     Ctrl-C stops the profiler together with the workload it launched); its exit code. A stopped
     workload child leaves no result to read, so it is killed at once (no grace)."""
     try:
@@ -260,7 +260,7 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     run_dir = options.reports_dir / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     profile = profilers.ProfileOptions(nvtx_range(settings.op, shape, settings.dtype), options.clock_control,
-                                       options.cache_control, options.replay_mode)
+                                       options.cache_control, options.replay_mode, cc=_cc(info), nvtx_start_end=True)
     profiled = options.profiled if choice.backend != "none" else 0
     child = child_command(settings, shape, requested, profiled, run_dir / RESULT_NAME, options.batch)
     module = choice.module() if choice.backend != "none" else None

@@ -3,17 +3,22 @@
 The command (every option checked against the Nsight Compute CLI documentation, v2026.1,
 https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html):
 
-* ``--nvtx --nvtx-include "<range>/"`` (section "NVTX Filtering"): profile only kernels inside the
-  push/pop range the workload child opens around each profiled launch; the trailing ``/`` marks a
-  push/pop range of the default domain. Warm-up and event-timed launches run outside it.
+* ``--nvtx --nvtx-include "<range>"`` (section "NVTX Filtering"): profile only kernels inside the
+  start/end range the workload child opens around each profiled launch (a name without a trailing
+  ``/`` is a start/end range of the default domain). A start/end range is a process range: it holds
+  kernels launched from any thread, where a push/pop range holds only those of the thread that
+  pushed it, and XLA or TorchInductor may launch from worker threads (NVIDIA's nsight-python moved to
+  start/end ranges for this reason). ``gpuprof profile --nvtx`` selects a user's push/pop range,
+  ``"<range>/"`` (trailing ``/``). Warm-up and event-timed launches run outside either.
 * ``--metrics a,b,...`` (section "Profile"): the catalog's ncu metrics (time, FLOP counters, DRAM
   bytes, clocks, FMA-pipe ceilings, efficiencies, warp-stall percentages) that this GPU offers; only
   these are collected, no sections. What the GPU offers comes from ``ncu --devices 0
   --query-metrics`` (section "General": it lists the base names, without the ``.sum``/``.avg``/
-  ``.pct`` suffixes, for the chip of CUDA device 0, the device the workload child uses), asked once
-  per ncu; a metric whose base name is not listed is left out and named in the run's notes, because
-  ncu refuses the whole run for one unknown name (``==ERROR== Failed to find metric``). ncu's chip
-  option would need the chip's name (ga100, gh100), which neither NVML nor CUDA reports.
+  ``.pct`` suffixes, for the chip of CUDA device 0, the device the workload child uses), else from
+  ``--query-metrics --chips <chip>`` for the GPU's compute capability, else from a list shipped per
+  chip, cached per ncu across processes (:mod:`gpuprof.launch.ncu_metrics`); a metric whose base name
+  is not listed is left out and named in the run's notes, because ncu refuses the whole run for one
+  unknown name (``==ERROR== Failed to find metric``).
 * ``--clock-control base|none`` ("Profile"): ``base`` locks GPC and memory clocks to base during
   profiling. gpuprof always passes it explicitly, because the default changed (``base`` in ncu
   2019-2025, ``boost`` in 2026.1), and the Run records which one was used.
@@ -40,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprof.model import catalog
-from gpuprof.launch import profilers
+from gpuprof.launch import ncu_metrics, profilers
 from gpuprof.launch.profilers import ProfileOptions
 from gpuprof.model import Launch
 
@@ -50,7 +55,7 @@ REPORT_STEM = "report"  # ncu appends .ncu-rep
 _PASSES = re.compile(r"^==PROF== Profiling .* - (\d+) passes?\s*$", re.MULTILINE)
 # ncu's NVTX filter quantifiers; a literal one inside a range name is escaped with '\'.
 _QUANTIFIERS = re.compile(r"([@,\[\]/*+\\])")
-_LISTED = r"^([a-z][a-z0-9]*__[a-z0-9_]+)\s"  # a --query-metrics row: "dram__bytes   Counter   byte   # of ..."
+_LISTED = ncu_metrics.LISTED
 CLOCK_TEXT = {
     "base": "ncu --clock-control base: GPC and memory clocks locked to their base frequency while "
             "profiling, so counter-derived rates are at base clock, below boost; use "
@@ -64,9 +69,9 @@ def metrics(keys: tuple[str, ...] | None = None) -> list[str]:
     return catalog.ncu_metrics() if keys is None else catalog.ncu_metrics_of(keys)
 
 
-def offered(exe: str) -> frozenset[str] | None:
-    """Base metric names ``ncu --devices 0 --query-metrics`` lists; None when it lists none."""
-    return profilers.listed((exe, "--devices", "0", "--query-metrics"), _LISTED)
+def offered(exe: str, cc: tuple[int, int] | None = None) -> frozenset[str] | None:
+    """Base metric names ncu offers for a GPU of compute capability ``cc``; None when nothing says."""
+    return ncu_metrics.query(exe, cc).names
 
 
 def base_name(metric: str) -> str:
@@ -74,14 +79,15 @@ def base_name(metric: str) -> str:
     return metric.split(".", 1)[0]
 
 
-def to_collect(exe: str, keys: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
+def to_collect(exe: str, keys: tuple[str, ...] | None = None,
+               cc: tuple[int, int] | None = None) -> tuple[list[str], list[str]]:
     """(the metrics of catalog entries ``keys`` this GPU offers, those it does not)."""
-    return profilers.split_offered(metrics(keys), offered(exe), base_name)
+    return profilers.split_offered(metrics(keys), offered(exe, cc), base_name)
 
 
-def nvtx_filter(range_name: str) -> str:
-    """The ``--nvtx-include`` expression for a push/pop range of the default domain."""
-    return _QUANTIFIERS.sub(r"\\\1", range_name) + "/"
+def nvtx_filter(range_name: str, start_end: bool = False) -> str:
+    """The ``--nvtx-include`` expression for a push/pop (or start/end) range of the default domain."""
+    return _QUANTIFIERS.sub(r"\\\1", range_name) + ("" if start_end else "/")
 
 
 def log_path(run_dir: Path) -> Path:
@@ -90,7 +96,8 @@ def log_path(run_dir: Path) -> Path:
 
 def filters(options: ProfileOptions) -> list[str]:
     """The options that choose which launches ncu profiles (NVTX range, kernel name, skip, count, processes)."""
-    argv = ["--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range)] if options.nvtx_range else []
+    argv = ["--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range, options.nvtx_start_end)] \
+        if options.nvtx_range else []
     if options.kernel:
         argv += ["--kernel-name", f"regex:{options.kernel}", "--kernel-name-base", "demangled"]
     if options.launch_skip:
@@ -108,7 +115,7 @@ def command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) 
     return [
         exe,
         *filters(options),
-        "--metrics", ",".join(to_collect(exe, options.metrics)[0]),
+        "--metrics", ",".join(to_collect(exe, options.metrics, options.cc)[0]),
         "--clock-control", options.clock_control,
         "--cache-control", options.cache_control,
         "--replay-mode", options.replay_mode,
@@ -132,10 +139,11 @@ def passes(launches: list[Launch], log_text: str) -> tuple[list[int], str]:
 def settings(options: ProfileOptions) -> dict[str, Any]:
     return {"clock_control": options.clock_control, "clock_control_text": CLOCK_TEXT[options.clock_control],
             "cache_control": options.cache_control, "replay_mode": options.replay_mode,
-            "nvtx_include": nvtx_filter(options.nvtx_range) if options.nvtx_range else None, "page": "raw"}
+            "nvtx_include": nvtx_filter(options.nvtx_range, options.nvtx_start_end) if options.nvtx_range else None,
+            "page": "raw"}
 
 
 def notes(options: ProfileOptions, exe: str) -> list[str]:
-    _, missing = to_collect(exe, options.metrics)
+    _, missing = to_collect(exe, options.metrics, options.cc)
     lacking = [f"ncu on this GPU does not offer: {', '.join(missing)} (left out of --metrics)"] if missing else []
-    return [CLOCK_TEXT[options.clock_control], *lacking]
+    return [CLOCK_TEXT[options.clock_control], ncu_metrics.query(exe, options.cc).described, *lacking]

@@ -1,8 +1,10 @@
 """Run a profiler (and the program it launches) as one process group, with its output kept in files.
 
-The command gets a list argv (never a shell) and its own process group, so a timeout or a Ctrl-C
-stops the profiler together with everything it started: killing only the profiler would leave the
-workload running. Stopping is polite first: SIGINT to the group, which makes ncu, nvprof and perf
+The command gets a list argv (never a shell) and its own session, so a timeout or a Ctrl-C stops the
+profiler together with everything it started: killing only the profiler would leave the workload
+running, holding the GPU and ncu's cross-process lock file so that the next run times out too. A
+descendant that moved to a process group of its own is found through the session id and the parent
+links in /proc (:func:`kill_session`). Stopping is polite first: SIGINT to the group, which makes ncu, nvprof and perf
 write out what they collected so far, then SIGKILL for whatever is still running after a grace
 period. What was collected is the caller's to read; nothing here raises for a stopped command.
 """
@@ -38,6 +40,50 @@ def _signal_group(pid: int, sig: int) -> None:
         pass
 
 
+def _descendants(root: int) -> set[int]:
+    """Every process in ``root``'s session or below it, from /proc (empty where there is no /proc)."""
+    parents: dict[int, int] = {}
+    session: set[int] = set()
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        parents[int(entry)] = int(fields[1])
+        if int(fields[3]) == root:  # fields: state ppid pgrp session ...
+            session.add(int(entry))
+    found, frontier = set(session), {root} | session
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found - {root}
+
+
+def kill_session(pid: int) -> None:
+    """SIGKILL the process ``pid`` (a session leader), its process group, and every process of its
+    session or below it, whatever process group each moved to."""
+    others = _descendants(pid)
+    _signal_group(pid, signal.SIGKILL)
+    for other in others:
+        for kill, target in ((os.killpg, _group_of(other)), (os.kill, other)):
+            if target is None:
+                continue
+            try:
+                kill(target, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
 def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
     """SIGINT to the group, up to ``grace`` seconds for the leader to write its files and exit
     (no SIGINT at all with no grace: the caller wants nothing from a stopped command)."""
@@ -51,13 +97,13 @@ def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
 
 
 def run_group(argv: list[str], run_dir: Path, timeout: float, grace: float = GRACE_S, prefix: str = "") -> Finished:
-    """Run ``argv`` in its own process group with stdout/stderr in ``run_dir`` (as ``<prefix>stdout.txt``
+    """Run ``argv`` in its own session with stdout/stderr in ``run_dir`` (as ``<prefix>stdout.txt``
     and ``<prefix>stderr.txt``); stop it (and everything it started) at ``timeout`` seconds or on
     Ctrl-C, giving it ``grace`` seconds after a SIGINT to write what it has. Raises OSError when
     ``argv[0]`` cannot be executed."""
     with open(run_dir / f"{prefix}{STDOUT}", "wb") as out, open(run_dir / f"{prefix}{STDERR}", "wb") as err:
         start = time.perf_counter_ns()
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, process_group=0)
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
         stopped = None
         try:
             try:
@@ -70,7 +116,7 @@ def run_group(argv: list[str], run_dir: Path, timeout: float, grace: float = GRA
                 _stop(process, grace)
         finally:
             if stopped or process.returncode is None:  # what is left of it (its workload) goes now
-                _signal_group(process.pid, signal.SIGKILL)
+                kill_session(process.pid)
                 process.wait()
         seconds = (time.perf_counter_ns() - start) / 1e9
     return Finished(None if stopped else process.returncode, seconds, stopped)

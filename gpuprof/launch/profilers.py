@@ -59,7 +59,7 @@ class ProfileOptions:
     """How to profile: what ``gpuprof run`` sets for its workload child, and the filters and metric
     set ``gpuprof profile`` adds for a user's command. The defaults give ``gpuprof run``'s argv."""
 
-    nvtx_range: str | None                  # profile only inside this push/pop range (default domain)
+    nvtx_range: str | None                  # profile only inside this range (default domain)
     clock_control: str = "base"
     cache_control: str = "all"
     replay_mode: str = "kernel"
@@ -69,6 +69,8 @@ class ProfileOptions:
     launch_count: int | None = None         # launches profiled at most
     target_processes: str | None = None     # "all": also the processes the command starts (MPI ranks)
     from_start: bool = False                # nvprof: profile from the start, not from cudaProfilerStart
+    cc: tuple[int, int] | None = None       # the GPU's compute capability: ncu's chip for its metric list
+    nvtx_start_end: bool = False            # nvtx_range is a start/end range (any thread), not push/pop
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("--clock-control", self.clock_control, CLOCK_CONTROLS),
@@ -141,6 +143,11 @@ def _probe_executable(path: str) -> Probe:
     if kind is None:
         return Probe(guess, path, None, f"'{path} --version' does not name Nsight Compute or nvprof")
     return Probe(kind, path, found.group(1))
+
+
+def executable_version(path: str) -> str | None:
+    """The version ``path --version`` reports (probed once per executable), None when it reports none."""
+    return _probe_executable(os.path.realpath(path)).version
 
 
 def _cc_text(cc: tuple[int, int] | None) -> str:

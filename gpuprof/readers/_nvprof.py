@@ -27,12 +27,15 @@ from gpuprof.model import units
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
 from gpuprof.readers._text import (ToolLog, column_spans, csv_records, ends_with_newline, is_csv_header,
-                                   open_text, parse_count)
+                                   last_line_complete, open_text, parse_count)
 
 TOOL = "nvprof"
 _COMMAND = re.compile(r"NVPROF is profiling process (\d+), command: (.*)$")
 _DEVICE_INDEX = re.compile(r"\((\d++)\)$")
 _BINARY_BYTES = re.compile(r"^([KMGT])B(/s)?$")
+# A kernel name with its launch's correlation id after it, as the text trace and the older CSV trace
+# (no Correlation_ID column) print it: 'void matrixMulCUDA<int=32>(float*, ...) [1073]'.
+CORRELATION = re.compile(r"^(.*\S)\s+\[(\d+)\]$")
 _UNIT_WORD = re.compile(r"^(?:%|[KMGT]?B(?:/s)?|[mun]?s)$")
 
 
@@ -80,7 +83,7 @@ def load(path: Path) -> Output:
             else:
                 lines.append(line.rstrip("\r\n"))
     output = Output(path, lines, log, placed=placed)
-    if lines and not ends_with_newline(path):
+    if lines and not ends_with_newline(path) and not last_line_complete(lines[-1], "" if len(lines) < 2 else lines[-2]):
         lines.pop()
         output.notes.append("file ends in the middle of a line (truncated?): its last line was not read")
     return output
@@ -107,7 +110,7 @@ def csv_table(output: Output, first: tuple[str, ...]) -> tuple[list[str], list[l
 def table_end(line: str) -> bool:
     """Whether ``line`` ends an nvprof table: a blank line, where nvprof starts its next table or
     its footnotes, or a Markdown code fence closing output pasted into a README."""
-    return not line.strip() or line.lstrip().startswith("```")
+    return not line.strip() or line.lstrip().startswith(("```", "~~~"))
 
 
 def units_row(line: str, spans: list[tuple[str, int, int]]) -> dict[str, str]:

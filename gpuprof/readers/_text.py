@@ -13,7 +13,7 @@ Typical use in a reader::
         header, preamble = find_csv_header(handle, ("ID", "Metric Name"), log)
         if header is None:
             raise log.failure() or FormatError(...)
-        rows = CsvRows(handle, log, cut=not ends_with_newline(path))
+        rows = CsvRows(handle, log, cut=cut_off(path), open_end=not ends_with_newline(path))
         for row in rows: ...
     run.notes += log.notes() + rows.notes()
 """
@@ -146,11 +146,44 @@ def ends_with_newline(path: Path) -> bool:
     """Whether the file's last byte is a newline. Profilers end every line with one, so a file
     without it was cut (by a crash, a quota, a copy) and its last row cannot be trusted."""
     with open(path, "rb") as handle:
+        start = handle.read(2)
         handle.seek(0, 2)
         if handle.tell() == 0:
             return True
+        if start in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (PowerShell's '>'): a newline is two bytes
+            handle.seek(-2, 2)
+            return handle.read(2) == (b"\n\x00" if start == b"\xff\xfe" else b"\x00\n")
         handle.seek(-1, 2)
         return handle.read(1) == b"\n"
+
+
+def cut_off(path: Path) -> bool:
+    """Whether a file of fully quoted CSV records (Nsight Compute's) was cut inside its last
+    record: no final newline, and the last record does not end with a closing quote (a complete
+    file may just lack the final newline)."""
+    if ends_with_newline(path):
+        return False
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        handle.seek(max(0, handle.tell() - 8))
+        tail = handle.read().replace(b"\x00", b"")
+    return not tail.rstrip(b" ,\r").endswith(b'"')
+
+
+def last_line_complete(last: str, before: str) -> bool:
+    """Whether ``last``, a file's final line with no newline after it, is whole: a complete file
+    may simply lack the final newline. A CSV record is whole when it has as many fields as the
+    record before it and its quotes are closed; a fixed-width text row when it has as many cells
+    as the row before it and is as long (such tables pad their last column). A number cut inside
+    its digits cannot be told from a whole one and is kept."""
+    if not before.strip():
+        return False
+    if len(column_spans(before)) < 2:  # no fixed-width columns: a CSV record
+        if last.count('"') % 2:
+            return False
+        return len(split_csv_line(last)) == len(split_csv_line(before)) and (
+            not before.rstrip().endswith('"') or last.rstrip().endswith('"'))
+    return len(column_spans(last)) == len(column_spans(before)) and len(last) >= len(before)
 
 
 def csv_records(lines: Iterable[str]) -> Iterator[list[str] | None]:
@@ -217,24 +250,30 @@ class CsvRows:
     held back: :attr:`truncated` then holds it, and :meth:`notes` says so.
     """
 
-    def __init__(self, handle: TextIO, log: ToolLog, cut: bool = False) -> None:
+    def __init__(self, handle: TextIO, log: ToolLog, cut: bool = False, open_end: bool = False) -> None:
         self._handle = handle
         self._log = log
         self._cut = cut
+        self._open_end = open_end  # no final newline: the last row is whole only if it is as wide as the one before
         self.truncated: list[str] | None = None
         self.unreadable = 0  # records the csv module refused
 
     def __iter__(self) -> Iterator[list[str]]:
         rows = self._rows()
-        if not self._cut:
+        if not self._cut and not self._open_end:
             yield from rows
             return
         previous: list[str] | None = None
+        width = 0
         for row in rows:
             if previous is not None:
+                width = len(previous)
                 yield previous
             previous = row
-        self.truncated = previous
+        if previous is not None and not self._cut and len(previous) == width:
+            yield previous  # a whole row: the file only lacks its final newline
+        else:
+            self.truncated = previous
 
     def _rows(self) -> Iterator[list[str]]:
         add = self._log.add

@@ -44,6 +44,7 @@ def join(runs: Sequence[Run]) -> Run:
 
     if len(runs) < 2:
         raise InputError("joining needs at least two files", "give every file of the same application")
+    _refuse_mixed(runs)
     launches = pd.concat([run.launch_table.assign(file=i, position=np.arange(len(run.launch_table)))
                           for i, run in enumerate(runs)], ignore_index=True)
     kernels = launches.groupby("index", sort=False)["kernel"].nunique()
@@ -70,6 +71,33 @@ def join(runs: Sequence[Run]) -> Run:
                device=_agreed(run.device for run in runs),
                environment={**runs[0].environment, "joined": sources, "cycles_beside_counts": counted},
                notes=notes, tables=(launch_table, metrics))
+
+
+def _named(run: Run) -> tuple[set[str], set[str]]:
+    """The device names and the compute capabilities a file states (either may be empty)."""
+    attributes = run.launch_table["attributes"].tolist()
+    names = {str(d) for d in run.launch_table["device"].tolist() if d} | {str(run.device.get("name") or "")}
+    ccs = {str(a.get("cc") or "") for a in attributes} | {str(run.device.get("cc") or "")}
+    return names - {""}, ccs - {""}
+
+
+def _refuse_mixed(runs: Sequence[Run]) -> None:
+    """Files of different tools or naming different GPUs are not passes over the same launches:
+    joining them would label one GPU's kernels with another's name (a K40c nvprof CSV with an
+    A100 ncu CSV). A file that names no GPU joins any."""
+    tools = {Path(run.source).name: str(run.environment.get("tool") or run.format) for run in runs}
+    if len(set(tools.values())) > 1:
+        listed = "; ".join(f"{name} from {tool}" for name, tool in tools.items())
+        raise InputError(f"--join needs files of one tool, and these come from several ({listed})",
+                         "join only the files one profiler wrote for the same application; import the others "
+                         "without --join")
+    for kind, index in (("GPU", 0), ("compute capability", 1)):
+        stated = {Path(run.source).name: _named(run)[index] for run in runs}
+        distinct = set().union(*stated.values())
+        if len(distinct) > 1:
+            listed = "; ".join(f"{name}: {', '.join(sorted(values))}" for name, values in stated.items() if values)
+            raise InputError(f"--join needs files of one GPU, and these name different ones ({kind} {listed})",
+                             "join only files profiled on the same GPU; import the others without --join")
 
 
 def _disagreements(runs: Sequence[Run], launches: pd.DataFrame, kernels: pd.Series) -> list[str]:

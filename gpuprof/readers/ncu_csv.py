@@ -148,7 +148,7 @@ class _Table:
                         texts.append(value[:-1])
                         continue
             record = _whole_record(line, handle)
-            if not record.endswith("\n"):
+            if not record.endswith("\n") and not record.rstrip(" ,\r").endswith('"'):  # cut inside a field
                 self.truncated = True
                 break
             if log.add(record) or not record.strip():

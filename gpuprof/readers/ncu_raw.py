@@ -12,7 +12,7 @@ from pathlib import Path
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.readers._text import (
-    CsvRows, ToolLog, ends_with_newline, find_csv_header, head_has_csv_header, metric_maker, open_text,
+    CsvRows, ToolLog, cut_off, ends_with_newline, find_csv_header, head_has_csv_header, metric_maker, open_text,
     parse_count,
 )
 from gpuprof.readers.ncu_csv import LAUNCH_COLUMNS, launch_columns, run_device
@@ -37,7 +37,7 @@ def read(path: Path) -> Run:
         if header is None:
             raise log.failure(path) or FormatError(f"{path}: no Nsight Compute raw-page CSV header found",
                                                "Export it with `ncu --page raw --csv`")
-        rows = CsvRows(handle, log, cut=not ends_with_newline(path))
+        rows = CsvRows(handle, log, cut=cut_off(path), open_end=not ends_with_newline(path))
         launches, skipped = _launches(header, rows)
     notes = log.notes() + rows.notes()
     if skipped:

@@ -251,12 +251,27 @@ class _Columns:
             self.texts.append(value if isinstance(value, str) else repr(value))
         self.kernels.append(action.name(module.IAction.NameBase_DEMANGLED) or action.name())
         self.devices.append(str(values.get("device__attribute_display_name", "")))
-        self.attributes.append(_attributes(values, action.name()))
+        attributes = _attributes(values, action.name())
+        if path := _nvtx_path(action):
+            attributes["nvtx"] = path
+        self.attributes.append(attributes)
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         count = len(self.kernels)
         return (tables.launch_table(self.kernels, range(count), self.devices, [1] * count, self.attributes),
                 tables.metric_table(self.launch, **metric_columns(self.names, self.units, self.texts)))
+
+
+def _nvtx_path(action: Any) -> str:
+    """The NVTX push/pop ranges open at the launch (``--nvtx`` profiling), outermost first, joined by
+    '/' as ``--nvtx-include`` writes nested ranges; domains in the report's order."""
+    state = action.nvtx_state()
+    if state is None:
+        return ""
+    ranges: list[str] = []
+    for domain in state.domains():
+        ranges += [str(name) for name in state.domain_by_id(domain).push_pop_ranges()]
+    return "/".join(ranges)
 
 
 def _attributes(values: dict[str, Any], short_name: str) -> dict[str, str]:

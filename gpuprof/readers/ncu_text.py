@@ -37,7 +37,7 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError, shortened
 from gpuprof.model import Launch, Run
-from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, number, open_text
+from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, number, open_text, parse_count
 from gpuprof.model.units import parse_locale_number
 
 NAME = "ncu-text"
@@ -137,7 +137,10 @@ class _Page:
         if self.rule is not None and stripped and not _RULE.match(line) and line.startswith(" " * 6):
             self.rule.append(stripped)  # continuation of an OPT/INF/WRN paragraph
             return
+        after_rule = self.rule is not None
         self._close_rule()
+        if after_rule and stripped and set(stripped) <= {"-", " "}:
+            return  # ncu 2023+ separates one rule's paragraph from the next with dashes: not a table
         if _OMITTED.match(line):
             self.omitted += 1
         elif match := _LAUNCH.match(line):
@@ -192,7 +195,7 @@ class _Page:
         launch = self.launches.get(key)
         if launch is None:
             launch = self.launches[key] = Launch(kernel=match["name"], index=len(self.launches),
-                                                 invocations=int(match["invocations"]),
+                                                 invocations=parse_count(match["invocations"], 1),
                                                  attributes=attributes)
         self.launch = launch
 

@@ -2,8 +2,9 @@
 same tables inside the console output of ``nsys profile --stats=true``, wherever they sit in a log
 or a README. Read: the kernel summary (``cuda_gpu_kern_sum``, ``gpukernsum`` before nsys 2022), the
 memory operations by time and by size (``cuda_gpu_mem_time_sum``/``gpumemtimesum``,
-``cuda_gpu_mem_size_sum``/``gpumemsizesum``) and the CUDA API summary (``cuda_api_sum``/
-``cudaapisum``), in the 2020-2021 layouts (``Time(%)``, ``Average``, ``Average (ns)``, sizes in KiB)
+``cuda_gpu_mem_size_sum``/``gpumemsizesum``), the CUDA API summary (``cuda_api_sum``/
+``cudaapisum``) and the NVTX range summary (``nvtx_sum``, the 2020 ``NVTX Push-Pop Range
+Statistics``), in the 2020-2021 layouts (``Time(%)``, ``Average``, ``Average (ns)``, sizes in KiB)
 and the later ones (``Time (%)``, ``Avg (ns)``, ``Med (ns)``, sizes in MB).
 
 A table is recognised by its columns: Instances and Name (kernels), Total Time and Operation
@@ -14,7 +15,10 @@ duration; Total Time, Med, StdDev and Time (%) are kept. A memory operation beco
 (``kind`` memcpy or memset) with its duration from the by-time table and its sizes (``Total Size``,
 ``Avg Size``...) from the by-size table. CUDA API calls are host-side: when the file also holds GPU
 tables they are counted in the notes; a file holding only the API summary gets one Launch per call
-(``kind`` = api), whose time is kept but not presented as a kernel duration.
+(``kind`` = api), whose time is kept but not presented as a kernel duration. An NVTX range row is
+one Launch of ``kind`` nvtx (host side as well, its Style kept). Rows of one table that repeat a
+name are different kernels whose names nsys cut to the same text (``cuda_gpu_kern_sum:base``):
+each stays its own Launch, and a note says so.
 
 Times are in nanoseconds unless the column says otherwise; ``MB`` is 10**6 bytes (a 4 MiB copy
 prints 4.194) and the older ``KiB`` tables 2**10. Digit grouping is dropped whatever its width
@@ -32,12 +36,12 @@ from pathlib import Path
 from gpuprof.model import units
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
-from gpuprof.readers._text import column_spans, ends_with_newline, open_text, split_csv_line
+from gpuprof.readers._text import column_spans, ends_with_newline, last_line_complete, open_text, split_csv_line
 
 NAME = "nsys-stats"
-DESCRIPTION = ("nsys stats / nsys profile --stats=true summaries of kernels, memory operations and CUDA API "
-               "calls (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum and the "
-               "pre-2022 gpukernsum, gpumemtimesum, gpumemsizesum, cudaapisum), text or CSV")
+DESCRIPTION = ("nsys stats / nsys profile --stats=true summaries of kernels, memory operations, CUDA API calls "
+               "and NVTX ranges (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum, "
+               "nvtx_sum and the pre-2022 gpukernsum, gpumemtimesum, gpumemsizesum, cudaapisum), text or CSV")
 
 _TEXT_CELLS = re.compile(r"\s{2,}")
 # What nsys calls a column over the versions -> the name gpuprof stores it under.
@@ -45,7 +49,7 @@ _COLUMNS = {
     "Total Time": "Total Time", "Total": "Total", "Instances": "Count", "Count": "Count",
     "Operations": "Count", "Num Calls": "Count", "Avg": "Avg", "Average": "Avg", "Med": "Med",
     "Median": "Med", "Min": "Min", "Minimum": "Min", "Max": "Max", "Maximum": "Max", "StdDev": "StdDev",
-    "Name": "Name", "Operation": "Name",
+    "Name": "Name", "Operation": "Name", "Range": "Name",
 }
 _STATISTICS = ("Avg", "Med", "Min", "Max", "StdDev")
 # The report a table came from, as the lines before it name it (report name, 2020-2021 title).
@@ -91,15 +95,17 @@ class _Table:
 def _header(line: str, context: str) -> _Table | None:
     """The table ``line`` heads (its rows still to come), or None when it heads no table read here."""
     text = line.strip()
-    if not text or ("Name" not in text and "Operation" not in text) or "Total" not in text:
+    if not text or ("Name" not in text and "Operation" not in text and "Range" not in text) or "Total" not in text:
         return None
     is_csv = text.count(",") >= 3
     labels = [c.strip() for c in (split_csv_line(text) if is_csv else _TEXT_CELLS.split(text))]
     columns = [_column(label) for label in labels]
     names = {column[0] for column in columns if column}
-    if not labels or labels[-1] not in ("Name", "Operation") or "Count" not in names:
+    if not labels or labels[-1] not in ("Name", "Operation", "Range") or "Count" not in names:
         return None
-    if labels[-1] == "Operation":
+    if labels[-1] == "Range":
+        kind = "nvtx" if "Instances" in labels else ""
+    elif labels[-1] == "Operation":
         kind = "mem-time" if "Total Time" in names else "mem-size" if "Total" in names else ""
     else:
         kind = "kernel" if "Instances" in labels else "calls" if "Num Calls" in labels else ""
@@ -168,6 +174,8 @@ def _kind(table: _Table, name: str) -> str:
         return "kernel"
     if table.kind == "calls":
         return "api"
+    if table.kind == "nvtx":
+        return "nvtx"
     return "memset" if "memset" in name else "memcpy"
 
 
@@ -179,35 +187,46 @@ def _api(table: _Table) -> bool:
     return bool(table.rows) and all(cells[-1].strip().startswith("cu") for cells in table.rows)
 
 
-def _launches(tables: list[_Table]) -> tuple[list[Launch], int]:
-    """One Launch per kernel, memory operation (its two tables merged) or, when nothing else is
-    there, API call; and how many API rows were left out."""
-    gpu = [t for t in tables if t.kind != "calls"]
+def _launches(tables: list[_Table]) -> tuple[list[Launch], int, int]:
+    """One Launch per kernel, NVTX range, memory operation (its two tables merged) or, when
+    nothing else is there, API call; how many API rows were left out; and how many rows repeat
+    another row's name in their table (nsys cut their names to the same text: kept apart)."""
+    gpu = [t for t in tables if t.kind not in ("calls", "nvtx")]
     api = [t for t in tables if t.kind == "calls" and _api(t)]
-    merged: dict[tuple[str, str, str], tuple[str, int, dict[str, str], list[Metric]]] = {}
-    for table in gpu or api:
+    nvtx = [t for t in tables if t.kind == "nvtx"]  # host-side ranges, after the GPU work
+    merged: dict[tuple[str, str, str, int], tuple[str, int, dict[str, str], list[Metric]]] = {}
+    repeated = 0
+    for table in [*(gpu or api), *nvtx]:
+        seen: dict[str, int] = {}
         for cells in table.rows:
             name, values = cells[-1].strip(), _values(table, cells)
+            # A name seen before in the same table is another kernel whose name nsys cut to the
+            # same text: never merged with it (the memory tables' rows still join by name).
+            occurrence = seen[name] = seen.get(name, -1) + 1
+            repeated += occurrence > 0
             count = values.get("Count", (1.0, ""))[0]  # 1 unless a whole count (not 0, nan or 1e999)
             attributes = {"kind": _kind(table, name), **({"report": table.report} if table.report else {})}
             for label, text in zip(table.labels, cells):  # nsys 2022-2023 kernel tables: '256    1    1'
                 if label in ("GridXYZ", "BlockXYZ") and text.split():
                     attributes[label[:-3].lower()] = f"({', '.join(text.split())})"
-            key = (table.report, attributes["kind"], name)
+                if label == "Style" and text.strip():
+                    attributes["style"] = text.strip()
+            key = (table.report, attributes["kind"], name, occurrence)
             entry = merged.setdefault(key, (table.device, int(count) if 1 <= count < 2**63 else 1,
                                             attributes, []))
             entry[3].extend(_metrics(table, values))
     launches = [Launch(name, index, device, count, attributes, metrics)
-                for index, ((_, _, name), (device, count, attributes, metrics)) in enumerate(merged.items())]
+                for index, ((_, _, name, _), (device, count, attributes, metrics)) in enumerate(merged.items())]
     left_out = sum(len(t.rows) for t in api) if gpu else 0
-    return launches, left_out
+    return launches, left_out, repeated
 
 
 def read(path: Path) -> Run:
     with open_text(path) as handle:
         lines = [line.rstrip("\r\n") for line in handle]
     notes: list[str] = []
-    cut = not ends_with_newline(path)
+    cut = bool(lines) and not ends_with_newline(path) and not last_line_complete(
+        lines[-1], "" if len(lines) < 2 else lines[-2])
     tables: list[_Table] = []
     reports: list[str] = []
     device, context = "", ""
@@ -242,7 +261,7 @@ def read(path: Path) -> Run:
         if table := _header(line, context):
             table.report, table.device = (reports[-1] if reports else ""), device
             tables.append(table)
-    launches, left_out = _launches(tables)
+    launches, left_out, repeated = _launches(tables)
     if not launches:
         cuda = [text for text in skipped if "CUDA" in text]
         if cuda:
@@ -251,6 +270,9 @@ def read(path: Path) -> Run:
         raise FormatError(f"{path}: no kernel, memory or CUDA API summary rows in this nsys output "
                           "(empty or truncated)",
                           "give the output of 'nsys stats --report cuda_gpu_kern_sum <report>'")
+    if repeated:
+        notes.append(f"{repeated} rows repeat a name printed above them in the same table: nsys cut different "
+                     "names to the same text; each row is kept as its own launch with its own instances")
     if left_out:
         notes.append(f"skipped {left_out} CUDA API rows (host side)")
     elif launches[0].attributes["kind"] == "api":

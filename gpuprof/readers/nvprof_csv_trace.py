@@ -85,17 +85,22 @@ def trace(table: Table) -> tuple[list[Launch], dict[str, int], list[str]]:
         device, index = _nvprof.split_device(row.get("Device", ""))
         if index is not None:
             indices[device] = index
+        name = row["Name"]
+        if not row.get("Correlation_ID", "").strip() and (found := _nvprof.CORRELATION.match(name)):
+            # the older CSV trace appends the id to the name: one kernel launched twice is one kernel
+            name, row = found.group(1), {**row, "Correlation_ID": found.group(2)}
         attributes = {"kind": what}
         for axis in ("Grid", "Block"):
             if dims := _dims(row, axis):
                 attributes[axis.lower()] = dims
         for column, key in _ATTRIBUTES.items():
             if row.get(column, "").strip():
-                attributes[key] = row[column].strip()
+                size = table.cell(row, column) if key.endswith("_bytes") else None
+                attributes[key] = f"{size[0]:.15g}" if size else row[column].strip()  # KB -> bytes
         if start := table.cell(row, "Start"):
             attributes["start_s"] = f"{start[0]:.15g}"  # 328.3407 ms, not 0.32834070000000004 s
         metrics = [m for m in (table.metric(row, c) for c in ("Duration", "Size", "Throughput")) if m]
-        launches.append(Launch(row["Name"], len(launches), device, 1, attributes, metrics))
+        launches.append(Launch(name, len(launches), device, 1, attributes, metrics))
     notes = [f"skipped {skipped} Unified Memory rows (page faults and migrations, not launches)"]
     return launches, indices, notes if skipped else []
 

@@ -30,7 +30,6 @@ NAME = "nvprof-text-trace"
 DESCRIPTION = "nvprof --print-gpu-trace text output (Start Duration Grid Size Block Size ... Name)"
 _HEADER = re.compile(r"^\s*Start\s+Duration\s+Grid Size\s+Block Size\s.*\sName\s*$", re.M)
 _NEEDS_UNIT = ("Start", "Duration", "Size", "Throughput")  # bare numbers here are meaningless
-_CORRELATION = re.compile(r"^(.*\S)\s+\[(\d+)\]$")
 _DIMS = re.compile(r"^\((\d+) (\d+) (\d+)\)$")
 # text header label -> the CSV trace's column name
 _COLUMNS = {
@@ -70,7 +69,7 @@ def _row(labels: list[str], cells: list[str]) -> dict[str, str]:
         if size := _nvprof.cell(row.get(column, "")):
             row[column] = f"{size[0]:.0f}"
     name = cells[-1]
-    if found := _CORRELATION.match(name):
+    if found := _nvprof.CORRELATION.match(name):
         name, row["Correlation_ID"] = found.groups()
     row["Name"] = name
     return row

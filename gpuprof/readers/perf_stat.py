@@ -14,6 +14,7 @@ perf prints no version in this output, so the layout is recognised by its lines.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,8 @@ _SPREAD = re.compile(r"\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\)")
 _SHADOW = re.compile(r"#\s*+(?P<num>-?\d[\d.,]*+)\s*+(?P<text>(?:[^(#\s]++(?:\s++[^(#\s]++)*+)?+)\s*+(?:\(|$)")
 _TOPDOWN = re.compile(r"tma_|TopdownL\d|--topdown|retiring\s+bad speculat|\bPipelineL\d")
 _TIME = re.compile(r"^\d+\.\d+$")
+# '--per-thread' rows start with 'comm-tid' (a name of up to 16 characters, no blanks): one cell, then blanks.
+_THREAD = re.compile(r"^\s*+(?P<thread>[^\s\d<]\S{0,40}?-\d+)\s++(?=[\d<])")
 AGGREGATE = re.compile(rf"^(?:{_AGGREGATE})$")  # a whole -A/--per-core/--per-socket cell
 # perf's shadow-metric words -> (factor, base unit) for the value printed before them.
 # '-M GFLOPS' annotates the first event of its group with the metric ('# 129.3 GFLOPs'; newer perf
@@ -86,6 +89,7 @@ class PerfCount:
     running_pct: float | None = None   # share of the time the event was on the PMU (multiplexing)
     spread_pct: float | None = None    # -r: relative standard deviation over the runs
     shadow: tuple[float, str] | None = None  # perf's own derived metric: (value, words)
+    thread: str | None = None          # --per-thread: the comm-tid cell ('ls-3125')
 
 
 @dataclass
@@ -159,6 +163,16 @@ def parse_human_line(line: str, decimal: str = ".") -> PerfCount | None:
         shadow=((shadow_value, shadow.group("text"))
                 if shadow and shadow.group("text") and (shadow_value := perf_number(shadow.group("num"), decimal))
                 is not None else None))
+
+
+def parse_thread_line(line: str, decimal: str = ".") -> PerfCount | None:
+    """A ``--per-thread`` counter line: a ``comm-tid`` cell (the command's name, then the thread
+    id), then what a plain counter line holds; None for any other line."""
+    found = _THREAD.match(line)
+    if not found:
+        return None
+    count = parse_human_line(line[found.end():], decimal)
+    return dataclasses.replace(count, thread=found.group("thread")) if count else None
 
 
 def _is_value(field: str) -> bool:
@@ -270,7 +284,7 @@ def parse_human(text: str) -> PerfStat:
             continue
         if line.lstrip().startswith("#"):
             continue
-        count = parse_human_line(line, decimal)
+        count = parse_human_line(line, decimal) or parse_thread_line(line, decimal)
         if count:
             result.counts.append(count)
         elif bad := _ANY_COUNT.match(line):
@@ -309,15 +323,16 @@ def count_metrics(count: PerfCount) -> list[Metric]:
 
 
 def launches(stat: PerfStat, kernel: str) -> list[Launch]:
-    """One Launch per interval × aggregate × cgroup (one in all for a plain run), in file order;
+    """One Launch per interval × aggregate × cgroup × thread (one in all for a plain run), in file order;
     elapsed/user/sys go with the only launch, or into a 'whole run' launch after the intervals.
     With ``-r N`` perf printed means over N runs: ``invocations`` is N."""
-    groups: dict[tuple[float | None, str | None, str | None], Launch] = {}
+    groups: dict[tuple[float | None, str | None, str | None, str | None], Launch] = {}
     for count in stat.counts:
-        key = (count.time, count.aggregate, count.cgroup)
+        key = (count.time, count.aggregate, count.cgroup, count.thread)
         if key not in groups:
             attributes = {k: str(v) for k, v in (("time_s", count.time), ("aggregate", count.aggregate),
-                                                 ("cpus", count.cpus), ("cgroup", count.cgroup)) if v is not None}
+                                                 ("cpus", count.cpus), ("cgroup", count.cgroup),
+                                                 ("thread", count.thread)) if v is not None}
             groups[key] = Launch(kernel, len(groups), count.aggregate or "", stat.runs or 1, attributes)
         groups[key].metrics.extend(count_metrics(count))
     out = list(groups.values())
@@ -413,10 +428,43 @@ def run_from_stat(stat: PerfStat, source: str, command: str | None = None) -> Ru
                launches=launches(stat, kernel), notes=notes(stat))
 
 
+def blocks(text: str) -> list[str]:
+    """The text of each perf stat run in ``text``: one per 'Performance counter stats for' header
+    (several runs pasted one after another, each block running to the next header), or the whole
+    text when it holds at most one."""
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if _HEADER.search(line)]
+    if len(starts) < 2:
+        return [text]
+    cuts = [0, *starts[1:], len(lines)]
+    return ["".join(lines[a:b]) for a, b in zip(cuts, cuts[1:])]
+
+
+def _several(path: Path, texts: list[str], command: str | None) -> Run:
+    """One launch group per perf stat run of the file, each named by the command it counted."""
+    runs = [run_from_stat(parse(text), str(path), command) for text in texts]
+    launches = [launch for run in runs for launch in run.launches]
+    for number, (run, text) in enumerate(zip(runs, texts), start=1):
+        for launch in run.launches:
+            launch.attributes = {**launch.attributes, "perf_run": str(number)}
+    for index, launch in enumerate(launches):
+        launch.index = index
+    notes = [f"{len(runs)} perf stat runs in one file: each is its own launch, named by the command it counted"]
+    notes += list(dict.fromkeys(note for run in runs for note in run.notes))
+    targets = [run.environment.get("target") for run in runs]
+    environment = {"tool": "perf stat", "form": "human", "targets": [t for t in targets if t]}
+    return Run(kind="import", format=NAME, source=str(path), device={"kind": "cpu"}, environment=environment,
+               launches=launches, notes=notes)
+
+
 def read(path: Path) -> Run:
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     stat = parse(text)
     if not stat.counts:
         raise FormatError(f"{path}: no perf stat counter lines found",
                           "give the output of 'perf stat' (human form or -x,), e.g. the file written with -o")
-    return run_from_stat(stat, str(path), prompt_command(text.splitlines()))
+    command = prompt_command(text.splitlines())
+    texts = blocks(text)
+    if len(texts) > 1:
+        return _several(path, texts, command)
+    return run_from_stat(stat, str(path), command)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from gpuprof.derive import cpu_flops
 from gpuprof.derive.summary import summary_row
 from gpuprof.errors import InputError
-from gpuprof.model import Run
+from gpuprof.model import DERIVED, MEASURED, Run
 from gpuprof.render import emit
 from gpuprof.render.run_report import run_report
 from gpuprof.store import Store
@@ -38,4 +39,26 @@ def find_run(store: Store, prefix: str, fmt: str) -> str:
         from gpuprof.render.profile_report import profile_report
 
         return profile_report([run], fmt) or emit(run.metrics_frame(), fmt)
-    return emit(run.metrics_frame(), fmt)
+    return emit(_with_counted_flops(run), fmt)
+
+
+def _with_counted_flops(run: Run) -> pd.DataFrame:
+    """An imported run's metrics, with the FLOPs a CPU run's FP events count and their rate over
+    the elapsed time after each launch's rows (the lane weights in ``text``)."""
+    frame = run.metrics_frame()
+    counted = cpu_flops.launch_columns(run) if run.device.get("kind") == "cpu" else None
+    if counted is None:
+        return frame
+    rows = []
+    for position, launch in enumerate(run.launches):
+        total, seconds, basis = counted["total"][position], counted["time"][position], counted["basis"][position]
+        if not basis:
+            continue
+        common = {"run_id": run.run_id, "device": launch.device, "kernel": launch.kernel, "launch": launch.index,
+                  "invocations": launch.invocations, "canonical": None, "text": basis,
+                  "minimum": float("nan"), "maximum": float("nan")}
+        rows.append({**common, "metric": "counted FLOPs", "value": total, "unit": "FLOP", "origin": MEASURED})
+        rows.append({**common, "metric": "counted FLOP/s", "value": total / seconds, "unit": "FLOP/second",
+                     "origin": DERIVED})
+    return pd.concat([frame.astype({c: object for c in ("metric", "canonical", "unit", "origin")}),
+                      pd.DataFrame(rows)], ignore_index=True).sort_values("launch", kind="stable")

@@ -110,4 +110,5 @@ def profile_report(runs: Sequence[Run], fmt: str) -> str:
     if frame.empty:
         return ""
     tool = runs[0].environment.get("profiler", "the profiler")
-    return emit(frame, fmt, title=f"Profiled kernels (measured by {tool}; base units; averages weighted by launches)")
+    return emit(frame, fmt,
+                title=f"Profiled kernels (measured by {tool}; base units; values per launch, rates time-weighted)")

@@ -8,8 +8,11 @@ stays on the device (``Function.__call__`` would add its Python bookkeeping, a f
 JAX dispatches asynchronously: a call returns before the work is done, so every timed call waits
 for ``block_until_ready``. Like every XLA program it allocates its output on each call (XLA's
 pooled allocator), where the NumPy engines write into a preallocated one.
-PyTensor switches JAX to 64-bit mode (``jax_enable_x64``) when it loads its JAX backend, so
-float64 is computed in float64. JAX's default lets a float32 matrix product run in TF32 on recent
+JAX computes float64 only in its 64-bit mode (``jax_enable_x64``), which PyTensor turns on only
+when it loads its JAX backend, that is after ``place`` has already put the operands on the device,
+where a float64 array silently becomes float32. This module turns the mode on when it is imported,
+before any array is placed, so float64 is float64 in any fresh process (float32 and float16 arrays
+keep their dtype in 64-bit mode). JAX's default lets a float32 matrix product run in TF32 on recent
 GPUs (JAX documentation, "Matmul precision"); the engine asks for full float32
 (``jax_default_matmul_precision = "highest"``), as the study's SGEMM and the other engines compute it.
 """
@@ -27,6 +30,7 @@ import pytensor
 from gpuprof.errors import DeviceError
 from gpuprof.workloads import pytensor_engine
 
+jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_default_matmul_precision", "highest")
 
 NAME = "pytensor-jax"

@@ -32,7 +32,7 @@ def search_path(*dirs: Path | str) -> str:
 def isolate_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point the standard install places (/opt/nvidia/nsight-compute and nsight-systems, $CUDA_HOME, /usr/local/cuda) into
     ``tmp_path`` with fresh probe caches, so a real NVIDIA tool on this machine is never found; the root."""
-    from gpuprof.launch import discovery, profilers
+    from gpuprof.launch import discovery, ncu_metrics, profilers
 
     root = tmp_path / "install-root"
     monkeypatch.setattr(discovery, "NSIGHT_COMPUTE_ROOT", root / "opt" / "nvidia" / "nsight-compute")
@@ -41,6 +41,7 @@ def isolate_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("CUDA_HOME", raising=False)
     profilers._probe_executable.cache_clear()
     profilers.listed.cache_clear()
+    ncu_metrics.query.cache_clear()
     return root
 
 

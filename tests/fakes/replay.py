@@ -10,6 +10,8 @@ It never runs the workload it is given (that needs a GPU). Environment variables
 * ``GPUPROF_FAKE_EXIT``    exit code of the profiling call (default 0)
 * ``GPUPROF_FAKE_QUERY``   real ``--query-metrics`` output (a fixture) printed for a metric query;
                            without it a query prints nothing (no recorded nvprof listing exists)
+* ``GPUPROF_FAKE_QUERY_CHIPS`` the same for ``--query-metrics --chips X`` (ncu's query for a named
+                           chip, which needs no GPU); without it such a query prints nothing
 * ``GPUPROF_FAKE_LOGS``    for a ``--log-file`` name with ``%p`` (one log per process): real outputs,
                            separated by ``os.pathsep``, each written under the process ID its own
                            ``==PID==`` lines name (else 4001, 4002 ...)
@@ -78,7 +80,7 @@ def main(tool: str) -> int:
         sys.stdout.write(BANNER[tool].format(version=os.environ.get("GPUPROF_FAKE_VERSION", "0.0.0-fake")))
         return 0
     if "--query-metrics" in argv:
-        query = os.environ.get("GPUPROF_FAKE_QUERY")
+        query = os.environ.get("GPUPROF_FAKE_QUERY_CHIPS" if "--chips" in argv else "GPUPROF_FAKE_QUERY")
         if query:
             with open(query) as listing:
                 sys.stdout.write(listing.read())

@@ -1,0 +1,204 @@
+"""The one per-kernel aggregation step: per-launch derived values, then one row per kernel.
+
+:func:`launch_frame` gives one row per launch (or per tool aggregate of ``launches`` invocations)
+with every value derived from its counters (:mod:`gpuprof.derive.counters`, :mod:`levels`,
+:mod:`tensor`): time, FLOPs per precision (``fp64``, ``fp32``, ``fp16``), tensor FLOPs and their
+total, FLOP/s and the peak at the clock it ran at, bytes at L1, L2 and DRAM, intensities, the SM
+clock and the rule each came from (``basis``). :func:`kernel_frame` aggregates exactly those rows
+per :data:`KEYS`; the import table, ``compare --import``, ``roofline`` and ``diff`` all read these
+two frames. Both are column expressions over a run's launch × metric pivot.
+
+How per-kernel values are aggregated (each launch weighted by its invocations):
+
+============================  ==================================================================
+quantity                      per-kernel rule
+============================  ==================================================================
+launches                      invocations counted
+time, FLOPs, bytes            summed over the launches that have the value (``<q>``); ``<q>_complete``
+                              says whether every launch had it, ``<q>_per_launch`` is the sum over
+                              the invocations that had it
+FLOP/s, bandwidth, peak,      time-weighted: sum(rate x time) / sum(time) over the launches with
+SM clock                      both, so a counted rate is total FLOPs (bytes, cycles) / total time;
+                              where no launch of the kernel has a time (a file of rates alone),
+                              the mean weighted by invocations
+efficiency                    FLOP/s / peak FLOP/s at the clock the kernel ran at, both as above
+FLOP/s total, intensities     sum over sum (FLOPs / time, FLOPs / bytes) over the launches with both
+profiler-reported metrics     mean weighted by invocations, over the launches that report them (the
+(occupancy, efficiencies)     profiler's own Avg over invocations)
+tensor kind, basis            the first launch's kind; every distinct basis text, in launch order
+============================  ==================================================================
+
+A caller that must not mix launches with and without a count (the roofline places a kernel only
+from complete sums) masks with the ``_complete`` flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuprof.derive import counters, levels
+from gpuprof.model import Run
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+KEYS = ("run_id", "file", "session", "device", "kernel")
+PRECISIONS = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}  # the frames' names -> derive.counters' suffixes
+FLOPS = (*(f"flops_{p}" for p in PRECISIONS), "flops_tensor", "flops_total")
+BYTES = tuple(f"{level}_bytes" for level in levels.LEVELS)
+EXTENSIVE = ("time", *FLOPS, *BYTES)                       # summed
+RATES = (*(f"flop_rate_{p}" for p in PRECISIONS), *(f"peak_flop_rate_{p}" for p in PRECISIONS),
+         "dram_bandwidth", "sm_clock")                      # time-weighted
+DRAM_FROM_RATE = "DRAM bytes = dram__bytes.sum.per_second x kernel time"
+
+
+def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> pd.DataFrame:
+    """One row per launch of ``run``: :data:`KEYS`, ``index`` (the tool's launch ID), ``launches``
+    (invocations), then :data:`EXTENSIVE`, :data:`RATES`, ``flop_efficiency_<p>`` (%), with
+    ``roofline`` the hierarchical roofline of the launch alone (``flop_rate_total``,
+    ``ai_l1/l2/dram``, ``ai_check``, ``binding_*``: :func:`aggregate` places a kernel's own point
+    from its sums instead), ``tensor_kind``, ``basis``, and the raw values of ``extra`` metric names
+    (their units in ``attrs["units"]``). NaN where a launch lacks the inputs. DRAM bytes are the
+    counted ones, else the measured DRAM bandwidth x the kernel time (as ncu's roofline takes them)."""
+    import numpy as np
+    import pandas as pd
+
+    values = counters.launch_values(run, extra)
+    launches = run.launch_table
+    time = values["time"].to_numpy(dtype=float)
+    counted = values["dram_bytes"].to_numpy(dtype=float)
+    from_rate = np.isnan(counted) & ~np.isnan(values["dram_bandwidth"].to_numpy(dtype=float) * time)
+    basis = values["basis"].to_numpy(dtype=object)
+    if from_rate.any():
+        basis = np.where(from_rate, [f"{b}; {DRAM_FROM_RATE}" if b else DRAM_FROM_RATE for b in basis], basis)
+    out = pd.DataFrame({
+        "run_id": run.run_id, "file": Path(run.source).name,
+        "session": [a.get("report", "") for a in launches["attributes"].tolist()],
+        "device": counters.launch_device_names(run), "kernel": launches["kernel"].to_numpy(dtype=object),
+        "index": launches["index"].to_numpy(), "launches": launches["invocations"].to_numpy(dtype=np.int64),
+        "time": time,
+        **{f"flops_{p}": values[f"flops_{s}"] for p, s in PRECISIONS.items()},
+        "flops_tensor": values["flops_tensor"], "flops_total": values["flops_total"],
+        "l1_bytes": values["l1_bytes"], "l2_bytes": values["l2_bytes"],
+        "dram_bytes": np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted),
+        **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in PRECISIONS.items()},
+        **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in PRECISIONS.items()},
+        **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in PRECISIONS.items()},
+        "dram_bandwidth": values["dram_bandwidth"], "sm_clock": values["sm_clock"],
+        "tensor_kind": values["tensor_kind"].fillna("").astype(str),
+    })
+    if roofline:
+        out = out.join(levels.roofline_columns(_counter_names(out), out["device"].tolist()).drop(columns="dominant"))
+    out = pd.concat([out, pd.DataFrame({"basis": basis, **{name: values[name].to_numpy() for name in extra}},
+                                       index=out.index)], axis=1)
+    out.attrs["units"] = values.attrs["units"]
+    return out
+
+
+def _counter_names(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame under :func:`gpuprof.derive.levels.roofline_columns`' column names (dp/sp/hp)."""
+    return frame.rename(columns={f"flops_{p}": f"flops_{s}" for p, s in PRECISIONS.items()})
+
+
+def _group_sum(values: np.ndarray, codes: np.ndarray, count: int) -> np.ndarray:
+    """Per group, the sum of ``values`` where not NaN; NaN where the group has none."""
+    import numpy as np
+
+    known = ~np.isnan(values)
+    sums = np.bincount(codes[known], weights=values[known], minlength=count)
+    return np.where(np.bincount(codes[known], minlength=count) > 0, sums, np.nan)
+
+
+def _over(top: np.ndarray, bottom: np.ndarray, codes: np.ndarray, count: int) -> np.ndarray:
+    """Per group, the sum of ``top`` over the sum of ``bottom``, both over the rows that have both."""
+    import numpy as np
+
+    both = ~np.isnan(top) & ~np.isnan(bottom)
+    tops = _group_sum(np.where(both, top, np.nan), codes, count)
+    bottoms = _group_sum(np.where(both, bottom, np.nan), codes, count)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(bottoms > 0, tops / bottoms, np.nan)
+
+
+def _distinct_texts(texts: np.ndarray, codes: np.ndarray, count: int) -> list[str]:
+    """Per group, its distinct non-empty texts in launch order, joined by ' | '."""
+    import numpy as np
+    import pandas as pd
+
+    text_codes, uniques = pd.factorize(texts)
+    pairs, first = np.unique(codes.astype(np.int64) * max(len(uniques), 1) + text_codes, return_index=True)
+    found: list[list[str]] = [[] for _ in range(count)]
+    for pair in pairs[np.argsort(first, kind="stable")].tolist():
+        text = uniques[pair % max(len(uniques), 1)]
+        if text:
+            found[pair // max(len(uniques), 1)].append(str(text))
+    return [" | ".join(parts) for parts in found]
+
+
+def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:
+    """One row per :data:`KEYS` of a :func:`launch_frame` (or several concatenated), by the rules of
+    this module's docstring; ``extra`` columns (profiler-reported values) as invocation-weighted
+    means. Each kind of work's own point: ``flop_rate_tensor`` and ``ai_<level>_<p>`` (``p`` one of
+    fp64, fp32, fp16, tensor; sums over sums). Then the kernel's roofline point for all its work
+    (``flop_rate_total``, ``ai_l1/l2/dram``, ``ai_check``, ``binding_*``) from those sums; the total
+    counts every launch only where ``flops_total_complete``."""
+    import numpy as np
+    import pandas as pd
+
+    keys = launches[list(KEYS)]
+    codes = keys.groupby(list(KEYS), sort=False, dropna=False).ngroup().to_numpy()
+    count = int(codes.max()) + 1 if len(codes) else 0
+    first = np.unique(codes, return_index=True)[1]
+    out: dict[str, Any] = {key: keys[key].to_numpy()[first] for key in KEYS}
+    weight = launches["launches"].to_numpy(dtype=float)
+    out["launches"] = np.bincount(codes, weights=weight, minlength=count).astype(np.int64)
+    time = weight * launches["time"].to_numpy(dtype=float)
+    for name in EXTENSIVE:
+        value = weight * launches[name].to_numpy(dtype=float)
+        having = np.bincount(codes, weights=np.where(np.isnan(value), 0.0, weight), minlength=count)
+        out[name] = _group_sum(value, codes, count)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[f"{name}_per_launch"] = out[name] / having
+        out[f"{name}_complete"] = having == out["launches"]
+    for name in RATES:
+        rate = launches[name].to_numpy(dtype=float)
+        timed = _over(rate * time, time, codes, count)
+        out[name] = np.where(np.isnan(timed), _over(weight * rate, np.where(np.isnan(rate), np.nan, weight),
+                                                      codes, count), timed)
+    for p in PRECISIONS:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            peak = out[f"peak_flop_rate_{p}"]
+            out[f"flop_efficiency_{p}"] = np.where(peak > 0, 100.0 * out[f"flop_rate_{p}"] / peak, np.nan)
+
+    def ratio(top: str, bottom: str) -> np.ndarray:
+        return _over(weight * launches[top].to_numpy(dtype=float), weight * launches[bottom].to_numpy(dtype=float),
+                     codes, count)
+
+    out["flop_rate_tensor"] = ratio("flops_tensor", "time")
+    for p in (*PRECISIONS, "tensor"):  # each kind of work's own roofline point
+        for level in levels.LEVELS:
+            out[f"ai_{level}_{p}"] = ratio(f"flops_{p}", f"{level}_bytes")
+    for name in extra:
+        value = launches[name].to_numpy(dtype=float)
+        out[name] = _over(weight * value, np.where(np.isnan(value), np.nan, weight), codes, count)
+    kinds = _distinct_texts(launches["tensor_kind"].to_numpy(dtype=object), codes, count)
+    out["tensor_kind"] = [k.split(" | ")[0] for k in kinds]   # a kernel of several kinds: its first launch's
+    out = pd.DataFrame(out)
+
+    roofline = levels.roofline_columns(_counter_names(out), out["device"].tolist(), ratio)
+    out = out.join(roofline.drop(columns="dominant"))
+    out["basis"] = _distinct_texts(launches["basis"].to_numpy(dtype=object), codes, count)
+    return out
+
+
+def kernel_frame(runs: Iterable[Run], extra: Sequence[str] = ()) -> pd.DataFrame:
+    """:func:`aggregate` of the :func:`launch_frame` of every run: one row per kernel."""
+    import pandas as pd
+
+    frames = [launch_frame(run, extra, roofline=False) for run in runs]
+    if not frames:
+        return aggregate(launch_frame(Run("import", "", ""), extra, roofline=False), extra)
+    return aggregate(pd.concat(frames, ignore_index=True), extra)
