@@ -9,6 +9,7 @@ file is.
 
 from __future__ import annotations
 
+import os
 import fnmatch
 import hashlib
 import itertools
@@ -65,7 +66,7 @@ def read_file(path: str | Path, fmt: str | None = None) -> Run:
     """One file as a Run (nothing stored): its format detected from its content unless ``fmt``;
     its notes say where its kernel times cannot be trusted as they stand (:mod:`gpuprof.derive.skew`)."""
     path = Path(path)
-    if not path.is_dir():
+    if not os.path.isdir(path):  # os.path: an over-long name or a loop is False here, one line below
         path = regular_file(path, "give a profiler output file")  # a FIFO, loop or over-long name: one line
     if path.is_file() and path.stat().st_size == 0:
         raise FormatError(f"{path}: the file is empty",
@@ -112,7 +113,7 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
 def _files(paths: Iterable[str | Path]) -> list[Path]:
     """The files to hash: each path itself, or a folder's regular files in name order."""
     return [child for path in map(Path, paths)
-            for child in (sorted(c for c in path.iterdir() if c.is_file()) if path.is_dir() else [path])]
+            for child in (sorted(c for c in path.iterdir() if c.is_file()) if os.path.isdir(path) else [path])]
 
 
 def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,

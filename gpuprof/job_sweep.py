@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuprof.errors import GpuprofError, InputError
+from gpuprof import inputs
+from gpuprof.errors import FormatError, GpuprofError, InputError
 from gpuprof.model import Run
 from gpuprof.profile import ProfileSettings, execute, plan
 from gpuprof.store import open_store
@@ -62,12 +63,17 @@ class JobConfig:
     timeout: float = 3600.0
 
 
+def _toml(path: str | Path) -> dict[str, Any]:
+    """The config as TOML, read only from a regular file of at most 1 MiB (never a FIFO or /dev/zero)."""
+    return tomllib.loads(inputs.read_capped(path, 1 << 20, "a sweep config").decode("utf-8"))
+
+
 def is_job_config(path: str | Path) -> bool:
     """Whether ``path`` is a job sweep (it has [[job]] or [[jobs]] tables); False for anything unreadable."""
     try:
-        table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
+        table = _toml(path)
+    except (FormatError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False  # load_config says what is wrong with it
     return "job" in table or "jobs" in table
 
 
@@ -108,8 +114,10 @@ def load_jobs(path: str | Path) -> JobConfig:
     """The config's jobs, checked (InputError naming the key otherwise)."""
     path = Path(path)
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        table = _toml(path)
+    except FormatError as error:
+        raise InputError(error.problem, error.fix) from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise InputError(f"{path}: cannot be read as TOML ({error})", "check the file") from None
     unknown = set(table) - _TOP
     if unknown:

@@ -13,6 +13,7 @@ To add a format: write the module and list it in ``_MODULES`` (order matters: mo
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -71,7 +72,7 @@ def read_head(path: Path) -> str:
 def detect(path: str | Path) -> Reader:
     """The reader module that recognises ``path``; FormatError naming the known formats otherwise."""
     path = Path(path)
-    if path.is_dir():
+    if os.path.isdir(path):  # os.path: an over-long name or a loop is False here, one line below
         for module in modules():
             if hasattr(module, "sniff_dir") and module.sniff_dir(path):
                 return module

@@ -154,7 +154,7 @@ class Store:
         self.path = path
         self.read_only = read_only
         self.skipped: list[str] = []  # runs that could not be decoded, for the commands to say so
-        if os.path.lexists(path):  # a FIFO or device would block or never end: refuse first
+        if read_only and os.path.lexists(path):  # a FIFO or device would block or never end: refuse first
             try:
                 inputs.regular_file(path)
             except FormatError as error:
