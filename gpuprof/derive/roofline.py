@@ -19,6 +19,7 @@ counter looks wrong where AI(L1) <= AI(L2) <= AI(DRAM) fails (:func:`gpuprof.der
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -81,8 +82,6 @@ def size_text(size: float) -> str:
 
 def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
     """The point of a measured run: analytic FLOPs and bytes (DRAM level), median timed duration."""
-    import math
-
     from gpuprof.derive.stats import timing_stats
     from gpuprof.derive.summary import timings
 
@@ -119,33 +118,47 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
     return sums
 
 
+def _kernel_point(row: Any, run: Run, precision: str, work: float, used: str, tag: str) -> dict[str, Any]:
+    """One point of a kernel: ``work`` FLOPs (of ``precision``) over its seconds and its bytes per level;
+    ``tag`` ('FP32', 'total') names which of its points this is where it has several."""
+    launches = int(row.launches)
+    name = short_kernel_name(str(row.kernel)) + (f" {tag}" if tag else "")
+    return {"device": row.device, "kernel": row.kernel, "op": name,
+            "label": name + (f" ({launches} launches)" if launches > 1 else ""),
+            "precision": precision, "tensor_kind": row.tensor_kind if "tensor" in used.split("+") else "",
+            "ai": work / row.bytes_dram, "ai_l2": work / row.bytes_l2, "ai_l1": work / row.bytes_l1,
+            "flop_rate": work / row.time, "time": row.time, "clock": row.clock, "run_id": run.run_id,
+            "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed", "left_out": ""}
+
+
 def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
-    """An imported run's points, one per kernel: its ``precision`` FLOPs (or all of them) over its
-    seconds and over its bytes at each level (:func:`_kernel_sums`). A kernel whose total is unknown
-    (tensor work the counters did not measure) is a row without a place that says so."""
+    """An imported run's points, one per kernel and kind of work counted (:func:`_kernel_sums`), as
+    Nsight Compute's per-precision rooflines: with ``precision`` one of :data:`PRECISIONS`, that
+    work's point; with "all", a point per precision the kernel ran, plus its total where it ran
+    several and every one was counted. A kernel whose total is unknown (tensor work the counters
+    did not measure) keeps its counted precisions' points and a row without a place that says so."""
     sums = _kernel_sums(run)
-    column = f"flops_{precision}"
     points = []
     for row in sums.itertuples(index=False):
-        work = getattr(row, column)
-        used = "+".join(p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0)
-        counted = work > 0 and row.time > 0                             # NaN compares False
-        if not counted and not (precision == "all" and used and row.time > 0):
+        if not row.time > 0:                                           # NaN compares False
             continue
-        launches = int(row.launches)
-        name = short_kernel_name(str(row.kernel))
-        nowhere = float("nan")
-        points.append({"device": row.device, "kernel": row.kernel, "op": name,
-                       "label": name + (f" ({launches} launches)" if launches > 1 else ""),
-                       "precision": precision if precision != "all" else used or "all",
-                       "tensor_kind": row.tensor_kind if row.flops_tensor > 0 else "",
-                       "ai": work / row.bytes_dram if counted else nowhere, "ai_l2": work / row.bytes_l2,
-                       "ai_l1": work / row.bytes_l1, "flop_rate": work / row.time if counted else nowhere,
-                       "time": row.time, "clock": row.clock, "run_id": run.run_id,
-                       "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed",
-                       "left_out": "" if counted else (
+        counted = [p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0]
+        if precision != "all":
+            if precision in counted:
+                points.append(_kernel_point(row, run, precision, getattr(row, f"flops_{precision}"), precision, ""))
+            continue
+        several = len(counted) > 1 or not row.flops_all > 0
+        points += [_kernel_point(row, run, p, getattr(row, f"flops_{p}"), p, p.upper() if several else "")
+                   for p in counted]
+        if row.flops_all > 0 and len(counted) > 1:
+            used = "+".join(counted)
+            points.append(_kernel_point(row, run, used, row.flops_all, used, "total"))
+        elif counted and not row.flops_all > 0:
+            name = short_kernel_name(str(row.kernel))
+            points.append({**_kernel_point(row, run, "all", math.nan, "", "total"),
+                           "label": f"{name} total", "left_out":
                            f"total FLOPs unknown (tensor work not counted; 'gpuprof import' says why), not drawn; "
-                           f"--precision {used.split('+')[0]} draws its counted part")})
+                           f"its {' and '.join(p.upper() for p in counted)} points are drawn"})
     return points
 
 

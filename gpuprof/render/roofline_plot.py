@@ -237,7 +237,7 @@ def _label_roofs(placer: Placer, compute: list[Ceiling], memory: list[tuple[Ceil
         spots += [((middle, value), (0, dy), {"ha": "center"}) for dy in (3, -3)]
         placer.label(text, spots, fontsize=8, bbox=_BACKING)
     top = max((c.value for c in compute), default=ylim[1])
-    for roof, colour in memory:
+    for roof, colour in sorted(memory, key=lambda pair: pair[0].value):   # the slowest, nearest the points, first
         low = max(xlim[0], ylim[0] / roof.value)
         high = min(top / roof.value, ylim[1] / roof.value, xlim[1])
         if high <= low:
@@ -245,7 +245,7 @@ def _label_roofs(placer: Placer, compute: list[Ceiling], memory: list[tuple[Ceil
         (x0, y0), (x1, y1) = ax.transData.transform([(low, roof.value * low), (high, roof.value * high)])
         angle = math.degrees(math.atan2(y1 - y0, x1 - x0))
         spots = []
-        for share in (0.06, 0.2, 0.35, 0.5, 0.65, 0.8):
+        for share in (0.06, 0.2, 0.35, 0.5, 0.65, 0.8, 0.13, 0.27, 0.42, 0.57, 0.72, 0.88):   # coarse, then finer
             x = low * (high / low) ** share
             spots += [((x, roof.value * x), (0, dy), {"rotation": angle, "rotation_mode": "anchor",
                                                       "va": "bottom" if dy > 0 else "top", "ha": "left"})
