@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from fixture_paths import A100, K40C
+
 from gpuprof.cli import main
 from gpuprof.derive import kernels
 from gpuprof.derive.levels import NO_MEMORY
