@@ -8,6 +8,7 @@ import pandas as pd
 
 from gpuprof.workloads import ops
 from gpuprof.derive.summary import quantities
+from gpuprof.devices.peaks import Peaks
 from gpuprof.model import Run
 from gpuprof.render import emit, table_width
 from gpuprof.model.sizes import format_bytes
@@ -42,9 +43,9 @@ def header(run: Run) -> list[str]:
     return lines
 
 
-def quantity_frame(run: Run, for_people: bool) -> pd.DataFrame:
+def quantity_frame(run: Run, for_people: bool, peaks: list[Peaks] | None = None) -> pd.DataFrame:
     rows = []
-    for q in quantities(run):
+    for q in quantities(run, peaks):
         value = human(q.value, q.unit) if for_people and (q.value is None or isinstance(q.value, float)) else q.value
         row = {"quantity": q.name, "value": value}
         if not for_people:
@@ -67,17 +68,18 @@ def identity(run: Run) -> dict[str, object]:
             "relative_error": w.get("relative_error"), "notes": list(run.notes)}
 
 
-def run_report(run: Run, fmt: str) -> str:
+def run_report(run: Run, fmt: str, peaks: list[Peaks] | None = None) -> str:
     """Header and quantities for terminals and Markdown; the quantities for csv; the run's identity,
-    notes and quantities as one object for json."""
+    notes and quantities as one object for json (efficiencies against ``peaks``, as
+    :func:`gpuprof.derive.summary.quantities`)."""
     if fmt == "json":
         import json
 
-        quantities = json.loads(emit(quantity_frame(run, for_people=False), "json"))
+        quantities = json.loads(emit(quantity_frame(run, for_people=False, peaks=peaks), "json"))
         return json.dumps({**identity(run), "quantities": quantities}, indent=2, ensure_ascii=False)
     if fmt == "csv":
-        return emit(quantity_frame(run, for_people=False), fmt)
-    body = emit(quantity_frame(run, for_people=True), fmt)
+        return emit(quantity_frame(run, for_people=False, peaks=peaks), fmt)
+    body = emit(quantity_frame(run, for_people=True, peaks=peaks), fmt)
     head = header(run)
     if fmt == "markdown":
         return "\n".join(f"- {line.strip()}" for line in head) + "\n\n" + body

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from test_cpu_device import CPUINFO, LSCPU
 
 from gpuprof import calibrate as cal
@@ -43,3 +44,42 @@ def test_a_stable_calibration_at_17_percent_of_theory_is_stored_not_used(tmp_pat
     fair = _calibration(180e9, "2026-02-01")                      # 54 %: used, and it stays the one in use
     assert cal.peaks_from_runs([low, fair]).flops["float32"] == 180e9
     assert cal.summary_rows(low, [fair])[0]["in use"].startswith(f"{fair.run_id[:8]}: 180 (not this: 17 %")
+
+
+def test_a_run_measured_before_calibrate_has_one_roofline_efficiency_everywhere(tmp_path: Path) -> None:
+    """Issue 28 item 19: a CPU run stored before its host's calibration is judged against that
+    calibration by compare, show (text and JSON) and gpuprof.results() alike (before: compare
+    gave a roofline efficiency, show and results() none)."""
+    import json
+
+    from click.testing import CliRunner
+
+    import gpuprof
+    from gpuprof.cli import main
+    from gpuprof.devices.cpu import theoretical_peaks
+    from gpuprof.model import TIMED
+
+    device = parse(CPUINFO, LSCPU)
+    shape = [1000, 1000]
+    run = Run(kind="run", format="cpu-numpy", source="test", created="2025-12-01T00:00:00+00:00",
+              device={**device, "kind": "cpu", "peaks": [vars(theoretical_peaks(device))]},
+              workload={"op": "add", "dtype": "float32", "shape": shape, "size_bytes": 12_000_000,
+                        "requested": "12MB", "engine": "numpy"},
+              environment={"host": "vm"},
+              launches=[Launch("numpy:add", i, metrics=[Metric("wall_time", t, "second", "kernel_duration", TIMED)])
+                        for i, t in enumerate([1.5e-3, 1.6e-3, 1.5e-3, 1.55e-3])])
+    store = tmp_path / "s.sqlite"
+    with open_store(store) as opened:
+        opened.add(run)
+        opened.add(_calibration(180e9, "2026-01-01"))             # np.add 9 GB/s, measured after the run
+    runner = CliRunner()
+    compared = json.loads(runner.invoke(main, ["compare", "--store", str(store), "--format", "json"]).stdout)
+    [row] = [r for r in compared if r["run"] == run.run_id[:8]]
+    expected = 100 * (1e6 / 1.525e-3) / (1e6 / 12e6 * 9e9)         # memory-bound: AI x calibrated bandwidth
+    assert row["roof.%"] == pytest.approx(expected)
+    shown = json.loads(runner.invoke(main, ["show", run.run_id[:8], "--store", str(store), "--format", "json"]).stdout)
+    roof = [q for q in shown["quantities"] if q["quantity"].startswith("efficiency: roofline")]
+    assert [q["value"] for q in roof] == [pytest.approx(expected)]
+    assert gpuprof.results(store)["eff_roofline_%"].tolist() == [pytest.approx(expected)]
+    listing = runner.invoke(main, ["show", "--store", str(store), "--format", "json"]).stdout
+    assert [r["eff_roofline_%"] for r in json.loads(listing) if r["kind"] == "run"] == [pytest.approx(expected)]
