@@ -236,7 +236,8 @@ def device_ceilings(runs: list[Run], fallback: list[Peaks] | None = None) -> dic
 def select(frame: pd.DataFrame, kernel: str | None = None, op_names: tuple[str, ...] = (),
            device: str | None = None) -> pd.DataFrame:
     """The points whose kernel name matches the regular expression ``kernel`` (case-insensitive),
-    whose op is one of ``op_names`` and whose device name contains ``device``; None keeps all."""
+    whose op is one of ``op_names`` (a measured run's op in any dtype: 'add' keeps 'add (float64)')
+    and whose device name contains ``device``; None keeps all."""
     if kernel:
         try:
             re.compile(kernel)
@@ -245,7 +246,8 @@ def select(frame: pd.DataFrame, kernel: str | None = None, op_names: tuple[str, 
                              "escape special characters, e.g. 'gemm_v1<float>' or 'sgemm.*_nn'") from None
         frame = frame[frame["kernel"].str.contains(kernel, case=False, regex=True)]
     if op_names:
-        frame = frame[frame["op"].isin(op_names)]
+        frame = frame[frame["op"].isin(op_names) | (frame["kernel"].isin(op_names) & frame["op"].str.startswith(
+            tuple(f"{name} (" for name in op_names)))]
     if device:
         frame = frame[frame["device"].str.contains(device, case=False, regex=False)]
     return frame
