@@ -133,3 +133,12 @@ def diff(a: Any, b: Any, *, match: str = "config", fail_if: tuple[str, ...] | li
     frame.attrs.update(gates=[o.line for o in result.gates], exit_code=result.exit_code, matched=result.matched,
                        only=result.only, notes=result.notes)
     return frame
+
+
+def region_table(run: Run, extra: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per region instance of a profile (name, index, parent, process, rank, thread, start,
+    wall time, unclosed, and the metrics named in ``extra``, e.g. "energy (all devices)")."""
+    from gpuprof.derive.regions import region_frame
+
+    return region_frame(run, extra)
+

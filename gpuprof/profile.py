@@ -30,19 +30,21 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprof.model import catalog
 from gpuprof.errors import (CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError)
-from gpuprof.launch import process, profilers
+from gpuprof.launch import job, process, profilers
 from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S
 from gpuprof.model import TIMED, Launch, Run
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
     from gpuprof.launch.cpu_profile import CpuPlan
+    from gpuprof.energy.series import PowerSeries
     from gpuprof.launch.gpu_profile import Readback
 
 KIND = "profile"
 DEVICES = ("auto", "cuda", "cpu")
 PROCESSES = ("split", "merge")
 TRACE_PREFIX = "trace-"
+TORCH_HOOKS = ("steps", "layers")   # gpuprof.regions_torch.KINDS
 WALL_BASIS = "time.perf_counter_ns around the profiler process (the command under the profiler, replays included)"
 
 
@@ -61,6 +63,11 @@ class ProfileSettings:
     processes: str = "split"
     clock_control: str = "base"
     timeout: float = DEFAULT_TIMEOUT_S
+    torch_hooks: tuple[str, ...] = ("steps",)   # global PyTorch hooks installed in the program
+    energy: bool = False             # sample RAPL and NVML in the parent while the command runs
+    interval: float = 0.5            # seconds between power samples
+    label: str | None = None         # the set-up's name for compare --scaling ("1gpu", "ddp2")
+    devices: int | None = None       # devices the set-up uses (x in E = S / x)
     reports_dir: Path = Path("reports")
     command_line: str = ""          # gpuprof's own command line, for the run's provenance
 
@@ -74,6 +81,14 @@ class ProfileSettings:
                 raise InputError(f"{name} '{value}' is not supported", f"choose one of: {', '.join(allowed)}")
         if self.launch_skip < 0 or (self.launch_count is not None and self.launch_count < 1):
             raise InputError("--launch-skip must be 0 or more and --launch-count 1 or more", "e.g. --launch-skip 10 --launch-count 5")
+        unknown = [kind for kind in self.torch_hooks if kind not in TORCH_HOOKS]
+        if unknown:
+            raise InputError(f"--torch-hooks {','.join(unknown)} is not a hook kind",
+                             f"give none, or one or more of {', '.join(TORCH_HOOKS)} separated by commas")
+        if self.devices is not None and self.devices < 1:
+            raise InputError("--devices must be 1 or more", "give the number of devices the set-up uses, e.g. --devices 2")
+        if self.interval <= 0:
+            raise InputError("--interval must be positive", "e.g. --interval 0.5s")
         if self.timeout <= 0:
             raise InputError("--timeout must be positive", "give a number of seconds, e.g. 600")
         if self.kernel is not None:
@@ -292,13 +307,16 @@ def commands(plan_: Plan) -> list[str]:
     return [shlex.join(step.argv) for step in plan_.steps]
 
 
-def _run_steps(plan_: Plan) -> list[process.Finished]:
-    """Run the plan's processes in order; stop after one that failed or was stopped."""
+def _run_steps(plan_: Plan, series: PowerSeries | None) -> list[process.Finished]:
+    """Run the plan's processes in order (the power series watching each one's processes); stop
+    after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
+    env = job.child_environment(plan_.run_dir, plan_.run_id, plan_.settings.torch_hooks)
     done = []
     for step in plan_.steps:
         try:
-            finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix)
+            finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix,
+                                         env=env, started=(lambda p: series.watch(p.pid)) if series else None)
         except OSError as error:
             if step.argv[0] == plan_.settings.command[0]:
                 raise CommandFailed(f"cannot start {step.argv[0]}: {error.strerror}", "check that it is an executable program") from None
@@ -317,6 +335,7 @@ def _environment(plan_: Plan, done: list[process.Finished]) -> dict[str, Any]:
         "run_folder": str(plan_.run_dir), "metric_set": plan_.settings.metric_set, "profiler": plan_.tool,
         "profiler_command": [step.argv for step in plan_.steps], "exit_code": finished.code,
         "stopped": finished.stopped, "timeout_s": plan_.settings.timeout,
+        "label": plan_.settings.label, "devices": plan_.settings.devices,
         "wall_time": {"value": sum(f.seconds for f in done), "unit": "second", "origin": TIMED, "basis": WALL_BASIS},
     }
     if plan_.choice and plan_.choice.probe and plan_.options:
@@ -442,16 +461,27 @@ def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofErr
 
 
 def execute(plan_: Plan) -> Outcome:
-    """Run the plan and read back what it measured (module docstring)."""
+    """Run the plan and read back what it measured (module docstring), with the program's regions
+    and, with --energy, the power of every device (:mod:`gpuprof.launch.job`)."""
     from gpuprof.launch import gpu_profile
 
-    done = _run_steps(plan_)
+    series, meter_notes = job.open_meters(plan_.settings.energy, plan_.settings.interval)
+    start = job.now_s()
+    if series:
+        series.start()
+    try:
+        done = _run_steps(plan_, series)
+    finally:
+        if series:
+            series.stop()
+    window = (start, job.now_s())
     if plan_.device == "cpu":
         run, problem = _cpu_run(plan_, done)
-        return Outcome((run,), problem)
+        return Outcome((job.attach(run, plan_.run_dir, window, series, meter_notes),), problem)
     traced = plan_.tool == "nvprof" and len(plan_.steps) > 1
     back = (gpu_profile.read_nvprof(plan_.run_dir, traced) if plan_.tool == "nvprof"
             else gpu_profile.read_ncu(plan_.run_dir))
     problem = _gpu_problem(plan_, back, done)
     runs, said = _gpu_runs(plan_, back, done, problem)
+    runs[0] = job.attach(runs[0], plan_.run_dir, window, series, meter_notes)
     return Outcome(tuple(runs), problem, tuple(said))

@@ -293,6 +293,9 @@ def test_ncu_metric_list_is_cached_per_ncu_and_version_across_processes(tmp_path
     assert first == "2 ncu --devices 0 --query-metrics"
     assert second.startswith("2 ncu --devices 0 --query-metrics (cached in ")
     monkeypatch.setenv("GPUPROF_FAKE_VERSION", "2099.1")
-    assert one_process().startswith("None ")  # another ncu version: asked again (and now it lists nothing)
+    # another ncu version: asked again, and now it lists nothing, so gpuprof's shipped ga100 list answers
+    from gpuprof.launch import ncu_metrics
+
+    assert one_process().startswith(f"{len(ncu_metrics.shipped('ga100'))} gpuprof's shipped list for ga100 (")
     queries = [c["argv"] for c in calls(profiler_calls) if "--query-metrics" in c["argv"]]
     assert queries.count(["--devices", "0", "--query-metrics"]) == 2

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from fixture_paths import BABEL, FIXTURES, K40C, README, REP, SRAD
 
 from gpuprof.cli import main
 from gpuprof.importing import import_files, kernel_table
 from gpuprof.store import open_store
-from fixture_paths import FIXTURES, K40C, SRAD, BABEL, README, REP
 
 FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
 
@@ -76,14 +76,15 @@ def test_csv_and_markdown_tables(tmp_path: Path) -> None:
     assert "void add_kernel&lt;double&gt;(double const *, double const *, double*)" in markdown
 
 
-def test_failing_file_stops_the_import_and_keeps_earlier_runs(tmp_path: Path) -> None:
+def test_failing_file_stops_the_import_and_keeps_earlier_runs(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # no nsys: the .nsys-rep cannot be read
     store = tmp_path / "s.sqlite"
     result = invoke(store, BABEL, REP, K40C)
     assert result.exit_code == 3
     assert stored_runs(store) == [("import", "nvprof-text-summary", str(BABEL))]
     assert f"stored before the error: {BABEL}" in result.stderr
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(error_lines) == 1 and "nsys stats --report cuda_gpu_kern_sum --format csv" in error_lines[0]
+    assert len(error_lines) == 1 and "nsys export --type sqlite" in error_lines[0]
     assert "Traceback" not in result.output
 
 

@@ -1,6 +1,6 @@
 """Nsight Systems readers: kernel summaries in real ``nsys profile --stats=true`` console output
-(a README holding five sessions among prose), and the binary .nsys-rep answered with the command
-that converts it. Expected values read by hand from the fixture files."""
+(a README holding five sessions among prose), and the binary .nsys-rep answered, where no nsys is on
+PATH, with the command that converts it (read through the real nsys: tests/test_nvidia_tools.py). Expected values read by hand from the fixture files."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fixture_paths import NSYS_2020, NSYS_2021, NSYS_2022, README, REP
 
 from gpuprof import readers
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.readers import nsys_rep, nsys_stats
-from fixture_paths import README, REP, NSYS_2020, NSYS_2021, NSYS_2022
 
 VECTOR_ADD = "vectorAdd(const float *, const float *, float *, int)"
 
@@ -135,16 +135,19 @@ def test_stats_row_that_does_not_fit_its_header(tmp_path: Path) -> None:
         readers.read(path)
 
 
-def test_nsys_rep_recognised_by_content_with_the_command_to_run(tmp_path: Path) -> None:
+def test_nsys_rep_recognised_by_content_with_the_command_to_run(tmp_path: Path, monkeypatch) -> None:
+    """Without nsys on PATH the answer is the export command (tests/test_nvidia_tools.py reads with nsys)."""
     assert REP.read_bytes().startswith(b"NVIDIA Tegra Profiler Report")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
     renamed = tmp_path / "profile.bin"
     shutil.copy(REP, renamed)
     assert readers.detect(renamed) is nsys_rep
     with pytest.raises(FormatError) as error:
         readers.read(renamed)
     message = str(error.value)
-    assert f"nsys stats --report cuda_gpu_kern_sum --format csv {renamed}" in message
-    assert "gpuprof import profile_kern_sum.csv" in message
+    assert "no nsys is on PATH" in message
+    assert f"nsys export --type sqlite --output profile.sqlite {renamed}" in message
+    assert "gpuprof import profile.sqlite" in message
 
 
 def test_stats_text_memory_operations_by_time_and_size_merged() -> None:

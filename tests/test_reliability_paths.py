@@ -22,6 +22,8 @@ from fixture_paths import K40C
 # (command, parameter name, arguments) with {missing} a folder that does not exist, {ro} a folder
 # this process cannot write (holding results.sqlite and notes.txt), {dir} an existing folder,
 # {bin} a binary file, {store} a good store, {k40} a real profiler output.
+HTA_RANK = str(Path(__file__).parent / "fixtures" / "traces" / "hta_sampled_rank-0.json.gz")
+
 CASES = [
     ("calibrate", "store_path", ["calibrate", "--store", "{ro}/new.sqlite"]),
     ("calibrate", "store_path", ["calibrate", "--store", "{dir}"]),
@@ -68,6 +70,11 @@ CASES = [
     ("show", "store_path", ["show", "--store", "{missing}/s.sqlite"]),
     ("show", "store_path", ["show", "--store", "{bin}"]),
     ("show", "store_path", ["show", "--store", "{dir}"]),
+    ("trace", "file", ["trace", "{missing}/t.pt.trace.json"]),
+    ("trace", "file", ["trace", "{bin}"]),
+    ("trace", "file", ["trace", "{dir}"]),
+    ("trace", "against", ["trace", HTA_RANK, "--against", "{missing}/b.pt.trace.json"]),
+    ("trace", "against", ["trace", HTA_RANK, "--against", "{bin}"]),
     ("stalls", "files", ["stalls", "{missing}/k40.csv"]),
     ("stalls", "files", ["stalls", "{bin}"]),
     ("stalls", "files", ["stalls", "{dir}"]),

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("compare", "compare", "Compare devices in the reference study's tables (text, CSV, JSON, HTML)."),
     "merge": ("merge", "merge", "Combine results stores and run files from several machines."),
     "export": ("merge", "export", "Write a store's runs to a JSON-lines run file."),
+    "trace": ("trace", "trace", "Per-op, per-kernel, per-step tables of a PyTorch/TensorFlow/JAX trace; two side by side."),
     "diff": ("diff", "diff", "Compare two profiles, runs, stores or sweeps kernel by kernel; gate regressions in CI."),
 }
 

@@ -18,7 +18,8 @@ EXIT_HELP = "Exit status: 0 passed (or no gate), 1 a gate regressed, 2 inconclus
 @click.option("--match", "how", type=click.Choice(("config", "name", "order")), default="config", show_default=True,
               help="Pair kernels by name + grid + block + NVTX range, by name + NVTX range, or by order of appearance.")
 @click.option("--fail-if", "fail_if", multiple=True, metavar="METRIC:±N%",
-              help="Gate, repeatable: 'time:+5%' fails on a rise above 5 %, 'flop_rate:-3%' on a fall below -3 %.")
+              help="Gate, repeatable: 'time:+5%' fails on a rise above 5 %, 'flop_rate:-3%' on a fall below -3 %. "
+                   "Two framework traces: 'op:+5%' (any op's total time), 'step:+5%' (any step's time).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True,
               help="How to print (markdown: a pull-request comment; junit: one test case per kernel).")
@@ -34,10 +35,14 @@ def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_chang
     """Compare A with B: each a profiler file, a results store, a .jsonl run file, a stored run id
     (or prefix) or sweep:NAME. Per kernel and in total: time, FLOPs, FLOP/s, bytes, intensity,
     efficiencies, occupancy and stall reasons, with verdicts that tell a change from noise."""
+    from gpuprof import tracing
     from gpuprof.diffing import diff as compare
     from gpuprof.errors import GpuprofError
     from gpuprof.render.diff_report import header, render
 
+    if tracing.is_trace(a) and tracing.is_trace(b):
+        _diff_traces(a, b, fail_if, fmt)
+        return
     gpus = (gpu_a, gpu_b)
     try:
         result = compare(a, b, how, fail_if, store_path, gpus, min_change / 100)
@@ -54,3 +59,32 @@ def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_chang
         note(f"nothing to compare: no kernel or run of A matches one of B with --match {how}; "
              "try --match name or --match order")
     sys.exit(result.exit_code)
+
+
+def _diff_traces(a: str, b: str, fail_if: tuple[str, ...], fmt: str) -> None:
+    """Two framework traces: per-op and per-step times side by side; gates op:+N% and step:+N%."""
+    from gpuprof import importing, tracing
+    from gpuprof.errors import GpuprofError, InputError
+    from gpuprof.render import emit
+
+    try:
+        if fmt == "junit":
+            raise InputError("--format junit compares kernels of profiler files, not framework traces",
+                             "use --format table, markdown, csv or json")
+        gates = [tracing.Gate.parse(text) for text in fail_if]
+        run_a, run_b = importing.read_file(a), importing.read_file(b)
+        ops = tracing.side_by_side(run_a, run_b)
+        steps = tracing.step_pairs(run_a, run_b) if run_a.environment.get("steps") and run_b.environment.get("steps") \
+            else None
+        broken = tracing.gate(run_a, run_b, gates)
+    except GpuprofError as error:
+        error.exit_code = 2  # diff's contract: any unusable input exits 2
+        raise
+    echo(emit(ops.head(30) if fmt == "table" else ops, fmt, title=f"Ops: A = {a}, B = {b} (seconds)"))
+    if steps is not None:
+        echo(emit(steps, fmt, title="Steps, paired in order (seconds)"))
+    if len(broken):
+        echo(emit(broken, fmt, title="Gates broken"))
+        sys.exit(1)
+    if gates:
+        note(f"gates passed: {', '.join(fail_if)}")

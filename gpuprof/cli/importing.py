@@ -60,5 +60,14 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
         if imported:
             note(f"stored before the error: {', '.join(run.source for run in imported)}")
         raise
-    echo(emit(importing.kernel_table(imported), fmt, title="Imported kernels (measured by the profiler; base units; "
-                                                          "values per launch, rates time-weighted)"))
+    from gpuprof.derive import traces
+
+    # framework traces: their GPU activities here; their ops, steps and breakdown with 'gpuprof trace'
+    kernels = [traces.gpu_launches(run) if run.format in traces.TRACE_FORMATS else run for run in imported]
+    for run in imported:
+        if run.format in traces.TRACE_FORMATS:
+            note(f"{run.source}: per-op, per-step and per-GPU tables: gpuprof trace {run.source} --table ops")
+    kernels = [run for run in kernels if len(run.launch_table)]
+    if kernels:  # a CPU-only trace has no kernel rows
+        echo(emit(importing.kernel_table(kernels), fmt, title="Imported kernels (measured by the profiler; base units; "
+                                                             "values per launch, rates time-weighted)"))

@@ -32,19 +32,44 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
               help="ncu only: lock clocks to base while profiling, or leave them to the driver.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=1800.0, show_default=True,
               help="Seconds before the profiler and the command are stopped (the partial report is kept).")
+@click.option("--torch-hooks", default="steps", show_default=True, metavar="none|steps[,layers]",
+              help="PyTorch programs, unchanged: a region per optimizer step (forward, backward, step) and, "
+                   "with layers, per module forward (a Python call per module call).")
+@click.option("--energy", is_flag=True,
+              help="Sample RAPL (package, DRAM) and NVML (every GPU) while the command runs: the power series, "
+                   "energy per device and per region, with and without idle devices.")
+@click.option("--interval", default="0.5s", show_default=True, metavar="SECONDS",
+              help="--energy: time between power samples (0.5s, 100ms).")
+@click.option("--label", default=None, metavar="NAME",
+              help="The set-up's name (e.g. cpu, 1gpu, ddp2), for gpuprof compare --scaling --baseline NAME.")
+@click.option("--devices", type=click.IntRange(min=1), default=None,
+              help="Devices this set-up uses (x in the parallel efficiency E = S / x). Default 1.")
 @click.option("--dry-run", is_flag=True, help="Print the exact profiler command line(s) and exit.")
+@click.option("--trace", "trace", type=click.Choice(("torch", "jax", "tf")), default=None,
+              help="Run 'python SCRIPT ARGS' under the framework's own profiler instead (PyTorch, JAX, "
+                   "TensorFlow), unedited, and store the trace it writes: per-op, per-kernel, per-step tables.")
+@click.option("--steps", type=click.IntRange(min=1), default=2, show_default=True,
+              help="--trace torch: optimizer steps recorded (after --warmup), each a ProfilerStep#N.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+              help="--trace torch: optimizer steps run under the profiler but not recorded.")
 @format_option
 @store_option
 @handle_errors
 def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx: str | None, launch_skip: int,
             launch_count: int | None, device: str, profiler: str, processes: str, clock_control: str,
-            timeout: float, dry_run: bool, fmt: str, store_path: str | None) -> None:
+            timeout: float, torch_hooks: str, energy: bool, interval: str, label: str | None,
+            devices: int | None, dry_run: bool, trace: str | None, steps: int, warmup: int, fmt: str,
+            store_path: str | None) -> None:
     """Run COMMAND (after '--') under a profiler, store it as a run and print its kernels.
 
     On a GPU: ncu (compute capability 7.0 and newer) or nvprof with the smallest metric set for the
     question; the report stays in reports/<run-id>/. On the CPU: perf stat with the FP events and
     Top-Down level 1, as far as the machine allows. Whatever goes wrong, what was collected is stored.
+    With --trace: the framework's profiler (on a GPU its kernel rows come from CUPTI).
     """
+    if trace:
+        _profile_trace(trace, command, steps, warmup, timeout, fmt, store_path)
+        return
     from gpuprof import profile as library
     from gpuprof.render.profile_report import profile_report
     from gpuprof.store import open_store
@@ -52,7 +77,9 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
     settings = library.ProfileSettings(
         command=command, metric_set=metric_set, kernel=kernel, nvtx=nvtx, launch_skip=launch_skip,
         launch_count=launch_count, device=device, profiler=profiler, processes=processes,
-        clock_control=clock_control, timeout=timeout, command_line=command_line())
+        clock_control=clock_control, timeout=timeout, command_line=command_line(),
+        torch_hooks=tuple(kind for kind in torch_hooks.split(",") if kind and kind != "none"),
+        energy=energy, interval=_seconds(interval), label=label, devices=devices)
     plan = library.plan(settings, store_path)
     if not dry_run:
         open_store(store_path).close()  # a store that cannot be written fails now, not after the profiling
@@ -71,6 +98,14 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
         for run in outcome.runs:
             store.add(run)
         where = store.path
+    if settings.energy and outcome.runs:
+        from gpuprof.render.compare_plots import png
+        from gpuprof.render.power_plot import power_chart
+
+        chart = png(power_chart(outcome.runs[0]))
+        if chart:
+            (plan.run_dir / "power.png").write_bytes(chart)
+            note(f"power chart: {plan.run_dir / 'power.png'} (power series: {plan.run_dir / 'power.csv'})")
     table = profile_report(outcome.runs, fmt)
     if table:
         echo(table)
@@ -81,3 +116,36 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
          f"in {where}; report files in {plan.run_dir}")
     if outcome.problem is not None:
         raise outcome.problem
+
+
+def _seconds(text: str) -> float:
+    """``0.5s``, ``500ms`` or ``0.5`` as seconds."""
+    from gpuprof.errors import InputError
+
+    value = text.strip().lower()
+    scale = 1e-3 if value.endswith("ms") else 1.0
+    try:
+        return float(value.removesuffix("ms").removesuffix("s")) * scale
+    except ValueError:
+        raise InputError(f"--interval {text!r} is not a time", "give seconds, e.g. --interval 0.5s or 500ms") from None
+
+
+def _profile_trace(framework: str, command: tuple[str, ...], steps: int, warmup: int, timeout: float, fmt: str,
+                   store_path: str | None) -> None:
+    from gpuprof import tracing
+    from gpuprof.derive import traces
+    from gpuprof.render import emit
+    from gpuprof.store import open_store
+
+    settings = tracing.TraceSettings(framework, command, steps, warmup, timeout, command_line=command_line())
+    open_store(store_path).close()  # a store that cannot be written fails now, not after the program ran
+    note(f"running under the {framework} profiler: {' '.join(command)}")
+    run, run_dir = tracing.profile_trace(settings)
+    with open_store(store_path) as store:
+        store.add(run)
+        where = store.path
+    echo(emit(traces.op_table(run).head(30) if fmt == "table" else traces.op_table(run), fmt,
+              title=f"Ops in the {framework} trace (measured by the profiler; times in seconds)"))
+    for line in run.notes:
+        note(f"note: {line}")
+    note(f"stored as run {run.run_id[:8]} in {where}; trace and program output in {run_dir}")

@@ -1,7 +1,10 @@
 """One reader per profiler output format, all returning the same :class:`gpuprof.model.Run`.
 
 Each reader module has ``NAME``, ``DESCRIPTION``, ``sniff(path, head) -> bool`` (does this file look
-like my format? ``head`` is the first 64 KiB decoded leniently) and ``read(path) -> Run``. Readers
+like my format? ``head`` is the first 64 KiB, decompressed when the file is gzip, decoded leniently)
+and ``read(path) -> Run``. A gzip-compressed file is read through one helper
+(:mod:`gpuprof.readers._compressed`): a reader with ``READS_GZIP = True`` opens it itself with
+``open_bytes``; any other gets a decompressed copy in a temporary folder. Readers
 import only the standard library at module level; heavy imports go inside ``read``. A reader raises
 :class:`gpuprof.errors.FormatError` or :class:`gpuprof.errors.ProfilerError`, never exits or prints.
 To add a format: write the module and list it in ``_MODULES`` (order matters: more specific first).
@@ -15,15 +18,16 @@ from types import ModuleType
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
+from gpuprof.readers import _compressed
 
 # Binary reports first: their magic bytes decide at once, where the text sniffers would scan 64 KiB
 # of decoded binary with their patterns (a quarter of the time of reading a small .ncu-rep).
 _MODULES: list[str] = [
-    "ncu_rep", "nsys_rep", "nsys_sqlite",
+    "ncu_rep", "nsys_rep", "nsys_sqlite", "xplane", "regions",
     "ncu_source_csv", "perf_topdown", "perf_stat", "nsys_trace",
     "ncu_raw", "ncu_text", "ncu_csv",
     "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_api_trace", "nvprof_text_trace", "nvprof_text_metrics",
-    "nvprof_text_summary", "nsys_stats",
+    "nvprof_text_summary", "nsys_stats", "chrome_trace",
 ]
 
 HEAD_BYTES = 65536
@@ -39,8 +43,7 @@ def formats() -> list[tuple[str, str]]:
 
 
 def read_head(path: Path) -> str:
-    with open(path, "rb") as handle:
-        raw = handle.read(HEAD_BYTES)
+    raw = _compressed.head(path, HEAD_BYTES)
     for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
         if raw.startswith(bom):
             return raw.decode(codec, errors="replace")
@@ -69,5 +72,17 @@ def read(path: str | Path, fmt: str | None = None) -> Run:
         by_name = {m.NAME: m for m in modules()}
         if fmt not in by_name:
             raise FormatError(f"unknown format '{fmt}'", f"choose one of: {', '.join(by_name)}")
-        return by_name[fmt].read(Path(path))
-    return detect(path).read(Path(path))
+        return _read(by_name[fmt], Path(path))
+    return _read(detect(path), Path(path))
+
+
+def _read(module: ModuleType, path: Path) -> Run:
+    if getattr(module, "READS_GZIP", False) or not path.is_file():
+        return module.read(path)
+    with _compressed.plain_file(path) as plain:
+        if plain == path:
+            return module.read(path)
+        run = module.read(plain)
+    run.source = str(path)
+    run.notes.append("read from the gzip-compressed file")
+    return run

@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gpuprof.derive.regions import region_frame, without_regions
 from gpuprof.model import DERIVED, MEASURED, TIMED, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
 TOP_STALLS = 3
+REGION_ROWS = 20  # region instances printed after a profile
 STALL_COLUMN = "top stall reasons (share)"
 
 
@@ -43,7 +45,7 @@ def kernel_frame(runs: Sequence[Run]) -> pd.DataFrame:
 
     frames = []
     for run in runs:
-        table = kernel_table([run]).drop(columns=["file"], errors="ignore")
+        table = kernel_table([without_regions(run)]).drop(columns=["file"], errors="ignore")
         if table.empty:
             continue
         stalls = _top_stalls(run)
@@ -70,7 +72,7 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
     from gpuprof.derive.cpu_flops import flops_by_dtype, flops_from_events
     from gpuprof.derive.topdown import BASIS, topdown_breakdowns
 
-    [launch] = run.launches
+    [launch] = without_regions(run).launches
     perf = f"perf stat ({run.environment.get('profiler_version') or 'perf'}), the whole command"
     wall = launch.value("wall time")
     rows = [_row("wall time", wall, "second", TIMED, run.environment["wall_time"]["basis"], people)]
@@ -104,11 +106,22 @@ def profile_report(runs: Sequence[Run], fmt: str) -> str:
     from gpuprof.render import emit
 
     if runs and runs[0].device.get("kind") == "cpu":
-        return emit(cpu_frame(runs[0], people=fmt in ("table", "markdown")), fmt,
-                    title="CPU profile (perf stat around the whole command)")
-    frame = kernel_frame(runs)
-    if frame.empty:
-        return ""
-    tool = runs[0].environment.get("profiler", "the profiler")
-    return emit(frame, fmt,
-                title=f"Profiled kernels (measured by {tool}; base units; values per launch, rates time-weighted)")
+        shown = emit(cpu_frame(runs[0], people=fmt in ("table", "markdown")), fmt,
+                     title="CPU profile (perf stat around the whole command)")
+    else:
+        frame = kernel_frame(runs)
+        tool = runs[0].environment.get("profiler", "the profiler") if runs else ""
+        shown = "" if frame.empty else emit(frame, fmt, title=f"Profiled kernels (measured by {tool}; base units; "
+                                                              "values per launch, rates time-weighted)")
+    if fmt in ("csv", "json") or not runs:
+        return shown  # one table stays whole; the regions as data: gpuprof.region_table(run)
+    regions = region_frame(runs[0])
+    if regions.empty:
+        return shown
+    listed = regions.head(REGION_ROWS)
+    empty = [c for c in ("rank", "unclosed") if (listed[c] == "").all()]
+    same = ["thread"] if (listed["thread"] == listed["process"]).all() else []  # main threads only
+    listed = listed.drop(columns=empty + same)
+    title = ("Regions of the program (one row per instance, wall time timed on CLOCK_MONOTONIC)"
+             + (f"; first {REGION_ROWS} of {len(regions)}" if len(regions) > REGION_ROWS else ""))
+    return "\n\n".join(part for part in (shown, emit(listed, fmt, title=title)) if part)
