@@ -82,3 +82,28 @@ def test_no_binding_ceiling_without_memory_counters(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["import", "--format", "json", "--store", str(tmp_path / "s.sqlite"), str(K40C)])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)[0]["binding ceiling"] == "bound unknown: no memory counters"
+
+
+def test_roofs_are_drawn_at_the_clock_the_points_ran_at() -> None:
+    """Issue 28 item 15: the A100 capture ran at 764,999,999.31 Hz (smsp__cycles_elapsed.avg.per_second),
+    not the 1410 MHz boost the device table states: its roofs are drawn at that clock, as the table's
+    percentages use it, and the title says so (19.5 TFLOP/s FP32 FMA x 765 / 1410 = 10.6 TFLOP/s)."""
+    from matplotlib.text import Text
+
+    from gpuprof.derive.roofline import at_clock, chart_clock, roofs
+    from gpuprof.devices import gpu_table
+    from gpuprof.render.roofline_plot import figure
+
+    raw = _raw(A100, "2")
+    frame, _ = points([read(A100)])
+    clock = chart_clock(drawable(frame))
+    assert clock == pytest.approx(raw["smsp__cycles_elapsed.avg.per_second"], rel=1e-6)
+    peaks = [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))]
+    table = {r.name: r for r in roofs(peaks)}
+    moved = {r.name: r for r in at_clock(roofs(peaks), clock)}
+    assert table["FP32 FMA"].clock_mhz == 1410
+    assert moved["FP32 FMA"].value == pytest.approx(table["FP32 FMA"].value * clock / 1410e6)
+    assert moved["DRAM"].value == table["DRAM"].value                   # the memory's clock is not the SM's
+    texts = {t.get_text() for t in figure(frame, "A100", peaks).findobj(Text)}
+    assert "FP32 FMA (published): 10.6 TFLOP/s" in texts
+    assert any("roofs at 765 MHz, the points' clock" in t for t in texts)

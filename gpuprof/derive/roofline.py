@@ -278,3 +278,34 @@ def _as_ceilings(peaks: Peaks) -> list[Ceiling]:
     if peaks.bandwidth:
         found.append(Ceiling("DRAM", "", "dram", peaks.bandwidth, "byte/s", peaks.origin, peaks.source, None, ""))
     return found
+
+
+def chart_clock(frame: pd.DataFrame) -> float | None:
+    """The one clock a chart's roofs are drawn at: its points' clock (the SM clock an ncu file
+    measured, a CPU run's probed clock), time-weighted over the points that have one, as the
+    tables' percentages use it; None when no point has a clock."""
+    import numpy as np
+
+    clock, time = frame["clock"].to_numpy(dtype=float), frame["time"].to_numpy(dtype=float)
+    known = (clock > 0) & np.isfinite(clock)
+    if not known.any():
+        return None
+    weights = np.where(time[known] > 0, time[known], 0.0)
+    return float(np.average(clock[known], weights=weights) if weights.sum() > 0 else clock[known].mean())
+
+
+def at_clock(found: list[Ceiling], hz: float | None) -> list[Ceiling]:
+    """``found`` with every roof that scales with the core clock (compute, L1, L2: a stated clock
+    that is not the memory's) moved to ``hz``; its formula keeps the value at the stated clock."""
+    from dataclasses import replace
+
+    if not hz:
+        return found
+    moved = []
+    for roof in found:
+        if roof.clock_mhz and roof.clock != "memory":
+            was = f"{roof.value:.4g} {roof.unit} at {roof.clock_mhz:g} MHz {roof.clock}".strip()
+            roof = replace(roof, value=roof.value * hz / (roof.clock_mhz * 1e6), clock_mhz=round(hz / 1e6),
+                           clock="the points' clock", formula="; ".join(p for p in (roof.formula, was) if p))
+        moved.append(roof)
+    return moved

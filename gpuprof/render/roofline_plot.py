@@ -309,7 +309,7 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from gpuprof.derive.roofline import drawable, roofs
+    from gpuprof.derive.roofline import at_clock, chart_clock, drawable, roofs
     from gpuprof.render.chart_style import log_ticks, wrap
     from gpuprof.render.placement import Placer
 
@@ -317,7 +317,8 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     frame, notes = _shown(drawable(frame))
     levels = _levels(frame)
     hierarchical = len(levels) > 1
-    ceilings = roofs(peaks)
+    clock = chart_clock(frame)
+    ceilings = at_clock(roofs(peaks), clock)
     compute, compute_notes = _compute_roofs(ceilings, frame)
     memory, memory_notes = _memory_roofs(ceilings, levels)
     xlim, ylim = _limits(frame, compute, memory, levels)
@@ -332,7 +333,8 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     counted = _PRECISION_TEXT.get(precision, precision)
     if precision == "all":
         counted += f" (here: {' + '.join(p.upper() if p != 'tensor' else 'tensor' for p in _precisions(frame))})"
-    ax.set_title(f"Roofline: {device}\nFLOPs counted: {counted}", fontsize=10)
+    at = f"; roofs at {clock / 1e6:.0f} MHz, the points' clock" if clock else ""
+    ax.set_title(f"Roofline: {device}\nFLOPs counted: {counted}{at}", fontsize=10)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
     _draw_roofs(ax, compute, memory, xlim)
     styles = _styles(frame)
