@@ -1,4 +1,4 @@
-"""Issue 28 item 21: a calibration far below the theoretical peak at the clock probed after it is
+"""Issue 28 items 21 and 19: a calibration far below the theoretical peak at the clock probed after it is
 stored but not used, and its "in use" column says why. The device is this build VM's real
 /proc/cpuinfo and lscpu text (tests/test_cpu_device.py): 2 cores x 2.6 GHz x 16 float32 lanes x
 2 FMA units x 2 = 332.8 GFLOP/s at the 2.6 GHz probed."""
