@@ -39,6 +39,13 @@ def __getattr__(name: str) -> Any:
         from gpuprof import model
 
         return getattr(model, name)
+    if name == "__version__":  # the installed distribution's, as --version prints it
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("gpuprof-hpc")
+        except PackageNotFoundError:
+            return "unknown"
     if name in __all__:
         from gpuprof import api
 

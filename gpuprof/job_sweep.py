@@ -34,6 +34,7 @@ from typing import Any
 from gpuprof.errors import GpuprofError, InputError
 from gpuprof.model import Run
 from gpuprof.profile import ProfileSettings, execute, plan
+from gpuprof.store import open_store
 from gpuprof.workloads.training import parse_setup
 
 # Job keys -> the workload's command-line options.
@@ -132,7 +133,6 @@ def load_jobs(path: str | Path) -> JobConfig:
 def run_jobs(config: JobConfig, store_path: str | Path | None, resume: bool = False,
              command: str = "") -> tuple[list[Run], list[str], list[tuple[str, str]]]:
     """Profile and store each job in turn; (stored runs, labels skipped, (label, problem) failures)."""
-    from gpuprof.store import open_store
 
     done: set[str] = set()
     if resume:

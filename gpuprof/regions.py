@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, Self
 
+from gpuprof import counting
+
 ENV_FILE = "GPUPROF_REGIONS"       # the file regions are appended to
 ENV_RUN = "GPUPROF_RUN_ID"         # the run they belong to (written in every process-start line)
 FORMAT = "gpuprof-regions"
@@ -266,6 +268,10 @@ def _start_from_environment() -> None:
             record_to(path, os.environ.get(ENV_RUN, ""))
         except OSError:
             _state.fd = None  # the program must run on: the parent reports the missing regions
+    if os.environ.get("GPUPROF_COUNTERS"):  # gpuprof profile --counters: counts at every begin and end
+        hook, _ = counting.hook_from_environment()
+        if hook is not None:
+            add_hook(hook)
 
 
 def _after_fork() -> None:

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuprof.model import tables
+from gpuprof import model
 from gpuprof.model import Run
 from gpuprof.readers import _ncu_csv_bulk, ncu_csv
 from gpuprof.readers._text import metric_columns, metric_maker
@@ -35,13 +36,14 @@ def _read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bool, Run, 
     """(whether the fast path took the file, its run, the line-by-line reader's run)."""
     taken: list[bool] = []
 
-    def spy(*args: object) -> bool:
-        taken.append(FAST(*args))
-        return taken[-1]
+    def spy(*args: object) -> _ncu_csv_bulk.Rows | None:
+        rows = FAST(*args)
+        taken.append(rows is not None)
+        return rows
 
     monkeypatch.setattr(_ncu_csv_bulk, "read", spy)
     run = ncu_csv.read(path)
-    monkeypatch.setattr(_ncu_csv_bulk, "read", lambda *args: False)
+    monkeypatch.setattr(_ncu_csv_bulk, "read", lambda *args: None)
     return any(taken), run, ncu_csv.read(path)
 
 
@@ -154,7 +156,7 @@ def test_column_conversion_equals_the_row_by_row_one(rows: list[tuple[str, str, 
     names, units, texts = (list(column) for column in zip(*rows)) if rows else ([], [], [])
     one = metric_maker()
     table = tables.metric_table([0] * len(names), **metric_columns(names, units, texts))
-    [launch] = tables.launch_views(tables.launch_table(["k"], [0], [""], [1], [{}]), table)
+    [launch] = model.launch_views(tables.launch_table(["k"], [0], [""], [1], [{}]), table)
     assert _comparable(launch.metrics) == _comparable(map(one, names, units, texts))
 
 

@@ -81,12 +81,11 @@ def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | 
     for line in notes + result.notes:
         note(f"note: {line}")
     if html_path:
-        from pathlib import Path
-
-        from gpuprof.render.html_report import Limits, build
+        from gpuprof.compare.html_report import Limits, build
+        from gpuprof.outputs import write_text
 
         report = build(result, "gpuprof comparison", sources, Limits(max_rows, max_series), stall_table)
-        Path(html_path).write_text(report.html, encoding="utf-8")
+        write_text(html_path, report.html)
         for line in report.trimmed:
             note(f"trimmed: {line}")
         note(f"HTML report written to {html_path}")

@@ -44,6 +44,9 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
               help="The set-up's name (e.g. cpu, 1gpu, ddp2), for gpuprof compare --scaling --baseline NAME.")
 @click.option("--devices", type=click.IntRange(min=1), default=None,
               help="Devices this set-up uses (x in the parallel efficiency E = S / x). Default 1.")
+@click.option("--counters", default="", metavar="SET[,SET]",
+              help="CPU counters read at every region's begin and end (sets: mix, fp, topdown): per-region "
+                   "IPC, instruction mix, counted FLOPs by vector width, Top-Down level 1.")
 @click.option("--dry-run", is_flag=True, help="Print the exact profiler command line(s) and exit.")
 @click.option("--trace", "trace", type=click.Choice(("torch", "jax", "tf")), default=None,
               help="Run 'python SCRIPT ARGS' under the framework's own profiler instead (PyTorch, JAX, "
@@ -58,7 +61,7 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
 def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx: str | None, launch_skip: int,
             launch_count: int | None, device: str, profiler: str, processes: str, clock_control: str,
             timeout: float, torch_hooks: str, energy: bool, interval: str, label: str | None,
-            devices: int | None, dry_run: bool, trace: str | None, steps: int, warmup: int, fmt: str,
+            devices: int | None, counters: str, dry_run: bool, trace: str | None, steps: int, warmup: int, fmt: str,
             store_path: str | None) -> None:
     """Run COMMAND (after '--') under a profiler, store it as a run and print its kernels.
 
@@ -79,10 +82,12 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
         launch_count=launch_count, device=device, profiler=profiler, processes=processes,
         clock_control=clock_control, timeout=timeout, command_line=command_line(),
         torch_hooks=tuple(kind for kind in torch_hooks.split(",") if kind and kind != "none"),
-        energy=energy, interval=_seconds(interval), label=label, devices=devices)
+        energy=energy, interval=_seconds(interval), label=label, devices=devices,
+        counters=counters)
     plan = library.plan(settings, store_path)
     if not dry_run:
-        open_store(store_path).close()  # a store that cannot be written fails now, not after the profiling
+        with open_store(store_path) as store:  # a store that cannot be written fails now, not after the profiling
+            store.writable()
     for line in plan.before:
         note(f"plan: {line}")
     for line in plan.warnings:

@@ -26,8 +26,10 @@ def show(run_id: str | None, kind: str, fmt: str, store_path: str | None) -> Non
             echo(find_run(store, run_id, fmt, ceilings_for))
             return
         every = store.runs()
-        where = store.path
+        where, skipped = store.path, store.skipped
     runs = [r for r in every if kind in ("all", r.kind)]
+    for line in skipped:
+        note(f"note: {line}")
     if runs or fmt in ("csv", "json"):
         echo(emit(listing_frame(runs, lambda run, _: ceilings_for(run, every)), fmt))
     note(f"{len(runs)} stored run(s) in {where}" if runs else

@@ -57,16 +57,16 @@ class _Progress:
         rate_text = f"{rate:,.1f} MFLOP/s (derived: analytic FLOPs / timed median)" if isinstance(rate, float) else ""
         engine = (run.workload or {}).get("engine", "?")
         self.console.print(f"stored {point.label}: {rate_text}, {engine} on {run.device.get('name', '?')}, "
-                           f"run {run.run_id[:8]}", markup=False, highlight=False, soft_wrap=True)
+                           f"run {run.run_id[:8]}", markup=False, highlight=False)
         self.bar.advance(self.task)
 
     def point_failed(self, point: Point, error: str) -> None:
-        self.console.print(f"FAILED {point.label}: {error}", markup=False, highlight=False, style="red", soft_wrap=True)
+        self.console.print(f"FAILED {point.label}: {error}", markup=False, highlight=False, style="red")
         self.bar.advance(self.task)
 
     def slurm_event(self, event: Any) -> None:
-        """A Slurm job submitted, finished or failed (``gpuprof.launch.slurm.SlurmProgress``)."""
-        self.console.print(event.describe(), markup=False, highlight=False, soft_wrap=True)
+        """A Slurm job submitted, finished or failed (``gpuprof.sweep.slurm.SlurmProgress``)."""
+        self.console.print(event.describe(), markup=False, highlight=False)
 
     def stop(self) -> None:
         self.bar.stop()
@@ -121,7 +121,7 @@ def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | 
         if slurm:
             from pathlib import Path
 
-            from gpuprof.launch.slurm import SlurmOptions, slurm_table, sweep_on_slurm
+            from gpuprof.sweep.slurm import SlurmOptions, slurm_table, sweep_on_slurm
 
             options = SlurmOptions.from_table(slurm_table(config), partition=slurm_partition, gpus=slurm_gpus,
                                               cpus=slurm_cpus, time_min=slurm_time, chunk=slurm_chunk)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprof.energy.rapl import Domain, counter_delta, open_rapl, powercap_root
+from gpuprof.workloads import CUDA_INSTALL
 
 MICROJOULE, MILLIJOULE, MILLIWATT = 1e-6, 1e-3, 1e-3
 COUNTER, INTEGRATED = "counter", "integrated power"
@@ -182,8 +183,6 @@ def _open_nvml() -> tuple[_Nvml | None, list[str]]:
     try:
         import pynvml
     except ImportError:
-        from gpuprof.workloads import CUDA_INSTALL
-
         return None, [f"no GPU meter: nvidia-ml-py is not installed ({CUDA_INSTALL})"]
     try:
         pynvml.nvmlInit()

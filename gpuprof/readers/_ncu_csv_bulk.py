@@ -9,8 +9,8 @@ It is taken only when its result is the one the line-by-line reader gives: every
 each launch's rows are together, every row names a metric and has a value (or is a rule row of
 the 2023+ layout), and nothing else sits among the rows. Anything else (a tool message or
 program output between rows, a short or long row, a line pandas refuses) makes :func:`read`
-return False before anything is added, and the line-by-line reader in
-:mod:`gpuprof.readers.ncu_csv` takes the file.
+return None, and the line-by-line reader in :mod:`gpuprof.readers.ncu_csv` takes the file. This module
+only returns columns (:class:`Rows`); the reader that owns the table builds it from them.
 """
 
 from __future__ import annotations
@@ -28,19 +28,27 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from gpuprof.readers.ncu_csv import _Table
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a details table's fields sit in its rows, as the reader found them in the header."""
+
+    columns: int
+    i_id: int
+    i_kernel: int
+    i_name: int
+    i_unit: int
+    i_value: int
+    i_section: int | None
+    i_rule: int | None  # only in the 2023+ layout
+    launch_columns: list[tuple[str, int]]  # (attribute key, position) of the per-launch columns
 
 
-def read(table: _Table, path: Path, skip: int) -> bool:
-    """Add every row after the first ``skip`` lines of ``path`` to ``table``; False, adding
-    nothing, when the rows are not all plain metric and rule rows."""
-    frame = _parse(path, skip, table.columns)
-    rows = _Rows.take(frame, table) if frame is not None else None
-    del frame  # the columns not taken
-    if rows is None:
-        return False
-    rows.add_to(table)
-    return True
+def read(path: Path, skip: int, layout: Layout) -> Rows | None:
+    """Every row after the first ``skip`` lines of ``path``, as columns; None when the rows are not
+    all plain metric and rule rows."""
+    frame = _parse(path, skip, layout.columns)
+    return Rows.take(frame, layout) if frame is not None else None
 
 
 def _parse(path: Path, skip: int, columns: int) -> pd.DataFrame | None:
@@ -57,7 +65,7 @@ def _parse(path: Path, skip: int, columns: int) -> pd.DataFrame | None:
 
 
 @dataclass
-class _Rows:
+class Rows:
     """What the table needs from the parsed rows: per launch its ID, kernel, attributes and the
     range of its metric rows; the metric rows' cells as whole columns; the rule rows whole."""
 
@@ -72,7 +80,7 @@ class _Rows:
     rules: list[tuple[str, tuple[str, ...]]]  # (launch ID, the whole row)
 
     @classmethod
-    def take(cls, frame: pd.DataFrame, table: _Table) -> _Rows | None:
+    def take(cls, frame: pd.DataFrame, table: Layout) -> Rows | None:
         """The rows of ``frame``; None unless every row is a plain metric or rule row."""
         import numpy as np
 
@@ -110,25 +118,6 @@ class _Rows:
                    values, metric_column(table.i_section),
                    list(zip(ids[rules].tolist(),
                             zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))))
-
-    def add_to(self, table: _Table) -> None:
-        import numpy as np
-
-        table.new_launches(self.launch_ids, self.kernels, self.attributes)
-        counts = np.diff(self.bounds)
-        table.launch = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-        table.names, table.units, table.texts = self.names, self.units, self.values
-        one_section = self.sections is not None and len(self.sections) > 0 and (self.sections == self.sections[0]).all()
-        if self.sections is not None and not one_section:
-            bounds = self.bounds.tolist()
-            table.sections = list(map(self.sections.__getitem__, map(slice, bounds, bounds[1:])))
-        for launch_id, row in self.rules:
-            table.add_rule(table.positions[launch_id], row)
-        if one_section:  # every row of the file in one section (``--metrics`` lists): said once per launch
-            section = self.sections[0]
-            for attributes, count in zip(table.attributes, counts.tolist()):
-                if count:
-                    attributes["sections"] = section
 
 
 def skip_for(path: Path, handle: TextIO, columns: int) -> int | None:

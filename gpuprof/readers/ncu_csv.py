@@ -32,6 +32,7 @@ from gpuprof.readers._text import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 NAME = "ncu-csv"
@@ -83,7 +84,10 @@ def read(path: Path) -> Run:
         table = _Table(header)
         with gc_paused():
             skip = _bulk.skip_for(path, handle, len(header))
-            if skip is None or not _bulk.read(table, path, skip):
+            rows = _bulk.read(path, skip, table.layout()) if skip is not None else None
+            if rows is not None:
+                table.take(rows)
+            else:
                 table.read(handle, log)
     notes = log.notes() + table.notes()
     if not table.kernels:
@@ -122,18 +126,44 @@ class _Table:
         self.kernels: list[str] = []
         self.indices: list[int] = []
         self.attributes: list[dict[str, str]] = []
-        self.sections: list[Sequence[str]] = []  # section names, in file order
-        # per metric row (the bulk path puts whole columns here)
-        self.launch: Sequence[int] = []
-        self.names: Sequence[str] = []
-        self.units: Sequence[str] = []
-        self.texts: Sequence[str] = []
+        self.sections: list[list[str]] = []  # section names, in file order
+        # per metric row: lists as the line-by-line path reads, or the bulk path's whole columns
+        self.launch: list[int] = []
+        self.names: list[str] = []
+        self.units: list[str] = []
+        self.texts: list[str] = []
+        self.columns_taken: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.skipped = 0
         self.truncated = False
 
+    def layout(self) -> _bulk.Layout:
+        return _bulk.Layout(self.columns, self.i_id, self.i_kernel, self.i_name, self.i_unit, self.i_value,
+                            self.i_section, self.i_rule, self.launch_columns)
+
+    def take(self, rows: _bulk.Rows) -> None:
+        """The bulk path's columns as this table's launches and metric rows."""
+        import numpy as np
+
+        self.new_launches(rows.launch_ids, rows.kernels, rows.attributes)
+        counts = np.diff(rows.bounds)
+        self.columns_taken = (np.repeat(np.arange(len(counts), dtype=np.int32), counts), rows.names, rows.units,
+                              rows.values)
+        for launch_id, row in rows.rules:
+            self.add_rule(self.positions[launch_id], row)
+        sections = rows.sections
+        one_section = sections is not None and len(sections) > 0 and (sections == sections[0]).all()
+        if sections is not None and not one_section:
+            bounds = rows.bounds.tolist()
+            for attributes, start, end in zip(self.attributes, bounds, bounds[1:]):
+                if end > start:
+                    attributes["sections"] = "; ".join(dict.fromkeys(sections[start:end].tolist()))
+        if one_section:  # every row of the file in one section (``--metrics`` lists): said once per launch
+            for attributes, count in zip(self.attributes, counts.tolist()):
+                if count:
+                    attributes["sections"] = sections[0]
+
     def read(self, handle: TextIO, log: ToolLog) -> None:
-        launch, names, units, texts = [], [], [], []
-        self.launch, self.names, self.units, self.texts = launch, names, units, texts
+        launch, names, units, texts = self.launch, self.names, self.units, self.texts
         prefix, width, position = "\0", 0, -1
         for line in handle:
             if line.startswith(prefix):
@@ -175,12 +205,12 @@ class _Table:
             if self.i_rule is not None and len(row) > self.i_rule:
                 self.add_rule(position, row)
             return None
-        self.launch.append(position)  # type: ignore[attr-defined]
-        self.names.append(name)  # type: ignore[attr-defined]
-        self.units.append(row[self.i_unit])  # type: ignore[attr-defined]
-        self.texts.append(row[self.i_value])  # type: ignore[attr-defined]
+        self.launch.append(position)
+        self.names.append(name)
+        self.units.append(row[self.i_unit])
+        self.texts.append(row[self.i_value])
         if self.i_section is not None:
-            self.sections[position].append(row[self.i_section])  # type: ignore[attr-defined]
+            self.sections[position].append(row[self.i_section])
         return position
 
     def new_launch(self, launch_id: str, kernel: str, attributes: dict[str, str]) -> int:
@@ -225,8 +255,9 @@ class _Table:
             if len(sections):
                 attributes["sections"] = "; ".join(dict.fromkeys(sections))
         count = len(self.kernels)
+        launch, names, units, texts = self.columns_taken or (self.launch, self.names, self.units, self.texts)
         return (tables.launch_table(self.kernels, self.indices, [""] * count, [1] * count, self.attributes),
-                tables.metric_table(self.launch, **metric_columns(self.names, self.units, self.texts)))
+                tables.metric_table(launch, **metric_columns(names, units, texts)))
 
 
 def _whole_record(line: str, handle: TextIO) -> str:

@@ -3,7 +3,7 @@
 Two ways in: the CSV that ``ncu --page source --csv --import X.ncu-rep`` prints (this module's
 registered reader format), and the same PC-sampling data read straight from a ``.ncu-rep`` with
 NVIDIA's ``ncu_report`` module (:func:`rep_instructions`). Both give
-:class:`~gpuprof.derive.stalls.InstructionSamples` for the hot-spot table; :func:`read` also sums the
+:class:`~gpuprof.model.stalls.InstructionSamples` for the hot-spot table; :func:`read` also sums the
 per-instruction columns into one kernel-level PC-sampling profile, stored under ncu's metric names
 (``smsp__pcsamp_warps_issue_stalled_<reason>``, the metrics behind the ``stall_*`` columns).
 
@@ -15,15 +15,19 @@ Only the all-samples ``stall_*`` columns are used; ``(Not Issued)`` ones are a s
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof.errors import FormatError
+from gpuprof.errors import FormatError, ProfilerError, shortened
 from gpuprof.model import Launch, Metric, Run
+from gpuprof.model.stalls import InstructionSamples, classify, reason_for_token, vocabulary
+from gpuprof.model.units import parse_number
 from gpuprof.readers._text import csv_records
+from gpuprof.readers.ncu_rep import check_loadable
 
 if TYPE_CHECKING:
-    from gpuprof.derive.stalls import InstructionSamples
+    from gpuprof.model.stalls import InstructionSamples
 
 NAME = "ncu-source-csv"
 DESCRIPTION = "Nsight Compute source page as CSV (ncu --page source --csv): per-instruction stall samples"
@@ -62,16 +66,13 @@ def _blocks(path: Path) -> list[tuple[str, list[dict[str, str]], list[str]]]:
 
 
 def _number(cell: str) -> float:
-    from gpuprof.model.units import parse_number
-
+    """A sample count; an empty cell is 0, a cell that is no count ('nan', 'n/a') is NaN (missing, never 0)."""
     value = parse_number(cell)
-    return 0.0 if value is None else value
+    return value if value is not None else 0.0 if not cell.strip() else math.nan
 
 
 def _reason_columns(header: list[str]) -> dict[str, str]:
     """stall_* column -> ncu reason, all-samples columns only."""
-    from gpuprof.derive.stalls import reason_for_token
-
     columns = {}
     for name in header:
         if name.startswith("stall_") and "(" not in name:
@@ -82,8 +83,6 @@ def _reason_columns(header: list[str]) -> dict[str, str]:
 
 def instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
     """Kernel name -> per-instruction stall samples, in file order."""
-    from gpuprof.derive.stalls import InstructionSamples
-
     result: dict[str, list[InstructionSamples]] = {}
     for kernel, rows, header in _blocks(Path(path)):
         columns = _reason_columns(header)
@@ -96,8 +95,6 @@ def instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
 
 
 def _pcsamp_name(reason: str) -> str:
-    from gpuprof.derive.stalls import vocabulary
-
     token = vocabulary()["ncu"].get(reason, {}).get("pcsamp", reason)
     return f"smsp__pcsamp_warps_issue_stalled_{token}"
 
@@ -105,19 +102,29 @@ def _pcsamp_name(reason: str) -> str:
 def read(path: Path) -> Run:
     """One launch per kernel block: the stall columns summed over all instructions."""
     launches = []
+    unreadable: list[str] = []
+
+    def total(kernel: str, rows: list[dict[str, str]], column: str) -> float | None:
+        counts = [_number(row.get(column, "")) for row in rows]
+        bad = next((n for n, count in enumerate(counts) if math.isnan(count)), None)
+        if bad is None:
+            return sum(counts)
+        unreadable.append(f"{kernel}: {column} of instruction {rows[bad].get('Address', bad)} is "
+                          f"'{shortened(rows[bad].get(column, ''), 40)}', not a count: the kernel's sum is kept as missing")
+        return None
+
     for index, (kernel, rows, header) in enumerate(_blocks(Path(path))):
         columns = _reason_columns(header)
         all_column = next((c for c in _ALL_SAMPLES if c in header), None)
-        metrics = [Metric(_pcsamp_name(reason), sum(_number(r.get(col, "")) for r in rows), "sample")
-                   for col, reason in columns.items()]
+        metrics = [Metric(_pcsamp_name(reason), total(kernel, rows, col), "sample") for col, reason in columns.items()]
         if all_column:
-            metrics.append(Metric("smsp__pcsamp_sample_count",
-                                  sum(_number(r.get(all_column, "")) for r in rows), "sample"))
+            metrics.append(Metric("smsp__pcsamp_sample_count", total(kernel, rows, all_column), "sample"))
         launches.append(Launch(kernel=kernel, index=index, attributes={"instructions": str(len(rows))},
                                metrics=metrics))
     return Run(kind="import", format=NAME, source=str(path), launches=launches,
                notes=["PC-sampling counts summed over the instructions listed in the file; an excerpt "
-                      "covers only its rows"])
+                      "covers only its rows", *unreadable[:5],
+                      *([f"{len(unreadable) - 5} more sums kept as missing"] if len(unreadable) > 5 else [])])
 
 
 def rep_instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
@@ -126,16 +133,11 @@ def rep_instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
     Each ``smsp__pcsamp_warps_issue_stalled_<reason>`` metric has one instance per sampled PC; its
     correlation ids are the SASS addresses, and ``action.sass_by_pc`` gives the instruction text.
     """
-    from gpuprof.derive.stalls import InstructionSamples, classify
-
     try:
         import ncu_report
     except ImportError:
-        from gpuprof.errors import ProfilerError
-
         raise ProfilerError("reading .ncu-rep source samples needs NVIDIA's ncu-report module",
                             'pip install "gpuprof-hpc[ncu]"') from None
-    from gpuprof.readers.ncu_rep import check_loadable
 
     check_loadable(Path(path))
     report = ncu_report.load_report(str(path))

@@ -7,8 +7,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gpuprof.derive.cpu_flops import flops_by_dtype, flops_from_events
+from gpuprof.derive.region_counters import consistency_frame, counts_from_regions, mix_frame
 from gpuprof.derive.regions import region_frame, without_regions
+from gpuprof.derive.stalls import SHARE_OF, stall_profiles
+from gpuprof.derive.topdown import BASIS, topdown_breakdowns
+from gpuprof.importing import kernel_table
 from gpuprof.model import DERIVED, MEASURED, TIMED, Run
+from gpuprof.model.units import human
+from gpuprof.render import emit
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,8 +27,6 @@ STALL_COLUMN = "top stall reasons (share)"
 
 def _top_stalls(run: Run) -> dict[str, str]:
     """Per kernel, its leading stall reasons: the share of each, averaged over the kernel's launches."""
-    from gpuprof.derive.stalls import SHARE_OF, stall_profiles
-
     shares: dict[str, dict[str, list[float]]] = {}
     basis: dict[str, str] = {}
     for profile in stall_profiles(run):
@@ -41,8 +46,6 @@ def kernel_frame(runs: Sequence[Run]) -> pd.DataFrame:
     import prints, and the top stall reasons where the profile has them."""
     import pandas as pd
 
-    from gpuprof.importing import kernel_table
-
     frames = []
     for run in runs:
         table = kernel_table([without_regions(run)]).drop(columns=["file"], errors="ignore")
@@ -58,8 +61,6 @@ def kernel_frame(runs: Sequence[Run]) -> pd.DataFrame:
 
 
 def _row(quantity: str, value: float | str | None, unit: str, origin: str, basis: str, people: bool) -> dict[str, object]:
-    from gpuprof.model.units import human
-
     shown = human(value, "" if unit == "event" else unit) if people and isinstance(value, (int, float)) else value
     return {"quantity": quantity, "value": shown, **({} if people else {"unit": unit}), "origin": origin, "basis": basis}
 
@@ -68,9 +69,6 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
     """Every quantity of a CPU profile with its origin: wall time, perf's counts, counted FLOPs and
     FLOP/s against the CPU's theoretical peak, CPUs used, Top-Down level 1."""
     import pandas as pd
-
-    from gpuprof.derive.cpu_flops import flops_by_dtype, flops_from_events
-    from gpuprof.derive.topdown import BASIS, topdown_breakdowns
 
     [launch] = without_regions(run).launches
     perf = f"perf stat ({run.environment.get('profiler_version') or 'perf'}), the whole command"
@@ -103,8 +101,6 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
 
 def profile_report(runs: Sequence[Run], fmt: str) -> str:
     """The table of one profile's runs (one per process), in ``fmt``; "" when a GPU profile read no kernel."""
-    from gpuprof.render import emit
-
     if runs and runs[0].device.get("kind") == "cpu":
         shown = emit(cpu_frame(runs[0], people=fmt in ("table", "markdown")), fmt,
                      title="CPU profile (perf stat around the whole command)")
@@ -124,4 +120,14 @@ def profile_report(runs: Sequence[Run], fmt: str) -> str:
     listed = listed.drop(columns=empty + same)
     title = ("Regions of the program (one row per instance, wall time timed on CLOCK_MONOTONIC)"
              + (f"; first {REGION_ROWS} of {len(regions)}" if len(regions) > REGION_ROWS else ""))
-    return "\n\n".join(part for part in (shown, emit(listed, fmt, title=title)) if part)
+    parts = [shown, emit(listed, fmt, title=title)]
+    counts = counts_from_regions(runs[0])
+    if not counts.empty:
+        mix = mix_frame(counts).dropna(axis=1, how="all").head(REGION_ROWS)
+        parts.append(emit(mix.reset_index(names="launch"), fmt, title="Counters per region (measured counts; "
+                                                                      "ratios derived; blank: not counted)"))
+        gaps = consistency_frame(counts)
+        if not gaps.empty:
+            parts.append(emit(gaps.dropna(axis=1, how="all"), fmt,
+                              title="Consistency per parent: sum of its children's counts / its own - 1"))
+    return "\n\n".join(part for part in parts if part)

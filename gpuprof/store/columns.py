@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterator
 
 from gpuprof.errors import StoreError
+from gpuprof.model import tables
 
 # (table, column, encoding) in the order they are written; the tables' layout is gpuprof.model.tables'.
 LAYOUT = (
@@ -125,8 +126,6 @@ def decode(parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metri
     import numpy as np
     import pandas as pd
 
-    from gpuprof.model import tables
-
     sizes = {"launches": launches, "metrics": metrics}
     columns: dict[str, dict[str, object]] = {"launches": {}, "metrics": {}}
     for table, column, expected in LAYOUT:
@@ -154,7 +153,7 @@ def decode(parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metri
                 values = tables.objects(json.loads(data))
             if len(values) != sizes[table]:
                 raise ValueError(f"column {table}.{column} has {len(values)} rows, not {sizes[table]}")
-        except (ValueError, TypeError, IndexError) as error:
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError, RecursionError) as error:
             raise StoreError(f"run {where} in the results store cannot be read: {error}",
                              "the store was damaged; give another path with --store or $GPUPROF_STORE") from None
         columns[table][column] = values

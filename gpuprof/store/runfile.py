@@ -12,47 +12,47 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import IO
 
-from gpuprof.errors import FormatError, InputError
-from gpuprof.model import Run
+from gpuprof import inputs, outputs
+from gpuprof.errors import FormatError, InputError, shortened
+from gpuprof.model import Run, schema
 
 
-def _write(path: Path, runs: list[Run], mode: str) -> None:
-    """``runs`` one per line, flushed and synced to disk before returning."""
-    with open(path, mode, encoding="utf-8") as handle:
-        for run in runs:
-            handle.write(json.dumps(run.to_dict()) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+def _lines(handle: IO[str], runs: list[Run]) -> None:
+    for run in runs:
+        handle.write(json.dumps(run.to_dict()) + "\n")
 
 
 def append(path: str | Path, run: Run) -> None:
     """Append ``run`` to ``path`` as one line, flushed and synced to disk."""
-    _write(Path(path), [run], "a")
+    write(path, [run], replace=False)
 
 
 def write(path: str | Path, runs: list[Run], replace: bool = True) -> None:
-    """``runs`` as the whole of ``path`` (``replace``), or after what it holds. A replacement is
-    written beside it and renamed over it, so a failed export leaves the old file whole."""
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        if replace:
-            _write(partial, runs, "w")
-            partial.replace(path)
-        else:
-            _write(path, runs, "a")
-    except OSError as error:
-        raise InputError(f"cannot write run file {path}: {error.strerror or error}",
-                         "give a path in a folder that exists and that you can write") from None
-    finally:
-        partial.unlink(missing_ok=True)
+    """``runs`` as the whole of ``path`` (``replace``), or after what it holds. A replacement of a
+    regular file is written beside it and renamed over it, so a failed export leaves the old file
+    whole; a symlink, device or FIFO is written through (:mod:`gpuprof.outputs`)."""
+    if replace:
+        with outputs.replacing(path, "w", encoding="utf-8") as handle:
+            _lines(handle, runs)
+        return
+    with outputs.appending(path, encoding="utf-8") as handle:
+        try:
+            _lines(handle, runs)
+            handle.flush()
+            if os.path.isfile(path):
+                os.fsync(handle.fileno())
+        except OSError as error:
+            raise InputError(f"cannot write run file {path}: {error.strerror or error}",
+                             "give a path in a folder that exists and that you can write") from None
 
 
 def load(path: str | Path) -> tuple[list[Run], list[str]]:
     """Runs in ``path``, and notes on lines that could not be read (e.g. a run cut off mid-write)."""
     runs: list[Run] = []
     notes: list[str] = []
+    inputs.regular_file(path, "give a run file written by gpuprof export or a Slurm sweep")
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
@@ -61,7 +61,15 @@ def load(path: str | Path) -> tuple[list[Run], list[str]]:
         if not line.strip():
             continue
         try:
-            runs.append(Run.from_dict(json.loads(line)))
-        except (ValueError, TypeError, KeyError) as error:
-            notes.append(f"{path}:{number}: skipped, not a whole gpuprof run ({type(error).__name__}: {error})"[:300])
+            data = json.loads(line)
+        except RecursionError:
+            problem = "nested too deeply"
+        except ValueError as error:  # cut mid-write, not JSON, a number of thousands of digits
+            problem = f"{type(error).__name__}: {error}"
+        else:
+            problem = schema.problem(data)  # checked before a Run exists: nothing odd reaches a store
+        if problem:
+            notes.append(f"{path}:{number}: skipped, not a whole gpuprof run ({shortened(problem, 200)})")
+            continue
+        runs.append(Run.from_dict(data))
     return runs, notes
