@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.derive import kernels
@@ -88,8 +89,6 @@ def size_text(size: float) -> str:
 
 def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
     """The point of a measured run: analytic FLOPs and bytes (DRAM level), median timed duration."""
-    import math
-
     w = run.workload or {}
     times = timings(run)
     if not times or not {"op", "shape", "dtype"} <= w.keys():
@@ -297,8 +296,6 @@ def chart_clock(frame: pd.DataFrame) -> float | None:
 def at_clock(found: list[Ceiling], hz: float | None) -> list[Ceiling]:
     """``found`` with every roof that scales with the core clock (compute, L1, L2: a stated clock
     that is not the memory's) moved to ``hz``; its formula keeps the value at the stated clock."""
-    from dataclasses import replace
-
     if not hz:
         return found
     moved = []
