@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.compare import comparison
+from gpuprof.compare import ceilings_for, comparison
 from gpuprof.derive.kernels import launch_frame
 from gpuprof.derive.regions import region_frame
 from gpuprof.derive.stalls import stall_comparison
@@ -41,10 +41,11 @@ def run(op: str, size: str | None = None, *, store: str | Path | None = None, sa
 
 
 def summary(runs: list[Run]) -> pd.DataFrame:
-    """One row per measured run: device, engine, op, size, time, MFLOP/s, GB/s, efficiencies."""
+    """One row per measured run: device, engine, op, size, time, MFLOP/s, GB/s, efficiencies (against
+    the same ceilings as ``gpuprof compare``: a CPU run's host calibrations among ``runs`` too)."""
     import pandas as pd
 
-    return pd.DataFrame([summary_row(r) for r in runs if r.kind == "run"])
+    return pd.DataFrame([summary_row(r, ceilings_for(r, runs)) for r in runs if r.kind == "run"])
 
 
 def runs(store: str | Path | None = None) -> list[Run]:

@@ -10,7 +10,8 @@ agree within :data:`STABLE_WITHIN`) and reported as the fastest call. The result
 
 One bad calibration (another process held a core) must not poison every later run, so nothing
 takes the newest calibration on trust: :func:`best_calibration` gives, per ceiling, the highest
-*stable* value among all calibrations of the host, and an unstable ceiling is never used. The
+*stable* value among all calibrations of the host; an unstable ceiling, or one under half the
+theoretical peak at the clock probed after it (:data:`FAR_BELOW`), is stored but never used. The
 command compares each new value with the theoretical peak and with those earlier calibrations
 and says which value stays in use.
 """
@@ -26,7 +27,6 @@ from typing import Any
 
 from gpuprof.devices import cpu
 from gpuprof.devices.clock_probe import probe
-from gpuprof.devices.cpu import theoretical_peaks
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
 from gpuprof.model import ANALYTIC, CALIBRATED, CALIBRATION, TIMED, Launch, Metric, Run
@@ -35,6 +35,7 @@ from gpuprof.store import Store
 from gpuprof.workloads.timing import time_calls
 
 KIND = CALIBRATION
+FAR_BELOW = 50.0  # % of the theoretical peak at the probed clock below which a ceiling is stored, not used
 FORMAT = "cpu-calibrate"
 MATMUL_DTYPES = ("float32", "float64")
 _FALLBACK_LLC = 64 * 2**20
@@ -256,13 +257,29 @@ def theoretical_at_probe(ceiling: CalibratedCeiling, theoretical: Peaks) -> tupl
     return peak, f"{theoretical.clock_hz / 1e9:.3g} GHz ({source})"
 
 
+def not_used(ceiling: CalibratedCeiling) -> str:
+    """Why ``ceiling`` is stored but never used ('' when it may be): its fastest calls did not
+    agree, or it is under :data:`FAR_BELOW` % of the theoretical peak at the clock probed after it
+    (a busy host or a throttled core measured it: runs judged against it would read far above 100 %)."""
+    if not ceiling.stable:
+        return "unstable"
+    if ceiling.key == "bandwidth" or "fp_units" not in ceiling.run.device:
+        return ""
+    peak, clock = theoretical_at_probe(ceiling, cpu.theoretical_peaks(ceiling.run.device))
+    if peak and ceiling.value < FAR_BELOW / 100 * peak:
+        return (f"{100 * ceiling.value / peak:.0f} % of the theoretical {peak / 1e9:.4g} GFLOP/s at {clock}, "
+                f"under {FAR_BELOW:.0f} %: a busy host or a throttled core")
+    return ""
+
+
 def best_ceilings(runs: Iterable[Run]) -> dict[str, CalibratedCeiling]:
-    """Per ceiling, the highest stable value among ``runs``: a busy host only ever measures less,
-    so the best stable value is the machine's, and one bad calibration cannot replace it."""
+    """Per ceiling, the highest usable value among ``runs`` (:func:`not_used`): a busy host only
+    ever measures less, so the best stable value is the machine's, and one bad calibration cannot
+    replace it."""
     best: dict[str, CalibratedCeiling] = {}
     for run in runs:
         for ceiling in ceilings(run):
-            if ceiling.stable and (ceiling.key not in best or ceiling.value > best[ceiling.key].value):
+            if not not_used(ceiling) and (ceiling.key not in best or ceiling.value > best[ceiling.key].value):
                 best[ceiling.key] = ceiling
     return best
 
@@ -300,7 +317,7 @@ def load_calibration(store: Store, host: str, device: str | None = None) -> Peak
 def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, Any]]:
     """One row per ceiling of ``run``: its value, the theoretical peak at the clock probed after it,
     whether it settled, and which value runs will use (``earlier``: the host's other calibrations)."""
-    theoretical = theoretical_peaks(run.device)
+    theoretical = cpu.theoretical_peaks(run.device)
     best = best_ceilings([*(earlier or []), run])
     rows = []
     for ceiling in ceilings(run):
@@ -312,9 +329,17 @@ def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, A
                      "% of theory": 100 * ceiling.value / peak if peak else None,
                      "stable": f"{'yes' if ceiling.stable else 'NO'} "
                                f"({ceiling.launch.attributes.get('spread_of_fastest', 'n/a')})",
-                     "in use": ("this" if chosen is not None and chosen.launch is ceiling.launch else
-                                f"{chosen.run.run_id[:8]}: {chosen.value / 1e9:.4g}" if chosen else "none")})
+                     "in use": _in_use(ceiling, chosen)})
     return rows
+
+
+def _in_use(ceiling: CalibratedCeiling, chosen: CalibratedCeiling | None) -> str:
+    """'this', or the calibration whose value is used instead, with why this one is not where it is not."""
+    if chosen is not None and chosen.launch is ceiling.launch:
+        return "this"
+    why = not_used(ceiling)
+    instead = f"{chosen.run.run_id[:8]}: {chosen.value / 1e9:.4g}" if chosen else "none"
+    return f"{instead} (not this: {why})" if why and why != "unstable" else instead
 
 
 def review(run: Run, earlier: list[Run]) -> list[str]:

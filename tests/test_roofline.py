@@ -146,7 +146,9 @@ def test_nersc_v100_gemm_is_three_points_at_its_summed_flops_under_the_fp16_tens
     l1tex 112,917,760 + 35,165,312 byte."""
     runs = imported(tmp_path, "--join", "--gpu", "v100-sxm2", *map(str, V100_NERSC))
     frame, _ = points(runs)
-    [gemm] = frame[frame.kernel == "volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn"].to_dict("records")
+    mine = frame[frame.kernel == "volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn"]
+    assert mine["precision"].tolist() == ["fp32", "tensor", "fp32+tensor"]   # each kind of work, then the total
+    [gemm] = mine[mine.precision == "fp32+tensor"].to_dict("records")
     flops = 5_478_285_312
     seconds = 180_758.90 / 1_297_716_360.00 + 94_587.12 / 1_299_887_048.19
     assert gemm["flop_rate"] == pytest.approx(flops / seconds, rel=1e-3) == pytest.approx(2.583e13, rel=1e-3)
@@ -161,9 +163,10 @@ def test_nersc_v100_gemm_is_three_points_at_its_summed_flops_under_the_fp16_tens
     assert any(sorted(line.get_xdata()) == pytest.approx(sorted([gemm["ai_l1"], gemm["ai_l2"], gemm["ai"]]))
                for line in joined)
     texts = {t.get_text() for t in fig.findobj(Text)}
-    assert {"FP16 tensor, FP32 acc (published): 125 TFLOP/s",
-            "FP16 no-FMA (half2) (derived) = FP32 FMA (published): 15.7 TFLOP/s",  # equal roofs, one label
-            "L1/shared 15.7 TB/s (derived)", "L2 3.13 TB/s (derived)", "DRAM 900 GB/s (published)",
+    # roofs at the points' 1.298 GHz, not the 1530 MHz boost (125 TFLOP/s x 1298 / 1530); DRAM does not scale
+    assert {"FP16 tensor, FP32 acc (published): 106 TFLOP/s",
+            "FP16 no-FMA (half2) (derived) = FP32 FMA (published): 13.3 TFLOP/s",  # equal roofs, one label
+            "L1/shared 13.3 TB/s (derived)", "L2 2.66 TB/s (derived)", "DRAM 900 GB/s (published)",
             "AI at L1", "AI at L2", "AI at DRAM"} <= texts
 
 
@@ -173,7 +176,9 @@ def test_nersc_a100_sgemm_points_and_the_counter_that_looks_wrong(tmp_path: Path
     8.710); ID 19 softmax: 160 tensor-pipe instructions on a GPU whose factor no source gives."""
     runs = imported(tmp_path, str(PROFILES / "ncu_csv_a100_nersc_rule_columns_unnamed_ns_bert_EXCERPT.csv"))
     every, skipped = points(runs)
-    [sgemm] = drawable(every).to_dict("records")
+    placed = drawable(every)
+    assert placed.precision.tolist() == ["fp32", "fp32", "fp16"]   # softmax keeps its counted FP32 and FP16 points
+    [sgemm] = placed[placed.op == "ampere_sgemm_32x32_sliced1x4_tn"].to_dict("records")
     assert sgemm["flop_rate"] == pytest.approx(8_847_360 / (9_523.07 / 991_986_882.72), rel=1e-3)   # 9.216e11
     assert (sgemm["ai"], sgemm["ai_l2"], sgemm["ai_l1"]) == (pytest.approx(29.16, rel=1e-3),
                                                            pytest.approx(4.531, rel=1e-3),
@@ -181,14 +186,14 @@ def test_nersc_a100_sgemm_points_and_the_counter_that_looks_wrong(tmp_path: Path
     assert sgemm["ai_check"].startswith("AI L1 > AI L2: L1 counted fewer bytes than L2")
     [softmax_left_out] = skipped
     assert "softmax_warp_forward" in softmax_left_out and "total FLOPs unknown" in softmax_left_out
-    assert every.left_out.tolist() == ["", softmax_left_out.split(": ", 2)[2]]       # a row, without a place
+    assert every.left_out.tolist() == ["", "", "", softmax_left_out.split(": ", 2)[2]]   # a row, without a place
     fp32, _ = points(runs, "fp32")
     assert fp32.op.tolist() == ["ampere_sgemm_32x32_sliced1x4_tn",
                                 "<unnamed>::softmax_warp_forward<float, float, float, (int)5…"]
     fig = figure(every, sgemm["device"], [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))])
     notes = " ".join(t.get_text() for t in fig.findobj(Text)).replace("\n", " ")
-    assert "1 ampere_sgemm_32x32_sliced1x4_tn: AI L1 > AI L2: L1 counted fewer bytes than L2" in notes
-    assert "(int)5…: total FLOPs unknown (tensor work not counted" in notes
+    assert "3 ampere_sgemm_32x32_sliced1x4_tn: AI L1 > AI L2: L1 counted fewer bytes than L2" in notes  # numbered by AI
+    assert "(int)5… total: total FLOPs unknown (tensor work not counted" in notes
 
 
 def test_a_level_the_table_lacks_is_left_out_and_said_so() -> None:
@@ -197,7 +202,7 @@ def test_a_level_the_table_lacks_is_left_out_and_said_so() -> None:
     frame, _ = points([read(A100_PRINTFP)], "fp32")
     fig = figure(frame, "K40 stand-in", [gpu_table.peaks(gpu_table.match("K40"))], "fp32")
     texts = [t.get_text() for t in fig.findobj(Text)]
-    assert "L1/shared 2.86 TB/s (derived)" in texts and not any(t.startswith("L2 ") for t in texts)
+    assert "L1/shared 2.94 TB/s (derived)" in texts and not any(t.startswith("L2 ") for t in texts)
     assert "L2: the device table has no L2 bandwidth for this GPU" in " ".join(texts).replace("\n", " ")
     unnamed = " ".join(t.get_text() for t in figure(frame, "device 0", [], "fp32").findobj(Text))
     assert "no ceilings: no peaks are known for this device" in unnamed.replace("\n", " ")
@@ -212,8 +217,9 @@ def test_precision_picks_the_flops_and_the_ceilings() -> None:
 
     run = read(A100_PRINTFP)
     every, skipped = points([run])
-    assert drawable(every).op.tolist() == ["randomInit<float>"]
-    assert any("gemm_v1<float>: total FLOPs unknown" in line and "--precision fp32" in line for line in skipped)
+    assert drawable(every).op.tolist() == ["randomInit<float>", "gemm_v1<float> FP32", "gemm_v1<float> FP16"]
+    assert any("gemm_v1<float> total: total FLOPs unknown" in line and "FP32 and FP16 points are drawn" in line
+               for line in skipped)
     fp32, _ = points([run], "fp32")
     [gemm] = fp32[fp32.op == "gemm_v1<float>"].to_dict("records")
     flops = 2 * 34_359_738_368_000
@@ -225,7 +231,7 @@ def test_precision_picks_the_flops_and_the_ceilings() -> None:
     assert fp16.iloc[0]["ai"] == pytest.approx(2 * 2_149_161_369_600 / 807_658_682_624)
     fig = figure(fp16, gemm["device"], [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))], "fp16")
     texts = {t.get_text() for t in fig.findobj(Text)}
-    assert "FP16 FMA (half2) (derived): 78 TFLOP/s" in texts      # 108 SM x 256 lanes x 2 x 1410 MHz
+    assert "FP16 FMA (half2) (derived): 42.3 TFLOP/s" in texts    # 108 SM x 256 lanes x 2 x 765 MHz (the points')
     assert not any(t.startswith("FP32") for t in texts)
     with pytest.raises(ValueError, match="precision must be"):
         points([run], "fp8")

@@ -65,6 +65,7 @@ class Comparison:
     peaks: dict[str, list[Peaks]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     imported_points: pd.DataFrame | None = None   # roofline points of imported kernels (derive.roofline)
+    dtype: str = "float32"                         # the precision compared: its ceilings are the ones listed
 
 
 def _first(found: list[Efficiency], kind: str, unit: str = "FLOP/second") -> Efficiency | None:
@@ -249,7 +250,7 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
         for device in set(roofline.launch_devices(run)):
             if device not in peaks:
                 peaks[device] = roofline.table_peaks(device)
-    return Comparison(frame, imported, peaks, notes + imported_notes, points)
+    return Comparison(frame, imported, peaks, notes + imported_notes, points, dtype)
 
 
 def _without_energy(frame: pd.DataFrame) -> list[str]:
@@ -407,7 +408,7 @@ def detail_sections(comparison_: Comparison, stalls: pd.DataFrame | None = None,
     out = []
     if len(shown):
         out.append(("Sources: where each device's numbers come from", sources_frame(shown)))
-    ceilings = device_frame(comparison_)
+    ceilings = device_frame(comparison_, comparison_.dtype)
     if len(ceilings):
         out.append(("Ceilings behind the efficiencies", ceilings[ceilings["device"].isin(order)]))
     if len(comparison_.imported):

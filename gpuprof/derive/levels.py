@@ -151,6 +151,9 @@ def _ceiling_text(ceiling: gpu_table.Ceiling, sm_hz: float | None = None) -> str
     return f"{ceiling.name} {value:.4g} {unit} ({ceiling.origin}{clock})"
 
 
+NO_MEMORY = "bound unknown: no memory counters"
+
+
 def binding(frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row of a frame with ``dominant``, ``ai_l1/l2/dram`` and ``flop_rate_total``, the device
@@ -158,7 +161,9 @@ def binding(frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | 
     (FLOP/s), what it is, and the achieved percent of it.
 
     NaN where the device is not in the table or the table has no compute ceiling for the dominant
-    work: a memory roof alone would be an upper bound that hides that. Above 100 % the text says so.
+    work: a memory roof alone would be an upper bound that hides that; and where no level's bytes
+    were counted, :data:`NO_MEMORY` (the compute roof alone would hide memory in the same way).
+    Above 100 % the text says so.
     """
     import numpy as np
     import pandas as pd
@@ -197,10 +202,13 @@ def binding(frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | 
     compute = candidates[0]
     stacked = np.vstack(candidates)
     lowest = np.nan_to_num(stacked, nan=np.inf).argmin(axis=0)
-    value = np.where(np.isnan(compute), np.nan, stacked[lowest, np.arange(rows)])
+    # without any byte count the compute roof is only an upper bound: naming it would hide memory
+    unmetered = np.isnan(np.vstack([frame[f"ai_{level}"].to_numpy(dtype=float) for level in LEVELS])).all(axis=0)
+    value = np.where(np.isnan(compute) | unmetered, np.nan, stacked[lowest, np.arange(rows)])
     with np.errstate(divide="ignore", invalid="ignore"):
         percent = 100.0 * frame["flop_rate_total"].to_numpy(dtype=float) / value
     text = np.where(np.isnan(value), "", np.vstack(labels)[lowest, np.arange(rows)])
+    text[unmetered & ~np.isnan(compute)] = NO_MEMORY
     over = percent > 100
     text[over] = text[over] + (" - above 100 %: this ceiling (at the clock named) is below what ran,"
                                " or a counter is wrong (see the AI check)")

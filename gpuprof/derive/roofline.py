@@ -19,8 +19,10 @@ counter looks wrong where AI(L1) <= AI(L2) <= AI(DRAM) fails (:func:`gpuprof.der
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.derive import kernels
@@ -87,8 +89,6 @@ def size_text(size: float) -> str:
 
 def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
     """The point of a measured run: analytic FLOPs and bytes (DRAM level), median timed duration."""
-    import math
-
     w = run.workload or {}
     times = timings(run)
     if not times or not {"op", "shape", "dtype"} <= w.keys():
@@ -122,33 +122,47 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
     return sums
 
 
+def _kernel_point(row: Any, run: Run, precision: str, work: float, used: str, tag: str) -> dict[str, Any]:
+    """One point of a kernel: ``work`` FLOPs (of ``precision``) over its seconds and its bytes per level;
+    ``tag`` ('FP32', 'total') names which of its points this is where it has several."""
+    launches = int(row.launches)
+    name = short_kernel_name(str(row.kernel)) + (f" {tag}" if tag else "")
+    return {"device": row.device, "kernel": row.kernel, "op": name,
+            "label": name + (f" ({launches} launches)" if launches > 1 else ""),
+            "precision": precision, "tensor_kind": row.tensor_kind if "tensor" in used.split("+") else "",
+            "ai": work / row.bytes_dram, "ai_l2": work / row.bytes_l2, "ai_l1": work / row.bytes_l1,
+            "flop_rate": work / row.time, "time": row.time, "clock": row.clock, "run_id": run.run_id,
+            "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed", "left_out": ""}
+
+
 def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
-    """An imported run's points, one per kernel: its ``precision`` FLOPs (or all of them) over its
-    seconds and over its bytes at each level (:func:`_kernel_sums`). A kernel whose total is unknown
-    (tensor work the counters did not measure) is a row without a place that says so."""
+    """An imported run's points, one per kernel and kind of work counted (:func:`_kernel_sums`), as
+    Nsight Compute's per-precision rooflines: with ``precision`` one of :data:`PRECISIONS`, that
+    work's point; with "all", a point per precision the kernel ran, plus its total where it ran
+    several and every one was counted. A kernel whose total is unknown (tensor work the counters
+    did not measure) keeps its counted precisions' points and a row without a place that says so."""
     sums = _kernel_sums(run)
-    column = f"flops_{precision}"
     points = []
     for row in sums.itertuples(index=False):
-        work = getattr(row, column)
-        used = "+".join(p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0)
-        counted = work > 0 and row.time > 0                             # NaN compares False
-        if not counted and not (precision == "all" and used and row.time > 0):
+        if not row.time > 0:                                           # NaN compares False
             continue
-        launches = int(row.launches)
-        name = short_kernel_name(str(row.kernel))
-        nowhere = float("nan")
-        points.append({"device": row.device, "kernel": row.kernel, "op": name,
-                       "label": name + (f" ({launches} launches)" if launches > 1 else ""),
-                       "precision": precision if precision != "all" else used or "all",
-                       "tensor_kind": row.tensor_kind if row.flops_tensor > 0 else "",
-                       "ai": work / row.bytes_dram if counted else nowhere, "ai_l2": work / row.bytes_l2,
-                       "ai_l1": work / row.bytes_l1, "flop_rate": work / row.time if counted else nowhere,
-                       "time": row.time, "clock": row.clock, "run_id": run.run_id,
-                       "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed",
-                       "left_out": "" if counted else (
+        counted = [p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0]
+        if precision != "all":
+            if precision in counted:
+                points.append(_kernel_point(row, run, precision, getattr(row, f"flops_{precision}"), precision, ""))
+            continue
+        several = len(counted) > 1 or not row.flops_all > 0
+        points += [_kernel_point(row, run, p, getattr(row, f"flops_{p}"), p, p.upper() if several else "")
+                   for p in counted]
+        if row.flops_all > 0 and len(counted) > 1:
+            used = "+".join(counted)
+            points.append(_kernel_point(row, run, used, row.flops_all, used, "total"))
+        elif counted and not row.flops_all > 0:
+            name = short_kernel_name(str(row.kernel))
+            points.append({**_kernel_point(row, run, "all", math.nan, "", "total"),
+                           "label": f"{name} total", "left_out":
                            f"total FLOPs unknown (tensor work not counted; 'gpuprof import' says why), not drawn; "
-                           f"--precision {used.split('+')[0]} draws its counted part")})
+                           f"its {' and '.join(p.upper() for p in counted)} points are drawn"})
     return points
 
 
@@ -225,7 +239,8 @@ def device_ceilings(runs: list[Run], fallback: list[Peaks] | None = None) -> dic
 def select(frame: pd.DataFrame, kernel: str | None = None, op_names: tuple[str, ...] = (),
            device: str | None = None) -> pd.DataFrame:
     """The points whose kernel name matches the regular expression ``kernel`` (case-insensitive),
-    whose op is one of ``op_names`` and whose device name contains ``device``; None keeps all."""
+    whose op is one of ``op_names`` (a measured run's op in any dtype: 'add' keeps 'add (float64)')
+    and whose device name contains ``device``; None keeps all."""
     if kernel:
         try:
             re.compile(kernel)
@@ -234,7 +249,8 @@ def select(frame: pd.DataFrame, kernel: str | None = None, op_names: tuple[str, 
                              "escape special characters, e.g. 'gemm_v1<float>' or 'sgemm.*_nn'") from None
         frame = frame[frame["kernel"].str.contains(kernel, case=False, regex=True)]
     if op_names:
-        frame = frame[frame["op"].isin(op_names)]
+        frame = frame[frame["op"].isin(op_names) | (frame["kernel"].isin(op_names) & frame["op"].str.startswith(
+            tuple(f"{name} (" for name in op_names)))]
     if device:
         frame = frame[frame["device"].str.contains(device, case=False, regex=False)]
     return frame
@@ -261,3 +277,32 @@ def _as_ceilings(peaks: Peaks) -> list[Ceiling]:
     if peaks.bandwidth:
         found.append(Ceiling("DRAM", "", "dram", peaks.bandwidth, "byte/s", peaks.origin, peaks.source, None, ""))
     return found
+
+
+def chart_clock(frame: pd.DataFrame) -> float | None:
+    """The one clock a chart's roofs are drawn at: its points' clock (the SM clock an ncu file
+    measured, a CPU run's probed clock), time-weighted over the points that have one, as the
+    tables' percentages use it; None when no point has a clock."""
+    import numpy as np
+
+    clock, time = frame["clock"].to_numpy(dtype=float), frame["time"].to_numpy(dtype=float)
+    known = (clock > 0) & np.isfinite(clock)
+    if not known.any():
+        return None
+    weights = np.where(time[known] > 0, time[known], 0.0)
+    return float(np.average(clock[known], weights=weights) if weights.sum() > 0 else clock[known].mean())
+
+
+def at_clock(found: list[Ceiling], hz: float | None) -> list[Ceiling]:
+    """``found`` with every roof that scales with the core clock (compute, L1, L2: a stated clock
+    that is not the memory's) moved to ``hz``; its formula keeps the value at the stated clock."""
+    if not hz:
+        return found
+    moved = []
+    for roof in found:
+        if roof.clock_mhz and roof.clock != "memory":
+            was = f"{roof.value:.4g} {roof.unit} at {roof.clock_mhz:g} MHz {roof.clock}".strip()
+            roof = replace(roof, value=roof.value * hz / (roof.clock_mhz * 1e6), clock_mhz=round(hz / 1e6),
+                           clock="the points' clock", formula="; ".join(p for p in (roof.formula, was) if p))
+        moved.append(roof)
+    return moved

@@ -46,8 +46,10 @@ def measured_flops(run: Run) -> tuple[float, str] | None:
     return None
 
 
-def quantities(run: Run) -> list[Quantity]:
-    """Every number ``gpuprof run`` reports for one measured run, in reading order."""
+def quantities(run: Run, peaks: list[Peaks] | None = None) -> list[Quantity]:
+    """Every number ``gpuprof run`` reports for one measured run, in reading order; efficiencies
+    against ``peaks`` (``gpuprof.compare.ceilings_for``: the one rule every command uses), else
+    against the ceilings recorded with the run."""
     w = run.workload or {}
     op, dtype, shape = w["op"], w["dtype"], tuple(w["shape"])
     stats: TimingStats = timing_stats(timings(run))
@@ -74,7 +76,7 @@ def quantities(run: Run) -> list[Quantity]:
         Quantity("bandwidth", byte_rate, "byte/second", DERIVED, "analytic bytes / median time"),
         Quantity("arithmetic intensity", flops / moved, "FLOP/byte", ANALYTIC, "FLOPs / bytes moved"),
     ]
-    out += _efficiency_quantities(run, rate, byte_rate, dtype)
+    out += _efficiency_quantities(run, rate, byte_rate, dtype, run_peaks(run) if peaks is None else peaks)
     out += profiled_quantities(run, float(flops), float(moved), stats.median)
 
     return out + compiled.quantities(run) + energy_quantities(run)
@@ -103,10 +105,10 @@ def run_clock(run: Run) -> RunClock:
     return RunClock(hz, source)
 
 
-def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) -> list[Quantity]:
+def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str,
+                           recorded: list[Peaks]) -> list[Quantity]:
     clock = run_clock(run)
     out = [Quantity("core clock during run", clock.hz, "hertz", MEASURED, clock.source)]
-    recorded = run_peaks(run)
     if not any(p.bandwidth and p.flops_for(dtype) for p in recorded):
         out.append(Quantity("efficiency: roofline", None, "%", DERIVED, _no_roofline(run, recorded, dtype)))
     for peaks in recorded:
@@ -149,15 +151,15 @@ def _efficiency_label(eff: Any, ceiling: str) -> str:
     return f"FLOP/s, {ceiling} peak" if eff.unit == "FLOP/second" else f"bandwidth, {ceiling} peak"
 
 
-def summary_row(run: Run) -> dict[str, Any]:
-    """One flat row per measured run, for ``show`` and comparison tables."""
+def summary_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
+    """One flat row per measured run, for ``show`` and comparison tables (``peaks``: as :func:`quantities`)."""
     w = run.workload or {}
     row: dict[str, Any] = {
         "run": run.run_id[:8], "created": run.created, "device": run.device.get("name", ""),
         "engine": w.get("engine"), "op": w.get("op"), "dtype": w.get("dtype"),
         "shape": ops.shape_text(tuple(w.get("shape", ()))), "size_MB": w.get("size_bytes", 0) / 1e6,
     }
-    for q in quantities(run):
+    for q in quantities(run, peaks):
         if q.name == "time (median)":
             row["time_s"] = q.value
         elif q.name == "MFLOP/s":

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from gpuprof.derive import cpu_flops
 from gpuprof.derive.summary import summary_row
+from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
 from gpuprof.model import DERIVED, MEASURED, Run
 from gpuprof.render import emit
@@ -14,12 +17,13 @@ from gpuprof.render.run_report import run_report
 from gpuprof.store import Store
 
 
-def listing_frame(runs: list[Run]) -> pd.DataFrame:
-    """Measured runs with their headline numbers; imported and calibration runs with their source."""
+def listing_frame(runs: list[Run], ceilings: Callable[[Run, list[Run]], list[Peaks]] | None = None) -> pd.DataFrame:
+    """Measured runs with their headline numbers (efficiencies against ``ceilings(run, runs)`` when
+    given, as :func:`find_run`); imported and calibration runs with their source."""
     rows = []
     for run in runs:
         if run.kind == "run":
-            rows.append({"kind": run.kind, **summary_row(run)})
+            rows.append({"kind": run.kind, **summary_row(run, ceilings(run, runs) if ceilings else None)})
         else:
             rows.append({"kind": run.kind, "run": run.run_id[:8], "created": run.created,
                          "device": run.device.get("name", ""), "format": run.format,
@@ -27,15 +31,17 @@ def listing_frame(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def find_run(store: Store, prefix: str, fmt: str) -> str:
-    """The report of the one run whose id starts with ``prefix``."""
+def find_run(store: Store, prefix: str, fmt: str,
+             ceilings: Callable[[Run, list[Run]], list[Peaks]] | None = None) -> str:
+    """The report of the one run whose id starts with ``prefix``; a measured run's efficiencies
+    against ``ceilings(run, every stored run)`` (``gpuprof.compare.ceilings_for``) when given."""
     matches = [run_id for run_id in store.run_ids() if run_id.startswith(prefix)]
     if len(matches) != 1:
         problem = f"no stored run starts with '{prefix}'" if not matches else f"'{prefix}' matches {len(matches)} runs"
         raise InputError(problem, "list runs with 'gpuprof show' and give more of the id")
     run = store.get(matches[0])
     if run.kind == "run":
-        return run_report(run, fmt)
+        return run_report(run, fmt, ceilings(run, store.runs()) if ceilings else None)
     if run.kind == "profile":
         return profile_report([run], fmt) or emit(run.metrics_frame(), fmt)
     return emit(_with_counted_flops(run), fmt)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof import outputs
-from gpuprof.derive.roofline import drawable, roofs
+from gpuprof.derive.roofline import at_clock, chart_clock, drawable, roofs
 from gpuprof.errors import InputError
 from gpuprof.model.units import human
 from gpuprof.render.chart_style import log_ticks, series, wrap
@@ -241,7 +241,7 @@ def _label_roofs(placer: Placer, compute: list[Ceiling], memory: list[tuple[Ceil
         spots += [((middle, value), (0, dy), {"ha": "center"}) for dy in (3, -3)]
         placer.label(text, spots, fontsize=8, bbox=_BACKING)
     top = max((c.value for c in compute), default=ylim[1])
-    for roof, colour in memory:
+    for roof, colour in sorted(memory, key=lambda pair: pair[0].value):   # the slowest, nearest the points, first
         low = max(xlim[0], ylim[0] / roof.value)
         high = min(top / roof.value, ylim[1] / roof.value, xlim[1])
         if high <= low:
@@ -249,7 +249,7 @@ def _label_roofs(placer: Placer, compute: list[Ceiling], memory: list[tuple[Ceil
         (x0, y0), (x1, y1) = ax.transData.transform([(low, roof.value * low), (high, roof.value * high)])
         angle = math.degrees(math.atan2(y1 - y0, x1 - x0))
         spots = []
-        for share in (0.06, 0.2, 0.35, 0.5, 0.65, 0.8):
+        for share in (0.06, 0.2, 0.35, 0.5, 0.65, 0.8, 0.13, 0.27, 0.42, 0.57, 0.72, 0.88):   # coarse, then finer
             x = low * (high / low) ** share
             spots += [((x, roof.value * x), (0, dy), {"rotation": angle, "rotation_mode": "anchor",
                                                       "va": "bottom" if dy > 0 else "top", "ha": "left"})
@@ -313,7 +313,8 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     frame, notes = _shown(drawable(frame))
     levels = _levels(frame)
     hierarchical = len(levels) > 1
-    ceilings = roofs(peaks)
+    clock = chart_clock(frame)
+    ceilings = at_clock(roofs(peaks), clock)
     compute, compute_notes = _compute_roofs(ceilings, frame)
     memory, memory_notes = _memory_roofs(ceilings, levels)
     xlim, ylim = _limits(frame, compute, memory, levels)
@@ -328,7 +329,8 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     counted = _PRECISION_TEXT.get(precision, precision)
     if precision == "all":
         counted += f" (here: {' + '.join(p.upper() if p != 'tensor' else 'tensor' for p in _precisions(frame))})"
-    ax.set_title(f"Roofline: {device}\nFLOPs counted: {counted}", fontsize=10)
+    at = f"; roofs at {clock / 1e6:.0f} MHz, the points' clock" if clock else ""
+    ax.set_title(f"Roofline: {device}\nFLOPs counted: {counted}{at}", fontsize=10)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
     _draw_roofs(ax, compute, memory, xlim)
     styles = _styles(frame)

@@ -8,6 +8,7 @@ import pandas as pd
 
 from gpuprof.derive.cpu_flops import matmul_validation
 from gpuprof.derive.summary import quantities
+from gpuprof.devices.peaks import Peaks
 from gpuprof.model import Run
 from gpuprof.model.sizes import format_bytes
 from gpuprof.model.units import human
@@ -48,9 +49,9 @@ def header(run: Run) -> list[str]:
     return lines
 
 
-def quantity_frame(run: Run, for_people: bool) -> pd.DataFrame:
+def quantity_frame(run: Run, for_people: bool, peaks: list[Peaks] | None = None) -> pd.DataFrame:
     rows = []
-    for q in quantities(run):
+    for q in quantities(run, peaks):
         value = human(q.value, q.unit) if for_people and (q.value is None or isinstance(q.value, float)) else q.value
         row = {"quantity": q.name, "value": value}
         if not for_people:
@@ -73,17 +74,18 @@ def identity(run: Run) -> dict[str, object]:
             "relative_error": w.get("relative_error"), "notes": list(run.notes)}
 
 
-def run_report(run: Run, fmt: str) -> str:
+def run_report(run: Run, fmt: str, peaks: list[Peaks] | None = None) -> str:
     """Header and quantities for terminals and Markdown; the quantities for csv; the run's identity,
-    notes and quantities as one object for json."""
+    notes and quantities as one object for json (efficiencies against ``peaks``, as
+    :func:`gpuprof.derive.summary.quantities`)."""
     if fmt == "json":
         import json
 
-        quantities = json.loads(emit(quantity_frame(run, for_people=False), "json"))
+        quantities = json.loads(emit(quantity_frame(run, for_people=False, peaks=peaks), "json"))
         return json.dumps({**identity(run), "quantities": quantities}, indent=2, ensure_ascii=False)
     if fmt == "csv":
-        return emit(quantity_frame(run, for_people=False), fmt)
-    body = emit(quantity_frame(run, for_people=True), fmt)
+        return emit(quantity_frame(run, for_people=False, peaks=peaks), fmt)
+    body = emit(quantity_frame(run, for_people=True, peaks=peaks), fmt)
     validation = matmul_validation(run)
     if validation is not None:
         body += "\n\n" + emit(validation, fmt, title="Validation: counted FLOPs of one matrix product vs 2n³ and n²(2n−1)")
