@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuprof.derive.kernels import launch_frame
 from gpuprof.model import Run
+from gpuprof.store.runfile import long_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,11 +63,9 @@ def results(store: str | Path | None = None) -> pd.DataFrame:
 
 
 def metrics(store: str | Path | None = None) -> pd.DataFrame:
-    """Every stored metric in long format (one row per run × launch × metric)."""
-    import pandas as pd
-
-    frames = [r.metrics_frame() for r in runs(store)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    """Every stored metric in long format (one row per run × launch × metric), the table
+    ``gpuprof export --format parquet|csv`` writes."""
+    return long_table(runs(store))
 
 
 def read(path: str | Path, fmt: str | None = None) -> Run:

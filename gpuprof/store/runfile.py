@@ -4,7 +4,8 @@ For results that must travel without SQLite: a Slurm job writing to a shared fil
 is not safe over NFS), or a machine sending its results to be merged elsewhere. A Slurm job appends
 and flushes one run at a time, so a killed writer loses at most the run it was writing; a partial
 last line is skipped on reading and reported. ``gpuprof export`` replaces the file unless asked
-to append.
+to append. The same runs also go out as one long metric table (Parquet or CSV, the columns of
+``gpuprof.metrics()``) for pandas, polars or a spreadsheet: a table, not a run file to merge back.
 """
 
 from __future__ import annotations
@@ -12,9 +13,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuprof.errors import FormatError, InputError
 from gpuprof.model import Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TABLE_FORMATS = ("parquet", "csv")
 
 
 def _write(path: Path, runs: list[Run], mode: str) -> None:
@@ -31,13 +38,40 @@ def append(path: str | Path, run: Run) -> None:
     _write(Path(path), [run], "a")
 
 
-def write(path: str | Path, runs: list[Run], replace: bool = True) -> None:
+def long_table(runs: list[Run]) -> pd.DataFrame:
+    """Every metric of ``runs``, one row per run × launch × metric with unit and origin on every
+    row (:meth:`Run.metrics_frame`); with its columns even when there is no run."""
+    import pandas as pd
+
+    frames = [run.metrics_frame() for run in runs] or [Run("import", "", "").metrics_frame()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _write_table(path: Path, runs: list[Run], fmt: str) -> None:
+    """The long table of ``runs`` to ``path`` as Parquet (through pyarrow) or CSV."""
+    frame = long_table(runs)
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+        return
+    try:
+        import pyarrow  # noqa: F401  (pandas writes Parquet through it)
+    except ImportError:
+        raise InputError("writing Parquet needs pyarrow, which is not installed",
+                         "pip install 'gpuprof[parquet]', or export with --format csv") from None
+    frame.to_parquet(path, index=False)
+
+
+def write(path: str | Path, runs: list[Run], replace: bool = True, fmt: str = "jsonl") -> None:
     """``runs`` as the whole of ``path`` (``replace``), or after what it holds. A replacement is
-    written beside it and renamed over it, so a failed export leaves the old file whole."""
+    written beside it and renamed over it, so a failed export leaves the old file whole. ``fmt``
+    ``parquet`` or ``csv`` writes the long metric table instead of run lines (always replacing)."""
     path = Path(path)
     partial = path.with_name(f".{path.name}.partial")
     try:
-        if replace:
+        if fmt in TABLE_FORMATS:
+            _write_table(partial, runs, fmt)
+            partial.replace(path)
+        elif replace:
             _write(partial, runs, "w")
             partial.replace(path)
         else:
