@@ -1,15 +1,15 @@
 """The fast path of the Nsight Compute details-CSV reader: pandas' C parser for a clean table.
 
 A table that is nothing but rows after its header (what ``ncu --csv --page details --log-file``
-and ``ncu --import X.ncu-rep --csv`` write) is parsed by ``pandas.read_csv`` in one call, every
-field as text, and turned into launches and metrics column by column. Python then does work per
+and ``ncu --import X.ncu-rep --csv`` write) is parsed by ``pandas.read_csv`` (``CHUNK_ROWS`` rows per
+call), every field as text, and turned into launches and metrics column by column. Python then does work per
 launch, not per row, which is what keeps a million-row file within reach of pandas' own speed.
 
 It is taken only when its result is the one the line-by-line reader gives: every ID is a number,
 each launch's rows are together, every row names a metric and has a value (or is a rule row of
 the 2023+ layout), and nothing else sits among the rows. Anything else (a tool message or
-program output between rows, a short or long row, a line pandas refuses) makes :func:`read`
-return False before anything is added, and the line-by-line reader in
+program output between rows, a short or long row, a line pandas refuses, a launch whose rows
+come back in a later chunk) makes :func:`read` return False, and the line-by-line reader in
 :mod:`gpuprof.readers.ncu_csv` takes the file.
 """
 
@@ -31,29 +31,40 @@ if TYPE_CHECKING:
     from gpuprof.readers.ncu_csv import _Table
 
 
+# Rows parsed per pandas call: a file of any size is held as text one chunk at a time (each chunk
+# is converted to numbers before the next is parsed), so memory follows the result, not the file.
+CHUNK_ROWS = 1_000_000
+
+
 def read(table: _Table, path: Path, skip: int) -> bool:
-    """Add every row after the first ``skip`` lines of ``path`` to ``table``; False, adding
-    nothing, when the rows are not all plain metric and rule rows."""
-    frame = _parse(path, skip, table.columns)
-    rows = _Rows.take(frame, table) if frame is not None else None
-    del frame  # the columns not taken
-    if rows is None:
-        return False
-    rows.add_to(table)
-    return True
-
-
-def _parse(path: Path, skip: int, columns: int) -> pd.DataFrame | None:
+    """Add every row after the first ``skip`` lines of ``path`` to ``table``, ``CHUNK_ROWS`` at a
+    time; False when the rows are not all plain metric and rule rows (``table`` may then hold
+    part of them: the caller starts a fresh one)."""
     import pandas as pd
 
+    chunks = _parse(path, skip, table.columns)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
-            return pd.read_csv(path, skiprows=skip, header=None, names=range(columns), index_col=False,
-                               dtype=object, na_filter=False, encoding="utf-8", encoding_errors="replace",
-                               engine="c", on_bad_lines="error")
+            for frame in chunks:
+                rows = _Rows.take(frame, table)
+                del frame  # the columns not taken
+                if rows is None:
+                    return False
+                rows.add_to(table)
     except (ValueError, OSError, pd.errors.ParserWarning):  # ParserError and EmptyDataError are ValueErrors
-        return None
+        return False
+    finally:
+        chunks.close()
+    return bool(table.kernels)
+
+
+def _parse(path: Path, skip: int, columns: int) -> pd.io.parsers.TextFileReader:
+    import pandas as pd
+
+    return pd.read_csv(path, skiprows=skip, header=None, names=range(columns), index_col=False,
+                       dtype=object, na_filter=False, encoding="utf-8", encoding_errors="replace",
+                       engine="c", on_bad_lines="error", chunksize=CHUNK_ROWS)
 
 
 @dataclass
@@ -84,8 +95,9 @@ class _Rows:
         starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
         launch_ids = ids[starts].tolist()
         if (not all(map(str.isdigit, launch_ids)) or not "".join(launch_ids).isascii()
-                or max(map(len, launch_ids)) > 18 or len(set(launch_ids)) < len(launch_ids)):
-            return None  # not plain counts, or a launch in pieces
+                or max(map(len, launch_ids)) > 18 or len(set(launch_ids)) < len(launch_ids)
+                or any(map(table.positions.__contains__, launch_ids[table.continues(launch_ids[0]):]))):
+            return None  # not plain counts, or a launch in pieces (the last chunk's last launch may go on)
         is_rule = names == ""
         rules = np.flatnonzero(is_rule)
         if len(rules) and (table.i_rule is None or not all(frame[table.i_rule].to_numpy()[rules])):
@@ -114,21 +126,22 @@ class _Rows:
     def add_to(self, table: _Table) -> None:
         import numpy as np
 
-        table.new_launches(self.launch_ids, self.kernels, self.attributes)
+        on = table.continues(self.launch_ids[0])  # the previous chunk's last launch goes on here
+        if len(self.launch_ids) > on:
+            table.new_launches(self.launch_ids[on:], self.kernels[on:], self.attributes[on:])
         counts = np.diff(self.bounds)
-        table.launch = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-        table.names, table.units, table.texts = self.names, self.units, self.values
+        first = len(table.kernels) - len(self.launch_ids)
+        table.add_columns(np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
+                          self.names, self.units, self.values)
         one_section = self.sections is not None and len(self.sections) > 0 and (self.sections == self.sections[0]).all()
-        if self.sections is not None and not one_section:
+        if self.sections is not None:
             bounds = self.bounds.tolist()
-            table.sections = list(map(self.sections.__getitem__, map(slice, bounds, bounds[1:])))
+            for position, start, end in zip(range(first, first + len(counts)), bounds, bounds[1:]):
+                if end > start:  # each launch's distinct sections, in file order
+                    table.sections[position].extend(
+                        [self.sections[start]] if one_section else dict.fromkeys(self.sections[start:end].tolist()))
         for launch_id, row in self.rules:
             table.add_rule(table.positions[launch_id], row)
-        if one_section:  # every row of the file in one section (``--metrics`` lists): said once per launch
-            section = self.sections[0]
-            for attributes, count in zip(table.attributes, counts.tolist()):
-                if count:
-                    attributes["sections"] = section
 
 
 def skip_for(path: Path, handle: TextIO, columns: int) -> int | None:

@@ -7,8 +7,9 @@ trailing comma and rule rows have empty metric fields and prose in ``Rule Descri
 may sit inside the application's own output and ncu's ``==PROF==``/``==ERROR==`` lines.
 
 Two ways in, one result. A table that is nothing but rows after its header (a file ncu wrote
-itself) goes to pandas' C parser in one call and is converted column-wise
-(:mod:`gpuprof.readers._ncu_csv_bulk`): about half pandas' own speed on a million-row file. Any
+itself) goes to pandas' C parser a million rows at a time, each chunk converted column-wise to
+numbers before the next is parsed (:mod:`gpuprof.readers._ncu_csv_bulk`), so a file larger than
+memory can be read: about half pandas' own speed on a million-row file. Any
 other table is streamed line by line (:class:`_Table`): the first row of each launch and section
 goes through the csv module, the rest are split by hand. In both, each distinct unit and metric
 name is converted and looked up once. tests/test_readers_ncu_csv_bulk.py holds the two to the
@@ -32,6 +33,7 @@ from gpuprof.readers._text import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 NAME = "ncu-csv"
@@ -84,6 +86,7 @@ def read(path: Path) -> Run:
         with gc_paused():
             skip = _bulk.skip_for(path, handle, len(header))
             if skip is None or not _bulk.read(table, path, skip):
+                table = _Table(header)  # nothing of a refused bulk read is kept
                 table.read(handle, log)
     notes = log.notes() + table.notes()
     if not table.kernels:
@@ -128,6 +131,7 @@ class _Table:
         self.names: Sequence[str] = []
         self.units: Sequence[str] = []
         self.texts: Sequence[str] = []
+        self.pieces: list[dict[str, object]] = []  # the bulk path's metric columns, a chunk each
         self.skipped = 0
         self.truncated = False
 
@@ -183,6 +187,15 @@ class _Table:
             self.sections[position].append(row[self.i_section])  # type: ignore[attr-defined]
         return position
 
+    def continues(self, launch_id: str) -> int:
+        """1 when ``launch_id`` is the last launch read (a chunk starting inside it), else 0."""
+        return int(bool(self.kernels) and next(reversed(self.positions)) == launch_id)
+
+    def add_columns(self, launch: np.ndarray, names: np.ndarray, units: np.ndarray, texts: np.ndarray) -> None:
+        """One chunk's metric rows (bulk path), converted to the metric table's columns at once so
+        that its text is freed before the next chunk is parsed."""
+        self.pieces.append({"launch": launch, **metric_columns(names, units, texts)})
+
     def new_launch(self, launch_id: str, kernel: str, attributes: dict[str, str]) -> int:
         return self.new_launches([launch_id], [kernel], [attributes])
 
@@ -225,8 +238,35 @@ class _Table:
             if len(sections):
                 attributes["sections"] = "; ".join(dict.fromkeys(sections))
         count = len(self.kernels)
+        columns = (_joined(self.pieces) if self.pieces
+                   else {"launch": self.launch, **metric_columns(self.names, self.units, self.texts)})
         return (tables.launch_table(self.kernels, self.indices, [""] * count, [1] * count, self.attributes),
-                tables.metric_table(self.launch, **metric_columns(self.names, self.units, self.texts)))
+                tables.metric_table(**columns))
+
+
+def _joined(pieces: list[dict[str, object]]) -> dict[str, object]:
+    """The bulk path's chunks as one set of metric columns (categories joined, not widened to text)."""
+    import numpy as np
+    import pandas as pd
+    from pandas.api.types import union_categoricals
+
+    if len(pieces) == 1:
+        return pieces[0]
+    joined: dict[str, object] = {}
+    for key, first in pieces[0].items():
+        parts = [piece[key] for piece in pieces]
+        if isinstance(first, str):  # the origin, one for every row
+            joined[key] = first
+        elif key == "text":
+            joined[key] = (None if all(part is None for part in parts) else np.concatenate(
+                [np.full(len(piece["value"]), None, dtype=object) if part is None else part
+                 for piece, part in zip(pieces, parts)]))
+        elif hasattr(first, "categories"):
+            joined[key] = union_categoricals(  # an empty chunk's categories have no string dtype
+                [pd.Categorical.from_codes(part.codes, pd.Index(part.categories, dtype=object)) for part in parts])
+        else:
+            joined[key] = np.concatenate(parts)
+    return joined
 
 
 def _whole_record(line: str, handle: TextIO) -> str:
