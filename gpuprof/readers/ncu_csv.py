@@ -233,7 +233,7 @@ class _Table:
         return notes
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The launch and metric tables of what was read."""
+        """The launch and metric tables of what was read (once: the bulk path's chunks are handed over)."""
         for attributes, sections in zip(self.attributes, self.sections):
             if len(sections):
                 attributes["sections"] = "; ".join(dict.fromkeys(sections))
@@ -245,27 +245,29 @@ class _Table:
 
 
 def _joined(pieces: list[dict[str, object]]) -> dict[str, object]:
-    """The bulk path's chunks as one set of metric columns (categories joined, not widened to text)."""
+    """The bulk path's chunks as one set of metric columns (categories joined, not widened to
+    text), emptying ``pieces`` column by column so that a column is never held twice over."""
     import numpy as np
     import pandas as pd
     from pandas.api.types import union_categoricals
 
-    if len(pieces) == 1:
-        return pieces[0]
+    rows = [len(piece["value"]) for piece in pieces]
     joined: dict[str, object] = {}
-    for key, first in pieces[0].items():
-        parts = [piece[key] for piece in pieces]
-        if isinstance(first, str):  # the origin, one for every row
+    for key in list(pieces[0]):
+        parts = [piece.pop(key) for piece in pieces]
+        first = parts[0]
+        if len(parts) == 1 or isinstance(first, str):  # the origin is one string for every row
             joined[key] = first
         elif key == "text":
             joined[key] = (None if all(part is None for part in parts) else np.concatenate(
-                [np.full(len(piece["value"]), None, dtype=object) if part is None else part
-                 for piece, part in zip(pieces, parts)]))
+                [np.full(count, None, dtype=object) if part is None else part for count, part in zip(rows, parts)]))
         elif hasattr(first, "categories"):
             joined[key] = union_categoricals(  # an empty chunk's categories have no string dtype
                 [pd.Categorical.from_codes(part.codes, pd.Index(part.categories, dtype=object)) for part in parts])
         else:
             joined[key] = np.concatenate(parts)
+        del parts, first
+    pieces.clear()
     return joined
 
 
