@@ -76,7 +76,7 @@ def measure(engine: str, path: str) -> dict[str, float]:
         rows = count(result)
         del result  # freed outside the timed region
     tracemalloc.start()
-    result = parse()
+    parse()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return {"rows": rows, "seconds": seconds, "peak_bytes": peak}

@@ -8,6 +8,12 @@ Target: zero tracebacks, zero hangs (per-input limit, default 2 s), zero crashes
     python benchmarks/fuzz_readers.py                      # 10,000 inputs per target, 2 workers
     python benchmarks/fuzz_readers.py --inputs 500 --target ncu-csv
     python benchmarks/fuzz_readers.py --show ncu-csv:1234 --out case.bin   # rebuild one input
+    python benchmarks/fuzz_readers.py --outputs     # writers at symlinks, FIFOs, devices, /proc
+
+The ``kernels`` target also builds the per-kernel table of every input (a damaged ``.ncu-rep`` whose
+kernel names are lost reaches it). ``--outputs`` runs every writer with its output at a symlink, a
+FIFO, a character device, a dangling symlink, a symlink loop and a /proc path, and a profiled
+``python3`` that must be the one of the user's PATH (tests/fuzz/output_matrix.py).
 
 Exit status 1 when any target had a traceback, hang or crash. See tests/fuzz/reader_fuzz.py.
 """
@@ -21,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fuzz"))
 
+import output_matrix  # noqa: E402
 import reader_fuzz  # noqa: E402
 
 
@@ -39,6 +46,21 @@ def _show(spec: str, seed: int, out: str) -> None:
           f"{len(case.data)} bytes -> {out}")
 
 
+def _outputs() -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        writers = Path(tmp) / "writers"
+        writers.mkdir()
+        rows = [*output_matrix.output_matrix(writers), output_matrix.profiled_command(Path(tmp))]
+    print(f"{'writer':<20}{'output at':<18}outcome")
+    for row in rows:
+        print(f"{row.writer:<20}{row.place:<18}{row.outcome}")
+    failed = [row for row in rows if row.outcome.startswith("FAILED")]
+    print(f"\n{len(rows)} cases, {len(failed)} failed")
+    return 1 if failed else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inputs", type=int, default=10_000, help="inputs per target")
@@ -48,10 +70,13 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--show", metavar="TARGET:INDEX", help="write one input to --out and stop")
     parser.add_argument("--out", default="fuzz-case.bin")
+    parser.add_argument("--outputs", action="store_true", help="run the writers' path matrix and stop")
     args = parser.parse_args()
     if args.show:
         _show(args.show, args.seed, args.out)
         return 0
+    if args.outputs:
+        return _outputs()
     chosen = args.target or reader_fuzz.targets()
     with ProcessPoolExecutor(args.jobs) as pool:
         tallies = list(pool.map(_one, [(t, args.inputs, args.seed, args.limit) for t in chosen]))

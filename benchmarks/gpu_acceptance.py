@@ -1,7 +1,7 @@
 """GPU acceptance: run gpuprof's GPU path on a real GPU and write what it measured and which checks held.
 
     python benchmarks/gpu_acceptance.py OUT --quick [--pack DIR] [--cases PATTERN]
-    python benchmarks/gpu_acceptance.py OUT [--part kernels|cupy|jax|torch|extra|all] [--deadline-s 420] [--pack DIR]
+    python benchmarks/gpu_acceptance.py OUT [--part kernels|cupy|jax|torch|extra|training|all] [--deadline-s 420] [--pack DIR]
     python benchmarks/gpu_acceptance.py OUT --merge PART_DIR [PART_DIR ...]
     python benchmarks/gpu_acceptance.py OUT --self-check [--quick] [--pack DIR]
 
@@ -24,7 +24,10 @@ pandas, CuPy and nvidia-ml-py) it runs, through the ``gpuprof`` command:
   cross-check of the counts, a small sweep (event timing), ``gpuprof compare`` and ``gpuprof stalls``,
   ``gpuprof doctor --for profile`` and ``gpuprof profile`` of the workload child run as a user's
   command (its NVTX range as the filter): its counted FP32 FLOPs per launch must be the add's
-  analytic count.
+  analytic count;
+* ``training``: the CNN training job (``gpuprof.workloads.training``, needs a CUDA build of torch)
+  under ``gpuprof profile --energy`` on one GPU and under DistributedDataParallel with NCCL (one
+  rank): 20 step regions from the torch hooks, one GPU in use, its NVML energy above zero.
 
 ``--cases PATTERN`` keeps the cases whose name the regular expression matches (``--cases float64``).
 Each call stays under 8 minutes: no case starts after ``deadline - case timeout`` (it is listed as
@@ -455,6 +458,41 @@ NVIDIA_SMI_FIELDS = ("name", "driver_version", "pci.bus_id", "compute_mode", "pe
                      "temperature.gpu", "utilization.gpu", "memory.used", "memory.total", "clocks_throttle_reasons.active")
 
 
+def training(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[tuple[str, str, str]]:
+    """The training job on the GPU (part ``training``): the CNN under ``gpuprof profile --energy`` on one
+    GPU, then under DistributedDataParallel with NCCL (one rank): exit 0, its regions (steps from the
+    torch hooks) and NVML's energy of the GPU in use, with the total-energy counter where it has one."""
+    from gpuprof.derive.regions import region_frame
+    from gpuprof.store import open_store
+
+    found = []
+    for label, setup in (("acceptance-1gpu", "cuda"), ("acceptance-ddp-nccl", "cuda-ddp")):
+        if self_check:  # no CUDA behind the stand-ins: the job cannot run, so it is not started
+            found.append((f"training {setup}", NOT_EVALUATED, "needs a GPU and a CUDA build of torch; not run"))
+            continue
+        command = [sys.executable, "-m", "gpuprof.workloads.training", "--model", "cnn", "--setup", setup,
+                   "--batch-size", "64", "--train-batches", "20", "--inference-sizes", "1,64", "--repeats", "5"]
+        code, stdout, stderr = gpuprof(["profile", "--device", "cpu", "--energy", "--interval", "0.2s", "--label", label,
+                                        "--store", str(store), "--", *command], timeout=2 * CASE_TIMEOUT_S)
+        (gpuprof.out / f"{label}.txt").write_text(stdout + stderr)
+        with open_store(store) as opened:
+            runs = [r for r in opened.runs() if r.environment.get("label") == label]
+        if code != 0 or not runs:
+            found.append((f"training {setup}", FAIL, f"exit {code}; {label}.txt"))
+            continue
+        run = runs[-1]
+        frame = region_frame(run)
+        steps = int((frame["name"] == "step").sum())
+        gpus = {name: d for name, d in (run.environment.get("energy") or {}).get("devices", {}).items()
+                if name.startswith("GPU")}
+        used = {name: d for name, d in gpus.items() if d["in_use"]}
+        ok = steps == 20 and len(used) == 1 and all((d["joules"] or 0) > 0 for d in used.values())
+        detail = (f"{steps} step regions (20 expected); GPUs in use {sorted(used)}; energy "
+                  + ", ".join(f"{name} {d['joules']} J ({d['method']})" for name, d in gpus.items()) + f"; {label}.txt")
+        found.append((f"training {setup}", PASS if ok else FAIL, detail))
+    return found
+
+
 def _versions() -> str:
     """'name version' of each package in PACKAGES that is installed, '-' for the others."""
     from importlib import metadata
@@ -793,6 +831,8 @@ def run(out: Path, part: str, deadline_s: float, self_check: bool, pattern: str 
                     progress.add_other(extras(gpuprof, store, progress.results, self_check))
                 if startable("doctor, profile", case_timeout):
                     progress.add_other(profile_and_doctor(gpuprof, store, self_check))
+            if part in ("training", "all") and startable("training", 2 * CASE_TIMEOUT_S):
+                progress.add_other(training(gpuprof, store, self_check))
     except Stopped as why:
         state = f"stopped by {why} after {len(progress.results)} of {len(cases)} cases"
         ran = {r.case.name for r in progress.results}
@@ -865,7 +905,7 @@ def no_gpu() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the summary and the raw reports")
-    parser.add_argument("--part", choices=("kernels", "cupy", *FRAMEWORKS, "extra", "all"), default="all")
+    parser.add_argument("--part", choices=("kernels", "cupy", *FRAMEWORKS, "extra", "training", "all"), default="all")
     parser.add_argument("--quick", action="store_true",
                         help="the quick acceptance run (about 7 minutes on an H100 with the install; see the docstring)")
     parser.add_argument("--cases", metavar="PATTERN", help="only the cases whose name this regular expression matches")

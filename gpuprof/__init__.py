@@ -13,6 +13,10 @@ Library use (every function returns Runs or pandas DataFrames; nothing prints)::
     gpuprof.compare_runs(gpuprof.runs(), reference=True)   # with the study's rows
     gpuprof.diff("before.ncu-rep", "after.ncu-rep")  # per kernel: A, B, change, verdict
 
+    with gpuprof.region("epoch", index=i):          # a region of your program, recorded under
+        ...                                         # `gpuprof profile` (also @gpuprof.region(...),
+                                                    # gpuprof.begin(...)/gpuprof.end())
+
 Names avoid the submodules' (``gpuprof.compare``, ``gpuprof.stalls``), which importing would shadow.
 """
 
@@ -20,16 +24,28 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Launch", "Metric", "Run", "compare_runs", "diff", "kernels", "launches", "metrics", "read", "results",
-           "run", "runs", "stall_reasons", "summary"]
+REGIONS = ("region", "begin", "end")  # from gpuprof.regions: standard library only, cheap to import
+__all__ = ["Launch", "Metric", "Run", "begin", "compare_runs", "diff", "end", "kernels", "launches", "metrics", "read",
+           "region", "region_table", "results", "run", "runs", "stall_reasons", "summary"]
 
 
 def __getattr__(name: str) -> Any:
     """Load the library on first use, so ``gpuprof --help`` (which imports this package) stays fast."""
+    if name in REGIONS:
+        from gpuprof import regions
+
+        return getattr(regions, name)
     if name in ("Launch", "Metric", "Run"):
         from gpuprof import model
 
         return getattr(model, name)
+    if name == "__version__":  # the installed distribution's, as --version prints it
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("gpuprof-hpc")
+        except PackageNotFoundError:
+            return "unknown"
     if name in __all__:
         from gpuprof import api
 

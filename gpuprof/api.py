@@ -8,21 +8,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.compare import comparison
 from gpuprof.derive.kernels import launch_frame
+from gpuprof.derive.regions import region_frame
+from gpuprof.derive.stalls import stall_comparison
+from gpuprof.derive.summary import summary_row
+from gpuprof.diffing import diff as compare
+from gpuprof.importing import kernel_table, read_file
+from gpuprof.measure import RunSettings, measure
 from gpuprof.model import Run
+from gpuprof.store import open_store
 from gpuprof.store.runfile import long_table
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gpuprof.measure import RunSettings
-
 
 def measure_and_store(settings: RunSettings, store_path: str | Path | None = None) -> tuple[Run, Path]:
     """Measure, then store the run whole; returns the run and the store's path."""
-    from gpuprof.measure import measure
-    from gpuprof.store import open_store
-
     result = measure(settings, str(store_path) if store_path else None)
     with open_store(store_path) as store:
         store.add(result)
@@ -32,8 +35,6 @@ def measure_and_store(settings: RunSettings, store_path: str | Path | None = Non
 def run(op: str, size: str | None = None, *, store: str | Path | None = None, save: bool = True,
         **options: Any) -> Run:
     """Measure ``op`` (e.g. ``gpuprof.run("dot", "6MB")``); options as ``gpuprof.measure.RunSettings``."""
-    from gpuprof.measure import RunSettings, measure
-
     settings = RunSettings(op=op, size=size, **options)
     if save:
         return measure_and_store(settings, store)[0]
@@ -44,15 +45,11 @@ def summary(runs: list[Run]) -> pd.DataFrame:
     """One row per measured run: device, engine, op, size, time, MFLOP/s, GB/s, efficiencies."""
     import pandas as pd
 
-    from gpuprof.derive.summary import summary_row
-
     return pd.DataFrame([summary_row(r) for r in runs if r.kind == "run"])
 
 
 def runs(store: str | Path | None = None) -> list[Run]:
     """Every run in the store: measured, imported and calibration runs."""
-    from gpuprof.store import open_store
-
     with open_store(store, read_only=True) as opened:  # reading never creates or changes a file
         return opened.runs()
 
@@ -70,8 +67,6 @@ def metrics(store: str | Path | None = None) -> pd.DataFrame:
 
 def read(path: str | Path, fmt: str | None = None) -> Run:
     """A profiler output file as a Run, format detected from its content (nothing stored)."""
-    from gpuprof.importing import read_file
-
     return read_file(path, fmt)
 
 
@@ -84,8 +79,6 @@ def _as_runs(runs: Run | str | Path | list[Run | str | Path]) -> list[Run]:
 def kernels(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
     """One row per kernel of imported runs (or of files, read first): time, FLOPs, FLOP/s, DRAM
     traffic, clock, efficiencies."""
-    from gpuprof.importing import kernel_table
-
     return kernel_table(_as_runs(runs))
 
 
@@ -103,16 +96,12 @@ def launches(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
 def compare_runs(runs: list[Run], reference: bool = False, dtype: str = "float32") -> pd.DataFrame:
     """The comparison's long frame (device × op × size: MFLOP/s, efficiencies, bound, energy),
     optionally with the reference study's published rows."""
-    from gpuprof.compare import comparison
-
     return comparison(runs, reference=reference, dtype=dtype).rows
 
 
 def stall_reasons(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFrame:
     """Stall reasons side by side (percent of stall cycles), one column per device and kernel, of
     runs or of files (read first)."""
-    from gpuprof.derive.stalls import stall_comparison
-
     return stall_comparison(_as_runs(runs))
 
 
@@ -123,10 +112,16 @@ def diff(a: Any, b: Any, *, match: str = "config", fail_if: tuple[str, ...] | li
     time-weighted totals first, kernels only one side has last. ``a`` and ``b``: profiler files,
     stores, run files, run ids, ``sweep:NAME`` or Runs. ``frame.attrs`` holds the gate lines, the
     exit status the command would give, the number matched and notes."""
-    from gpuprof.diffing import diff as compare
-
     result = compare(a, b, match, fail_if, store, gpus, min_change)
     frame = result.frame
     frame.attrs.update(gates=[o.line for o in result.gates], exit_code=result.exit_code, matched=result.matched,
                        only=result.only, notes=result.notes)
     return frame
+
+
+def region_table(run: Run, extra: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per region instance of a profile (name, index, parent, process, rank, thread, start,
+    wall time, unclosed, and the metrics named in ``extra``, e.g. "energy (all devices)")."""
+
+    return region_frame(run, extra)
+

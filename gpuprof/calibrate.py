@@ -24,14 +24,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gpuprof.devices import cpu
+from gpuprof.devices.clock_probe import probe
+from gpuprof.devices.cpu import theoretical_peaks
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
-from gpuprof.model import ANALYTIC, CALIBRATED, TIMED, Launch, Metric, Run
+from gpuprof.model import ANALYTIC, CALIBRATED, CALIBRATION, TIMED, Launch, Metric, Run
 from gpuprof.model.sizes import format_bytes
 from gpuprof.store import Store
 from gpuprof.workloads.timing import time_calls
 
-KIND = "calibration"
+KIND = CALIBRATION
 FORMAT = "cpu-calibrate"
 MATMUL_DTYPES = ("float32", "float64")
 _FALLBACK_LLC = 64 * 2**20
@@ -41,7 +44,7 @@ LOW_SHARE = 0.6        # a matmul below this share of the theoretical peak: the 
 
 
 @dataclass(frozen=True)
-class Plan:
+class CalibrationPlan:
     """How hard to calibrate: matrix order, array bytes for the stream kernel, repeats (at least
     ``repeats`` timed calls, more until stable while their time stays under ``budget_s``)."""
 
@@ -52,7 +55,7 @@ class Plan:
     budget_s: float = 6.0
 
 
-def plan(thorough: bool, llc_bytes: int | None, available_bytes: int | None) -> Plan:
+def plan(thorough: bool, llc_bytes: int | None, available_bytes: int | None) -> CalibrationPlan:
     """Quick: 2048² matrices, the three stream arrays together 2× the LLC (≥ 192 MiB), at least 5
     calls and up to 6 s of them per ceiling; thorough: 4096², 4× (≥ 768 MiB), 10 calls, up to 30 s.
     A budget in seconds, not calls, gives cheap calls (np.add) as many more tries as they need. A
@@ -63,7 +66,7 @@ def plan(thorough: bool, llc_bytes: int | None, available_bytes: int | None) -> 
     total = max(factor * llc, floor)
     if available_bytes:
         total = min(total, available_bytes // share)
-    return Plan(4096 if thorough else 2048, total // 3, 2 if thorough else 1, 10 if thorough else 5,
+    return CalibrationPlan(4096 if thorough else 2048, total // 3, 2 if thorough else 1, 10 if thorough else 5,
                 30.0 if thorough else 6.0)
 
 
@@ -73,7 +76,7 @@ def spread_of_fastest(times: list[float]) -> float | None:
     return fastest[-1] / fastest[0] - 1 if len(fastest) == STABLE_CALLS and fastest[0] > 0 else None
 
 
-def stable_times(call: Callable[[], object], steps: Plan) -> tuple[list[float], bool]:
+def stable_times(call: Callable[[], object], steps: CalibrationPlan) -> tuple[list[float], bool]:
     """Times of at least ``steps.repeats`` calls, more until the fastest agree or the calls have
     taken ``steps.budget_s``."""
     times = time_calls([call], steps.warmup, steps.repeats)
@@ -105,12 +108,10 @@ def _timing_attributes(times: list[float], stable: bool, warmup: int) -> dict[st
             "spread_of_fastest": f"{100 * spread:.1f} %" if spread is not None else "n/a"}
 
 
-def matmul_ceiling(dtype: str, steps: Plan, index: int = 0) -> Launch:
+def matmul_ceiling(dtype: str, steps: CalibrationPlan, index: int = 0) -> Launch:
     """FLOP/s of an n×n×n NumPy matrix product (2·n³ FLOPs per call) into a preallocated output,
     with the core clock probed right after it."""
     import numpy as np
-
-    from gpuprof.devices.clock_probe import probe
 
     n = steps.matmul_n
     rng = np.random.default_rng(0)
@@ -126,7 +127,7 @@ def matmul_ceiling(dtype: str, steps: Plan, index: int = 0) -> Launch:
                   _rate_metrics("flop_rate", "FLOP/second", "flops", 2.0 * n**3, "FLOP", times))
 
 
-def stream_ceiling(steps: Plan, index: int = 0) -> Launch:
+def stream_ceiling(steps: CalibrationPlan, index: int = 0) -> Launch:
     """byte/s of ``np.add(a, b, out=c)`` in float32, counting 2 arrays read + 1 written per call."""
     import numpy as np
 
@@ -153,11 +154,9 @@ def _blas() -> str:
         return "unknown"
 
 
-def calibrate(thorough: bool = False, command: str = "gpuprof calibrate", steps: Plan | None = None) -> Run:
+def calibrate(thorough: bool = False, command: str = "gpuprof calibrate", steps: CalibrationPlan | None = None) -> Run:
     """Measure this machine's ceilings; the Run is ready to store."""
     import numpy as np
-
-    from gpuprof.devices import cpu
 
     info = cpu.describe()
     steps = steps or plan(thorough, info.get("llc_bytes"), cpu.available_memory())
@@ -176,7 +175,7 @@ def calibrate(thorough: bool = False, command: str = "gpuprof calibrate", steps:
     return run
 
 
-def _notes(run: Run, theoretical: Peaks, steps: Plan) -> list[str]:
+def _notes(run: Run, theoretical: Peaks, steps: CalibrationPlan) -> list[str]:
     """What to know about this calibration on its own: arrays inside the cache, ceilings that did
     not settle, and matmul rates far from the theoretical peak at the clock probed after them."""
     notes = []
@@ -206,7 +205,7 @@ def _notes(run: Run, theoretical: Peaks, steps: Plan) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Ceiling:
+class CalibratedCeiling:
     """One measured ceiling of one calibration run: matmul FLOP/s of a dtype, or np.add bandwidth."""
 
     key: str            # "float32", "float64" or "bandwidth"
@@ -230,21 +229,21 @@ class Ceiling:
         return f"{self.value / 1e9:.1f} {'GB/s' if self.key == 'bandwidth' else 'GFLOP/s'}"
 
 
-def ceilings(run: Run) -> list[Ceiling]:
+def ceilings(run: Run) -> list[CalibratedCeiling]:
     """The ceilings one calibration run measured, stable or not."""
     found = []
     for launch in run.launches:
         stable = launch.attributes.get("stable", "yes") != "no"
         if launch.kernel == "numpy.matmul" and isinstance(launch.value("flop_rate"), float):
-            found.append(Ceiling(launch.attributes["dtype"], float(launch.value("flop_rate")),  # type: ignore[arg-type]
+            found.append(CalibratedCeiling(launch.attributes["dtype"], float(launch.value("flop_rate")),  # type: ignore[arg-type]
                                  stable, run, launch))
         elif launch.kernel == "numpy.add" and isinstance(launch.value("bandwidth"), float):
             bandwidth = float(launch.value("bandwidth"))  # type: ignore[arg-type]
-            found.append(Ceiling("bandwidth", bandwidth, stable, run, launch))
+            found.append(CalibratedCeiling("bandwidth", bandwidth, stable, run, launch))
     return found
 
 
-def theoretical_at_probe(ceiling: Ceiling, theoretical: Peaks) -> tuple[float | None, str]:
+def theoretical_at_probe(ceiling: CalibratedCeiling, theoretical: Peaks) -> tuple[float | None, str]:
     """The theoretical peak for a matmul ceiling at the clock probed right after it (else at the
     peak's own clock), and that clock in words; None for bandwidth or without a peak."""
     peak = theoretical.flops_for(ceiling.key)
@@ -257,10 +256,10 @@ def theoretical_at_probe(ceiling: Ceiling, theoretical: Peaks) -> tuple[float | 
     return peak, f"{theoretical.clock_hz / 1e9:.3g} GHz ({source})"
 
 
-def best_ceilings(runs: Iterable[Run]) -> dict[str, Ceiling]:
+def best_ceilings(runs: Iterable[Run]) -> dict[str, CalibratedCeiling]:
     """Per ceiling, the highest stable value among ``runs``: a busy host only ever measures less,
     so the best stable value is the machine's, and one bad calibration cannot replace it."""
-    best: dict[str, Ceiling] = {}
+    best: dict[str, CalibratedCeiling] = {}
     for run in runs:
         for ceiling in ceilings(run):
             if ceiling.stable and (ceiling.key not in best or ceiling.value > best[ceiling.key].value):
@@ -301,8 +300,6 @@ def load_calibration(store: Store, host: str, device: str | None = None) -> Peak
 def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, Any]]:
     """One row per ceiling of ``run``: its value, the theoretical peak at the clock probed after it,
     whether it settled, and which value runs will use (``earlier``: the host's other calibrations)."""
-    from gpuprof.devices.cpu import theoretical_peaks
-
     theoretical = theoretical_peaks(run.device)
     best = best_ceilings([*(earlier or []), run])
     rows = []

@@ -24,8 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.devices import gpu_detect
+from gpuprof.energy import open_energy
+from gpuprof.energy.rapl import POWERCAP_ENV, find_domains
 from gpuprof.errors import DeviceError
-from gpuprof.launch import discovery, profilers
+from gpuprof.launch import discovery, perf, profilers
+from gpuprof.workloads import CUDA_INSTALL
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
@@ -84,8 +88,6 @@ def _cc(info: GpuInfo) -> tuple[int, int] | None:
 
 
 def driver(machine: Machine) -> Check:
-    from gpuprof.workloads import CUDA_INSTALL
-
     name = "NVIDIA driver and GPUs"
     if not machine.gpus:
         return Check(name, FAIL, f"NVML: {machine.no_gpu}",
@@ -184,8 +186,6 @@ def profilers_found(machine: Machine) -> list[Check]:
 
 
 def cupy(machine: Machine) -> Check:
-    from gpuprof.workloads import CUDA_INSTALL
-
     try:
         import cupy as cp
     except ImportError:
@@ -266,8 +266,6 @@ def paranoid(machine: Machine) -> Check:
 
 
 def perf_tool(machine: Machine) -> Check:
-    from gpuprof.launch import perf
-
     found = perf.probe(perf.HARDWARE)
     if found.perf is None:
         return Check("perf", FAIL, "not installed", perf.INSTALL)
@@ -275,8 +273,6 @@ def perf_tool(machine: Machine) -> Check:
 
 
 def pmu(machine: Machine) -> Check:
-    from gpuprof.launch import perf
-
     devices = machine.path("sys", "bus", "event_source", "devices")
     listed = sorted(p.name for p in devices.iterdir()) if devices.is_dir() else []
     cores = [name for name in listed if PMU_NAMES.match(name)]
@@ -296,9 +292,6 @@ def pmu(machine: Machine) -> Check:
 
 
 def rapl(machine: Machine) -> Check:
-    from gpuprof.energy import open_energy
-    from gpuprof.energy.rapl import POWERCAP_ENV, find_domains
-
     given = os.environ.get(POWERCAP_ENV, "").strip()
     root = Path(given) if given else machine.path("sys", "class", "powercap")
     meter, notes = open_energy("cpu", powercap_root=root)
@@ -310,8 +303,6 @@ def rapl(machine: Machine) -> Check:
 
 
 def nvml_energy(machine: Machine) -> Check:
-    from gpuprof.energy import open_energy
-
     if not machine.gpus:
         return Check("NVML energy", NA, "no GPU")
     readable, problems = [], []
@@ -325,8 +316,6 @@ def nvml_energy(machine: Machine) -> Check:
 
 def machine(root: Path = Path("/")) -> Machine:
     """NVML's GPUs (or why there are none) and the root the checks read."""
-    from gpuprof.devices import gpu_detect
-
     try:
         return Machine(root, gpu_detect.detect())
     except DeviceError as error:

@@ -2,6 +2,9 @@
 
 Library code raises these and never exits; the CLI entry point turns them into one line
 (``error: <problem>. <fix>``) and a non-zero exit code, so nothing below the CLI prints or exits.
+Exit codes: 1 a general problem, 2 bad input, 3 an unreadable file, 4 the profiler, 5 the device,
+6 the store, 7 an engine, 8 the profiled command, 130 Ctrl-C; 70 an internal error (a bug: one
+line naming a file with its traceback; ``GPUPROF_DEBUG=1`` or ``gpuprof --debug`` shows it).
 """
 
 from __future__ import annotations

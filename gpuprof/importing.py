@@ -15,9 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof.derive import kernels
-from gpuprof.errors import FormatError
+from gpuprof import readers
+from gpuprof.derive import kernels, simulated, skew
+from gpuprof.devices import gpu_table
+from gpuprof.errors import FormatError, InputError
 from gpuprof.model import MEASURED, Run
+from gpuprof.readers import joining
+from gpuprof.store import open_store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,9 +62,6 @@ _ROOFLINE_COLUMNS = [("FLOP/s total", "flop_rate_total"), ("AI L1 (FLOP/byte)", 
 def read_file(path: str | Path, fmt: str | None = None) -> Run:
     """One file as a Run (nothing stored): its format detected from its content unless ``fmt``;
     its notes say where its kernel times cannot be trusted as they stand (:mod:`gpuprof.derive.skew`)."""
-    from gpuprof import readers
-    from gpuprof.derive import skew
-
     path = Path(path)
     if path.is_file() and path.stat().st_size == 0:
         raise FormatError(f"{path}: the file is empty",
@@ -97,11 +98,17 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
     format, so importing the same file again finds the run already stored instead of counting
     its kernels twice."""
     digest = hashlib.sha256(fmt.encode())
-    for one in [path] if isinstance(path, (str, Path)) else path:
+    for one in _files([path] if isinstance(path, (str, Path)) else path):
         with open(one, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()[:32]
+
+
+def _files(paths: Iterable[str | Path]) -> list[Path]:
+    """The files to hash: each path itself, or a folder's regular files in name order."""
+    return [child for path in map(Path, paths)
+            for child in (sorted(c for c in path.iterdir() if c.is_file()) if path.is_dir() else [path])]
 
 
 def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,
@@ -121,10 +128,6 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
     run is stored; ``added`` is False when the same file was already in the store.
     """
-    from gpuprof.readers import joining
-    from gpuprof.devices import gpu_table
-    from gpuprof.store import open_store
-
     spec = gpu_table.match(gpu) if gpu else None
     tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")
     tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include)
@@ -188,8 +191,6 @@ def keep_nvtx(run: Run, patterns: Sequence[str]) -> Run:
 def name_device(run: Run, gpu: gpu_table.GpuSpec) -> None:
     """Give ``run`` the GPU the user named, when the file names none (an ncu CSV gives at most its
     compute capability, which must then agree); say so in its notes."""
-    from gpuprof.errors import InputError
-
     named = {d for d in run.launch_table["device"].tolist() if d} | {str(run.device.get("name") or "")} - {""}
     if named:
         run.notes.append(f"--gpu {gpu.key} not used: the file names its GPU ({', '.join(sorted(named))})")
@@ -219,9 +220,6 @@ def _label(name: str, unit: str) -> str:
 
 def _datasheet_efficiency(device: str, rate: float) -> float | None:
     """FLOP/s sp as a percentage of the device table's FP32 peak, when the name matches one row."""
-    from gpuprof.devices import gpu_table
-    from gpuprof.errors import InputError
-
     if not device or rate != rate:  # NaN: no rate
         return None
     try:
@@ -234,7 +232,12 @@ def _datasheet_efficiency(device: str, rate: float) -> float | None:
 def _run_kernels(run: Run) -> pd.DataFrame:
     """The per-kernel rows of one run (:func:`gpuprof.derive.kernels.aggregate` of its launches),
     columns titled as in :func:`kernel_table`. API calls and NVTX ranges are host side: they are
-    shown only when a file holds nothing else."""
+    shown only when a file holds nothing else. A simulated run's rows are its layers
+    (:func:`gpuprof.derive.simulated.layer_table`)."""
+    if run.device.get("kind") == "simulated":
+        table = simulated.layer_table(run).rename(columns={"layer": "kernel"})
+        table.insert(0, "file", Path(run.source).name)
+        return table
     launches = kernels.launch_frame(run, KEY_METRICS, roofline=False)
     units = launches.attrs["units"]
     host = [a.get("kind") in HOST_KINDS for a in run.launch_table["attributes"].tolist()]

@@ -15,73 +15,63 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from gpuprof.workloads import ops
+from gpuprof import workloads
+from gpuprof.calibrate import load_calibration
+from gpuprof.devices import clock_probe, cpu
+from gpuprof.devices.cpu import available_memory, last_level_cache_bytes
+from gpuprof.energy import open_energy
 from gpuprof.errors import InputError
+from gpuprof.launch import gpu_session
+from gpuprof.launch.perf import open_counters
+from gpuprof.launch.settings import CACHE_MODES, DEVICES, RunSettings
 from gpuprof.model import TIMED, Launch, Metric, Run
-from gpuprof.model.sizes import format_bytes, parse_size
-from gpuprof.workloads.timing import Progress
+from gpuprof.model.sizes import format_bytes
+from gpuprof.store import default_path, open_store
+from gpuprof.workloads import compile_time, gpu_only, numpy_engine, ops
+from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
+from gpuprof.workloads.timing import time_calls
 
-CACHE_MODES = ("warm", "cold")
-DEVICES = ("auto", "cpu", "cuda")
+__all__ = ["CACHE_MODES", "DEVICES", "MEMORY_SHARE", "RunSettings", "choose_device", "measure"]
+
 # Refuse sizes that would need more than this share of the memory available now.
 MEMORY_SHARE = 0.8
 
 
-@dataclass(frozen=True)
-class RunSettings:
-    """What the user asked for, parsed and validated; the CLI builds one and calls :func:`measure`."""
+SLOW_SAMPLE_BYTES = 256 * 1024  # the small float16 sample timed to predict a run's length
 
-    op: str
-    size: str | None = None
-    shape: str | None = None
-    dtype: str = "float32"
-    engine: str | None = None
-    device: str = "auto"
-    repeat: int = 10
-    warmup: int = 3
-    cache: str = "warm"
-    counters: bool = True
-    seed: int = 0
-    command: str = ""
-    gpu: dict[str, Any] = dataclasses.field(default_factory=dict)  # GPU profiler options the user gave
-    progress: Progress | None = dataclasses.field(default=None, compare=False, repr=False)  # hears each call
 
-    def __post_init__(self) -> None:
-        ops.get_op(self.op)
-        ops.itemsize(self.dtype)
-        if (self.size is None) == (self.shape is None):
-            raise InputError("give exactly one of --size and --shape", "e.g. --size 6MB or --shape 1024x1024")
-        if self.repeat < 1 or self.warmup < 0:
-            raise InputError("--repeat must be at least 1 and --warmup at least 0", "e.g. --repeat 10 --warmup 3")
-        if self.cache not in CACHE_MODES:
-            raise InputError(f"unknown cache mode '{self.cache}'", f"choose one of: {', '.join(CACHE_MODES)}")
-        if self.device not in DEVICES:
-            raise InputError(f"unknown device '{self.device}'", f"choose one of: {', '.join(DEVICES)}")
-        if self.device == "cpu" and self.gpu:
-            raise InputError(f"{self.gpu_options()} {'applies' if len(self.gpu) == 1 else 'apply'} to GPU runs "
-                             "only, and --device cpu measures on the CPU",
-                             "drop them (on the CPU gpuprof counts with perf: --counters), or use --device cuda")
+def slow_dtype_warning(settings: RunSettings) -> str | None:
+    """For float16 on the CPU with NumPy (which computes it in software loops, minutes where float32
+    takes seconds): the expected time of the whole run, from a small sample timed now."""
+    import numpy as np
 
-    def gpu_options(self) -> str:
-        """The GPU-only options given, as typed: '--profiler ncu, --replay-mode application'."""
-        return ", ".join(f"--{key.replace('_', '-')} {value}" for key, value in self.gpu.items())
-
-    def resolved_shape(self) -> tuple[int, ...]:
-        if self.shape is not None:
-            return ops.parse_shape(self.op, self.shape)
-        return ops.shape_for_size(self.op, parse_size(self.size or ""), self.dtype)
+    if settings.dtype != "float16" or (settings.engine or "numpy") != "numpy" or settings.device == "cuda":
+        return None
+    shape = settings.resolved_shape()
+    sample = ops.shape_for_size(settings.op, SLOW_SAMPLE_BYTES, "float16")
+    inputs = make_inputs(settings.op, sample, "float16", np.random.default_rng(0))
+    out = np.zeros((sample[0], sample[2]) if settings.op == "dot" else sample, dtype="float16")
+    call = numpy_engine.prepare(settings.op, inputs, SCALAR, out)
+    call()
+    started = time.perf_counter()
+    call()
+    rate = ops.flops(settings.op, sample) / max(time.perf_counter() - started, 1e-9)
+    calls = settings.warmup + settings.repeat + 1  # the first call is checked against a reference
+    expected = ops.flops(settings.op, shape) * calls / rate
+    if expected < 10:
+        return None
+    return (f"float16 on the CPU: NumPy computes it in software loops ({rate / 1e6:,.0f} MFLOP/s on a small "
+            f"sample just now), so these {calls} calls take about {expected:,.0f} s. float32 runs in hardware: "
+            "--dtype float32")
 
 
 def choose_device(requested: str) -> tuple[str, str]:
     """The device to use and why: ``auto`` takes CUDA when a GPU is usable, else the CPU."""
     if requested == "cpu":
         return "cpu", "requested with --device cpu"
-    from gpuprof.launch.gpu_session import probe_gpu
-
-    usable, reason = probe_gpu()
+    usable, reason = gpu_session.probe_gpu()
     if requested == "cuda":
         return "cuda", "requested with --device cuda"
     if usable:
@@ -91,8 +81,6 @@ def choose_device(requested: str) -> tuple[str, str]:
 
 def _requested_device(settings: RunSettings) -> str:
     """``auto`` with a GPU-only engine (cupy, cuda-kernels) means the GPU: the engine decides."""
-    from gpuprof.workloads import gpu_only
-
     if settings.device == "auto" and gpu_only(settings.engine):
         return "cuda"
     return settings.device
@@ -106,10 +94,10 @@ def measure(settings: RunSettings, store_path: str | None = None) -> Run:
     """
     shape = settings.resolved_shape()
     device, why = choose_device(_requested_device(settings))
+    if settings.device == "auto" and device == "cuda" and _requested_device(settings) == "cuda":
+        why = f"engine {settings.engine} runs only on a GPU (--device auto)"  # not typed: --device cuda
     if device == "cuda":
-        from gpuprof.launch.gpu_session import run_gpu
-
-        run = run_gpu(settings, shape)
+        run = gpu_session.run_gpu(settings, shape)
     else:
         run = _measure_cpu(settings, shape, store_path)
     run.device["chosen_because"] = why
@@ -120,7 +108,6 @@ def _buffer_sets(settings: RunSettings, footprint: int) -> int:
     """How many operand sets the timed loop rotates through: 1 warm; enough to exceed 2× LLC cold."""
     if settings.cache == "warm":
         return 1
-    from gpuprof.devices.cpu import last_level_cache_bytes
 
     llc = last_level_cache_bytes() or 64 * 2**20
     return max(2, math.ceil(2 * llc / footprint) + 1)
@@ -130,7 +117,6 @@ def _check_memory(settings: RunSettings, shape: tuple[int, ...], sets: int) -> N
     footprint = ops.footprint(settings.op, shape, settings.dtype)
     reference = ops.footprint(settings.op, shape, "float64")
     needed = footprint * sets + reference
-    from gpuprof.devices.cpu import available_memory
 
     available = available_memory()
     if available is not None and needed > MEMORY_SHARE * available:
@@ -142,8 +128,6 @@ def _check_memory(settings: RunSettings, shape: tuple[int, ...], sets: int) -> N
 
 def _load_engine(settings: RunSettings) -> tuple[Any, list[str]]:
     """The engine module, with a note when ``theano`` fell back to PyTensor."""
-    from gpuprof import workloads
-
     return workloads.resolve(settings.engine or workloads.DEFAULT["cpu"], "cpu")
 
 
@@ -174,13 +158,6 @@ def _environment(settings: RunSettings, engine: Any) -> dict[str, Any]:
 def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str | None) -> Run:
     import numpy as np
 
-    from gpuprof import workloads
-    from gpuprof.devices import clock_probe, cpu
-    from gpuprof.energy import open_energy
-    from gpuprof.workloads.timing import time_calls
-    from gpuprof.workloads import compile_time
-    from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
-
     footprint = ops.footprint(settings.op, shape, settings.dtype)
     sets = _buffer_sets(settings, footprint)
     _check_memory(settings, shape, sets)
@@ -189,6 +166,8 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
         notes.append(f"{settings.gpu_options()} ignored: no GPU was used, so no GPU profiler ran")
     rng = np.random.default_rng(settings.seed)
     out_shape = (shape[0], shape[2]) if settings.op == "dot" else shape
+    say = settings.progress or (lambda phase, done, total: None)  # the silent steps before the timed calls
+    say(f"operands ({format_bytes(footprint * sets)})", 0, 3)
     operand_sets = [make_inputs(settings.op, shape, settings.dtype, rng) for _ in range(sets)]
     # written once now, so no timed call pays for first-touch page faults of its output
     outputs = [np.full(out_shape, 0, dtype=settings.dtype) for _ in range(sets)]
@@ -197,7 +176,9 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     calls = [workloads.blocking(engine, engine.prepare(settings.op, ins, SCALAR, out))
              for ins, out in zip(placed, outputs)]
     prepare_s = time.perf_counter() - started
+    say("first call", 1, 3)
     result, first_s = compile_time.first_call(engine, calls[0], settings.op, settings.dtype, "cpu")
+    say("float64 reference check", 2, 3)
     error = check_result(settings.op, settings.dtype, engine.NAME, workloads.to_host(engine, result),
                          reference(settings.op, operand_sets[0]))
 
@@ -253,7 +234,6 @@ def _counters(settings: RunSettings) -> tuple[Any, list[str]]:
     """A perf counter session for the timed region, or None with the reason in a note."""
     if not settings.counters:
         return None, ["hardware counters off (--no-counters); FLOPs are analytic"]
-    from gpuprof.launch.perf import open_counters
 
     return open_counters()
 
@@ -269,9 +249,6 @@ def _counted_clock(metrics: list[Metric]) -> tuple[float, str] | None:
 
 def _calibrated_peaks(info: dict[str, Any], store_path: str | None) -> Any:
     from pathlib import Path
-
-    from gpuprof.calibrate import load_calibration
-    from gpuprof.store import default_path, open_store
 
     path = Path(store_path) if store_path else default_path()
     if not path.exists():  # no store yet: nothing calibrated

@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuprof.errors import FormatError, StoreError
+from gpuprof.importing import read_file
 from gpuprof.model import Run
 from gpuprof.readers import nsys_sqlite
+from gpuprof.store import default_path, open_store
+from gpuprof.store import runfile as export
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -43,19 +46,19 @@ class MergeResult:
 
 
 def _profiler_runs(path: Path) -> tuple[list[Run], str]:
-    from gpuprof.importing import read_file
-
     run = read_file(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     run.run_id = f"import-{digest[:32]}"
     return [run], run.format
 
 
+def _is_sqlite(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+
+
 def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
     """The runs in one input, what kind of input it was, and notes on anything skipped."""
-    from gpuprof.store import runfile as export
-    from gpuprof.store import open_store
-
     path = Path(path)
     if not path.is_file():
         raise FormatError(f"{path}: no such file", "give a results store, a .jsonl run file or a profiler output")
@@ -79,8 +82,6 @@ def collect(stores: list[str | Path], files: list[str | Path],
     """Runs of several stores and files, without duplicates, with the sources read and notes on
     anything skipped. No store given: the default store, which may be missing when files are given
     or ``store_optional`` (the reference study's rows need no store)."""
-    from gpuprof.store import default_path
-
     runs: dict[str, Run] = {}
     notes: list[str] = []
     sources = [str(s) for s in stores]
@@ -89,6 +90,9 @@ def collect(stores: list[str | Path], files: list[str | Path],
     for path in [*sources, *map(str, files)]:
         if path in sources and not Path(path).is_file():
             raise StoreError(f"no results store at {path}", "run 'gpuprof sweep' or 'gpuprof run' first, or give --store")
+        if path in sources and not _is_sqlite(Path(path)):
+            raise StoreError(f"{path} is not a gpuprof results store (not an SQLite file)",
+                             "give a store written by gpuprof with --store; profiler outputs go to --import")
         found, _, skipped = load_runs(path)
         notes += skipped
         for run in found:
@@ -98,15 +102,17 @@ def collect(stores: list[str | Path], files: list[str | Path],
 
 def merge(out: str | Path, inputs: list[str | Path]) -> MergeResult:
     """Add every run of ``inputs`` to the store ``out`` (one transaction per run), skipping runs it has."""
-    from gpuprof.store import open_store
-
     result = MergeResult()
     out_path = Path(out).resolve()
     loaded = []
     for path in inputs:
         if Path(path).resolve() == out_path:
             raise StoreError(f"{path} is both the output store and an input", "give another OUT_STORE")
-        runs, kind, notes = load_runs(path)
+        try:
+            runs, kind, notes = load_runs(path)
+        except StoreError as error:  # the store's own advice names --store, which merge does not have
+            raise StoreError(error.problem, "give results stores, .jsonl run files or profiler outputs "
+                                            "as inputs") from None
         loaded.append((str(path), kind, runs))
         result.notes += notes
         if notes and not runs:

@@ -18,6 +18,7 @@ Two calls, so the plan is shown before anything runs (and ``--dry-run`` can stop
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import re
 import shlex
@@ -28,21 +29,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.model import catalog
-from gpuprof.errors import (CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError)
-from gpuprof.launch import process, profilers
-from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S
-from gpuprof.model import TIMED, Launch, Run
+from gpuprof import counting
+from gpuprof.devices import cpu, gpu_detect
+from gpuprof.errors import CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError
+from gpuprof.launch import counter_sets, gpu_profile, job, nvprof, process, profilers
+from gpuprof.launch.cpu_profile import counted, plan_cpu
+from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S, device_record
+from gpuprof.model import PROFILE, TIMED, Launch, Run, catalog
+from gpuprof.store import default_path, open_store
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
+    from gpuprof.energy.series import PowerSeries
     from gpuprof.launch.cpu_profile import CpuPlan
-    from gpuprof.launch.gpu_profile import Readback
+    from gpuprof.launch.gpu_profile import ProfileReadback
 
-KIND = "profile"
+KIND = PROFILE
 DEVICES = ("auto", "cuda", "cpu")
 PROCESSES = ("split", "merge")
 TRACE_PREFIX = "trace-"
+TORCH_HOOKS = ("steps", "layers")   # gpuprof.regions_torch.KINDS
 WALL_BASIS = "time.perf_counter_ns around the profiler process (the command under the profiler, replays included)"
 
 
@@ -61,6 +67,12 @@ class ProfileSettings:
     processes: str = "split"
     clock_control: str = "base"
     timeout: float = DEFAULT_TIMEOUT_S
+    torch_hooks: tuple[str, ...] = ("steps",)   # global PyTorch hooks installed in the program
+    energy: bool = False             # sample RAPL and NVML in the parent while the command runs
+    interval: float = 0.5            # seconds between power samples
+    label: str | None = None         # the set-up's name for compare --scaling ("1gpu", "ddp2")
+    devices: int | None = None       # devices the set-up uses (x in E = S / x)
+    counters: str = ""               # CPU counter sets read at every region's begin and end ("mix,topdown")
     reports_dir: Path = Path("reports")
     command_line: str = ""          # gpuprof's own command line, for the run's provenance
 
@@ -74,6 +86,14 @@ class ProfileSettings:
                 raise InputError(f"{name} '{value}' is not supported", f"choose one of: {', '.join(allowed)}")
         if self.launch_skip < 0 or (self.launch_count is not None and self.launch_count < 1):
             raise InputError("--launch-skip must be 0 or more and --launch-count 1 or more", "e.g. --launch-skip 10 --launch-count 5")
+        unknown = [kind for kind in self.torch_hooks if kind not in TORCH_HOOKS]
+        if unknown:
+            raise InputError(f"--torch-hooks {','.join(unknown)} is not a hook kind",
+                             f"give none, or one or more of {', '.join(TORCH_HOOKS)} separated by commas")
+        if self.devices is not None and self.devices < 1:
+            raise InputError("--devices must be 1 or more", "give the number of devices the set-up uses, e.g. --devices 2")
+        if self.interval <= 0:
+            raise InputError("--interval must be positive", "e.g. --interval 0.5s")
         if self.timeout <= 0:
             raise InputError("--timeout must be positive", "give a number of seconds, e.g. 600")
         if self.kernel is not None:
@@ -100,7 +120,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ProfilePlan:
     """Everything :func:`execute` needs, and what the user is told before it runs."""
 
     settings: ProfileSettings
@@ -130,21 +150,27 @@ class Outcome:
     notes: tuple[str, ...] = ()
 
 
-def _executable(command: tuple[str, ...]) -> None:
-    """InputError when the command cannot be found or run: said before any profiler starts."""
+def _executable(command: tuple[str, ...]) -> list[str]:
+    """The command with its program as the absolute path the user's PATH gives it; InputError when
+    it cannot be found or run, said before any profiler starts.
+
+    Profilers start the command with a PATH of their own (perf puts its own directories first), so
+    a bare ``python3`` would be the system's, not the one of the user's virtual environment or conda.
+    """
     program = command[0]
-    if shutil.which(program) is None:
+    found = shutil.which(program, path=os.environ.get("PATH", os.defpath))
+    if found is None:
         where = ("not found on PATH" if "/" not in program else
                  "not executable" if Path(program).exists() else "no such file")
         raise InputError(f"command not found: {program} ({where})",
                          "check the name and PATH, or give the program's path; the command goes after '--'")
+    return [program if "/" in program else os.path.abspath(found), *command[1:]]
 
 
 def _device(settings: ProfileSettings) -> tuple[str, list[GpuInfo], str]:
     """("cuda" or "cpu", NVML's GPUs, why) for --device auto/cuda/cpu."""
     if settings.device == "cpu":
         return "cpu", [], "--device cpu"
-    from gpuprof.devices import gpu_detect
 
     try:
         gpus = gpu_detect.detect()
@@ -175,11 +201,11 @@ def _choose(settings: ProfileSettings, info: GpuInfo) -> profilers.Choice:
     return choice
 
 
-def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Path, cc: tuple[int, int] | None
+def _gpu_steps(settings: ProfileSettings, command: list[str], choice: profilers.Choice, run_dir: Path,
+               cc: tuple[int, int] | None
                ) -> tuple[profilers.ProfileOptions, tuple[Step, ...], list[str], list[str]]:
     """The profiler options, the process(es) to run, what the set and the profiler will do, and the
     notes stored with the runs (the clock control, the metrics this GPU lacks)."""
-    from gpuprof.launch import nvprof
 
     metric_set = catalog.metric_sets()[settings.metric_set]
     nvprof_used = choice.backend == "nvprof"
@@ -192,9 +218,9 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
         settings.nvtx, settings.clock_control, metrics=metric_set.nvprof if nvprof_used else metric_set.ncu,
         kernel=settings.kernel, launch_skip=settings.launch_skip, launch_count=settings.launch_count,
         target_processes="all", from_start=True, cc=cc)
-    module, exe, command = choice.module(), choice.probe.path if choice.probe else "", list(settings.command)
+    module, exe = choice.module(), choice.probe.path if choice.probe else ""
     steps = [Step(module.command(exe, command, run_dir, options))]
-    collected = (nvprof.metrics(exe, options.metrics)[0] if nvprof_used
+    collected = (nvprof.to_collect(exe, options.metrics)[0] if nvprof_used
                  else module.to_collect(exe, options.metrics, options.cc)[0])
     notes = nvprof.lacking(options, exe) if nvprof_used else module.notes(options, exe)
     lines = [f"metric set {metric_set.name} ({metric_set.question}): {len(collected)} {choice.backend} metric(s)",
@@ -208,7 +234,6 @@ def _gpu_steps(settings: ProfileSettings, choice: profilers.Choice, run_dir: Pat
 
 def _history(store_path: str | Path | None, device: str, tool: str, metric_set: str) -> Run | None:
     """The newest stored profile of the same GPU, profiler and metric set that profiled a launch."""
-    from gpuprof.store import default_path, open_store
 
     path = Path(store_path) if store_path else default_path()
     if not path.exists():  # reading the history never creates a store
@@ -253,28 +278,56 @@ def _unfiltered(settings: ProfileSettings, tool: str) -> list[str]:
             "--launch-count 5 or --kernel 'gemm'"]
 
 
-def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Plan:
+def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> ProfilePlan:
     """Device, profiler, command lines and expectations for ``settings`` (module docstring)."""
-    _executable(settings.command)
+    command = _executable(settings.command)
     device, gpus, why = _device(settings)
     run_id = uuid.uuid4().hex
     run_dir = settings.reports_dir / run_id
-    if device == "cpu":
-        return _cpu_plan(settings, run_id, run_dir, why)
+    made = _cpu_plan(settings, command, run_id, run_dir, why) if device == "cpu" else \
+        _gpu_plan(settings, command, run_id, run_dir, gpus, store_path)
+    lines = _counter_lines(settings)
+    return dataclasses.replace(made, before=made.before + lines, notes=made.notes + lines) if lines else made
+
+
+def _counter_events(settings: ProfileSettings) -> tuple[list[str], list[str]]:
+    """``--counters``: the events of its sets for this CPU, and notes on sets with none here."""
+    if not settings.counters:
+        return [], []
+    return counter_sets.events(settings.counters, cpu.describe().get("vendor"))
+
+
+def _counter_lines(settings: ProfileSettings) -> tuple[str, ...]:
+    """What ``--counters`` will count per region, and each backend's reason for being used or not
+    (tried here, in the parent, as the program will try them)."""
+    events, notes = _counter_events(settings)
+    if not settings.counters:
+        return ()
+    if not events:
+        return (*notes, "counters per region: no events to count on this CPU")
+    backend, reasons = counting.choose(events, counting.cpu_list(os.environ.get(counting.ENV_CPUS, "")),
+                                       os.environ.get(counting.ENV_REPLAY))
+    if backend is not None:
+        backend.close()
+    head = f"counters per region ({settings.counters}): {', '.join(e.partition('=')[0] for e in events)}"
+    return (head, *notes, *(f"counter backend {reason}" for reason in reasons),
+            *(() if backend else ("counters per region: not counted (no backend opened; regions are only timed)",)))
+
+
+def _gpu_plan(settings: ProfileSettings, command: list[str], run_id: str, run_dir: Path, gpus: list[GpuInfo],
+              store_path: str | Path | None) -> ProfilePlan:
     info = gpus[0]
     choice = _choose(settings, info)
-    options, steps, lines, notes = _gpu_steps(settings, choice, run_dir, _cc(info))
+    options, steps, lines, notes = _gpu_steps(settings, command, choice, run_dir, _cc(info))
     before = (f"device: {info.name} (compute capability {info.cc}, NVML){'' if len(gpus) == 1 else f', the first of {len(gpus)} GPUs'}",
               f"profiler: {choice.probe.described if choice.probe else choice.backend}", *lines,
               *expectations(_history(store_path, info.name, choice.backend, settings.metric_set), settings,
                             choice.backend))
-    return Plan(settings, "cuda", run_id, run_dir, steps, before, tuple(_unfiltered(settings, choice.backend)),
+    return ProfilePlan(settings, "cuda", run_id, run_dir, steps, before, tuple(_unfiltered(settings, choice.backend)),
                 tuple(notes), info, choice, options)
 
 
-def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -> Plan:
-    from gpuprof.launch.cpu_profile import plan_cpu
-
+def _cpu_plan(settings: ProfileSettings, command: list[str], run_id: str, run_dir: Path, why: str) -> ProfilePlan:
     if settings.filters:
         raise InputError(f"{', '.join(settings.filters)} choose GPU kernel launches, and this profile runs on the CPU ({why})",
                          "leave them out for a CPU profile (perf counts the whole command), or run on a machine with an NVIDIA GPU")
@@ -283,24 +336,30 @@ def _cpu_plan(settings: ProfileSettings, run_id: str, run_dir: Path, why: str) -
                 if cpu.perf else "no perf: the command is only timed")
     before = (f"device: CPU ({why}); the metric sets are for GPUs: on the CPU perf counts what the machine allows",
               counting, *cpu.notes)
-    steps = (Step(cpu.command(list(settings.command), run_dir)),)
-    return Plan(settings, "cpu", run_id, run_dir, steps, before, notes=cpu.notes, cpu=cpu)
+    steps = (Step(cpu.command(command, run_dir)),)
+    return ProfilePlan(settings, "cpu", run_id, run_dir, steps, before, notes=cpu.notes, cpu=cpu)
 
 
-def commands(plan_: Plan) -> list[str]:
+def commands(plan_: ProfilePlan) -> list[str]:
     """The exact command line(s), quoted for a shell, that :func:`execute` runs (for --dry-run)."""
     return [shlex.join(step.argv) for step in plan_.steps]
 
 
-def _run_steps(plan_: Plan) -> list[process.Finished]:
-    """Run the plan's processes in order; stop after one that failed or was stopped."""
+def _run_steps(plan_: ProfilePlan, series: PowerSeries | None) -> list[process.Finished]:
+    """Run the plan's processes in order (the power series watching each one's processes); stop
+    after one that failed or was stopped."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
+    env = job.child_environment(plan_.run_dir, plan_.run_id, plan_.settings.torch_hooks)
+    events, _ = _counter_events(plan_.settings)
+    if events:
+        env[counting.ENV_EVENTS] = ",".join(events)
     done = []
     for step in plan_.steps:
         try:
-            finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix)
+            finished = process.run_group(step.argv, plan_.run_dir, plan_.settings.timeout, prefix=step.prefix,
+                                         env=env, started=(lambda p: series.watch(p.pid)) if series else None)
         except OSError as error:
-            if step.argv[0] == plan_.settings.command[0]:
+            if plan_.tool == "none":  # no profiler: the step is the command itself
                 raise CommandFailed(f"cannot start {step.argv[0]}: {error.strerror}", "check that it is an executable program") from None
             raise ProfilerError(f"cannot execute {step.argv[0]}: {error.strerror}", "check the installation with 'gpuprof doctor'") from None
         done.append(finished)
@@ -309,7 +368,7 @@ def _run_steps(plan_: Plan) -> list[process.Finished]:
     return done
 
 
-def _environment(plan_: Plan, done: list[process.Finished]) -> dict[str, Any]:
+def _environment(plan_: ProfilePlan, done: list[process.Finished]) -> dict[str, Any]:
     """What the run records about how it was made; the wall time covers every process run."""
     finished = done[-1]
     env: dict[str, Any] = {
@@ -317,6 +376,7 @@ def _environment(plan_: Plan, done: list[process.Finished]) -> dict[str, Any]:
         "run_folder": str(plan_.run_dir), "metric_set": plan_.settings.metric_set, "profiler": plan_.tool,
         "profiler_command": [step.argv for step in plan_.steps], "exit_code": finished.code,
         "stopped": finished.stopped, "timeout_s": plan_.settings.timeout,
+        "label": plan_.settings.label, "devices": plan_.settings.devices,
         "wall_time": {"value": sum(f.seconds for f in done), "unit": "second", "origin": TIMED, "basis": WALL_BASIS},
     }
     if plan_.choice and plan_.choice.probe and plan_.options:
@@ -339,10 +399,9 @@ def _source(settings: ProfileSettings) -> str:
     return settings.command_line or shlex.join(["gpuprof", "profile", "--", *settings.command])
 
 
-def _gpu_runs(plan_: Plan, back: Readback, done: list[process.Finished], problem: GpuprofError | None
+def _gpu_runs(plan_: ProfilePlan, back: ProfileReadback, done: list[process.Finished], problem: GpuprofError | None
               ) -> tuple[list[Run], list[str]]:
     """One run per process (or one merged run) of what the profiler measured, and what was done."""
-    from gpuprof.launch.gpu_session import device_record
 
     groups = back.processes or {"": []}
     named = [pid for pid in groups if pid]
@@ -372,11 +431,11 @@ def _gpu_runs(plan_: Plan, back: Readback, done: list[process.Finished], problem
     return runs, [said]
 
 
-def _kept(plan_: Plan, launches: int) -> str:
+def _kept(plan_: ProfilePlan, launches: int) -> str:
     return f"{launches} kernel launch(es) read and kept; files in {plan_.run_dir}"
 
 
-def _gpu_problem(plan_: Plan, back: Readback, done: list[process.Finished]) -> GpuprofError | None:
+def _gpu_problem(plan_: ProfilePlan, back: ProfileReadback, done: list[process.Finished]) -> GpuprofError | None:
     """The one thing to report about a GPU profile (module docstring of gpu_profile for the inputs)."""
     tool, settings, finished = plan_.tool, plan_.settings, done[-1]
     stderr_file = plan_.run_dir / f"{plan_.steps[len(done) - 1].prefix}{process.STDERR}"
@@ -410,10 +469,7 @@ def _gpu_problem(plan_: Plan, back: Readback, done: list[process.Finished]) -> G
     return None
 
 
-def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofError | None]:
-    from gpuprof.devices import cpu
-    from gpuprof.launch.cpu_profile import counted
-
+def _cpu_run(plan_: ProfilePlan, done: list[process.Finished]) -> tuple[Run, GpuprofError | None]:
     assert plan_.cpu is not None
     finished = done[-1]
     metrics, notes = counted(plan_.cpu, plan_.run_dir, finished)
@@ -441,17 +497,27 @@ def _cpu_run(plan_: Plan, done: list[process.Finished]) -> tuple[Run, GpuprofErr
     return run, problem
 
 
-def execute(plan_: Plan) -> Outcome:
-    """Run the plan and read back what it measured (module docstring)."""
-    from gpuprof.launch import gpu_profile
+def execute(plan_: ProfilePlan) -> Outcome:
+    """Run the plan and read back what it measured (module docstring), with the program's regions
+    and, with --energy, the power of every device (:mod:`gpuprof.launch.job`)."""
 
-    done = _run_steps(plan_)
+    series, meter_notes = job.open_meters(plan_.settings.energy, plan_.settings.interval)
+    start = job.now_s()
+    if series:
+        series.start()
+    try:
+        done = _run_steps(plan_, series)
+    finally:
+        if series:
+            series.stop()
+    window = (start, job.now_s())
     if plan_.device == "cpu":
         run, problem = _cpu_run(plan_, done)
-        return Outcome((run,), problem)
+        return Outcome((job.attach(run, plan_.run_dir, window, series, meter_notes),), problem)
     traced = plan_.tool == "nvprof" and len(plan_.steps) > 1
     back = (gpu_profile.read_nvprof(plan_.run_dir, traced) if plan_.tool == "nvprof"
             else gpu_profile.read_ncu(plan_.run_dir))
     problem = _gpu_problem(plan_, back, done)
     runs, said = _gpu_runs(plan_, back, done, problem)
+    runs[0] = job.attach(runs[0], plan_.run_dir, window, series, meter_notes)
     return Outcome(tuple(runs), problem, tuple(said))

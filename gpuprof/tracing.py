@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof import importing
+from gpuprof import importing, readers
 from gpuprof.derive import traces
-from gpuprof.errors import InputError, ProfilerError
+from gpuprof.errors import GpuprofError, InputError, ProfilerError
 from gpuprof.model import Run
 
 if TYPE_CHECKING:
@@ -102,8 +102,6 @@ def profile_trace(settings: TraceSettings) -> tuple[Run, Path]:
 def is_trace(path: str) -> bool:
     """Whether ``path`` is a framework trace file gpuprof reads (for commands that take traces
     and other inputs alike)."""
-    from gpuprof import readers
-    from gpuprof.errors import GpuprofError
 
     try:
         return Path(path).is_file() and readers.detect(path).NAME in traces.TRACE_FORMATS

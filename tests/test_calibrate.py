@@ -15,7 +15,7 @@ from gpuprof.model import Launch, Metric, Run
 from gpuprof.store import open_store
 
 MiB = 2**20
-TINY = cal.Plan(matmul_n=96, stream_array_bytes=MiB, warmup=1, repeats=2)
+TINY = cal.CalibrationPlan(matmul_n=96, stream_array_bytes=MiB, warmup=1, repeats=2)
 
 
 def test_plan_sizes_follow_the_llc_and_free_memory() -> None:
@@ -116,11 +116,11 @@ def test_timing_goes_on_until_the_fastest_calls_agree(monkeypatch: pytest.Monkey
     def call() -> None:
         clock.now += int(next(durations) * 1e6)
 
-    times, stable = cal.stable_times(call, cal.Plan(8, 4, warmup=0, repeats=5, budget_s=0.4))
+    times, stable = cal.stable_times(call, cal.CalibrationPlan(8, 4, warmup=0, repeats=5, budget_s=0.4))
     assert stable and len(times) == 8
     assert cal.spread_of_fastest(times) == pytest.approx(0.02)
     durations = iter([30, 10, 20, 40, 50, 60, 70, 80, 90, 99])
-    times, stable = cal.stable_times(call, cal.Plan(8, 4, warmup=0, repeats=5, budget_s=0.4))
+    times, stable = cal.stable_times(call, cal.CalibrationPlan(8, 4, warmup=0, repeats=5, budget_s=0.4))
     assert not stable and len(times) == 9  # 450 ms of calls: over the budget
 
 
@@ -132,6 +132,7 @@ def test_summary_rows_compare_with_theoretical() -> None:
             assert row["% of theory"] == pytest.approx(100 * row["value"] / row["theory"])
 
 
+@pytest.mark.slow
 def test_cli_calibrate_quick_stores_and_prints_json(tmp_path: Path) -> None:
     store = tmp_path / "cli.sqlite"
     result = CliRunner().invoke(main, ["calibrate", "--quick", "--store", str(store), "--format", "json"])

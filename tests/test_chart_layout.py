@@ -24,6 +24,7 @@ from gpuprof.cli import main
 from gpuprof.store import open_store
 
 from fixture_paths import A100, FIXTURES, K40C
+from extras import NCU_REPORT
 
 RTX3080 = FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
 A100_SGEMM = FIXTURES / "ncu_csv_a100_nersc_roofline_metrics_with_duration_sgemm.csv"
@@ -153,6 +154,7 @@ ROOFLINES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("files, imports, options", ROOFLINES.values(), ids=ROOFLINES.keys())
 def test_roofline_of_real_profiles_reads_cleanly(tmp_path: Path, saved: list[list[str]], files: list[Path],
                                                  imports: list[str], options: list[str]) -> None:
@@ -170,6 +172,8 @@ def test_roofline_of_cpu_runs_reads_cleanly(tmp_path: Path, saved: list[list[str
     assert_readable(saved, 2)
 
 
+@pytest.mark.slow
+@NCU_REPORT
 def test_html_report_charts_read_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
     store = stored(tmp_path / "s.sqlite", cpu_runs)
     invoke("compare", "--store", str(store), "--reference", "paper", "--import", str(A100), "--import", str(RTX3080),
@@ -183,7 +187,8 @@ def test_html_report_of_this_machine_alone_reads_cleanly(tmp_path: Path, saved: 
     assert_readable(saved, 3)
 
 
-@pytest.mark.parametrize("profile", [K40C, RTX3080, A100_TEXT, TOPDOWN], ids=lambda p: p.name[:24])
+@pytest.mark.parametrize("profile", [K40C, pytest.param(RTX3080, marks=NCU_REPORT), A100_TEXT, TOPDOWN],
+                         ids=lambda p: p.name[:24])
 def test_stall_charts_read_cleanly(tmp_path: Path, saved: list[list[str]], profile: Path) -> None:
     invoke("stalls", str(profile), "--plot", str(tmp_path / "stalls.png"))
     assert_readable(saved, 1)

@@ -73,12 +73,12 @@ def test_format_html_points_to_the_html_option(command):
 
 
 def test_roofline_passes_over_calibration_runs_silently(tmp_path):
-    from gpuprof.calibrate import Plan, calibrate
+    from gpuprof.calibrate import CalibrationPlan, calibrate
     from test_compare import measured
 
     store = tmp_path / "s.sqlite"
     with open_store(store) as opened:
-        opened.add(calibrate(steps=Plan(64, 4096, 0, 1)))
+        opened.add(calibrate(steps=CalibrationPlan(64, 4096, 0, 1)))
         opened.add(measured("add", [1000, 1000], [2e-3]))
     result = CliRunner().invoke(main, ["roofline", "--store", str(store), "--out", str(tmp_path / "charts")])
     assert result.exit_code == 0, result.output

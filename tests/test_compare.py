@@ -19,6 +19,7 @@ from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.workloads.ops import get_op
 from gpuprof.store import open_store
 from fixture_paths import FIXTURES
+from extras import NCU_REPORT
 
 # A made-up CPU: 100 GFLOP/s float32 at 2 GHz, no bandwidth; a second ceiling with 50 GB/s.
 THEORY = Peaks("Test CPU", {"float32": 100e9}, None, 2e9, "derived", "2 cores x 2 GHz x 25")
@@ -96,6 +97,7 @@ def test_imported_kernels_keep_the_files_device_and_counted_flops():
     assert pd.isna(row["MFLOP/s"]) and pd.isna(row["time/launch (s)"])  # no kernel time in a metrics run
 
 
+@NCU_REPORT
 def test_imported_ncu_rep_gives_mflops_from_counted_flops_and_time():
     run = read_file(FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep")
     imported = comparison([run]).imported.set_index("kernel")
@@ -177,7 +179,8 @@ def test_compare_with_nothing_to_compare_says_what_to_do(tmp_path):
 
     from gpuprof.store import open_store
 
-    open_store(tmp_path / "empty.sqlite").close()
+    with open_store(tmp_path / "empty.sqlite") as store:
+        store._db  # noqa: B018 - created now, with no run (a store is otherwise created by its first write)
     result = CliRunner().invoke(main, ["compare", "--store", str(tmp_path / "empty.sqlite")])
     assert result.exit_code == 2 and result.stdout == ""
     assert "nothing to compare" in result.stderr and "--reference paper" in result.stderr
@@ -280,6 +283,7 @@ def test_compare_stalls_in_json_and_a_profile_without_a_device_gets_a_header():
     assert header.split("  ")[-1].strip() == "device not named in the file" and "Tesla K40c" in header
 
 
+@NCU_REPORT
 def test_imported_kernels_above_100_are_flagged_too(monkeypatch):
     from gpuprof.derive import roofline
 

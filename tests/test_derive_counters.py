@@ -10,6 +10,7 @@ from gpuprof import readers
 from gpuprof.derive import counters
 from gpuprof.model import Launch, Metric
 from fixture_paths import FIXTURES
+from extras import NCU_REPORT
 
 
 
@@ -35,6 +36,7 @@ def test_a100_csv_flops_time_and_bandwidth(gemm: Launch) -> None:
     assert counters.flop_efficiency(gemm) is None
 
 
+@NCU_REPORT
 def test_rtx3080_report_rate_peak_and_efficiency() -> None:
     compute = readers.read(FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep").launches[1]
     clock = 1_440_009_489.8989975  # smsp__cycles_elapsed.avg.per_second (hz)

@@ -57,8 +57,8 @@ def test_unconfirmed_and_derived_values_stay_marked() -> None:
     assert gpu("a100-pcie-80gb").get("base_clock_mhz") is None
     assert gpu("rtx 5090").flag("fp64_gflops") == "unconfirmed"
     assert gpu("gh200").flag("fp32_gflops") == "derived"
-    assert gpu_table.lanes_for("8.6").status == {"fp64": "derived"}
-    assert gpu_table.lanes_for("10.0").status["fp32"] == "unconfirmed"
+    assert gpu_table.load().lanes["8.6"].status == {"fp64": "derived"}
+    assert gpu_table.load().lanes["10.0"].status["fp32"] == "unconfirmed"
     # ... and reach the Peaks a user sees
     notes = " ".join(gpu_table.peaks(gpu("b200")).notes)
     assert "sm_count is unconfirmed" in notes and "peak_clock_mhz is unconfirmed" in notes
@@ -288,7 +288,7 @@ def test_geforce_boards_run_fp32_accumulate_at_half_rate() -> None:
     # The pro board on the same die runs both at full rate (A40 datasheet).
     a40 = gpu("a40")
     assert gpu_table.ceiling(a40, "fp16", "tensor").value == gpu_table.ceiling(a40, "fp16", "tensor-f16acc").value
-    assert gpu_table.rates_of(gpu("rtx-3090")).fp64 == gpu_table.lanes_for("8.6").fp64 == 2
+    assert gpu_table.rates_of(gpu("rtx-3090")).fp64 == gpu_table.load().lanes["8.6"].fp64 == 2
 
 
 @pytest.mark.parametrize(("name", "precision", "kind"), [

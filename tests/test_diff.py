@@ -23,7 +23,7 @@ from gpuprof.derive.stats import timing_stats
 from gpuprof.derive.summary import timings
 from gpuprof.diffing import diff
 from gpuprof.model import Run
-from gpuprof.render.diff_report import header
+from gpuprof.diffing.report import header
 from gpuprof.store import open_store
 from fixture_paths import A100, A100_ERRORS, EVENTS_MAXDNN, FIXTURES, K40C, SUMMARY_MS, V100
 
@@ -401,3 +401,19 @@ def test_imported_runs_are_compared_column_wise(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(Run, "launches", property(refuse))
     result = diff(runs[0], runs[1], match="order")
     assert result.matched == 2
+
+
+def test_counts_are_integers_in_json(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from fixture_paths import K40C
+    from gpuprof.cli import main
+
+    result = CliRunner().invoke(main, ["diff", str(K40C), str(K40C), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    [launches] = [row for row in rows if row["metric"] == "launches"]
+    assert launches["A"] == 3 and isinstance(launches["A"], int) and isinstance(launches["B"], int)
+    assert all(row["n A"] is None or isinstance(row["n A"], int) for row in rows)

@@ -111,7 +111,7 @@ def elsewhere(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", _stand_in_nvml(mig=1))
     monkeypatch.setitem(sys.modules, "cupy", _stand_in_cupy(runtime=13000, driver=12040))
     monkeypatch.setattr(doctor.os, "geteuid", lambda: 1000)  # an ordinary user
-    monkeypatch.setattr(perf, "probe", lambda events, perf_path="perf": perf.Probe("/usr/bin/perf", "perf version 6.8",
+    monkeypatch.setattr(perf, "probe", lambda events, perf_path="perf": perf.PerfProbe("/usr/bin/perf", "perf version 6.8",
                                                                                   usable=tuple(events)))
     use_stand_ins(tmp_path, monkeypatch)
     return root

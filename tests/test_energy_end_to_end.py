@@ -30,6 +30,7 @@ from gpuprof.energy import from_record, open_energy, to_record
 from gpuprof.energy.sampling import Reading, checked_metrics
 from gpuprof.model import DERIVED, MEASURED, Run
 from gpuprof.store import open_store
+from extras import PYTENSOR
 
 # Powercap trees are built with test_energy's _zone (a zone folder) and _set (a counter update in one step).
 PACKAGE_W, DRAM_W = 20.0, 5.0
@@ -175,6 +176,7 @@ def test_run_without_rapl_zones_explains_instead(tmp_path: Path, no_rapl_root: P
     assert "energy per call" not in result.output and "GFLOP/s per watt" not in result.output
 
 
+@PYTENSOR
 def test_compare_shows_energy_columns_and_explains_a_device_without_a_source(
         metered: Metered, no_rapl_root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     store, rows = metered.store, metered.rows

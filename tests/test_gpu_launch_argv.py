@@ -73,7 +73,7 @@ def test_ncu_nvtx_filter_escapes_quantifiers():
 def test_nvprof_argv_is_exact(tmp_path, profiler_calls):
     options = ProfileOptions("gpuprof:add:64x64:float32", replay_mode="application")
     argv = nvprof.command(str(FAKES / "nvprof"), CHILD, tmp_path, options)
-    wanted = nvprof.wanted_metrics()
+    wanted = nvprof.metrics()
     assert argv == [
         str(FAKES / "nvprof"), "--profile-from-start", "off",
         "--csv", "--log-file", str(tmp_path / "nvprof.csv"),

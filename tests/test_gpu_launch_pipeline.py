@@ -130,7 +130,7 @@ def test_nvprof_run_end_to_end(tmp_path, stand_in, profiler_calls):
     argv = _profiling_call(profiler_calls)
     assert argv[:4] == ["--profile-from-start", "off", "--csv", "--log-file"]
     assert argv[4] == str(folder / "nvprof.csv")
-    assert argv[5:7] == ["--metrics", ",".join(nvprof.wanted_metrics())]
+    assert argv[5:7] == ["--metrics", ",".join(nvprof.metrics())]
     assert argv[7:9] == ["--replay-mode", "kernel"]
     assert argv[10:12] == ["-m", "gpuprof.launch.child"]
     assert run.environment["profiler"] == "nvprof" and "3.5 -> nvprof" in run.environment["profiler_reason"]

@@ -134,6 +134,7 @@ def test_nvprof_counts_reach_the_report_with_event_time(tmp_path, monkeypatch) -
                                  "relative_error": 0.0, "kernel": None, "timer": "stand-in"}))
     monkeypatch.setenv("GPUPROF_FAKE_CHILD", str(child))
     monkeypatch.setenv("GPUPROF_FAKE_LOG", str(FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"))
+    monkeypatch.chdir(tmp_path)  # the profiler's files go to reports/<run>/ below the working directory
     result = CliRunner().invoke(main, ["run", "--op", "dot", "--shape", "1024", "--device", "cuda", "--repeat", "3",
                                        "--format", "json", "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code == 0, result.output

@@ -14,7 +14,7 @@ from gpuprof.cli import main
 from gpuprof.compare import comparison
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import MEASURED, TIMED, Launch, Metric, Run
-from gpuprof.render.html_report import Limits, build
+from gpuprof.compare.html_report import Limits, build
 from gpuprof.store import open_store
 
 HOSTILE = "void f<float>(T*) <script>alert(1)</script>"

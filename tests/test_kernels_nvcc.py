@@ -23,7 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuprof.workloads.cuda_kernels import KERNELS_DIR, SOURCE, SUFFIX
+pytest.importorskip("cupy", reason="the kernel checks need the [test] extra (CuPy, NVIDIA's nvcc and NVRTC wheels)")
+
+from gpuprof.workloads.cuda_kernels import KERNELS_DIR, SOURCE, SUFFIX  # noqa: E402 (after the skip)
+
+pytestmark = pytest.mark.slow  # compiles every kernel for five architectures with nvcc and NVRTC
 
 OPS = ("add", "mul", "scalar", "sigmoid", "tanh", "dot")
 ARCHS = ("sm_52", "sm_70", "sm_75", "sm_80", "sm_90")

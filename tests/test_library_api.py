@@ -55,3 +55,26 @@ def test_reading_the_store_from_the_library_creates_nothing(tmp_path) -> None:
     with pytest.raises(StoreError):
         gpuprof.runs(missing)
     assert not missing.parent.exists()
+
+
+def test_the_package_says_its_version():
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    import gpuprof
+
+    assert gpuprof.__version__ == version("gpuprof-hpc")
+    shown = subprocess.run([sys.executable, "-m", "gpuprof", "--version"], capture_output=True, text=True,
+                           timeout=120, check=True).stdout
+    assert shown.strip() == f"gpuprof, version {gpuprof.__version__}"
+
+
+def test_one_repeat_is_singular():
+    from gpuprof.measure import RunSettings, measure
+
+    run = measure(RunSettings(op="add", size="1KB", device="cpu", repeat=1, warmup=1))
+    from gpuprof.render.run_report import header
+
+    [timing] = [line for line in header(run) if line.startswith("timing:")]
+    assert timing.startswith("timing:   1 repeat after 1 warm-up call, ")

@@ -98,7 +98,8 @@ def test_a_run_file_with_no_readable_line_fails_after_merging_the_rest(tmp_path)
     assert result.output.strip().splitlines()[-1] == (
         f"error: no line of {bad} is a gpuprof run, so nothing was added from it. "
         "give run files written by 'gpuprof export' or 'gpuprof sweep --slurm'")
-    assert f"{bad}:1: skipped, not a whole gpuprof run (TypeError: " in result.output
+    assert f"note: {bad}:1: skipped, a JSON line but not a gpuprof run (fields missing or unknown)" in result.output
+    assert "TypeError" not in result.output  # no Python exception text in a note
     with open_store(out) as store:
         assert len(store.run_ids()) == 1  # the readable input was merged all the same
 
@@ -133,3 +134,27 @@ def test_export_replaces_its_file_unless_asked_to_append(tmp_path):
     assert done.exit_code == 0 and done.stderr.strip() == f"2 run(s) from {store} appended to {out}"
     assert len(export.load(out)[0]) == 4
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "a.sqlite"]  # no partial file left
+
+
+def test_a_damaged_input_store_names_merges_own_fix(tmp_path):
+    fake = tmp_path / "fake.sqlite"
+    fake.write_bytes(b"SQLite format 3\x00" + b"garbage" * 20)
+    result = CliRunner().invoke(main, ["merge", str(tmp_path / "out.sqlite"), str(fake)])
+    assert result.exit_code == 6
+    assert result.output.startswith(f"error: cannot open results store {fake}: ")
+    assert result.output.rstrip().endswith("give results stores, .jsonl run files or profiler outputs as inputs")
+    assert "--store" not in result.output  # merge has no --store option
+    assert not (tmp_path / "out.sqlite").exists()
+
+
+@pytest.mark.parametrize("given", ["profiler output", "binary"])
+def test_compare_store_that_is_not_a_store_says_so(tmp_path, given):
+    from fixture_paths import K40C
+
+    path = K40C if given == "profiler output" else tmp_path / "bin.sqlite"
+    if given == "binary":
+        path.write_bytes(bytes(range(256)) * 8)
+    result = CliRunner().invoke(main, ["compare", "--store", str(path)])
+    assert result.exit_code == 6, result.output
+    assert result.output == (f"error: {path} is not a gpuprof results store (not an SQLite file). give a store "
+                             "written by gpuprof with --store; profiler outputs go to --import\n")

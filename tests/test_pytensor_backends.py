@@ -33,6 +33,10 @@ from gpuprof.store import open_store
 from gpuprof.sweep import load_config
 from gpuprof.workloads.reference import TOLERANCE
 
+from extras import BACKENDS
+
+pytestmark = BACKENDS  # PyTensor with both its JAX and PyTorch backends
+
 OPS = ("add", "mul", "dot", "scalar", "sigmoid", "tanh")
 DTYPES = ("float32", "float64", "float16")
 BACKENDS = {"pytensor-jax": "jax.jit", "pytensor-torch": "torch.compile"}
@@ -49,6 +53,7 @@ def _stored(tmp_path):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", BACKENDS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", OPS)

@@ -7,14 +7,14 @@ import math
 from pathlib import Path
 
 import pytest
+from fixture_paths import A100, A100_ERRORS, B200, FIXTURES, V100
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuprof.model import tables
-from gpuprof.model import Run
+from gpuprof import model
+from gpuprof.model import Run, tables
 from gpuprof.readers import _ncu_csv_bulk, ncu_csv
 from gpuprof.readers._text import metric_columns, metric_maker
-from fixture_paths import A100, A100_ERRORS, B200, FIXTURES, V100
 
 FAST = _ncu_csv_bulk.read
 
@@ -154,7 +154,7 @@ def test_column_conversion_equals_the_row_by_row_one(rows: list[tuple[str, str, 
     names, units, texts = (list(column) for column in zip(*rows)) if rows else ([], [], [])
     one = metric_maker()
     table = tables.metric_table([0] * len(names), **metric_columns(names, units, texts))
-    [launch] = tables.launch_views(tables.launch_table(["k"], [0], [""], [1], [{}]), table)
+    [launch] = model.launch_views(tables.launch_table(["k"], [0], [""], [1], [{}]), table)
     assert _comparable(launch.metrics) == _comparable(map(one, names, units, texts))
 
 

@@ -104,7 +104,8 @@ def test_a_carriage_return_in_a_cell_does_not_split_the_row():
 
 def test_html_report_escapes_kernel_and_file_names(hostile_file, tmp_path):
     report, store = tmp_path / "report.html", tmp_path / "empty.sqlite"
-    open_store(store).close()
+    with open_store(store) as opened:
+        opened._db  # noqa: B018 - created now, with no run (a store is otherwise created by its first write)
     result = CliRunner().invoke(main, ["compare", "--import", str(hostile_file), "--html", str(report),
                                        "--store", str(store)])
     assert result.exit_code == 0, result.output

@@ -8,6 +8,8 @@ command gains a path option without a case here.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import click
@@ -21,10 +23,28 @@ from fixture_paths import K40C
 
 # (command, parameter name, arguments) with {missing} a folder that does not exist, {ro} a folder
 # this process cannot write (holding results.sqlite and notes.txt), {dir} an existing folder,
-# {bin} a binary file, {store} a good store, {k40} a real profiler output.
+# {bin} a binary file, {store} a good store, {k40} a real profiler output, {fifo} a FIFO (no reader),
+# {null} a character device (a null device), {dangling} a symlink to a file in a missing folder, and
+# /proc, where folders cannot be created even by root.
 HTA_RANK = str(Path(__file__).parent / "fixtures" / "traces" / "hta_sampled_rank-0.json.gz")
 
 CASES = [
+    ("calibrate", "store_path", ["calibrate", "--store", "{null}"]),
+    ("compare", "stores", ["compare", "--store", "{fifo}"]),
+    ("compare", "html", ["compare", "--import", "{k40}", "--html", "/proc/nope.html", "--store", "{store}"]),
+    ("export", "out", ["export", "/proc/nope.jsonl", "--store", "{store}"]),
+    ("export", "out", ["export", "{dangling}", "--store", "{store}"]),
+    ("import", "store_path", ["import", "{k40}", "--store", "{fifo}"]),
+    ("import", "store_path", ["import", "{k40}", "--store", "/proc/nope/s.sqlite"]),
+    ("merge", "out_store", ["merge", "{null}", "{store}"]),
+    ("merge", "out_store", ["merge", "{fifo}", "{store}"]),
+    ("roofline", "out", ["roofline", "--store", "{store}", "--out", "/proc/nope"]),
+    ("roofline", "out", ["roofline", "--store", "{store}", "--out", "/proc/nope.png"]),
+    ("run", "store_path", ["run", "--op", "add", "--size", "1MB", "--device", "cpu", "--store", "{fifo}"]),
+    ("show", "store_path", ["show", "--store", "{fifo}"]),
+    ("show", "store_path", ["show", "--store", "{null}"]),
+    ("stalls", "plot", ["stalls", "{k40}", "--plot", "/proc/nope.png"]),
+    ("sweep", "store_path", ["sweep", "{quick}", "--device", "cpu", "--store", "{null}"]),
     ("calibrate", "store_path", ["calibrate", "--store", "{ro}/new.sqlite"]),
     ("calibrate", "store_path", ["calibrate", "--store", "{dir}"]),
     ("compare", "stores", ["compare", "--store", "{missing}/s.sqlite"]),
@@ -113,16 +133,25 @@ def places(tmp_path_factory):
         opened.add(measured("add", [1000, 1000], [2e-3]))
     (root / "folder").mkdir()
     (root / "binary.bin").write_bytes(bytes(range(256)) * 64)
+    os.mkfifo(root / "fifo")
+    null = root / "null"
+    try:
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        null = Path(os.devnull)
+    (root / "dangling.jsonl").symlink_to(root / "no-such-folder" / "runs.jsonl")
     quick = root / "quick.toml"
     quick.write_text('repeat = 1\nwarmup = 0\n[[grid]]\nops = ["add"]\nsizes = ["1MB"]\n')
 
     def fill(folder: Path) -> None:
-        open_store(folder / "results.sqlite").close()
+        with open_store(folder / "results.sqlite") as store:
+            store._db  # noqa: B018 - created now, with no run (a store is otherwise created by its first write)
         (folder / "notes.txt").write_text("not a run file\n")
 
     with read_only.read_only_folder(root / "ro", fill) as ro:
         yield {"missing": str(root / "no-such-folder"), "ro": str(ro), "dir": str(root / "folder"),
-               "bin": str(root / "binary.bin"), "store": str(store), "k40": str(K40C), "quick": str(quick)}
+               "bin": str(root / "binary.bin"), "store": str(store), "k40": str(K40C), "quick": str(quick),
+               "fifo": str(root / "fifo"), "null": str(null), "dangling": str(root / "dangling.jsonl")}
 
 
 @pytest.mark.parametrize(("command", "parameter", "args"), CASES, ids=[" ".join(a) for _, _, a in CASES])
@@ -145,4 +174,4 @@ def test_run_refuses_an_unwritable_store_before_measuring(places, monkeypatch):
     result = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "6MB", "--device", "cpu",
                                        "--store", f"{places['ro']}/new.sqlite"])
     assert result.exit_code == 6
-    assert result.output.startswith(f"error: cannot open results store {places['ro']}/new.sqlite")
+    assert result.output.startswith(f"error: cannot create results store {places['ro']}/new.sqlite")

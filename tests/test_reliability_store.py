@@ -64,6 +64,7 @@ def _writer(path: str, tag: int, barrier: multiprocessing.synchronize.Barrier,
         done.put((tag, ids, f"{type(error).__name__}: {error}"))
 
 
+@pytest.mark.slow
 def test_eight_concurrent_writers_lose_nothing_and_never_fail_on_a_lock(tmp_path):
     path = tmp_path / "shared.sqlite"
     context = multiprocessing.get_context("fork")
@@ -99,6 +100,7 @@ with open_store(sys.argv[1]) as store:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_keeps_every_committed_run_whole(tmp_path):
     """Five writers killed at random moments (seeded) while writing 2,000-row runs."""
     path = tmp_path / "killed.sqlite"
@@ -235,8 +237,9 @@ def test_new_store_on_a_full_disk_is_a_store_error(small_mount):
     filler = small_mount / "filler"
     with open(filler, "wb") as handle, pytest.raises(OSError):
         handle.write(b"\0" * 512 * 1024)
-    with pytest.raises(StoreError, match="database or disk is full|unable to open"):
-        open_store(small_mount / "new.sqlite")
+    with pytest.raises(StoreError, match="database or disk is full|unable to open"), \
+            open_store(small_mount / "new.sqlite") as store:  # a new store is created by its first write
+        store.add(_run("full"))
 
 
 def test_read_only_mount_reads_the_store_and_refuses_writes_clearly(small_mount):

@@ -18,6 +18,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from gpuprof.store import open_store
 from gpuprof.sweep import load_config
 
@@ -68,6 +70,7 @@ def _config(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_twenty_sigkills_then_resume_store_every_point_exactly_once(tmp_path):
     config = _config(tmp_path)
     points = [p.key for p in load_config(config).points]
@@ -125,6 +128,7 @@ def _slow_sweep(tmp_path: Path) -> tuple[Path, Path, subprocess.Popen[str], list
     return config, store, process, _wait_for_stored_lines(process, 1)
 
 
+@pytest.mark.slow
 def test_sigint_stops_after_the_current_point_and_says_what_was_stored(tmp_path):
     config, store, process, seen = _slow_sweep(tmp_path)
     time.sleep(0.1)  # inside the second point
@@ -143,6 +147,7 @@ def test_sigint_stops_after_the_current_point_and_says_what_was_stored(tmp_path)
     assert f"resume with: gpuprof sweep {config} --resume --store {store}" in err
 
 
+@pytest.mark.slow
 def test_second_sigint_stops_at_once_in_one_line_and_keeps_the_store_whole(tmp_path):
     config, store, process, seen = _slow_sweep(tmp_path)
     time.sleep(0.1)  # inside the second point (the sweep may still be drawing the first one's line)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import statistics
 from importlib import resources
 from pathlib import Path
@@ -274,7 +275,8 @@ def test_roofline_command_filters_by_kernel_run_and_op_and_writes_the_file_named
 
 
 def test_roofline_command_on_an_empty_store_is_one_error_line(tmp_path: Path) -> None:
-    open_store(tmp_path / "e.sqlite").close()
+    with open_store(tmp_path / "e.sqlite") as store:
+        store._db  # noqa: B018 - created now, with no run (a store is otherwise created by its first write)
     result = CliRunner().invoke(main, ["roofline", "--store", str(tmp_path / "e.sqlite")])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: no stored run") and "Traceback" not in result.output
@@ -324,3 +326,21 @@ def test_real_ncu_roofline_profile_gives_the_gemm_point_and_its_run_clock_effici
     [at_clock] = [e for e in efficiencies(gemm["flop_rate"], None, "float32", peaks, 764_999_999.31)
                   if e.kind == VS_RUN_CLOCK]
     assert at_clock.percent == pytest.approx(100 * flops / seconds / (19492e9 * 765e6 / 1410e6), rel=1e-6)
+
+
+def test_runs_without_points_are_one_summary_line(tmp_path: Path) -> None:
+    from fixture_paths import K40C
+
+    store = tmp_path / "s.sqlite"
+    with open_store(store) as s:
+        s.add(measured_run("add", 6 * 10**6, [1.1e-3, 1.2e-3]))
+    for copy in range(4):  # four imports of a file with FLOPs but no DRAM bytes or time: nothing to place
+        path = tmp_path / f"k40-{copy}.csv"
+        path.write_text(K40C.read_text().replace("Tesla K40c", f"Tesla K40c {copy}"))
+        assert CliRunner().invoke(main, ["import", str(path), "--store", str(store)]).exit_code == 0
+    result = CliRunner().invoke(main, ["roofline", "--store", str(store), "--out", str(tmp_path / "charts")])
+    assert result.exit_code == 0, result.output
+    skipped = [line for line in result.stderr.splitlines() if line.startswith("skipped ")]
+    assert len(skipped) == 1, result.stderr
+    assert re.fullmatch(r"skipped 4 run\(s\) with no FLOPs, DRAM bytes and time to place \(4 nvprof-csv-metrics\): "
+                        r"\w{8}, \w{8}, \w{8}, \.\.\.", skipped[0]), skipped[0]

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from gpuprof.cli import main
 from gpuprof.store import open_store
+from extras import PYTENSOR
 
 
 def invoke(*args, store=None):
@@ -81,7 +82,7 @@ def test_json_output_has_origins(tmp_path):
 
 
 @pytest.mark.parametrize("op", ["add", "mul", "dot", "scalar", "sigmoid", "tanh"])
-@pytest.mark.parametrize("engine", ["numpy", "pytensor"])
+@pytest.mark.parametrize("engine", ["numpy", pytest.param("pytensor", marks=PYTENSOR)])
 def test_every_op_and_engine_checks_its_answer(tmp_path, op, engine):
     result = invoke("--op", op, "--size", "48KB", "--engine", engine, "--device", "cpu", "--repeat", "2",
                     "--warmup", "1", "--no-counters", "--format", "csv", store=tmp_path / "s.sqlite")
@@ -92,6 +93,7 @@ def test_every_op_and_engine_checks_its_answer(tmp_path, op, engine):
     assert run.workload["relative_error"] < 1e-4
 
 
+@PYTENSOR
 def test_theano_name_falls_back_to_pytensor_and_says_so(tmp_path):
     result = invoke("--op", "add", "--size", "12KB", "--engine", "theano", "--device", "cpu",
                     "--repeat", "2", "--no-counters", store=tmp_path / "s.sqlite")
@@ -124,7 +126,8 @@ def test_a_gpu_engine_means_the_gpu_and_fails_plainly_without_one(tmp_path):
 
 
 def test_show_on_an_empty_store_says_what_to_do(tmp_path):
-    open_store(tmp_path / "empty.sqlite").close()
+    with open_store(tmp_path / "empty.sqlite") as store:
+        store._db  # noqa: B018 - created now, with no run (a store is otherwise created by its first write)
     result = CliRunner().invoke(main, ["show", "--store", str(tmp_path / "empty.sqlite")])
     assert result.exit_code == 0 and result.stdout == ""
     assert "no stored runs in" in result.stderr and "gpuprof run" in result.stderr
@@ -179,3 +182,37 @@ def test_json_names_the_run_and_every_quantity_once(tmp_path):
             "efficiency: FLOP/s, theoretical peak", "efficiency: FLOP/s, calibrated peak",
             "efficiency: bandwidth, calibrated peak"} <= set(names)
     assert next(q for q in report["quantities"] if q["quantity"] == "peak bandwidth, calibrated")["value"] == 10e9
+
+
+def test_float16_on_the_cpu_says_how_long_it_takes_before_starting(tmp_path, monkeypatch):
+    import re
+
+    import gpuprof.api
+    from gpuprof.errors import InputError
+
+    def stop(*args, **kwargs):
+        raise InputError("stopped before measuring", "(test)")
+
+    monkeypatch.setattr(gpuprof.api, "measure_and_store", stop)
+    result = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "12MB", "--dtype", "float16", "--device",
+                                       "cpu", "--store", str(tmp_path / "s.sqlite")])
+    first = result.output.splitlines()[0]
+    found = re.fullmatch(r"warning: float16 on the CPU: NumPy computes it in software loops \(([\d,]+) MFLOP/s on a "
+                         r"small sample just now\), so these 14 calls take about ([\d,]+) s\. float32 runs in "
+                         r"hardware: --dtype float32", first)
+    assert found, result.output
+    assert int(found.group(2).replace(",", "")) >= 10
+    plain = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "12MB", "--device", "cpu",
+                                      "--store", str(tmp_path / "s.sqlite")])
+    assert "warning: float16" not in plain.output
+
+
+def test_a_gpu_only_engine_under_device_auto_does_not_claim_device_cuda_was_given(monkeypatch):
+    from gpuprof.launch import gpu_session
+    from gpuprof.measure import RunSettings, measure
+    from gpuprof.model import Run
+
+    monkeypatch.setattr(gpu_session, "run_gpu", lambda settings, shape: Run(kind="run", format="cuda-cupy",
+                                                                            source="t", device={"name": "GPU"}))
+    run = measure(RunSettings(op="add", size="1MB", engine="cupy"))
+    assert run.device["chosen_because"] == "engine cupy runs only on a GPU (--device auto)"

@@ -1,5 +1,7 @@
 """Size parsing and the analytic cost model, checked against values computed by hand."""
 
+from pathlib import Path
+
 import pytest
 
 from gpuprof.workloads import ops
@@ -82,3 +84,24 @@ def test_unknown_op_and_dtype():
 def test_size_too_small():
     with pytest.raises(InputError, match="too small"):
         ops.shape_for_size("add", 8, "float32")
+
+
+def test_every_op_is_declared_once_with_its_cuda_kernel_and_numpy_matches_its_reference():
+    """An op is one entry in ops.OPS plus its kernel in gpuprof_ops.cu: the NumPy engine runs the entry's
+    code and agrees with the entry's float64 reference."""
+    import numpy as np
+
+    from gpuprof.workloads import numpy_engine
+    from gpuprof.workloads.reference import SCALAR, make_inputs, reference
+
+    source = (Path(ops.__file__).resolve().parent.parent / "kernels" / "gpuprof_ops.cu").read_text()
+    for op in ops.OPS.values():
+        assert f" gpuprof_{op.name}_##SUFFIX(" in source, f"no CUDA kernel for {op.name}"
+        assert op.kernel in ("matmul", "binary", "scalar", "unary")
+        shape = ops.parse_shape(op.name, "6x5x4" if op.name == "dot" else "6x5")
+        inputs = make_inputs(op.name, shape, "float64", np.random.default_rng(0))
+        out = np.empty((6, 4) if op.name == "dot" else shape)
+        result = numpy_engine.prepare(op.name, inputs, SCALAR, out)()
+        assert result is out
+        np.testing.assert_allclose(out, reference(op.name, inputs), rtol=1e-12)
+    assert ops.OPS["sigmoid"].reference(np, np.array([0.0]), None, SCALAR)[0] == 0.5

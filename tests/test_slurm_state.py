@@ -1,12 +1,12 @@
-"""How a Slurm job that left the queue without a result is classified (gpuprof.launch.slurm_state),
+"""How a Slurm job that left the queue without a result is classified (gpuprof.sweep.slurm_state),
 with sacct's answers and the clock stubbed: the classification must not depend on timing."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpuprof.launch import slurm_state
-from gpuprof.launch.slurm_state import ACCOUNTING_WAIT_S, NEVER_STARTED, final_state, recorded_state
+from gpuprof.sweep import slurm_state
+from gpuprof.sweep.slurm_state import ACCOUNTING_WAIT_S, NEVER_STARTED, final_state, recorded_state
 
 
 class Clock:

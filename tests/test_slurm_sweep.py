@@ -1,5 +1,5 @@
 """Cluster sweeps through a real one-node Slurm cluster (tests/slurm_cluster.py), and the pure parts
-of gpuprof.launch.slurm without one."""
+of gpuprof.sweep.slurm without one."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 
 from gpuprof.store import runfile as export
 from gpuprof.errors import InputError
-from gpuprof.launch.slurm import (MANIFEST, SlurmOptions, SlurmPoint, SlurmProgress, _additional, _jobs_plan,
+from gpuprof.sweep.slurm import (MANIFEST, SlurmOptions, SlurmPoint, SlurmProgress, _additional, _jobs_plan,
                                   run_points_on_slurm, sweep_on_slurm)
 from gpuprof.measure import RunSettings
 from gpuprof.model import Run
@@ -201,7 +201,7 @@ def test_killed_waiting_process_resumes_without_resubmitting(cluster: SlurmClust
     store, results = tmp_path / "s.sqlite", tmp_path / "cluster"
     driver = tmp_path / "driver.py"
     driver.write_text(textwrap.dedent(f"""
-        from gpuprof.launch.slurm import SlurmOptions, sweep_on_slurm
+        from gpuprof.sweep.slurm import SlurmOptions, sweep_on_slurm
         from gpuprof.sweep import load_config
 
         class Quiet:

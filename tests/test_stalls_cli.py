@@ -144,9 +144,9 @@ cp {TOPDOWN_2B} "$2"
 
 
 def perf_probe(path: str, events: tuple[str, ...]):
-    from gpuprof.launch.perf import Probe
+    from gpuprof.launch.perf import PerfProbe
 
-    return Probe(path, "perf version 6.1", usable=events)
+    return PerfProbe(path, "perf version 6.1", usable=events)
 
 
 def test_files_and_op_together_are_refused() -> None:
@@ -171,3 +171,16 @@ def test_ncu_rep_ranked_table_and_wait_hot_spot() -> None:
     spot = next(line for line in result.stdout.splitlines() if "BSYNC B0" in line)
     assert spot.split()[-1] == "427" and "Source hot spots (PC sampling, SASS, measured)" in result.stdout
     assert "Wait stalls dominate" in " ".join(result.stdout.split())
+
+
+def test_an_unknown_stall_reason_is_an_error_listing_the_known_ones():
+    from click.testing import CliRunner
+
+    from fixture_paths import K40C
+    from gpuprof.cli import main
+
+    result = CliRunner().invoke(main, ["stalls", str(K40C), "--reason", "foo"])
+    assert result.exit_code == 2
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("error: unknown stall reason 'foo'. choose one of: barrier, branch_resolving, ")
+    assert "long_scoreboard" in line and "wait" in line

@@ -64,6 +64,7 @@ def test_env_variable_and_newer_schema(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUPROF_STORE", str(path))
     with open_store() as store:
         assert store.path == path
+        store.add(_run())  # a store is created by its first write
     db = sqlite3.connect(path)
     db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
     db.commit()

@@ -169,6 +169,7 @@ def _wait_for_first_point(process: subprocess.Popen[str], store: Path) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_sigkill_loses_no_finished_point_and_resume_completes(tmp_path):
     config_path = write(tmp_path, SLOW)
     config = load_config(config_path)
@@ -191,6 +192,7 @@ def test_sigkill_loses_no_finished_point_and_resume_completes(tmp_path):
         assert all(len(r.launches) == 40 for r in opened.runs())  # every stored run is whole
 
 
+@pytest.mark.slow
 def test_sigint_stops_after_the_current_point_with_a_summary(tmp_path):
     config_path = write(tmp_path, SLOW)
     store = tmp_path / "s.sqlite"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -94,3 +95,17 @@ def test_doctor_fits_the_width(monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     result = CliRunner().invoke(main, ["doctor"])
     assert [line for line in result.stdout.splitlines() if len(line) > 80 and " " in line.strip()] == []
+
+
+def test_notes_wrap_to_the_terminal_and_stay_whole_when_piped(tmp_path):
+    argv = [sys.executable, "-m", "gpuprof", "profile", "--dry-run", "--device", "cpu",
+            "--store", str(tmp_path / "s.sqlite"), "--", "true"]
+    screen, _ = in_terminal(argv, 80, stdout_too=False)
+    lines = screen.replace("\r", "").splitlines()
+    assert lines and max(map(len, lines)) <= 80, screen
+    piped = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stderr
+    long_notes = [line for line in piped.splitlines() if len(line) > 80]
+    assert long_notes  # the plan has lines wider than 80 columns ...
+    on_screen = " ".join(line.strip() for line in lines)
+    for line in long_notes:  # ... each shown whole on the terminal, over several lines
+        assert " ".join(line.split()) in on_screen

@@ -8,10 +8,14 @@ Click command and list it in ``COMMANDS``.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
 import click
+
+DEBUG_ENV = "GPUPROF_DEBUG"
+INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE: a bug in gpuprof, not a problem with the input (errors.py: 1-8, 130)
 
 # command name -> (module under gpuprof.cli, attribute, one-line help shown by --help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -29,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("compare", "compare", "Compare devices in the reference study's tables (text, CSV, JSON, HTML)."),
     "merge": ("merge", "merge", "Combine results stores and run files from several machines."),
     "export": ("merge", "export", "Write a store's runs to a JSON-lines run file."),
+    "simulate": ("simulate", "simulate", "Read simulated accelerators' outputs (STONNE) per layer: cycles, utilisation, energy."),
     "trace": ("trace", "trace", "Per-op, per-kernel, per-step tables of a PyTorch/TensorFlow/JAX trace; two side by side."),
     "diff": ("diff", "diff", "Compare two profiles, runs, stores or sweeps kernel by kernel; gate regressions in CI."),
 }
@@ -49,6 +54,7 @@ class LazyGroup(click.Group):
         instead of Click's usage block."""
         if not kwargs.get("standalone_mode", True):
             return super().main(*args, **kwargs)
+        self.debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
         try:
             return super().main(*args, **{**kwargs, "standalone_mode": False})
         except click.ClickException as error:
@@ -59,6 +65,10 @@ class LazyGroup(click.Group):
         except click.Abort:
             click.echo("error: aborted.", err=True)
             sys.exit(1)
+        except Exception as error:  # noqa: BLE001 - the last resort: a bug, said in one line
+            if self.debug:
+                raise
+            _internal_error(error)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -75,7 +85,34 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _internal_error(error: Exception) -> None:
+    """One line for an exception no gpuprof error explains, its traceback in a file to report;
+    every run stored before it stays stored (each run is its own transaction)."""
+    import tempfile
+    import traceback
+
+    text = "".join(traceback.format_exception(error))
+    try:
+        handle, name = tempfile.mkstemp(prefix="gpuprof-internal-error-", suffix=".txt")
+        with os.fdopen(handle, "w", encoding="utf-8") as details:
+            details.write(f"command: {' '.join(sys.argv)}\n\n{text}")
+        where = f"details in {name}"
+    except OSError:
+        where = f"details with {DEBUG_ENV}=1 or 'gpuprof --debug'"
+    first = (str(error).splitlines() or [""])[0][:200]
+    click.echo(f"error: internal error: {type(error).__name__}{': ' + first if first else ''}; {where}; "
+               "please report it. Results stored before the error are kept.", err=True)
+    sys.exit(INTERNAL_ERROR_EXIT)
+
+
+def _debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and isinstance(ctx.command, LazyGroup):
+        ctx.command.debug = True
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpuprof-hpc", prog_name="gpuprof")
+@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=_debug,
+              help=f"Show the traceback of an internal error (also ${DEBUG_ENV}=1).")
 def main() -> None:
     """gpuprof: how close do your kernels run to what the hardware can do?"""

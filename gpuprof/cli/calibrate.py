@@ -30,6 +30,7 @@ def calibrate(quick: bool, fmt: str, store_path: str | None) -> None:
     from gpuprof.store import open_store
 
     with open_store(store_path) as store:  # opened first: a bad --store fails before minutes of work
+        store.writable()
         note("calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add, "
              "each until its fastest calls agree ...")
         run = measure_ceilings(thorough=not quick, command=command_line())

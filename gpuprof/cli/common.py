@@ -15,7 +15,9 @@ from typing import Any
 
 import click
 
-from gpuprof.render import FORMATS, WIDE
+from gpuprof import outputs
+from gpuprof.errors import GpuprofError
+from gpuprof.render import FORMATS, WIDE, table_width
 from gpuprof.store import STORE_ENV
 
 
@@ -66,6 +68,16 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None, fol
     path = Path(value)
     if suffixes and path.suffix.lower() not in suffixes:
         raise click.BadParameter(f"'{path.name}' is not a {' or '.join(suffixes)} file name", ctx, param)
+    if not folder:  # a symlink is written through to its target, a device or FIFO directly
+        try:
+            real, stream = outputs.target(path)
+        except GpuprofError as error:
+            raise click.BadParameter(error.problem, ctx, param) from None
+        if stream:
+            if not os.access(real, os.W_OK):
+                raise click.BadParameter(f"{path} cannot be written: give another path", ctx, param)
+            return value
+        path = real
     target = path if folder else path.parent
     existing = next(p for p in (target, *target.parents) if p.exists())  # '.' or '/' at the latest
     if not folder and existing != target:
@@ -75,6 +87,9 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None, fol
     if not os.access(existing, os.W_OK):
         raise click.BadParameter(f"folder {existing} cannot be written (read-only, or another user's): "
                                  "give another path", ctx, param)
+    why = outputs.creatable_in(existing)
+    if why:
+        raise click.BadParameter(f"nothing can be created in {existing} ({why}): give another path", ctx, param)
     if not folder and path.exists() and not os.access(path, os.W_OK):
         raise click.BadParameter(f"{path} cannot be written: give another path", ctx, param)
     return value
@@ -124,5 +139,14 @@ def echo(text: str) -> None:
 
 
 def note(text: str) -> None:
-    """A line for the user that is not data: goes to stderr so piped output stays clean."""
+    """A line for the user that is not data: goes to stderr so piped output stays clean. On a
+    terminal it wraps to the width tables fit, continuation lines indented; words (paths, commands)
+    are never cut, and what goes to a file or pipe stays one line per note."""
+    width = table_width() if sys.stderr.isatty() else None
+    if width:
+        import textwrap
+
+        text = "\n".join(wrapped for line in text.splitlines() or [""] for wrapped in textwrap.wrap(
+            line, width, subsequent_indent=" " * min(len(line) - len(line.lstrip()) + 4, width // 4),
+            break_long_words=False, break_on_hyphens=False, drop_whitespace=True) or [""])
     click.echo(text, err=True)

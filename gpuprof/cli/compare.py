@@ -15,7 +15,14 @@ from gpuprof.workloads.ops import OPS
 @click.option("--import", "imports", multiple=True, type=click.Path(dir_okay=False),
               help="Profiler output or .jsonl run file to include without storing it (repeatable).")
 @click.option("--reference", type=click.Choice(("paper",)), default=None,
-              help="Add the reference study's published rows (GT710M, K40, GTX980).")
+              help="Add the reference study's published rows (GT710M, K40, GTX980; with --scaling: the "
+                   "ResNet-34 training study's S, E and EDP).")
+@click.option("--scaling", is_flag=True,
+              help="Set-ups of one job (profiles with --label/--devices): per phase time, speed-up S, "
+                   "efficiency E = S/x, energy and EDP normalised to --baseline.")
+@click.option("--baseline", default=None, metavar="LABEL", help="--scaling: the set-up the others are compared with.")
+@click.option("--phase", "phases", multiple=True, metavar="NAME",
+              help="--scaling: region names to show (repeatable). Default: top-level regions and their children.")
 @click.option("--op", "ops_wanted", multiple=True, type=click.Choice(OPS), help="Ops to show (repeatable). Default: all.")
 @click.option("--dtype", default="float32", show_default=True, type=click.Choice(("float32", "float64", "float16")))
 @click.option("--format", "fmt", type=FormatChoice(), default="table", show_default=True,
@@ -28,15 +35,26 @@ from gpuprof.workloads.ops import OPS
 @click.option("--max-series", default=8, show_default=True, type=click.IntRange(1),
               help="HTML: devices per chart and table.")
 @handle_errors
-def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | None, ops_wanted: tuple[str, ...],
+def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | None, scaling: bool,
+            baseline: str | None, phases: tuple[str, ...], ops_wanted: tuple[str, ...],
             dtype: str, fmt: str, html_path: str | None, stalls: bool, max_rows: int, max_series: int) -> None:
     """Compare devices in the study's layout: rows = size, columns = device × MFLOP/s, Efic.(%),
-    roofline-relative efficiency and bound, one table per op."""
+    roofline-relative efficiency and bound, one table per op. With --scaling: set-ups of one job."""
     from gpuprof.compare import comparison, sections
     from gpuprof.merge import collect
     from gpuprof.render import emit
 
     runs, sources, notes = collect(list(stores), list(imports), store_optional=reference == "paper")
+    if scaling:
+        from gpuprof.compare.scaling import scaling as scaling_rows
+
+        frame, said = scaling_rows(runs, baseline, phases, reference == "paper")
+        title = f"Scaling against {baseline}" if baseline else "Scaling"
+        echo(emit(frame, fmt, title=f"{title} (S = T_base/T, E = S/(devices/base devices), EDP = time x energy, "
+                                    "normalised to the baseline)"))
+        for line in notes + said:
+            note(f"note: {line}")
+        return
     if not runs and reference != "paper":
         from gpuprof.errors import InputError
 
@@ -63,12 +81,11 @@ def compare(stores: tuple[str, ...], imports: tuple[str, ...], reference: str | 
     for line in notes + result.notes:
         note(f"note: {line}")
     if html_path:
-        from pathlib import Path
-
-        from gpuprof.render.html_report import Limits, build
+        from gpuprof.compare.html_report import Limits, build
+        from gpuprof.outputs import write_text
 
         report = build(result, "gpuprof comparison", sources, Limits(max_rows, max_series), stall_table)
-        Path(html_path).write_text(report.html, encoding="utf-8")
+        write_text(html_path, report.html)
         for line in report.trimmed:
             note(f"trimmed: {line}")
         note(f"HTML report written to {html_path}")

@@ -7,7 +7,7 @@ import sys
 import click
 
 from gpuprof.cli.common import echo, handle_errors, note, store_option
-from gpuprof.render.diff_report import FORMATS
+from gpuprof.diffing.report import FORMATS
 
 EXIT_HELP = "Exit status: 0 passed (or no gate), 1 a gate regressed, 2 inconclusive or unusable input."
 
@@ -38,7 +38,7 @@ def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_chang
     from gpuprof import tracing
     from gpuprof.diffing import diff as compare
     from gpuprof.errors import GpuprofError
-    from gpuprof.render.diff_report import header, render
+    from gpuprof.diffing.report import header, render
 
     if tracing.is_trace(a) and tracing.is_trace(b):
         _diff_traces(a, b, fail_if, fmt)

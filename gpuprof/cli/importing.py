@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import click
 
+from gpuprof import readers
 from gpuprof.cli.common import echo, format_option, handle_errors, note, store_option
 
 
-@click.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def _formats() -> str:
+    """The formats gpuprof reads, from the reader registry, for --help."""
+    return "\b\nFormats (--reader NAME):\n" + "\n".join(f"  {name}: {text}" for name, text in readers.formats())
+
+
+@click.command("import", epilog=_formats())
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--reader", "reader", default=None, metavar="NAME",
-              help="Read every file as this format instead of detecting it from the content.")
+              help="Read every file as this format (listed below) instead of detecting it from the content.")
 @click.option("--join", "join", is_flag=True,
               help="Store FILES as one run: files of one application that each hold some of the metrics "
                    "(one ncu run per metric); launches join by ID where every file names the same kernel.")
@@ -31,7 +37,7 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note, store_o
 def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | None,
             tensor_flop_per_inst: float | None, nvtx_include: tuple[str, ...], fmt: str,
             store_path: str | None) -> None:
-    """Read FILES (nvprof, Nsight Compute, Nsight Systems, perf output) into the results store.
+    """Read FILES (profiler output in any of the formats below) into the results store.
 
     Each file is stored as one run, whole or not at all (with --join, all files as one run); the
     first file that cannot be read stops the import, and the files before it stay stored. Prints
@@ -68,6 +74,8 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
         if run.format in traces.TRACE_FORMATS:
             note(f"{run.source}: per-op, per-step and per-GPU tables: gpuprof trace {run.source} --table ops")
     kernels = [run for run in kernels if len(run.launch_table)]
+    simulated = bool(kernels) and all(run.device.get("kind") == "simulated" for run in kernels)
+    title = ("Imported layers (simulated: cycles and counts from the simulator; see origin)" if simulated else
+             "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)")
     if kernels:  # a CPU-only trace has no kernel rows
-        echo(emit(importing.kernel_table(kernels), fmt, title="Imported kernels (measured by the profiler; base units; "
-                                                             "values per launch, rates time-weighted)"))
+        echo(emit(importing.kernel_table(kernels), fmt, title=title))

@@ -32,6 +32,21 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
               help="ncu only: lock clocks to base while profiling, or leave them to the driver.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=1800.0, show_default=True,
               help="Seconds before the profiler and the command are stopped (the partial report is kept).")
+@click.option("--torch-hooks", default="steps", show_default=True, metavar="none|steps[,layers]",
+              help="PyTorch programs, unchanged: a region per optimizer step (forward, backward, step) and, "
+                   "with layers, per module forward (a Python call per module call).")
+@click.option("--energy", is_flag=True,
+              help="Sample RAPL (package, DRAM) and NVML (every GPU) while the command runs: the power series, "
+                   "energy per device and per region, with and without idle devices.")
+@click.option("--interval", default="0.5s", show_default=True, metavar="SECONDS",
+              help="--energy: time between power samples (0.5s, 100ms).")
+@click.option("--label", default=None, metavar="NAME",
+              help="The set-up's name (e.g. cpu, 1gpu, ddp2), for gpuprof compare --scaling --baseline NAME.")
+@click.option("--devices", type=click.IntRange(min=1), default=None,
+              help="Devices this set-up uses (x in the parallel efficiency E = S / x). Default 1.")
+@click.option("--counters", default="", metavar="SET[,SET]",
+              help="CPU counters read at every region's begin and end (sets: mix, fp, topdown): per-region "
+                   "IPC, instruction mix, counted FLOPs by vector width, Top-Down level 1.")
 @click.option("--dry-run", is_flag=True, help="Print the exact profiler command line(s) and exit.")
 @click.option("--trace", "trace", type=click.Choice(("torch", "jax", "tf")), default=None,
               help="Run 'python SCRIPT ARGS' under the framework's own profiler instead (PyTorch, JAX, "
@@ -45,7 +60,8 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
 @handle_errors
 def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx: str | None, launch_skip: int,
             launch_count: int | None, device: str, profiler: str, processes: str, clock_control: str,
-            timeout: float, dry_run: bool, trace: str | None, steps: int, warmup: int, fmt: str,
+            timeout: float, torch_hooks: str, energy: bool, interval: str, label: str | None,
+            devices: int | None, counters: str, dry_run: bool, trace: str | None, steps: int, warmup: int, fmt: str,
             store_path: str | None) -> None:
     """Run COMMAND (after '--') under a profiler, store it as a run and print its kernels.
 
@@ -64,10 +80,14 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
     settings = library.ProfileSettings(
         command=command, metric_set=metric_set, kernel=kernel, nvtx=nvtx, launch_skip=launch_skip,
         launch_count=launch_count, device=device, profiler=profiler, processes=processes,
-        clock_control=clock_control, timeout=timeout, command_line=command_line())
+        clock_control=clock_control, timeout=timeout, command_line=command_line(),
+        torch_hooks=tuple(kind for kind in torch_hooks.split(",") if kind and kind != "none"),
+        energy=energy, interval=_seconds(interval), label=label, devices=devices,
+        counters=counters)
     plan = library.plan(settings, store_path)
     if not dry_run:
-        open_store(store_path).close()  # a store that cannot be written fails now, not after the profiling
+        with open_store(store_path) as store:  # a store that cannot be written fails now, not after the profiling
+            store.writable()
     for line in plan.before:
         note(f"plan: {line}")
     for line in plan.warnings:
@@ -83,6 +103,14 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
         for run in outcome.runs:
             store.add(run)
         where = store.path
+    if settings.energy and outcome.runs:
+        from gpuprof.render.compare_plots import png
+        from gpuprof.render.power_plot import power_chart
+
+        chart = png(power_chart(outcome.runs[0]))
+        if chart:
+            (plan.run_dir / "power.png").write_bytes(chart)
+            note(f"power chart: {plan.run_dir / 'power.png'} (power series: {plan.run_dir / 'power.csv'})")
     table = profile_report(outcome.runs, fmt)
     if table:
         echo(table)
@@ -93,6 +121,18 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
          f"in {where}; report files in {plan.run_dir}")
     if outcome.problem is not None:
         raise outcome.problem
+
+
+def _seconds(text: str) -> float:
+    """``0.5s``, ``500ms`` or ``0.5`` as seconds."""
+    from gpuprof.errors import InputError
+
+    value = text.strip().lower()
+    scale = 1e-3 if value.endswith("ms") else 1.0
+    try:
+        return float(value.removesuffix("ms").removesuffix("s")) * scale
+    except ValueError:
+        raise InputError(f"--interval {text!r} is not a time", "give seconds, e.g. --interval 0.5s or 500ms") from None
 
 
 def _profile_trace(framework: str, command: tuple[str, ...], steps: int, warmup: int, timeout: float, fmt: str,

@@ -9,10 +9,17 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
-
-from gpuprof.workloads.ops import DTYPES, OPS
+from gpuprof.cli.common import (
+    command_line,
+    echo,
+    format_option,
+    handle_errors,
+    note,
+    store_option,
+)
+from gpuprof.cli.simulate import simulate_op, stonne_options
 from gpuprof.workloads import ENGINES
+from gpuprof.workloads.ops import DTYPES, OPS
 
 
 class _Progress:
@@ -28,13 +35,15 @@ class _Progress:
                             console=Console(stderr=True), transient=True, auto_refresh=False)
         self.task: Any = None
         self.drawn = 0.0
+        self.phase = ""
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if self.task is None:
             self.bar.start()
             self.task = self.bar.add_task(self.label)
         self.bar.update(self.task, description=f"{self.label}: {phase}", completed=done, total=total)
-        if time.monotonic() - self.drawn > 0.2:
+        if time.monotonic() - self.drawn > 0.2 or phase != self.phase:  # a new phase is shown at once
+            self.phase = phase
             self.bar.refresh()
             self.drawn = time.monotonic()
 
@@ -50,8 +59,10 @@ class _Progress:
 @click.option("--dtype", default="float32", show_default=True, type=click.Choice(sorted(DTYPES)))
 @click.option("--engine", default=None, type=click.Choice(ENGINES),
               help="Workload engine. Default: numpy on the CPU, cupy on a GPU.")
-@click.option("--device", default="auto", show_default=True, type=click.Choice(("auto", "cpu", "cuda")),
-              help="auto = CUDA when a GPU is usable, else the CPU.")
+@click.option("--device", default="auto", show_default=True,
+              type=click.Choice(("auto", "cpu", "cuda", "stonne:maeri", "stonne:tpu", "stonne:sigma")),
+              help="auto = CUDA when a GPU is usable, else the CPU. stonne:ARCH simulates --op dot on STONNE "
+                   "(MAERI or TPU-like dense, SIGMA sparse); docs/simulators.md.")
 @click.option("--repeat", default=10, show_default=True, type=int, help="Timed repeats.")
 @click.option("--warmup", default=3, show_default=True, type=int, help="Untimed warm-up calls before timing.")
 @click.option("--cache", default="warm", show_default=True, type=click.Choice(("warm", "cold")),
@@ -69,15 +80,19 @@ class _Progress:
               help="GPU/ncu only: 'all' flushes caches before each replay pass; 'none' keeps them warm.")
 @click.option("--replay-mode", default="kernel", show_default=True, type=click.Choice(("kernel", "application")),
               help="GPU/ncu only: replay each kernel, or rerun the whole workload, once per pass.")
+@stonne_options
 @format_option
 @store_option
 @handle_errors
 def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | None, device: str,
         repeat: int, warmup: int, cache: str, counters: bool, profiler: str | None, profiled: int, clock_control: str,
-        cache_control: str, replay_mode: str, fmt: str, store_path: str | None) -> None:
+        cache_control: str, replay_mode: str, fmt: str, store_path: str | None, **simulator: Any) -> None:
     """Measure OP at one size on the CPU or a GPU, store the run, and print what it achieved."""
+    if device.startswith("stonne:"):
+        simulate_op(op, shape, device.split(":", 1)[1], fmt, store_path, **simulator)
+        return
     from gpuprof.api import measure_and_store
-    from gpuprof.measure import RunSettings
+    from gpuprof.measure import RunSettings, slow_dtype_warning
     from gpuprof.render.run_report import run_report
     from gpuprof.store import open_store
 
@@ -90,7 +105,11 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
     settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
                            repeat=repeat, warmup=warmup, cache=cache, counters=counters,
                            command=command_line(), gpu=gpu, progress=progress)
-    open_store(store_path).close()  # a store that cannot be written fails now, not after the measurement
+    with open_store(store_path) as store:  # a store that cannot be written fails now, not after the measurement
+        store.writable()
+    slow = slow_dtype_warning(settings)
+    if slow:
+        note(f"warning: {slow}")
     try:
         result, where = measure_and_store(settings, store_path)
     finally:

@@ -3,7 +3,7 @@
 ``gpuprof stalls FILE...`` reads any profiler output gpuprof recognises (nvprof metrics, ncu CSV /
 text / .ncu-rep, the ncu source page, perf Top-Down) on any machine. ``--op/--size`` measures live:
 on a GPU through the GPU session, on the CPU through perf's Top-Down counters. The work is in
-gpuprof.stalls (gathering) and gpuprof.render.stall_report (text and chart).
+gpuprof.stalls (gathering) and gpuprof.stalls.report (text and chart).
 """
 
 from __future__ import annotations
@@ -43,10 +43,13 @@ def stalls(files: tuple[Path, ...], op: str | None, size: str | None, device: st
            kernel: str | None, top: int, reason: str | None, hot_only: bool, show_zero: bool,
            plot: Path | None, fmt: str) -> None:
     """Rank the stall reasons of each kernel in FILES (or of a live --op run) and explain them."""
+    from gpuprof.model.stalls import known_reason
     from gpuprof.errors import InputError
-    from gpuprof.render.stall_report import stall_report, write_stall_plot
+    from gpuprof.stalls.report import stall_report, write_stall_plot
     from gpuprof.stalls import analyze_files, measure_live
 
+    if reason is not None:
+        known_reason(reason)
     if files and op:
         raise InputError("give FILE arguments or --op/--size, not both", "run them as two commands")
     if not files and not op:

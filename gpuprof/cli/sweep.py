@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gpuprof.cli.common import command_line, handle_errors, note, output_folder, store_option
+from gpuprof.cli.common import (
+    command_line,
+    handle_errors,
+    note,
+    output_folder,
+    store_option,
+)
 
 if TYPE_CHECKING:
     from gpuprof.model import Run
@@ -51,16 +57,16 @@ class _Progress:
         rate_text = f"{rate:,.1f} MFLOP/s (derived: analytic FLOPs / timed median)" if isinstance(rate, float) else ""
         engine = (run.workload or {}).get("engine", "?")
         self.console.print(f"stored {point.label}: {rate_text}, {engine} on {run.device.get('name', '?')}, "
-                           f"run {run.run_id[:8]}", markup=False, highlight=False, soft_wrap=True)
+                           f"run {run.run_id[:8]}", markup=False, highlight=False)
         self.bar.advance(self.task)
 
     def point_failed(self, point: Point, error: str) -> None:
-        self.console.print(f"FAILED {point.label}: {error}", markup=False, highlight=False, style="red", soft_wrap=True)
+        self.console.print(f"FAILED {point.label}: {error}", markup=False, highlight=False, style="red")
         self.bar.advance(self.task)
 
     def slurm_event(self, event: Any) -> None:
-        """A Slurm job submitted, finished or failed (``gpuprof.launch.slurm.SlurmProgress``)."""
-        self.console.print(event.describe(), markup=False, highlight=False, soft_wrap=True)
+        """A Slurm job submitted, finished or failed (``gpuprof.sweep.slurm.SlurmProgress``)."""
+        self.console.print(event.describe(), markup=False, highlight=False)
 
     def stop(self) -> None:
         self.bar.stop()
@@ -94,8 +100,12 @@ def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | 
     """
     import signal
 
+    from gpuprof.job_sweep import is_job_config
     from gpuprof.sweep import load_config, run_sweep
 
+    if is_job_config(config):
+        _job_sweep(config, resume, store_path)
+        return
     settings = load_config(config)
     interrupted = []
 
@@ -111,7 +121,7 @@ def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | 
         if slurm:
             from pathlib import Path
 
-            from gpuprof.launch.slurm import SlurmOptions, slurm_table, sweep_on_slurm
+            from gpuprof.sweep.slurm import SlurmOptions, slurm_table, sweep_on_slurm
 
             options = SlurmOptions.from_table(slurm_table(config), partition=slurm_partition, gpus=slurm_gpus,
                                               cpus=slurm_cpus, time_min=slurm_time, chunk=slurm_chunk)
@@ -138,4 +148,26 @@ def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | 
         note(f"  resume with: gpuprof sweep {config} --resume" + (f" --store {store_path}" if store_path else ""))
         sys.exit(EXIT_INTERRUPTED)
     if result.failed:
+        sys.exit(EXIT_FAILED_POINTS)
+
+
+def _job_sweep(config: str, resume: bool, store_path: str | None) -> None:
+    """A config of training jobs ([[job]]/[[jobs]]): each profiled and stored in turn (gpuprof.job_sweep)."""
+    from gpuprof.job_sweep import load_jobs, run_jobs
+
+    jobs = load_jobs(config)
+    note(f"job sweep '{jobs.name}': {len(jobs.jobs)} job(s), each under gpuprof profile"
+         + (f" --energy --interval {jobs.interval:g}s" if jobs.energy else ""))
+    stored, skipped, failed = run_jobs(jobs, store_path, resume, command_line())
+    for run in stored:
+        wall = run.environment.get("wall_time", {}).get("value")
+        note(f"  {run.environment.get('label')}: run {run.run_id[:8]}, {wall:.3g} s")
+    meters = [line for line in dict.fromkeys(n for run in stored for n in run.notes)
+              if line.startswith(("no CPU power source", "no GPU meter", "no meter", "RAPL counters"))]
+    for line in meters:
+        note(f"note: {line}")
+    note(f"job sweep '{jobs.name}': {len(stored)} stored, {len(skipped)} already stored, {len(failed)} failed")
+    for label, problem in failed:
+        note(f"  failed: {label}: {problem}")
+    if failed:
         sys.exit(EXIT_FAILED_POINTS)

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.derive import kernels
+from gpuprof.calibrate import calibrations, peaks_from_runs
+from gpuprof.compare import study as reference
+from gpuprof.compare.study import FLOP_COUNT_NOTE
+from gpuprof.derive import kernels, roofline
 from gpuprof.derive.efficiency import (
     BYTE_RATE,
     FLOP_RATE,
@@ -28,6 +31,10 @@ from gpuprof.derive.efficiency import (
     above_100,
     efficiencies,
 )
+from gpuprof.derive.energy import energy_basis, energy_columns
+from gpuprof.derive.roofline import device_name
+from gpuprof.derive.stats import timing_stats
+from gpuprof.derive.summary import run_clock, run_peaks, timings
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
 from gpuprof.model import CALIBRATED, DERIVED, MEASURED, Run
@@ -116,10 +123,6 @@ def short_name(device: str) -> str:
 def measured_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
     """The comparison row of one measured run (kind ``run``), against ``peaks`` (default: the
     ceilings recorded with it)."""
-    from gpuprof.derive.energy import energy_basis, energy_columns
-    from gpuprof.derive.stats import timing_stats
-    from gpuprof.derive.summary import run_clock, run_peaks, timings
-
     w = run.workload or {}
     shape, dtype = tuple(w["shape"]), w["dtype"]
     seconds = timing_stats(timings(run)).median
@@ -137,9 +140,6 @@ def ceilings_for(run: Run, runs: list[Run]) -> list[Peaks]:
     """The ceilings a measured run is judged against: those recorded with it, and for a CPU run
     recorded without a calibrated one, the best stable calibration of its host among ``runs``
     (calibrate measures the machine, so a calibration made after the run applies to it too)."""
-    from gpuprof.calibrate import calibrations, peaks_from_runs
-    from gpuprof.derive.summary import run_peaks
-
     recorded = run_peaks(run)
     if run.device.get("kind") != "cpu" or any(p.origin == CALIBRATED for p in recorded):
         return recorded
@@ -149,8 +149,6 @@ def ceilings_for(run: Run, runs: list[Run]) -> list[Peaks]:
 
 def reference_rows() -> tuple[list[dict[str, Any]], dict[str, list[Peaks]]]:
     """The study's published rows (three devices) and the device table's peaks for each."""
-    from gpuprof.compare import study as reference
-
     rows: list[dict[str, Any]] = []
     peaks = {reference.device_label(gpu): [reference.peaks(gpu)] for gpu in reference.GPUS}
     for r in reference.published().itertuples(index=False):
@@ -203,8 +201,6 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
     plus the imported runs' kernels."""
     import pandas as pd
 
-    from gpuprof.derive import roofline
-
     runs = list(runs)
     notes: list[str] = []
     rows: list[dict[str, Any]] = []
@@ -229,8 +225,6 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
     if reference:
         paper, paper_peaks = reference_rows()
         if rows and wanted & {"sigmoid", "tanh"} & {r["op"] for r in rows}:
-            from gpuprof.compare.study import FLOP_COUNT_NOTE
-
             notes.append(FLOP_COUNT_NOTE)
         rows += [r for r in paper if r["op"] in wanted and r["dtype"] == dtype]
         peaks.update(paper_peaks)
@@ -337,8 +331,6 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
     import numpy as np
     import pandas as pd
 
-    from gpuprof.derive.roofline import device_name, table_peaks
-
     precision = _PRECISION.get(dtype, "sp")
     mine = {"sp": "fp32", "dp": "fp64", "hp": "fp16"}[precision]
     reported_name = f"flop_{precision}_efficiency"
@@ -354,7 +346,7 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
             rate = None if np.isnan(row[f"flop_rate_{mine}"]) else row[f"flop_rate_{mine}"]
             device = device_name(run, row["device"])
             bandwidth = row["dram_bandwidth"] if row["dram_bandwidth"] > 0 else None
-            cells = _efficiency_cells(rate, bandwidth, dtype, table_peaks(device)) if rate else {}
+            cells = _efficiency_cells(rate, bandwidth, dtype, roofline.table_peaks(device)) if rate else {}
             measured = not np.isnan(row[f"flop_efficiency_{mine}"])
             efficiency = row[f"flop_efficiency_{mine}"] if measured else row[reported_name]
             rows.append({"device": device, "kernel": row["kernel"], "file": row["file"], "launches": row["launches"],

@@ -18,16 +18,15 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from gpuprof.workloads import ops
+from gpuprof.devices import gpu_table
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import MEASURED
+from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
     import pandas as pd
 
 DATA_FILE = "theano_cuda_profiler_tables.csv"
-CITATION = ("Melo, Ferreira, Duarte and Zamith, \"Análise de desempenho da biblioteca Theano com GPU sob a "
-            "ótica do CUDA Profiler\" (UFRRJ / COPPE-UFRJ), Tables 2 and 3")
 # The paper's GPU labels -> device table keys (gpuprof/data/devices.toml).
 GPUS = {"GT710M": "gt-710m", "K40": "k40", "GTX980": "gtx-980"}
 DTYPE = "float32"
@@ -57,8 +56,6 @@ def published() -> pd.DataFrame:
 
 def peaks(gpu: str) -> Peaks:
     """The device table's peaks for one of the paper's GPUs (``GT710M``, ``K40``, ``GTX980``)."""
-    from gpuprof.devices import gpu_table
-
     found = [g for g in gpu_table.load().gpus if g.key == GPUS[gpu]]
     return gpu_table.peaks(found[0])
 

@@ -3,7 +3,7 @@ long that took (:mod:`gpuprof.workloads.compile_time` recorded it apart from the
 
 from __future__ import annotations
 
-from gpuprof.derive.summary import Quantity
+from gpuprof.derive.quantity import Quantity
 from gpuprof.model import TIMED, Run
 from gpuprof.model.units import human
 from gpuprof.workloads.compile_time import FIRST_CALL, PHASE, PREPARE

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from gpuprof.model import Metric, Run
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # (width, precision) -> FLOPs per retired instruction.
 INTEL_WEIGHTS = {
@@ -96,3 +100,24 @@ def launch_columns(run: Run) -> dict[str, list[float]] | None:
         return None
     sp, dp, total, elapsed, basis = (list(column) for column in zip(*rows))
     return {"sp": sp, "dp": dp, "total": total, "time": elapsed, "basis": basis}
+
+
+def matmul_validation(run: Run) -> pd.DataFrame | None:
+    """The DL-Prof study's validation row for a square matrix product: n, 2n³ (multiplies and adds,
+    the convention gpuprof's analytic FLOPs use), n²(2n−1) (no add for each sum's first term) and
+    the FLOPs counted by FP events, or why none were; None for any other workload."""
+    import pandas as pd
+
+    shape = run.workload.get("shape") or ()
+    if run.workload.get("op") != "dot" or len(shape) != 3 or len(set(shape)) != 1 or not run.launches:
+        return None
+    n = int(shape[0])
+    found = flops_from_events(run.launches[0].metrics)
+    if found is not None:
+        counted, basis = f"{found[0]:,.0f}", f"measured: {found[1]}"
+    else:
+        no_pmu = any("no PMU" in note or "<not supported>" in note for note in run.notes)
+        counted, basis = ("not counted: no PMU" if no_pmu else "not counted: no FP events read"), "-"
+    return pd.DataFrame([{"engine": run.workload.get("engine", ""), "n": n, "2n³ (analytic)": f"{2 * n ** 3:,}",
+                          "n²(2n−1) (analytic)": f"{n * n * (2 * n - 1):,}", "counted FLOPs": counted,
+                          "basis": basis}])

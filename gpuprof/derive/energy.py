@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuprof.workloads import ops
-from gpuprof.derive.summary import Quantity
+from gpuprof.derive.quantity import Quantity
 from gpuprof.model import DERIVED, MEASURED, Launch, Run
 
 PICO = 1e12

@@ -20,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from gpuprof.model import catalog
-from gpuprof.derive.counters import Counters, aliases, also_per_launch, choose, kernel_time
+from gpuprof.derive.counted import kernel_time
+from gpuprof.derive.pivot import Counters, aliases, also_per_launch, choose
 from gpuprof.devices import gpu_table
+from gpuprof.errors import InputError
+from gpuprof.model import catalog
 
 if TYPE_CHECKING:
     import numpy as np
@@ -130,8 +132,6 @@ def consistency(l1: np.ndarray, l2: np.ndarray, dram: np.ndarray) -> np.ndarray:
 
 
 def _devices(names: Sequence[str]) -> dict[str, gpu_table.GpuSpec | None]:
-    from gpuprof.errors import InputError
-
     found: dict[str, gpu_table.GpuSpec | None] = {}
     for name in dict.fromkeys(names):
         try:

@@ -6,7 +6,7 @@ One call may launch several kernels (a GEMM and its split-K reduction): every nu
 the kernels of one call, averaged over the profiled calls, and exists only when the run's check
 found the launches read to be exactly those calls (``environment["kernels_per_call"]``, set by
 :mod:`gpuprof.launch.gpu_readback`); a sum needs the value from every launch. Per-launch values come
-from :mod:`gpuprof.derive.counters`. Pure functions of a stored Run, like :mod:`gpuprof.derive.summary`.
+from :mod:`gpuprof.derive.counted`. Pure functions of a stored Run, like :mod:`gpuprof.derive.summary`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpuprof.derive import counters, tensor
+from gpuprof.derive import counted, tensor
+from gpuprof.derive.pivot import Counters
 from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
-from gpuprof.derive.summary import Quantity, run_peaks
+from gpuprof.derive.quantity import Quantity, run_peaks
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import DERIVED, MEASURED, Run
 from gpuprof.model.units import human
@@ -24,7 +25,7 @@ from gpuprof.model.units import human
 if TYPE_CHECKING:
     import numpy as np
 
-PRECISIONS = {"sp": "FP32", "dp": "FP64", "hp": "FP16"}
+VECTOR_PRECISIONS = {"sp": "FP32", "dp": "FP64", "hp": "FP16"}  # counter suffix -> the name people read
 DTYPE_PRECISION = {"float32": "sp", "float64": "dp", "float16": "hp"}
 FMA = {"sp": "ffma", "dp": "dfma", "hp": "hfma"}
 
@@ -73,21 +74,21 @@ def per_call(run: Run) -> PerCall | None:
     launches = [launch for launch in run.launches if launch.attributes.get("phase") == "profiled"]
     if not kernels or not calls or not launches:
         return None
-    own_keys = [f"flop_{p}_efficiency" for p in PRECISIONS]
-    c = counters.Counters.of_launches(launches, extra=(*own_keys, *tensor.names()),
-                                      cc=[str(run.device.get("cc", ""))] * len(launches))
+    own_keys = [f"flop_{p}_efficiency" for p in VECTOR_PRECISIONS]
+    c = Counters.of_launches(launches, extra=(*counted.keys(), *own_keys, *tensor.names()),
+                             cc=[str(run.device.get("cc", ""))] * len(launches))
     n = np.array([launch.invocations for launch in launches], dtype=float)
-    times = counters.kernel_time(c)
-    flops = {p: v for p in PRECISIONS if (v := _per_call_total(counters.flops(c, p), n, calls)) is not None}
-    peaks = {p: v for p in PRECISIONS
-             if (v := _time_weighted(counters.peak_flop_rate(c, p), times, n)) is not None}
-    own = {p: float(c.number(key)[0]) for p, key in zip(PRECISIONS, own_keys)
+    times = counted.kernel_time(c)
+    flops = {p: v for p in VECTOR_PRECISIONS if (v := _per_call_total(counted.flops(c, p), n, calls)) is not None}
+    peaks = {p: v for p in VECTOR_PRECISIONS
+             if (v := _time_weighted(counted.peak_flop_rate(c, p), times, n)) is not None}
+    own = {p: float(c.number(key)[0]) for p, key in zip(VECTOR_PRECISIONS, own_keys)
            if len(launches) == 1 and not np.isnan(c.number(key)[0])}
     tensor_flops, rules, kinds = tensor.parts(c)
     worked = sorted({tensor.rule_text(rule, c) for rule in rules.tolist() if rule != tensor.NONE})
     return PerCall(kernels, calls, str(run.environment.get("profiler", "profiler")), flops,
-                   _per_call_total(times, n, calls), _per_call_total(counters.dram_bytes(c), n, calls),
-                   _time_weighted(counters.sm_clock(c), times, n), peaks, own,
+                   _per_call_total(times, n, calls), _per_call_total(counted.dram_bytes(c), n, calls),
+                   _time_weighted(counted.sm_clock(c), times, n), peaks, own,
                    _per_call_total(tensor_flops, n, calls) or None,
                    "; ".join([*worked, *sorted({k for k in kinds.tolist() if k})]))
 
@@ -150,8 +151,8 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
                             f"{found.tool} kernel duration {per}, clocks {_clock_text(run)}{versus}"))
     for q, value in found.flops.items():
         if value or q == p:
-            out.append(Quantity(f"FLOPs counted ({PRECISIONS[q]})", value, "FLOP", MEASURED,
-                                f"{found.tool}: {PRECISIONS[q]} add + mul + 2 x fma thread instructions {per}"))
+            out.append(Quantity(f"FLOPs counted ({VECTOR_PRECISIONS[q]})", value, "FLOP", MEASURED,
+                                f"{found.tool}: {VECTOR_PRECISIONS[q]} add + mul + 2 x fma thread instructions {per}"))
     if found.tensor is not None:
         out.append(Quantity("FLOPs counted (tensor cores)", found.tensor, "FLOP", MEASURED,
                             f"{found.tool}: {found.tensor_basis} {per}"))
@@ -183,7 +184,7 @@ def _efficiency_rows(found: PerCall, p: str, dtype: str, event_time: float | Non
     flops = found.flops.get(p)
     if not time or flops is None:
         return []
-    rate, name = flops / time, PRECISIONS[p]
+    rate, name = flops / time, VECTOR_PRECISIONS[p]
     byte_rate = found.dram_bytes / time if found.dram_bytes is not None else None
     counted = f"counted {name} {human(rate, 'FLOP/second')} (FLOPs counted / {timer})"
     out: list[Quantity] = []

@@ -20,12 +20,18 @@ counter looks wrong where AI(L1) <= AI(L2) <= AI(DRAM) fails (:func:`gpuprof.der
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.derive import kernels
+from gpuprof.derive.levels import consistency
+from gpuprof.derive.stats import timing_stats
+from gpuprof.derive.summary import run_peaks, timings
+from gpuprof.devices import gpu_table
+from gpuprof.devices.gpu_table import FMA, Ceiling
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import GpuprofError, InputError
-from gpuprof.model import ANALYTIC, MEASURED, PEAK_TABLE, Run
+from gpuprof.model import ANALYTIC, CALIBRATION, MEASURED, PEAK_TABLE, Run
 from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
@@ -82,9 +88,6 @@ def size_text(size: float) -> str:
 def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
     """The point of a measured run: analytic FLOPs and bytes (DRAM level), median timed duration."""
     import math
-
-    from gpuprof.derive.stats import timing_stats
-    from gpuprof.derive.summary import timings
 
     w = run.workload or {}
     times = timings(run)
@@ -160,13 +163,11 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
     runs hold ceilings, not kernels: they are passed over without a line."""
     import pandas as pd
 
-    from gpuprof.calibrate import KIND as CALIBRATION
-    from gpuprof.derive.levels import consistency
-
     if precision != "all" and precision not in PRECISIONS:
         raise ValueError(f"precision must be 'all' or one of {', '.join(PRECISIONS)}, not {precision!r}")
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
+    unplaced: list[Run] = []
     for run in runs:
         if run.kind == CALIBRATION:
             continue
@@ -179,9 +180,14 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
         left = [p for p in found if p is not None and p.get("left_out")]
         skipped += [f"run {run.run_id[:8]}: {p['label']}: {p['left_out']}" for p in left]
         if not placed and not left:
-            what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
-            skipped.append(f"run {run.run_id[:8]} ({run.format}): no {what}, DRAM bytes and time to place")
+            unplaced.append(run)
         rows += placed + left
+    if unplaced:  # one line for all of them: a store of imports may hold hundreds
+        what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
+        formats = Counter(run.format for run in unplaced)
+        ids = ", ".join(run.run_id[:8] for run in unplaced[:3]) + (", ..." if len(unplaced) > 3 else "")
+        skipped.append(f"{len(unplaced)} run(s) with no {what}, DRAM bytes and time to place ("
+                       + ", ".join(f"{n} {fmt}" for fmt, n in formats.most_common()) + f"): {ids}")
     frame = pd.DataFrame(rows, columns=POINT_COLUMNS)
     frame["left_out"] = frame["left_out"].astype(object).fillna("")
     # bytes per FLOP at each level, which is what the check compares (a point's FLOPs are the same at all three)
@@ -191,8 +197,6 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
 
 def ceilings(run: Run) -> list[Peaks]:
     """The peaks to draw for ``run``: those stored with it, else the device table's row."""
-    from gpuprof.derive.summary import run_peaks
-
     stored = run_peaks(run)
     if stored:
         return stored
@@ -201,8 +205,6 @@ def ceilings(run: Run) -> list[Peaks]:
 
 def table_peaks(device_name: str) -> list[Peaks]:
     """The device table's peaks for ``device_name`` when it names exactly one GPU, else []."""
-    from gpuprof.devices import gpu_table
-
     found = gpu_table.find(device_name) if device_name else []
     return [gpu_table.peaks(found[0])] if len(found) == 1 else []
 
@@ -242,8 +244,6 @@ def roofs(peaks: list[Peaks]) -> list[Ceiling]:
     """The ceilings to draw for ``peaks``: a device-table GPU's every roof (each precision with and
     without FMA, tensor, L1, L2, DRAM: ``gpu_table.ceilings``), other peaks (a CPU's theoretical
     or calibrated ones, a GPU's at its live clock) as they are: a FLOP roof per dtype, and DRAM."""
-    from gpuprof.devices import gpu_table
-
     found: list[Ceiling] = []
     for each in peaks:
         rows = [g for g in gpu_table.load().gpus if g.title == each.device] if each.origin == PEAK_TABLE else []
@@ -254,8 +254,6 @@ def roofs(peaks: list[Peaks]) -> list[Ceiling]:
 
 
 def _as_ceilings(peaks: Peaks) -> list[Ceiling]:
-    from gpuprof.devices.gpu_table import FMA, Ceiling
-
     clock = peaks.clock_hz / 1e6 if peaks.clock_hz else None
     found = [Ceiling(f"{DTYPE_PRECISION[dtype].upper()} peak", DTYPE_PRECISION[dtype], FMA, value, "FLOP/s",
                      peaks.origin, peaks.source, clock, "")

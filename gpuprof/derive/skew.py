@@ -16,31 +16,21 @@ Two files of the same launches that disagree are :mod:`gpuprof.readers.joining`'
 
 from __future__ import annotations
 
-from gpuprof.derive.counters import Counters, cycle_time
+from gpuprof.derive.counted import cycle_time, keys
+from gpuprof.derive.pivot import Counters
 from gpuprof.model import Run
+from gpuprof.readers.joining import counts_instructions, cycles_unchecked
+
+__all__ = ["TOLERANCE", "counts_instructions", "cycles_unchecked", "notes"]  # the file facts live with the reader
 
 TOLERANCE = 0.10  # relative difference between the measured duration and cycles / clock
-_COUNTING = ("sass_thread_inst_executed", "sass_inst_executed")
-
-
-def counts_instructions(run: Run) -> bool:
-    """Whether the file holds SASS instruction counts (metrics ncu collects by instrumenting)."""
-    return any(part in name for name in run.metric_table["metric"].cat.categories for part in _COUNTING)
-
-
-def cycles_unchecked(run: Run) -> bool:
-    """Whether the run's elapsed cycles may come from an instrumented pass: its file counts SASS
-    instructions too (for files joined into one run, one file had both)."""
-    if "joined" in run.environment:
-        return bool(run.environment.get("cycles_beside_counts"))
-    return counts_instructions(run)
 
 
 def notes(run: Run) -> list[str]:
     """What the run's notes should say about its kernel times (see the module docstring)."""
     import numpy as np
 
-    c = Counters.of_run(run)
+    c = Counters.of_run(run, keys())
     measured, derived = c.number("kernel_duration"), cycle_time(c)
     both = ~np.isnan(measured) & ~np.isnan(derived) & (measured > 0)
     ratio = np.where(both, derived / np.where(both, measured, 1.0), 1.0)

@@ -19,19 +19,21 @@ from __future__ import annotations
 import functools
 import math
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from importlib import resources
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gpuprof.model import MEASURED, Metric, Run
+from gpuprof.model.stalls import (NVPROF, PCSAMP, PCT, RATIO, InstructionSamples, classify, describe,
+                                  reason_for_token, vocabulary)
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-NVPROF, RATIO, PCT, PCSAMP = "nvprof", "ratio", "pct", "pcsamp"
+__all__ = ["NVPROF", "PCSAMP", "PCT", "RATIO", "InstructionSamples", "classify", "describe", "reason_for_token",
+           "vocabulary"]  # the vocabulary lives in the model (readers use it too); named here as before
+
 # Preferred basis when a launch carries several (ncu's own Warp State section uses the ratios).
 # nvprof-named values in an ncu file are sums a reader derived, so ncu bases come first.
 PREFERENCE = (RATIO, PCT, PCSAMP, NVPROF)
@@ -50,54 +52,8 @@ SHARE_OF = {NVPROF: "of all stalls", RATIO: "of stall cycles", PCT: "of stall cy
 UNIT = {NVPROF: "% of stalls", RATIO: "cycles/issue", PCT: "% warp-active", PCSAMP: "samples"}
 UNNAMED = "device not named in the file"  # the column of a profile without a device (ncu text, source page)
 
-_PATTERNS = (
-    (RATIO, re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")),
-    (PCT, re.compile(r"^smsp__warp_issue_stalled_(\w+?)_per_warp_active\.pct$")),
-    (PCSAMP, re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+)$")),
-)
 # Words that mark a transcendental-heavy op, whose short-scoreboard stalls are special-function-unit waits.
 _TRANSCENDENTAL = re.compile(r"(?<![a-z])(sigmoid|tanh|expf?|erf|logf?|softmax|gelu)(?![a-z])", re.IGNORECASE)
-
-
-@functools.cache
-def vocabulary() -> dict[str, dict[str, dict[str, Any]]]:
-    """The parsed ``stalls.toml``: sections ``ncu``, ``nvprof`` and ``topdown``."""
-    text = resources.files("gpuprof.data").joinpath("stalls.toml").read_text()
-    return tomllib.loads(text)
-
-
-@functools.cache
-def _pcsamp_tokens() -> dict[str, str]:
-    """PC-sampling and source-page names -> ncu reason (``no_instructions`` -> ``no_instruction``)."""
-    table: dict[str, str] = {}
-    for reason, spec in vocabulary()["ncu"].items():
-        table[spec.get("pcsamp", reason)] = reason
-        for column in spec.get("source", ()):
-            table[column] = reason
-    return table
-
-
-def reason_for_token(token: str) -> str:
-    """The ncu reason a metric token or source-page column names; unknown tokens pass through."""
-    return _pcsamp_tokens().get(token, token)
-
-
-def classify(name: str) -> tuple[str, str] | None:
-    """(basis, reason) for a stall metric name, or None when ``name`` is not a stall metric."""
-    if name in vocabulary()["nvprof"]:
-        return NVPROF, name
-    for basis, pattern in _PATTERNS:
-        match = pattern.match(name)
-        if match and not match.group(1).endswith("_not_issued"):
-            return basis, reason_for_token(match.group(1))
-    return None
-
-
-def describe(family: str, reason: str) -> dict[str, Any]:
-    """Vocabulary entry for a reason; a bare entry naming the token when stalls.toml lacks it."""
-    section = "nvprof" if family == NVPROF else "ncu"
-    return vocabulary()[section].get(reason, {"label": reason, "description": "", "fix": "",
-                                               "suggests": f"stalls of type '{reason}'"})
 
 
 class StallShare(NamedTuple):
@@ -408,15 +364,6 @@ def stall_rows(comparison: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---- source-level hot spots ----
-
-@dataclass(frozen=True)
-class InstructionSamples:
-    """PC-sampling counts at one SASS instruction (all samples, issued or not), by ncu reason."""
-
-    address: int
-    source: str
-    samples: dict[str, float]
-
 
 @dataclass(frozen=True)
 class HotSpot:

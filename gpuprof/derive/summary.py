@@ -7,37 +7,21 @@ reads files or prints, so ``show`` and ``compare`` give the same numbers as the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gpuprof.workloads import ops
+from gpuprof.derive import compile as compiled
+from gpuprof.derive.cpu_flops import flops_from_events
+from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, RunClock, above_100, efficiencies
+from gpuprof.derive.energy import energy_columns, energy_quantities
+from gpuprof.derive.profiled import quantities as profiled_quantities
+from gpuprof.derive.quantity import Quantity, run_peaks
 from gpuprof.derive.stats import TimingStats, timing_stats
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import ANALYTIC, CALIBRATED, DERIVED, MEASURED, TIMED, Run
+from gpuprof.workloads import ops
 
-if TYPE_CHECKING:
-    from gpuprof.derive.efficiency import RunClock
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """One reported number with its unit, origin and a few words on how it was obtained."""
-
-    name: str
-    value: float | str | None
-    unit: str
-    origin: str
-    basis: str
-
-
-_FLOP_BASIS = {
-    "dot": "2·m·n·k",
-    "add": "1 per element",
-    "mul": "1 per element",
-    "scalar": "1 per element",
-    "sigmoid": "4 per element (neg, exp, add, div)",
-    "tanh": "5 per element (scale, exp, add, div, sub)",
-}
+__all__ = ["CEILING_NAMES", "Quantity", "measured_flops", "quantities", "run_clock", "run_peaks", "summary_row",
+           "timings"]
 
 
 def timings(run: Run) -> list[float]:
@@ -52,17 +36,10 @@ def timings(run: Run) -> list[float]:
     return times
 
 
-def run_peaks(run: Run) -> list[Peaks]:
-    """The ceilings recorded with the run (theoretical, table, calibrated), in that order."""
-    return [Peaks(**{**p, "notes": tuple(p.get("notes", ()))}) for p in run.device.get("peaks", [])]
-
-
 def measured_flops(run: Run) -> tuple[float, str] | None:
     """FLOPs per call counted by hardware counters over the timed repeats, with the events used."""
     for launch in run.launches:
         if launch.invocations > 1:
-            from gpuprof.derive.cpu_flops import flops_from_events
-
             counted = flops_from_events(launch.metrics)
             if counted is not None:
                 return counted[0] / launch.invocations, counted[1]
@@ -83,7 +60,7 @@ def quantities(run: Run) -> list[Quantity]:
                  f"{stats.count} repeats after {w.get('warmup', 0)} warm-up, {cache}; {timer}"),
         Quantity("time (min)", stats.minimum, "second", TIMED, "fastest repeat"),
         Quantity("time spread", 100 * stats.spread if stats.count > 1 else None, "%", TIMED, _spread_basis(stats)),
-        Quantity("FLOPs", float(flops), "FLOP", ANALYTIC, f"{op}: {_FLOP_BASIS[op]}"),
+        Quantity("FLOPs", float(flops), "FLOP", ANALYTIC, f"{op}: {ops.get_op(op).flop_basis}"),
     ]
     counted = measured_flops(run)
     if counted is not None:
@@ -98,10 +75,6 @@ def quantities(run: Run) -> list[Quantity]:
         Quantity("arithmetic intensity", flops / moved, "FLOP/byte", ANALYTIC, "FLOPs / bytes moved"),
     ]
     out += _efficiency_quantities(run, rate, byte_rate, dtype)
-    from gpuprof.derive import compile as compiled
-    from gpuprof.derive.energy import energy_quantities
-    from gpuprof.derive.profiled import quantities as profiled_quantities
-
     out += profiled_quantities(run, float(flops), float(moved), stats.median)
 
     return out + compiled.quantities(run) + energy_quantities(run)
@@ -123,8 +96,6 @@ def run_clock(run: Run) -> RunClock:
     """The clock the run recorded (measured by perf or a probe), or why it is unknown. Runs stored
     before gpuprof probed the clock recorded /proc/cpuinfo's 'cpu MHz', a nominal clock in a VM,
     which is not taken for the run clock."""
-    from gpuprof.derive.efficiency import RunClock
-
     hz, source = run.device.get("clock_during_run_hz"), run.device.get("clock_during_run_source", "not recorded")
     if "/proc/cpuinfo" in source:
         return RunClock(None, f"unknown: the run recorded {hz / 1e9:.4g} GHz from /proc/cpuinfo 'cpu MHz', "
@@ -133,8 +104,6 @@ def run_clock(run: Run) -> RunClock:
 
 
 def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str) -> list[Quantity]:
-    from gpuprof.derive.efficiency import above_100, efficiencies
-
     clock = run_clock(run)
     out = [Quantity("core clock during run", clock.hz, "hertz", MEASURED, clock.source)]
     recorded = run_peaks(run)
@@ -173,8 +142,6 @@ def _no_roofline(run: Run, recorded: list[Peaks], dtype: str) -> str:
 def _efficiency_label(eff: Any, ceiling: str) -> str:
     """What an efficiency divides by, in words: 'FLOP/s, theoretical peak', 'theoretical peak at run
     clock', 'roofline, calibrated (memory-bound)'; unique within a run."""
-    from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK
-
     if eff.kind == VS_ROOFLINE:
         return f"roofline, {ceiling} ({eff.bound}-bound)"
     if eff.kind == VS_RUN_CLOCK:
@@ -203,8 +170,6 @@ def summary_row(run: Run) -> dict[str, Any]:
             row[_column(q.name)] = q.value
             if q.name.endswith("-bound)"):
                 row["bound"] = q.name.rsplit("(", 1)[1].split("-")[0]
-    from gpuprof.derive.energy import energy_columns
-
     return {**row, **energy_columns(run)}
 
 

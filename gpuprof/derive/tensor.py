@@ -19,7 +19,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from gpuprof.model import catalog
-from gpuprof.derive.counters import Counters, aliases, also_per_launch
+from gpuprof.derive.pivot import Counters, aliases, also_per_launch
 
 if TYPE_CHECKING:
     import numpy as np

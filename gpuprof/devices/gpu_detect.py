@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from gpuprof.devices.gpu_table import load
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import DeviceError
 from gpuprof.model import PEAK_TABLE
@@ -140,8 +141,6 @@ def _mhz(value: int | None) -> float | None:
 
 
 def _lanes(cc: str | None) -> int | None:
-    from gpuprof.devices.gpu_table import load
-
     lanes = load().lanes.get(cc or "")
     return lanes.fp32 if lanes else None
 
@@ -198,8 +197,6 @@ def detect() -> list[GpuInfo]:
 def runtime_peaks(info: GpuInfo) -> Peaks:
     """Peaks from the live device's own numbers: SMs x lanes(CC) x 2 x max SM clock, and
     2 x max memory clock x bus width / 8. Missing inputs leave that peak out (and say so)."""
-    from gpuprof.devices.gpu_table import load
-
     lanes = load().lanes.get(info.cc or "")
     notes: list[str] = []
     flops: dict[str, float] = {}

@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from gpuprof.devices.peaks import Peaks
-from gpuprof.errors import DeviceError, InputError
+from gpuprof.errors import InputError
 from gpuprof.model import PEAK_TABLE
 
 TABLE_FILE = "devices.toml"
@@ -120,15 +120,6 @@ def load() -> Table:
 def rates_of(gpu: GpuSpec) -> Lanes | None:
     """The per-SM rates that apply to ``gpu``: its rate class ("8.6 GeForce") or its cc."""
     return load().lanes.get(gpu.rates or gpu.cc)
-
-
-def lanes_for(cc: str) -> Lanes:
-    """Per-SM FP32/FP64 rates of compute capability ``cc`` ("8.0")."""
-    table = load().lanes
-    if cc not in table:
-        raise DeviceError(f"no per-SM lane count for compute capability {cc} in the device table",
-                          f"add it to gpuprof/data/{TABLE_FILE} [lanes] (known: {', '.join(table)})")
-    return table[cc]
 
 
 # --- name matching -------------------------------------------------------------------------------

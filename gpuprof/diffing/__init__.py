@@ -14,8 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.diffing.inputs import Side
+from gpuprof.derive.stalls import describe
+from gpuprof.devices import gpu_table
+from gpuprof.diffing import gates, rows, values
+from gpuprof.diffing.gates import exit_code
+from gpuprof.diffing.inputs import Side, resolve
+from gpuprof.diffing.matching import KERNEL, MATCHES, RUN, group
+from gpuprof.diffing.metrics import stall_names
+from gpuprof.diffing.rows import impact
+from gpuprof.diffing.values import workload_key
+from gpuprof.errors import InputError
+from gpuprof.importing import name_device
 from gpuprof.model import Run
+from gpuprof.model.units import human
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,14 +54,10 @@ class DiffResult:
 
     @property
     def exit_code(self) -> int:
-        from gpuprof.diffing.gates import exit_code
-
         return 2 if not self.matched else exit_code(self.gates)
 
 
 def _side(spec: SideSpec, store: str | Path | None) -> Side:
-    from gpuprof.diffing.inputs import resolve
-
     if isinstance(spec, Run):
         return Side(spec.source if spec.kind == "import" else f"run {spec.run_id[:8]}", "run", [spec])
     if isinstance(spec, (str, Path)):
@@ -61,10 +68,6 @@ def _side(spec: SideSpec, store: str | Path | None) -> Side:
 def _frames(side: Side, device: str | None) -> tuple[list[pd.DataFrame], dict[str, str]]:
     """Every launch (or timed repeat) of a side's runs, one frame per run, and where each quantity
     came from."""
-    from gpuprof.diffing import values
-    from gpuprof.diffing.matching import KERNEL, RUN
-    from gpuprof.errors import InputError
-
     frames, origins = [], {}
     skipped = [r for r in side.runs if r.kind not in ("import", "run")]
     if skipped:
@@ -87,8 +90,6 @@ def _newest(side: Side) -> list[Run]:
     """The side's runs, with only the newest measured run of each (op, shape, dtype, engine): an
     older one may have had other settings (cache, repeats), and its repeats are not the same sample.
     The ones left out are named in a note."""
-    from gpuprof.diffing.values import workload_key
-
     newest: dict[tuple[str, ...], Run] = {}
     for run in sorted((r for r in side.runs if r.kind == "run"), key=lambda r: r.created):
         newest[workload_key(run)] = run
@@ -102,9 +103,6 @@ def _newest(side: Side) -> list[Run]:
 def _named(run: Run, gpu: str | None) -> Run:
     """``run`` with the GPU ``gpu`` names where the file names none, as ``gpuprof import --gpu`` does
     (a copy: the caller's run stays as it was)."""
-    from gpuprof.devices import gpu_table
-    from gpuprof.importing import name_device
-
     if not gpu:
         return run
     named = Run(run.kind, run.format, run.source, dict(run.device), run.workload, run.environment,
@@ -116,8 +114,6 @@ def _named(run: Run, gpu: str | None) -> Run:
 
 def _folded(frame: pd.DataFrame) -> pd.DataFrame:
     """ncu stall columns summed into nvprof's reasons (NVIDIA's mapping), so both sides mean the same."""
-    from gpuprof.derive.stalls import describe
-
     if frame.attrs.get("stalls") != "ncu":
         return frame
     ncu = [c for c in frame.columns if c.startswith("stall_")]
@@ -131,8 +127,6 @@ def _folded(frame: pd.DataFrame) -> pd.DataFrame:
 def _clock(side: Side, frame: pd.DataFrame) -> str:
     """The clock a side's numbers were taken at: recorded with a measured run, or the SM clock
     the profiler measured (median over launches)."""
-    from gpuprof.model.units import human
-
     found = [f"{human(r.device['clock_during_run_hz'], 'hertz')} "
              f"({r.device.get('clock_during_run_source', 'recorded')})"
              for r in side.runs if r.kind == "run" and r.device.get("clock_during_run_hz")]
@@ -146,8 +140,6 @@ def _launches(sides: tuple[Side, Side], gpus: tuple[str | None, str | None]
     """Both sides' launches as one frame each, with where each quantity came from; ncu's stall
     reasons folded into nvprof's when one side is nvprof and the other ncu."""
     import pandas as pd
-
-    from gpuprof.diffing.metrics import stall_names
 
     found = [_frames(side, gpu) for side, gpu in zip(sides, gpus)]
     fold = len({f.attrs.get("stalls") for frames, _ in found for f in frames} - {None}) > 1
@@ -163,8 +155,6 @@ def _launches(sides: tuple[Side, Side], gpus: tuple[str | None, str | None]
 
 def _by_impact(pair: Any) -> tuple[float, str]:
     """Largest change in total time first; kernels without time last, by name."""
-    from gpuprof.diffing.rows import impact
-
     change = impact(pair)
     return (-abs(change) if change == change else 1.0, pair.label)
 
@@ -176,10 +166,6 @@ def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str]
     ``gpus`` names each side's GPU where its files name none (as ``gpuprof import --gpu``).
     ``min_change``: the smallest relative change a verdict calls a change (0.05 = 5 %)."""
     import pandas as pd
-
-    from gpuprof.diffing import gates, rows
-    from gpuprof.diffing.matching import MATCHES, group
-    from gpuprof.errors import InputError
 
     if match not in MATCHES:
         raise InputError(f"unknown --match '{match}'", f"choose one of: {', '.join(MATCHES)}")

@@ -10,8 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof.errors import InputError
+from gpuprof.errors import InputError, StoreError
+from gpuprof.importing import read_file
 from gpuprof.model import Run
+from gpuprof.store import default_path, open_store
+from gpuprof.store import runfile as export
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SWEEP_PREFIX = "sweep:"
@@ -31,17 +34,12 @@ class Side:
 
 
 def _stored(store_path: str | Path | None) -> list[Run]:
-    from gpuprof.store import open_store
-
     with open_store(store_path, read_only=True) as store:
         return store.runs()
 
 
 def _by_id(text: str, store_path: str | Path | None) -> Side:
     """The one stored run whose id starts with ``text``."""
-    from gpuprof.errors import StoreError
-    from gpuprof.store import default_path, open_store
-
     where = Path(store_path) if store_path else default_path()
     try:
         with open_store(where, read_only=True) as store:
@@ -69,9 +67,6 @@ def _sweep(name: str, store_path: str | Path | None) -> Side:
 
 
 def _file(path: Path) -> Side:
-    from gpuprof.store import runfile as export
-    from gpuprof.importing import read_file
-
     with open(path, "rb") as handle:
         head = handle.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from gpuprof.derive.stalls import vocabulary
 from gpuprof.errors import InputError
+from gpuprof.model import catalog
 
 # How a metric's total over several kernels is formed.
 SUM = "sum"            # extensive: launches × mean per launch, summed (time, FLOPs, bytes)
@@ -72,8 +74,6 @@ def derived() -> dict[str, Spec]:
 
 def catalog_spec(name: str) -> Spec:
     """A catalog metric shown as the profiler gave it: no direction, no total."""
-    from gpuprof.model import catalog
-
     entry = catalog.entries()[name]
     return Spec(name, entry.unit, 0, meaning=entry.description)
 
@@ -85,8 +85,6 @@ def stall_spec(name: str) -> Spec:
 @functools.cache
 def stall_names() -> frozenset[str]:
     """Every stall row name: nvprof's ``stall_*`` metrics and ``stall_<ncu reason>``."""
-    from gpuprof.derive.stalls import vocabulary
-
     vocab = vocabulary()
     return frozenset([*vocab["nvprof"], *(f"stall_{reason}" for reason, spec in vocab["ncu"].items()
                                           if spec.get("stall", True))])
@@ -94,8 +92,6 @@ def stall_names() -> frozenset[str]:
 
 def spec(name: str) -> Spec:
     """The Spec of a row or gate name (aliases resolved); InputError for an unknown name."""
-    from gpuprof.model import catalog
-
     name = ALIASES.get(name, name)
     if name in derived():
         return derived()[name]

@@ -20,6 +20,7 @@ import numpy as np
 
 from gpuprof.derive import significance as sig
 from gpuprof.diffing import metrics as m
+from gpuprof.model import catalog
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -134,8 +135,6 @@ def _basis(a: str, b: str) -> str:
 
 
 def _catalog() -> set[str]:
-    from gpuprof.model import catalog
-
     return set(catalog.entries())
 
 

@@ -16,9 +16,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpuprof.derive import counters as k
 from gpuprof.derive import kernels
+from gpuprof.derive.efficiency import BYTE_RATE, VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
+from gpuprof.derive.stalls import NVPROF, PREFERENCE, classify, describe
+from gpuprof.derive.summary import run_peaks, timings
+from gpuprof.devices import gpu_table
 from gpuprof.diffing import metrics as m
-from gpuprof.model import ANALYTIC, DERIVED, MEASURED, PEAK_TABLE, TIMED, Run
+from gpuprof.errors import InputError
+from gpuprof.model import ANALYTIC, DERIVED, MEASURED, PEAK_TABLE, TIMED, Run, catalog
+from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,8 +72,6 @@ def _stall_names(run: Run) -> tuple[dict[str, str], str | None]:
     """The run's stall metrics on its preferred basis (see :mod:`gpuprof.derive.stalls`): reason ->
     metric name, and the vocabulary ("nvprof" or "ncu") the reasons are named in; found once per
     distinct metric name."""
-    from gpuprof.derive.stalls import NVPROF, PREFERENCE, classify, describe
-
     found: dict[str, dict[str, str]] = {}
     names = {str(n) for column in ("metric", "canonical") for n in run.metric_table[column].cat.categories}
     for name in sorted(names):
@@ -110,9 +115,6 @@ def _datasheet(devices: np.ndarray) -> dict[str, np.ndarray]:
     where the name is empty or not in the table; looked up once per distinct name."""
     import pandas as pd
 
-    from gpuprof.devices import gpu_table
-    from gpuprof.errors import InputError
-
     codes, names = pd.factorize(pd.Series(devices, dtype=object))
     table = np.full((len(names) + 1, 4), np.nan)
     for row, name in enumerate(names):
@@ -132,9 +134,6 @@ def imported(run: Run) -> pd.DataFrame:
     per-launch rows every per-kernel table aggregates; one pass over the metric table for every
     name needed here too) and the device table's peaks."""
     import pandas as pd
-
-    from gpuprof.model import catalog
-    from gpuprof.derive import counters as k
 
     launches = run.launch_table
     present = {str(n) for n in run.metric_table["canonical"].cat.categories} & set(catalog.entries())
@@ -221,8 +220,6 @@ def _origins(run: Run, names: dict[str, np.ndarray]) -> dict[str, str]:
 
 def workload_key(run: Run) -> tuple[str, str, str, str]:
     """(op, shape, dtype, engine): how measured runs are matched."""
-    from gpuprof.workloads import ops
-
     w = run.workload or {}
     return (str(w.get("op", "")), ops.shape_text(tuple(w.get("shape", ()))), str(w.get("dtype", "")),
             str(w.get("engine", "")))
@@ -232,10 +229,6 @@ def measured(run: Run) -> pd.DataFrame:
     """One row per timed repeat of a measured run: its time and what follows from it (analytic
     FLOPs and bytes, rates, efficiencies against the ceilings recorded with the run)."""
     import pandas as pd
-
-    from gpuprof.workloads import ops
-    from gpuprof.derive.efficiency import BYTE_RATE, VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
-    from gpuprof.derive.summary import run_peaks, timings
 
     op, shape, dtype, engine = workload_key(run)
     dims = tuple((run.workload or {}).get("shape", ()))
@@ -263,7 +256,7 @@ def measured(run: Run) -> pd.DataFrame:
                 values[name] = 100.0 * (values["bandwidth" if eff.unit == BYTE_RATE else "flop_rate"]) / eff.ceiling
                 origins[name] = f"{DERIVED}: {eff.basis}"
     w = run.workload or {}
-    settings = (f"{w.get('cache', 'warm')} cache, {len(time)} repeats after {w.get('warmup', 0)} warm-up, "
+    settings = (f"{w.get('cache', 'warm')} cache, {len(time)} repeat{'' if len(time) == 1 else 's'} after {w.get('warmup', 0)} warm-up, "
                 f"{run.environment.get('engine_version') or engine}")
     frame = pd.DataFrame({"kernel": f"{op} {shape} {dtype} {engine}", "grid": "", "block": "", "nvtx": "",
                           "device": str(run.device.get("name", "")), "weight": 1.0, "settings": settings,

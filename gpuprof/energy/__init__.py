@@ -29,6 +29,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from gpuprof.energy.nvml_power import open_nvml
+from gpuprof.energy.rapl import open_rapl
+from gpuprof.energy.rapl import powercap_root as configured_root
 from gpuprof.energy.sampling import SampledMeter as EnergyMeter
 from gpuprof.model import Metric
 
@@ -41,16 +44,11 @@ def open_energy(device_kind: str, interval: float = DEFAULT_INTERVAL, powercap_r
     """A meter for ``device_kind`` ("cpu" or "cuda"; the GPU by its PCI bus ID when given, else by
     NVML index), or None and the reason no power source is readable."""
     if device_kind == "cpu":
-        from gpuprof.energy.rapl import open_rapl
-        from gpuprof.energy.rapl import powercap_root as configured_root
-
         if powercap_root:
             return open_rapl(Path(powercap_root), interval)
         root, hint = configured_root()
         return open_rapl(root, interval, hint)
     if device_kind == "cuda":
-        from gpuprof.energy.nvml_power import open_nvml
-
         return open_nvml(gpu_index, interval, gpu_pci_bus_id)
     raise ValueError(f"device kind {device_kind!r}: expected 'cpu' or 'cuda'")
 

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from gpuprof.energy.sampling import Reading, SampledMeter
+from gpuprof.workloads import CUDA_INSTALL
 
 MILLIWATT = 1e-3
 MILLIJOULE = 1e-3
@@ -94,8 +95,6 @@ def open_nvml(index: int, interval: float, pci_bus_id: str | None = None) -> tup
     try:
         import pynvml
     except ImportError:
-        from gpuprof.workloads import CUDA_INSTALL
-
         return None, [f"no GPU power source: nvidia-ml-py is not installed ({CUDA_INSTALL}); energy not measured"]
     try:
         pynvml.nvmlInit()

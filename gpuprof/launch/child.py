@@ -41,9 +41,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gpuprof.workloads import ops
+from gpuprof import workloads
+from gpuprof.energy import open_energy, to_record
 from gpuprof.errors import DeviceError, GpuprofError
-from gpuprof.launch.gpu_workload import Workload
+from gpuprof.launch.gpu_workload import Workload, framework_workload
+from gpuprof.workloads import ops
+from gpuprof.workloads.reference import SCALAR, check_result, make_inputs, reference
 
 RESULT_SCHEMA = 1
 BATCH_TARGET_S = 2e-3  # an auto batch lasts about this long: far above the events' ~0.5 µs resolution
@@ -125,8 +128,6 @@ def batch_launcher(cp: Any, call: Callable[[], Any], count: int, stream: Any) ->
 def _cupy_workload(cp: Any, engine: Any, args: argparse.Namespace, host_inputs: list[Any]) -> Iterator[Workload]:
     """CuPy and the hand-written kernels: CUDA events on a stream of gpuprof's own, batches captured
     into a CUDA graph (see the module docstring)."""
-    from gpuprof.workloads.reference import SCALAR, check_result, reference
-
     try:
         inputs = [cp.asarray(x) for x in host_inputs]
     except cp.cuda.runtime.CUDARuntimeError as error:
@@ -155,10 +156,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Check, warm up, time and profile the op; the result record."""
     import numpy as np
 
-    from gpuprof import workloads
-    from gpuprof.energy import open_energy, to_record
-    from gpuprof.workloads.reference import make_inputs
-
     engine, notes = workloads.resolve(args.engine, "cuda")
     import cupy as cp
 
@@ -169,7 +166,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         raise DeviceError(f"CuPy cannot use a GPU here ({error})", "use --device cpu") from None
     host_inputs = make_inputs(args.op, shape, args.dtype, np.random.default_rng(args.seed))
     if hasattr(engine, "place"):  # arrays of its own (JAX, PyTorch)
-        from gpuprof.launch.gpu_workload import framework_workload as session
+        session = framework_workload
     else:
         session = functools.partial(_cupy_workload, cp)
     with session(engine, args, host_inputs) as workload:

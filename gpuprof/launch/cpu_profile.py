@@ -17,13 +17,16 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuprof.devices import cpu
+from gpuprof.errors import FormatError
 from gpuprof.launch import perf
 from gpuprof.launch.process import Finished
+from gpuprof.launch.topdown import METRIC_GROUP
 from gpuprof.model import TIMED, Metric
+from gpuprof.readers import perf_stat, perf_topdown
 
 OUTPUT = "perf.txt"
 NOT_COUNTED = "FLOPs are not counted"
-TIMER = "time.perf_counter_ns around the whole command (perf included when it ran)"
 _TRIAL_TIMEOUT_S = 10.0
 
 
@@ -45,10 +48,8 @@ class CpuPlan:
         return [self.perf, "stat", "-o", str(run_dir / OUTPUT), "-e", ",".join(self.events), *group, "--", *cmd]
 
 
-def _topdown(perf_path: str, found: perf.Probe, vendor: str) -> tuple[str | None, str | None]:
+def _topdown(perf_path: str, found: perf.PerfProbe, vendor: str) -> tuple[str | None, str | None]:
     """(the Top-Down group perf accepts here, or None and why not)."""
-    from gpuprof.launch.topdown import METRIC_GROUP
-
     if not set(perf.HARDWARE) <= set(found.usable):
         return None, ("Top-Down level 1 not counted: it needs the core PMU, which this machine does not expose "
                       f"({', '.join(perf.HARDWARE)} not countable)")
@@ -68,9 +69,7 @@ def _topdown(perf_path: str, found: perf.Probe, vendor: str) -> tuple[str | None
 
 def plan_cpu() -> CpuPlan:
     """What to count around the command on this machine."""
-    from gpuprof.devices.cpu import describe
-
-    info = describe()
+    info = cpu.describe()
     vendor = str(info.get("vendor") or "")
     found = perf.probe(perf.default_events(vendor))
     reason = found.reason(in_vm=bool(info.get("hypervisor")), consequence=NOT_COUNTED)
@@ -83,9 +82,6 @@ def plan_cpu() -> CpuPlan:
 
 def counted(plan: CpuPlan, run_dir: Path, finished: Finished) -> tuple[list[Metric], list[str]]:
     """The command's wall time (timed) and what perf counted (measured), with perf's own notes."""
-    from gpuprof.errors import FormatError
-    from gpuprof.readers import perf_stat, perf_topdown
-
     metrics = [Metric("wall time", finished.seconds, "second", None, TIMED)]
     output = run_dir / OUTPUT
     if plan.perf is None:

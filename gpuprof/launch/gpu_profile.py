@@ -1,7 +1,7 @@
 """What ncu or nvprof recorded for a user's command (``gpuprof profile``), read back with gpuprof's
 readers and grouped by process, with everything the profiler said about what went wrong.
 
-Nothing here decides what is an error: :class:`Readback` says what was found (launches per process,
+Nothing here decides what is an error: :class:`ProfileReadback` says what was found (launches per process,
 counters refused, no kernel matched, the application's exit code, the profiler's error lines) and
 :mod:`gpuprof.profile` turns that into runs and one line for the user. A log that cannot be read
 leaves no launches and a note, never an exception: a partial report is read as far as it goes.
@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuprof import readers
 from gpuprof.errors import GpuprofError
 from gpuprof.launch import gpu_readback, ncu, nvprof, process, profilers
 from gpuprof.model import MEASURED, Launch, Metric
@@ -34,7 +35,7 @@ TRACE_SOURCE = "nvprof --print-gpu-trace (a second run of the command, without c
 
 
 @dataclass(frozen=True)
-class Readback:
+class ProfileReadback:
     """What the profiler's files hold (see the module docstring)."""
 
     processes: dict[str, list[Launch]]          # process ID ("" when not named) -> its launches
@@ -55,8 +56,6 @@ class Readback:
 
 def _read(path: Path) -> tuple[list[Launch], str, str | None]:
     """(launches, format, why nothing was read) of one profiler log."""
-    from gpuprof import readers
-
     if not path.is_file():
         return [], "", f"{path.name} was not written"
     try:
@@ -89,7 +88,7 @@ def _common(text: str) -> dict[str, object]:
             "errors": gpu_readback.error_lines(text)}
 
 
-def read_ncu(run_dir: Path) -> Readback:
+def read_ncu(run_dir: Path) -> ProfileReadback:
     """ncu's raw page in ``run_dir``, grouped by process."""
     log = ncu.log_path(run_dir)
     text = gpu_readback.profiler_text(log, run_dir)
@@ -99,7 +98,7 @@ def read_ncu(run_dir: Path) -> Readback:
         processes.setdefault(launch.attributes.get("pid", ""), []).append(launch)
     passes, source = ncu.passes(launches, text)
     notes = [f"ncu's log could not be read ({why}); see {log}"] if why and NO_KERNELS not in text else []
-    return Readback(processes, reader, passes=passes, passes_source=source, notes=notes,
+    return ProfileReadback(processes, reader, passes=passes, passes_source=source, notes=notes,
                     **_common(text))  # type: ignore[arg-type]
 
 
@@ -133,7 +132,7 @@ def with_durations(launches: list[Launch], traced: list[Launch]) -> tuple[list[L
     return out, unmatched
 
 
-def read_nvprof(run_dir: Path, traced: bool) -> Readback:
+def read_nvprof(run_dir: Path, traced: bool) -> ProfileReadback:
     """nvprof's metric log(s) in ``run_dir``, one per process, with durations from the trace run."""
     logs = _logs(run_dir, nvprof.LOG_NAME, nvprof.PER_PROCESS)
     traces = _logs(run_dir, nvprof.TRACE_NAME, nvprof.TRACE_PER_PROCESS) if traced else {}
@@ -155,5 +154,5 @@ def read_nvprof(run_dir: Path, traced: bool) -> Readback:
             processes[pid] = launches
     text = "\n".join(path.read_text(errors="replace") for path in (*logs.values(), run_dir / process.STDERR)
                      if path.is_file())
-    return Readback(processes, reader, notes=notes, passes_source="not reported by nvprof",
+    return ProfileReadback(processes, reader, notes=notes, passes_source="not reported by nvprof",
                     **_common(text))  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuprof import readers
 from gpuprof.errors import GpuprofError
 from gpuprof.launch import profilers
 from gpuprof.model import Launch
@@ -53,12 +54,10 @@ def failed(name: str, why: str, log: Path) -> Readback:
                      f"analytic; see {log}"])
 
 
-def collect(module: Any, exe: str, options: profilers.ProfileOptions, run_dir: Path, first_index: int,
+def collect(module: profilers.ProfilerBackend, exe: str, options: profilers.ProfileOptions, run_dir: Path, first_index: int,
             calls: int, expected_kernel: str | None) -> Readback:
     """Read the profiler's log back (see the module docstring)."""
-    from gpuprof import readers
-
-    log = module.log_path(run_dir)
+    log = module.log_path(run_dir, options)
     text = profiler_text(log, run_dir)
     if profilers.counters_refused(text):
         return Readback([], {"profiler_outcome": "counters refused (ERR_NVGPUCTRPERM)"}, [profilers.PERMISSION_NOTE])

@@ -35,15 +35,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof import errors
-from gpuprof.workloads import ops
+from gpuprof.devices import gpu_detect, gpu_table
+from gpuprof.energy import from_record
 from gpuprof.errors import DeviceError, GpuprofError, InputError, ProfilerError
 from gpuprof.launch import process, profilers
+from gpuprof.launch.gpu_readback import collect, error_lines, failed, profiler_text
+from gpuprof.launch.settings import RunSettings
 from gpuprof.model import TIMED, Launch, Metric, Run
-from gpuprof.workloads import compile_time, engine_names, gpu_only
+from gpuprof.workloads import CUDA_INSTALL, compile_time, engine_names, gpu_only, ops
 
 if TYPE_CHECKING:
     from gpuprof.devices.gpu_detect import GpuInfo
-    from gpuprof.measure import RunSettings
 
 DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_PROFILED = 3  # calls run under the profiler: each is replayed once per pass, so few are enough
@@ -87,8 +89,6 @@ def _cupy_state() -> tuple[bool, str]:
     try:
         import cupy
     except ImportError:
-        from gpuprof.workloads import CUDA_INSTALL
-
         return False, f"CuPy: not installed ({CUDA_INSTALL})"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
@@ -101,8 +101,6 @@ def _cupy_state() -> tuple[bool, str]:
 
 def _nvml_gpu() -> tuple[GpuInfo | None, str]:
     """The first GPU NVML reports, or None with what NVML said."""
-    from gpuprof.devices import gpu_detect
-
     try:
         info = gpu_detect.detect()[0]
     except DeviceError as error:
@@ -114,8 +112,6 @@ def _matching_gpu(info: GpuInfo | None, cuda_bus_id: str | None) -> GpuInfo | No
     """NVML's record of the GPU the child ran on (CUDA's device 0, named by its PCI bus ID): NVML's
     first GPU unless the bus IDs say otherwise, as they can when CUDA orders GPUs by speed or
     CUDA_VISIBLE_DEVICES renumbers them."""
-    from gpuprof.devices import gpu_detect
-
     if info is None or not cuda_bus_id or gpu_detect.same_bus(info.pci_bus_id, cuda_bus_id):
         return info
     try:
@@ -181,8 +177,6 @@ def _child_record(run_dir: Path, code: int) -> dict[str, Any]:
 def device_record(info: GpuInfo | None, child_device: dict[str, Any] | None = None) -> dict[str, Any]:
     """NVML's view (name, clocks, driver) with the peaks, and the CUDA runtime's (versions) when the
     workload child reported it."""
-    from gpuprof.devices import gpu_detect, gpu_table
-
     child_device = child_device or {}
     device: dict[str, Any] = {"kind": "gpu", "name": child_device.get("name"), "cc": child_device.get("cc")}
     peaks = []
@@ -205,7 +199,6 @@ def _timed_launches(record: dict[str, Any], kernel: str, device: str) -> tuple[l
     launches = [Launch(kernel, i, device, 1, {"phase": "timed", "batch": str(batch)},
                        [Metric("cuda_event_time", t, "second", "kernel_duration", TIMED)])
                 for i, t in enumerate(record["times"])]
-    from gpuprof.energy import from_record
 
     metrics, notes = from_record(record.get("energy"))
     if metrics:
@@ -214,14 +207,12 @@ def _timed_launches(record: dict[str, Any], kernel: str, device: str) -> tuple[l
     return launches, notes
 
 
-def _first_error(module: Any, run_dir: Path, code: int) -> str:
-    from gpuprof.launch.gpu_readback import error_lines, profiler_text
-
+def _first_error(module: profilers.ProfilerBackend, run_dir: Path, code: int) -> str:
     found = error_lines(profiler_text(module.log_path(run_dir), run_dir))
     return found[0] if found else f"exit code {code}, stderr: {process.tail(run_dir / process.STDERR)}"
 
 
-def _measured_record(module: Any, run_dir: Path, code: int, again: list[str], timeout: float) -> tuple[dict[str, Any], list[str]]:
+def _measured_record(module: profilers.ProfilerBackend | None, run_dir: Path, code: int, again: list[str], timeout: float) -> tuple[dict[str, Any], list[str]]:
     """The child's result; when a profiler stopped before the child wrote it, the result of the child
     run again without the profiler (in ``RETRY_DIR``), with a note saying why."""
     if module is None or (run_dir / RESULT_NAME).is_file():
@@ -288,11 +279,9 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
                                     compiled.get("prepare_s", 0.0), compiled.get("first_call_s", 0.0))
     notes += energy_notes
     if module is not None and choice.probe is not None:
-        from gpuprof.launch.gpu_readback import collect, failed
-
         environment.update(profiler_path=exe, profiler_version=choice.probe.version,
                            profiler_found_by=choice.probe.found_by, profiler_settings=module.settings(profile))
-        back = (failed(module.NAME, "stopped before the workload finished", module.log_path(run_dir)) if retried
+        back = (failed(module.NAME, "stopped before the workload finished", module.log_path(run_dir, profile)) if retried
                 else collect(module, exe, profile, run_dir, len(launches), profiled, record.get("kernel")))
         launches += back.launches
         environment.update(back.environment)

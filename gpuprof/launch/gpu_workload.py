@@ -22,6 +22,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gpuprof import workloads
+from gpuprof.workloads import compile_time
+from gpuprof.workloads.reference import SCALAR, check_result, reference
+
 
 @dataclass
 class Workload:
@@ -37,10 +41,6 @@ class Workload:
 
 @contextlib.contextmanager
 def framework_workload(engine: Any, args: argparse.Namespace, host_inputs: list[Any]) -> Iterator[Workload]:
-    from gpuprof import workloads
-    from gpuprof.workloads import compile_time
-    from gpuprof.workloads.reference import SCALAR, check_result, reference
-
     inputs = engine.place(host_inputs, "cuda")
     started = time.perf_counter()
     dispatch = engine.prepare(args.op, inputs, SCALAR)

@@ -90,7 +90,8 @@ def nvtx_filter(range_name: str, start_end: bool = False) -> str:
     return _QUANTIFIERS.sub(r"\\\1", range_name) + ("" if start_end else "/")
 
 
-def log_path(run_dir: Path) -> Path:
+def log_path(run_dir: Path, options: ProfileOptions | None = None) -> Path:
+    """The metric log (one file whatever the options: ncu writes every process's launches to it)."""
     return run_dir / LOG_NAME
 
 

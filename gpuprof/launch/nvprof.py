@@ -50,9 +50,10 @@ TRACE_NAME, TRACE_PER_PROCESS = "trace.csv", "trace.%p.csv"
 _LISTED = r"^\s*([a-z][a-z0-9_]*):\s"
 
 
-def wanted_metrics() -> list[str]:
-    """Every nvprof metric name in the catalog (trace column names such as Duration left out)."""
-    return catalog.nvprof_metrics()
+def metrics(keys: tuple[str, ...] | None = None) -> list[str]:
+    """The ``--metrics`` list: the nvprof names of the catalog entries ``keys`` (all by default; trace
+    column names such as Duration left out)."""
+    return catalog.nvprof_metrics(keys)
 
 
 def offered(exe: str) -> frozenset[str] | None:
@@ -60,9 +61,11 @@ def offered(exe: str) -> frozenset[str] | None:
     return profilers.listed((exe, "--query-metrics"), _LISTED)
 
 
-def metrics(exe: str, keys: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
-    """(metrics of the catalog entries ``keys`` (all by default) to collect, those this GPU does not offer)."""
-    return profilers.split_offered(catalog.nvprof_metrics(keys), offered(exe))
+def to_collect(exe: str, keys: tuple[str, ...] | None = None,
+               cc: tuple[int, int] | None = None) -> tuple[list[str], list[str]]:
+    """(the metrics of catalog entries ``keys`` this GPU offers, those it does not); nvprof lists them for
+    the GPU it runs on, so ``cc`` is not needed."""
+    return profilers.split_offered(metrics(keys), offered(exe))
 
 
 def log_path(run_dir: Path, options: ProfileOptions | None = None) -> Path:
@@ -77,7 +80,7 @@ def _processes(options: ProfileOptions) -> list[str]:
 
 def command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) -> list[str]:
     """The exact nvprof argv for one sweep point or one user command (module docstring)."""
-    collect, _ = metrics(exe, options.metrics)
+    collect, _ = to_collect(exe, options.metrics)
     return [
         exe,
         *(["--profile-from-start", "off"] if not options.from_start else []),
@@ -110,7 +113,7 @@ def settings(options: ProfileOptions) -> dict[str, Any]:
 
 def lacking(options: ProfileOptions, exe: str) -> list[str]:
     """One note naming the metrics asked for that this GPU does not offer, if any."""
-    _, missing = metrics(exe, options.metrics)
+    _, missing = to_collect(exe, options.metrics)
     return [f"nvprof on this GPU does not offer: {', '.join(missing)}"] if missing else []
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from gpuprof.devices import cpu
 from gpuprof.model import MEASURED, Metric
 from gpuprof.readers import perf_stat
 
@@ -56,7 +57,7 @@ def _short(events: tuple[str, ...]) -> str:
 
 
 @dataclass(frozen=True)
-class Probe:
+class PerfProbe:
     """What perf can count here, found by running ``perf stat -x, -e EVENTS -- true``."""
 
     perf: str | None
@@ -107,21 +108,21 @@ _VERSION = re.compile(r"(\d+)\.(\d+)")
 
 
 @functools.lru_cache(maxsize=8)
-def probe(events: tuple[str, ...], perf: str = "perf") -> Probe:
+def probe(events: tuple[str, ...], perf: str = "perf") -> PerfProbe:
     """Which of ``events`` perf can count on this machine (cached per process)."""
     path = shutil.which(perf)
     if path is None:
-        return Probe(None, error=f"perf is not installed ({INSTALL})")
+        return PerfProbe(None, error=f"perf is not installed ({INSTALL})")
     try:
         version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=_TIMEOUT,
                                  env=_LC).stdout.strip() or None
         found = _VERSION.search(version or "")
         if found and (int(found.group(1)), int(found.group(2))) < (5, 10):
-            return Probe(path, version, error=f"{version} is older than 5.10 and cannot count only the timed "
+            return PerfProbe(path, version, error=f"{version} is older than 5.10 and cannot count only the timed "
                                               "region (no --control fifo)")
         done = _stat(path, events)
         if done.returncode != 0 and "event syntax error" not in done.stderr:
-            return Probe(path, version, error=f"perf stat failed: {_first_error(done.stderr)}")
+            return PerfProbe(path, version, error=f"perf stat failed: {_first_error(done.stderr)}")
         unknown: list[str] = []
         if done.returncode != 0:  # one unknown name fails the whole list: try each alone
             known = []
@@ -130,10 +131,10 @@ def probe(events: tuple[str, ...], perf: str = "perf") -> Probe:
             done = _stat(path, tuple(known)) if known else done
         counts = perf_stat.parse_csv(done.stderr).counts if done.returncode == 0 else []
     except (OSError, subprocess.SubprocessError) as error:
-        return Probe(path, error=f"perf could not be run: {error}")
+        return PerfProbe(path, error=f"perf could not be run: {error}")
     unsupported = tuple(perf_stat.event_name(c.event) for c in counts if c.value == "<not supported>")
     usable = tuple(e for e in events if e not in unknown and e not in unsupported)
-    return Probe(path, version, usable, unsupported, tuple(unknown))
+    return PerfProbe(path, version, usable, unsupported, tuple(unknown))
 
 
 class PerfCounters:
@@ -245,9 +246,7 @@ class PerfCounters:
 
 def open_counters(events: tuple[str, ...] | None = None, perf: str = "perf") -> tuple[PerfCounters | None, list[str]]:
     """Started counters for what this machine can count, or None; plus at most one note on what it cannot."""
-    from gpuprof.devices.cpu import describe
-
-    info = describe()
+    info = cpu.describe()
     found = probe(events or default_events(info.get("vendor")), perf)
     reason = found.reason(in_vm=bool(info.get("hypervisor")))
     notes = [reason] if reason else []

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,14 +97,20 @@ def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
         pass
 
 
-def run_group(argv: list[str], run_dir: Path, timeout: float, grace: float = GRACE_S, prefix: str = "") -> Finished:
+def run_group(argv: list[str], run_dir: Path, timeout: float, grace: float = GRACE_S, prefix: str = "",
+              env: dict[str, str] | None = None, started: Callable[[subprocess.Popen[bytes]], None] | None = None
+              ) -> Finished:
     """Run ``argv`` in its own session with stdout/stderr in ``run_dir`` (as ``<prefix>stdout.txt``
     and ``<prefix>stderr.txt``); stop it (and everything it started) at ``timeout`` seconds or on
-    Ctrl-C, giving it ``grace`` seconds after a SIGINT to write what it has. Raises OSError when
-    ``argv[0]`` cannot be executed."""
+    Ctrl-C, giving it ``grace`` seconds after a SIGINT to write what it has. ``env``: variables added
+    to this process's environment for the command; ``started``: called with the process once it runs
+    (to watch it from the parent). Raises OSError when ``argv[0]`` cannot be executed."""
     with open(run_dir / f"{prefix}{STDOUT}", "wb") as out, open(run_dir / f"{prefix}{STDERR}", "wb") as err:
         start = time.perf_counter_ns()
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+                                   env={**os.environ, **env} if env else None)
+        if started is not None:
+            started(process)
         stopped = None
         try:
             try:

@@ -1,8 +1,8 @@
 """Which GPU profiler a run uses, and why: one backend interface for ``ncu`` and ``nvprof``.
 
-A backend is a module (:mod:`gpuprof.launch.ncu`, :mod:`gpuprof.launch.nvprof`) with ``NAME``,
-``command(exe, child, run_dir, options) -> argv``, ``log_path(run_dir)`` (the file to read back),
-``settings(options) -> dict`` (what it controlled, for the Run) and ``notes(options, log) -> list``.
+A backend is a module (:mod:`gpuprof.launch.ncu`, :mod:`gpuprof.launch.nvprof`) that follows
+:class:`ProfilerBackend`: the metrics it asks for, the exact argv, the log to read back, and what it
+controlled and noticed, for the Run.
 Each profiler is found in NVIDIA's standard places (:mod:`gpuprof.launch.discovery`) or given by
 path (``--profiler /path/to/ncu``), probed once per executable (``--version``, whose banner also
 says whether it is ncu or nvprof) and only when a run needs it, so a machine without one fails only
@@ -27,10 +27,13 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from gpuprof.errors import InputError, ProfilerError
 from gpuprof.launch import discovery
+
+if TYPE_CHECKING:
+    from gpuprof.model import Launch
 
 PROFILERS = ("auto", "ncu", "nvprof", "none")
 CLOCK_CONTROLS = ("base", "none")
@@ -80,8 +83,44 @@ class ProfileOptions:
                 raise InputError(f"{name} '{value}' is not supported", f"choose one of: {', '.join(allowed)}")
 
 
+class ProfilerBackend(Protocol):
+    """What a GPU profiler backend module offers (``ncu``, ``nvprof``): probed once, used by the GPU session
+    and ``gpuprof profile`` alike."""
+
+    NAME: str
+
+    def metrics(self, keys: tuple[str, ...] | None = None) -> list[str]:
+        """The metric names it asks for, for the catalog entries ``keys`` (all by default)."""
+        ...
+
+    def to_collect(self, exe: str, keys: tuple[str, ...] | None = None,
+                   cc: tuple[int, int] | None = None) -> tuple[list[str], list[str]]:
+        """(those of :meth:`metrics` the GPU of compute capability ``cc`` offers, those it does not)."""
+        ...
+
+    def command(self, exe: str, child: list[str], run_dir: Path, options: ProfileOptions) -> list[str]:
+        """The exact argv that profiles ``child`` and writes its log into ``run_dir``."""
+        ...
+
+    def log_path(self, run_dir: Path, options: ProfileOptions | None = None) -> Path:
+        """The log to read back."""
+        ...
+
+    def passes(self, launches: list[Launch], log_text: str) -> tuple[list[int], str]:
+        """Replay passes per profiled launch, and where that number came from."""
+        ...
+
+    def settings(self, options: ProfileOptions) -> dict[str, Any]:
+        """What it controlled (clocks, caches, replay), for the Run's environment."""
+        ...
+
+    def notes(self, options: ProfileOptions, exe: str) -> list[str]:
+        """What the Run's notes should say about how it measured."""
+        ...
+
+
 @dataclass(frozen=True)
-class Probe:
+class ProfilerProbe:
     """What ``which`` and ``--version`` found for one profiler executable."""
 
     name: str
@@ -106,43 +145,43 @@ class Choice:
 
     backend: str
     reason: str
-    probe: Probe | None = None
+    probe: ProfilerProbe | None = None
     fallback: bool = False  # True when counters were wanted but no profiler could give them
 
-    def module(self) -> ModuleType:
-        return importlib.import_module(f"gpuprof.launch.{self.backend}")
+    def module(self) -> ProfilerBackend:
+        return cast(ProfilerBackend, importlib.import_module(f"gpuprof.launch.{self.backend}"))
 
 
-def probe(name: str) -> Probe:
+def probe(name: str) -> ProfilerProbe:
     """``name`` found in the standard places, then ``--version``, once per executable."""
     found = discovery.locate(name)
     if found is None:
-        return Probe(name, None, None, f"{name} not found (searched {discovery.searched(name)})")
+        return ProfilerProbe(name, None, None, f"{name} not found (searched {discovery.searched(name)})")
     probed = _probe_executable(os.path.realpath(found.path))
     if probed.usable and probed.name != name:
-        return Probe(name, found.path, None, f"{found.path} is {probed.name}, not {name}", found.where)
+        return ProfilerProbe(name, found.path, None, f"{found.path} is {probed.name}, not {name}", found.where)
     return dataclasses.replace(probed, name=name, found_by=found.where)
 
 
 @functools.cache
-def _probe_executable(path: str) -> Probe:
+def _probe_executable(path: str) -> ProfilerProbe:
     """``path --version``: which profiler it is (from its banner) and its version."""
     guess = Path(path).name
     try:
         done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
                               check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
-        return Probe(guess, path, None, f"'{path} --version' failed: {error}")
+        return ProfilerProbe(guess, path, None, f"'{path} --version' failed: {error}")
     output = done.stdout + done.stderr
     found = _VERSION.search(output)
     if done.returncode != 0 or not found:
         first = output.strip().splitlines()[:1]
-        return Probe(guess, path, None, f"'{path} --version' exited {done.returncode}: "
+        return ProfilerProbe(guess, path, None, f"'{path} --version' exited {done.returncode}: "
                                         f"{first[0] if first else 'no output'}")
     kind = next((name for name, mark in _BANNERS.items() if mark in output), None)
     if kind is None:
-        return Probe(guess, path, None, f"'{path} --version' does not name Nsight Compute or nvprof")
-    return Probe(kind, path, found.group(1))
+        return ProfilerProbe(guess, path, None, f"'{path} --version' does not name Nsight Compute or nvprof")
+    return ProfilerProbe(kind, path, found.group(1))
 
 
 def executable_version(path: str) -> str | None:
@@ -154,7 +193,7 @@ def _cc_text(cc: tuple[int, int] | None) -> str:
     return f"{cc[0]}.{cc[1]}" if cc else "unknown"
 
 
-def _given_path(text: str) -> Probe:
+def _given_path(text: str) -> ProfilerProbe:
     """The profiler at the path ``--profiler`` gave; ProfilerError when it is not ncu or nvprof."""
     path = Path(text).expanduser()
     if not discovery.executable(path):
@@ -176,7 +215,7 @@ def _supports(name: str, cc: tuple[int, int] | None) -> None:
                             "use --profiler ncu")
 
 
-def _require(name: str, cc: tuple[int, int] | None) -> Probe:
+def _require(name: str, cc: tuple[int, int] | None) -> ProfilerProbe:
     """The probe of an explicitly requested profiler; ProfilerError when it cannot serve this GPU."""
     _supports(name, cc)
     found = probe(name)

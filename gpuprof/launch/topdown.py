@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuprof.devices import cpu
+from gpuprof.errors import ProfilerError
+from gpuprof.launch import perf
 from gpuprof.model import Run
 from gpuprof.readers.perf_topdown import read
 
@@ -30,18 +33,14 @@ def record_topdown(op: str, size: str) -> Run:
     import subprocess
     import tempfile
 
-    from gpuprof.devices.cpu import describe
-    from gpuprof.errors import ProfilerError
-    from gpuprof.launch.perf import HARDWARE, probe
-
-    found = probe(HARDWARE)
-    if found.error or not set(HARDWARE) <= set(found.usable):
-        why = found.error or f"perf reports {', '.join(found.unsupported or HARDWARE)} <not supported>"
+    found = perf.probe(perf.HARDWARE)
+    if found.error or not set(perf.HARDWARE) <= set(found.usable):
+        why = found.error or f"perf reports {', '.join(found.unsupported or perf.HARDWARE)} <not supported>"
         raise ProfilerError(f"CPU Top-Down needs hardware counters and this machine exposes none ({why}; "
                             "no PMU, as in a VM without a virtual PMU)",
                             "run on bare metal, or record elsewhere with perf stat -M TopdownL1 -- CMD "
                             "and read the file: gpuprof stalls FILE")
-    vendor = describe().get("vendor") or ""
+    vendor = cpu.describe().get("vendor") or ""
     if vendor not in METRIC_GROUP:
         raise ProfilerError(f"no Top-Down metric group known for CPU vendor '{vendor or 'unknown'}'",
                             "Top-Down level 1 is TopdownL1 on Intel and PipelineL1 on AMD")

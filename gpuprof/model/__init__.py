@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import math
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.model import tables as _tables
@@ -31,7 +33,12 @@ ANALYTIC = "analytic"      # from the op's formula
 PEAK_TABLE = "peak-table"  # from configs/ device table or a datasheet formula
 CALIBRATED = "calibrated"  # measured ceiling from `gpuprof calibrate`
 DERIVED = "derived"        # computed from other values (named in the metric)
-ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED)
+SIMULATED = "simulated"    # cycles and counts a simulator (STONNE) produced: no hardware ran
+ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED, SIMULATED)
+
+# What a stored Run is besides "run" (measured by ``gpuprof run``) and "import" (read from a file): a
+# ceiling measured by ``gpuprof calibrate``, or an application profiled by ``gpuprof profile``.
+CALIBRATION, PROFILE = "calibration", "profile"
 
 MetricValue = float | str | None
 
@@ -83,7 +90,7 @@ class Launch:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 class Run:
@@ -100,7 +107,7 @@ class Run:
                  launches: Iterable[Launch] = (), notes: list[str] | None = None, created: str | None = None,
                  run_id: str | None = None, schema_version: int = SCHEMA_VERSION, *,
                  tables: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> None:
-        self.kind = kind              # "run" (gpuprof measured it) or "import" (read from a file)
+        self.kind = kind              # "run" (gpuprof measured it), "import" (read from a file), "simulation"
         self.format = format          # reader or launcher name: "ncu-csv", "nvprof-csv-metrics", "cpu-numpy"
         self.source = source          # exact command line, or the imported file's path
         self.device = device if device is not None else {}
@@ -111,7 +118,7 @@ class Run:
         self.run_id = run_id or uuid.uuid4().hex
         self.schema_version = schema_version
         if tables is None:
-            tables = _tables.from_launches(launches)
+            tables = from_launches(launches)
         self.launch_table, self.metric_table = tables
         self._views: list[Launch] | None = None
 
@@ -119,7 +126,7 @@ class Run:
     def launches(self) -> list[Launch]:
         """The launches as objects, built from the tables on first use."""
         if self._views is None:
-            self._views = _tables.launch_views(self.launch_table, self.metric_table)
+            self._views = launch_views(self.launch_table, self.metric_table)
         return self._views
 
     def __repr__(self) -> str:
@@ -172,3 +179,52 @@ class Run:
             **{column: metrics[column].to_numpy() if column in ("value", "text", "minimum", "maximum")
                else metrics[column] for column in _tables.METRIC_COLUMNS[1:]},
         })
+
+
+# The object view and the tables, both ways (the tables module knows nothing of the objects).
+def from_launches(launches: Iterable[Launch]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(launch table, metric table) of Launch objects."""
+    launches = list(launches)
+    positions: list[int] = []
+    names: list[str] = []
+    values: list[float] = []
+    texts: list[str | None] = []
+    units: list[str] = []
+    canonicals: list[str | None] = []
+    origins: list[str] = []
+    lows: list[float] = []
+    highs: list[float] = []
+    for position, launch in enumerate(launches):
+        metrics = launch.metrics
+        positions.extend(repeat(position, len(metrics)))
+        for m in metrics:
+            number, text = _tables.split_value(m.name, m.value)
+            names.append(m.name)
+            values.append(number)
+            texts.append(text)
+            units.append(m.unit)
+            canonicals.append(m.canonical)
+            origins.append(m.origin)
+            lows.append(math.nan if m.minimum is None else m.minimum)
+            highs.append(math.nan if m.maximum is None else m.maximum)
+    return (_tables.launch_table([launch.kernel for launch in launches], [launch.index for launch in launches],
+                         [launch.device for launch in launches], [launch.invocations for launch in launches],
+                         [launch.attributes for launch in launches]),
+            _tables.metric_table(positions, names, canonicals, values, texts, units, origins, lows, highs))
+
+
+def launch_views(launches: pd.DataFrame, metrics: pd.DataFrame) -> list[Launch]:
+    """The tables as Launch objects (with their Metrics): new objects, so changing them changes
+    nothing in the run."""
+    import numpy as np
+
+    lows = [_tables.nan_to_none(x) for x in metrics["minimum"].tolist()]
+    highs = [_tables.nan_to_none(x) for x in metrics["maximum"].tolist()]
+    canonicals = [c if isinstance(c, str) else None for c in metrics["canonical"].tolist()]
+    made = list(map(Metric, metrics["metric"].tolist(), _tables.metric_values(metrics), metrics["unit"].tolist(),
+                    canonicals, metrics["origin"].tolist(), lows, highs))
+    bounds = np.searchsorted(metrics["launch"].to_numpy(), np.arange(len(launches) + 1)).tolist()
+    return [Launch(kernel, index, device, invocations, dict(attributes), made[start:end])
+            for kernel, index, device, invocations, attributes, start, end in zip(
+                launches["kernel"].tolist(), launches["index"].tolist(), launches["device"].tolist(),
+                launches["invocations"].tolist(), launches["attributes"].tolist(), bounds, bounds[1:])]

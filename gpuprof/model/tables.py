@@ -4,8 +4,8 @@ A run's measurements are one long pandas table with a row per launch × metric, 
 a second, small one with a row per launch (nsight-python's and hatchet's layout): readers of big
 files fill the columns directly, derived metrics are column expressions over a launch × key pivot
 (:func:`lookup`), and the store writes and reads whole columns. Small producers keep building
-:class:`~gpuprof.model.Launch` objects, which :func:`from_launches` turns into the same tables;
-:func:`launch_views` gives the object view back for code that reads a few launches.
+:class:`~gpuprof.model.Launch` objects, which :func:`gpuprof.model.from_launches` turns into the same
+tables; :func:`gpuprof.model.launch_views` gives the object view back for code that reads a few launches.
 
 Metric table, sorted by launch (a launch's rows in the order the tool gave them):
 
@@ -18,7 +18,7 @@ canonical  category     the catalog's name for it, or NaN
 value      float64      the value in base units; NaN when missing or a string
 text       object       the value when the tool gave a string, else None
 unit       category     base unit of ``value`` (the tool's unit for a string)
-origin     category     measured, timed, analytic, peak-table, calibrated or derived
+origin     category     measured, timed, analytic, peak-table, calibrated, derived or simulated
 minimum    float64      lowest of several invocations when the tool aggregated them
 maximum    float64      highest of them
 =========  ===========  =============================================================
@@ -30,15 +30,12 @@ Launch table: ``kernel`` (object), ``index`` (int64: the tool's launch ID), ``de
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from itertools import repeat
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
-
-    from gpuprof.model import Launch
 
 METRIC_COLUMNS = ("launch", "metric", "canonical", "value", "text", "unit", "origin", "minimum", "maximum")
 LAUNCH_COLUMNS = ("kernel", "index", "device", "invocations", "attributes")
@@ -113,65 +110,15 @@ def split_value(name: str, value: object) -> tuple[float, str | None]:
     raise TypeError(f"metric {name}: value of type {type(value).__name__} cannot be stored")
 
 
-def from_launches(launches: Iterable[Launch]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(launch table, metric table) of Launch objects."""
-    launches = list(launches)
-    positions: list[int] = []
-    names: list[str] = []
-    values: list[float] = []
-    texts: list[str | None] = []
-    units: list[str] = []
-    canonicals: list[str | None] = []
-    origins: list[str] = []
-    lows: list[float] = []
-    highs: list[float] = []
-    for position, launch in enumerate(launches):
-        metrics = launch.metrics
-        positions.extend(repeat(position, len(metrics)))
-        for m in metrics:
-            number, text = split_value(m.name, m.value)
-            names.append(m.name)
-            values.append(number)
-            texts.append(text)
-            units.append(m.unit)
-            canonicals.append(m.canonical)
-            origins.append(m.origin)
-            lows.append(math.nan if m.minimum is None else m.minimum)
-            highs.append(math.nan if m.maximum is None else m.maximum)
-    return (launch_table([launch.kernel for launch in launches], [launch.index for launch in launches],
-                         [launch.device for launch in launches], [launch.invocations for launch in launches],
-                         [launch.attributes for launch in launches]),
-            metric_table(positions, names, canonicals, values, texts, units, origins, lows, highs))
-
-
-def _maybe(number: float) -> float | None:
+def nan_to_none(number: float) -> float | None:
     return None if number != number else number  # NaN -> None
 
 
 def metric_values(metrics: pd.DataFrame) -> list[float | str | None]:
     """Each row's value as :class:`~gpuprof.model.Metric` holds it: the string, the number or None."""
     texts = metrics["text"].tolist()
-    return [text if isinstance(text, str) else _maybe(number)
+    return [text if isinstance(text, str) else nan_to_none(number)
             for number, text in zip(metrics["value"].tolist(), texts)]
-
-
-def launch_views(launches: pd.DataFrame, metrics: pd.DataFrame) -> list[Launch]:
-    """The tables as Launch objects (with their Metrics): new objects, so changing them changes
-    nothing in the run."""
-    import numpy as np
-
-    from gpuprof.model import Launch, Metric
-
-    lows = [_maybe(x) for x in metrics["minimum"].tolist()]
-    highs = [_maybe(x) for x in metrics["maximum"].tolist()]
-    canonicals = [c if isinstance(c, str) else None for c in metrics["canonical"].tolist()]
-    made = list(map(Metric, metrics["metric"].tolist(), metric_values(metrics), metrics["unit"].tolist(),
-                    canonicals, metrics["origin"].tolist(), lows, highs))
-    bounds = np.searchsorted(metrics["launch"].to_numpy(), np.arange(len(launches) + 1)).tolist()
-    return [Launch(kernel, index, device, invocations, dict(attributes), made[start:end])
-            for kernel, index, device, invocations, attributes, start, end in zip(
-                launches["kernel"].tolist(), launches["index"].tolist(), launches["device"].tolist(),
-                launches["invocations"].tolist(), launches["attributes"].tolist(), bounds, bounds[1:])]
 
 
 def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:

@@ -1,8 +1,8 @@
 """One reader per profiler output format, all returning the same :class:`gpuprof.model.Run`.
 
-Each reader module has ``NAME``, ``DESCRIPTION``, ``sniff(path, head) -> bool`` (does this file look
-like my format? ``head`` is the first 64 KiB, decompressed when the file is gzip, decoded leniently)
-and ``read(path) -> Run``. A gzip-compressed file is read through one helper
+Each reader module follows :class:`Reader`: ``NAME``, ``DESCRIPTION``, ``sniff(path, head) -> bool``
+(does this file look like my format? ``head`` is the first 64 KiB, decompressed when the file is gzip,
+decoded leniently) and ``read(path) -> Run``. A gzip-compressed file is read through one helper
 (:mod:`gpuprof.readers._compressed`): a reader with ``READS_GZIP = True`` opens it itself with
 ``open_bytes``; any other gets a decompressed copy in a temporary folder. Readers
 import only the standard library at module level; heavy imports go inside ``read``. A reader raises
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from types import ModuleType
+from typing import Protocol, cast
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Run
@@ -23,18 +23,33 @@ from gpuprof.readers import _compressed
 # Binary reports first: their magic bytes decide at once, where the text sniffers would scan 64 KiB
 # of decoded binary with their patterns (a quarter of the time of reading a small .ncu-rep).
 _MODULES: list[str] = [
-    "ncu_rep", "nsys_rep", "nsys_sqlite", "xplane",
-    "ncu_source_csv", "perf_topdown", "perf_stat", "nsys_trace",
+    "ncu_rep", "nsys_rep", "nsys_sqlite", "xplane", "regions",
+    "ncu_source_csv", "perf_topdown", "perf_stat", "dlprof_papi", "nsys_trace",
     "ncu_raw", "ncu_text", "ncu_csv",
     "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_api_trace", "nvprof_text_trace", "nvprof_text_metrics",
-    "nvprof_text_summary", "nsys_stats", "chrome_trace",
+    "nvprof_text_summary", "nsys_stats", "chrome_trace", "stonne",
 ]
 
 HEAD_BYTES = 65536
 
 
-def modules() -> list[ModuleType]:
-    return [importlib.import_module(f"gpuprof.readers.{name}") for name in _MODULES]
+class Reader(Protocol):
+    """One profiler output format."""
+
+    NAME: str          # what --reader takes and Run.format records: "ncu-csv"
+    DESCRIPTION: str   # one line for --help and for the "formats gpuprof reads" error
+
+    def sniff(self, path: Path, head: str) -> bool:
+        """Does ``path`` (whose first 64 KiB are ``head``) look like this format? Cheap, never raises."""
+        ...
+
+    def read(self, path: Path) -> Run:
+        """The whole file as a Run; FormatError or ProfilerError when it cannot be read."""
+        ...
+
+
+def modules() -> list[Reader]:
+    return [cast(Reader, importlib.import_module(f"gpuprof.readers.{name}")) for name in _MODULES]
 
 
 def formats() -> list[tuple[str, str]]:
@@ -50,11 +65,17 @@ def read_head(path: Path) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def detect(path: str | Path) -> ModuleType:
+def detect(path: str | Path) -> Reader:
     """The reader module that recognises ``path``; FormatError naming the known formats otherwise."""
     path = Path(path)
     if not path.exists():
         raise FormatError(f"{path}: no such file", "check the path")
+    if path.is_dir():
+        for module in modules():
+            if hasattr(module, "sniff_dir") and module.sniff_dir(path):
+                return module
+        raise FormatError(f"{path}: a folder gpuprof cannot read as one run",
+                          "give a profiler output file, or a folder of STONNE layer outputs")
     if not path.is_file():
         raise FormatError(f"{path}: not a regular file", "give a profiler output file")
     head = read_head(path)
@@ -76,7 +97,7 @@ def read(path: str | Path, fmt: str | None = None) -> Run:
     return _read(detect(path), Path(path))
 
 
-def _read(module: ModuleType, path: Path) -> Run:
+def _read(module: Reader, path: Path) -> Run:
     if getattr(module, "READS_GZIP", False) or not path.is_file():
         return module.read(path)
     with _compressed.plain_file(path) as plain:

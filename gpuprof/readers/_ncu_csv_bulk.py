@@ -1,22 +1,23 @@
 """The fast path of the Nsight Compute details-CSV reader: pandas' C parser for a clean table.
 
 A table that is nothing but rows after its header (what ``ncu --csv --page details --log-file``
-and ``ncu --import X.ncu-rep --csv`` write) is parsed by ``pandas.read_csv`` (``CHUNK_ROWS`` rows per
-call), every field as text, and turned into launches and metrics column by column. Python then does work per
+and ``ncu --import X.ncu-rep --csv`` write) is parsed by ``pandas.read_csv`` (``CHUNK_ROWS`` rows per call), every
+field as text, and turned into launches and metrics column by column. Python then does work per
 launch, not per row, which is what keeps a million-row file within reach of pandas' own speed.
 
 It is taken only when its result is the one the line-by-line reader gives: every ID is a number,
 each launch's rows are together, every row names a metric and has a value (or is a rule row of
 the 2023+ layout), and nothing else sits among the rows. Anything else (a tool message or
 program output between rows, a short or long row, a line pandas refuses, a launch whose rows
-come back in a later chunk) makes :func:`read` return False, and the line-by-line reader in
-:mod:`gpuprof.readers.ncu_csv` takes the file.
+come back in a later chunk) makes :func:`read` return False, and the line-by-line reader in :mod:`gpuprof.readers.ncu_csv` takes the file. This module
+only returns columns (:class:`Rows`); the reader that owns the table builds it from them.
 """
 
 from __future__ import annotations
 
 import csv
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -28,35 +29,45 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from gpuprof.readers.ncu_csv import _Table
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a details table's fields sit in its rows, as the reader found them in the header."""
+
+    columns: int
+    i_id: int
+    i_kernel: int
+    i_name: int
+    i_unit: int
+    i_value: int
+    i_section: int | None
+    i_rule: int | None  # only in the 2023+ layout
+    launch_columns: list[tuple[str, int]]  # (attribute key, position) of the per-launch columns
 
 
-# Rows parsed per pandas call: a file of any size is held as text one chunk at a time (each chunk
-# is converted to numbers before the next is parsed), so memory follows the result, not the file.
+# Rows parsed per pandas call: a file of any size is held as text one chunk at a time (the reader
+# converts each chunk to numbers before the next is parsed), so memory follows the result, not the file.
 CHUNK_ROWS = 1_000_000
 
 
-def read(table: _Table, path: Path, skip: int) -> bool:
-    """Add every row after the first ``skip`` lines of ``path`` to ``table``, ``CHUNK_ROWS`` at a
-    time; False when the rows are not all plain metric and rule rows (``table`` may then hold
-    part of them: the caller starts a fresh one)."""
+def read(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) -> bool:
+    """Every row after the first ``skip`` lines of ``path``, ``CHUNK_ROWS`` at a time, as columns
+    handed to ``take``; False as soon as a chunk's rows are not all plain metric and rule rows or
+    ``take`` refuses them (what was taken is then to be dropped: the caller starts afresh)."""
     import pandas as pd
 
-    chunks = _parse(path, skip, table.columns)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
-            for frame in chunks:
-                rows = _Rows.take(frame, table)
-                del frame  # the columns not taken
-                if rows is None:
-                    return False
-                rows.add_to(table)
+            with _parse(path, skip, layout.columns) as chunks:
+                for frame in chunks:
+                    rows = Rows.take(frame, layout)
+                    del frame  # the columns not taken
+                    if rows is None or not take(rows):
+                        return False
     except (ValueError, OSError, pd.errors.ParserWarning):  # ParserError and EmptyDataError are ValueErrors
         return False
-    finally:
-        chunks.close()
-    return bool(table.kernels)
+    return True
 
 
 def _parse(path: Path, skip: int, columns: int) -> pd.io.parsers.TextFileReader:
@@ -68,7 +79,7 @@ def _parse(path: Path, skip: int, columns: int) -> pd.io.parsers.TextFileReader:
 
 
 @dataclass
-class _Rows:
+class Rows:
     """What the table needs from the parsed rows: per launch its ID, kernel, attributes and the
     range of its metric rows; the metric rows' cells as whole columns; the rule rows whole."""
 
@@ -83,7 +94,7 @@ class _Rows:
     rules: list[tuple[str, tuple[str, ...]]]  # (launch ID, the whole row)
 
     @classmethod
-    def take(cls, frame: pd.DataFrame, table: _Table) -> _Rows | None:
+    def take(cls, frame: pd.DataFrame, table: Layout) -> Rows | None:
         """The rows of ``frame``; None unless every row is a plain metric or rule row."""
         import numpy as np
 
@@ -95,9 +106,8 @@ class _Rows:
         starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
         launch_ids = ids[starts].tolist()
         if (not all(map(str.isdigit, launch_ids)) or not "".join(launch_ids).isascii()
-                or max(map(len, launch_ids)) > 18 or len(set(launch_ids)) < len(launch_ids)
-                or any(map(table.positions.__contains__, launch_ids[table.continues(launch_ids[0]):]))):
-            return None  # not plain counts, or a launch in pieces (the last chunk's last launch may go on)
+                or max(map(len, launch_ids)) > 18 or len(set(launch_ids)) < len(launch_ids)):
+            return None  # not plain counts, or a launch in pieces
         is_rule = names == ""
         rules = np.flatnonzero(is_rule)
         if len(rules) and (table.i_rule is None or not all(frame[table.i_rule].to_numpy()[rules])):
@@ -122,26 +132,6 @@ class _Rows:
                    values, metric_column(table.i_section),
                    list(zip(ids[rules].tolist(),
                             zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))))
-
-    def add_to(self, table: _Table) -> None:
-        import numpy as np
-
-        on = table.continues(self.launch_ids[0])  # the previous chunk's last launch goes on here
-        if len(self.launch_ids) > on:
-            table.new_launches(self.launch_ids[on:], self.kernels[on:], self.attributes[on:])
-        counts = np.diff(self.bounds)
-        first = len(table.kernels) - len(self.launch_ids)
-        table.add_columns(np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
-                          self.names, self.units, self.values)
-        one_section = self.sections is not None and len(self.sections) > 0 and (self.sections == self.sections[0]).all()
-        if self.sections is not None:
-            bounds = self.bounds.tolist()
-            for position, start, end in zip(range(first, first + len(counts)), bounds, bounds[1:]):
-                if end > start:  # each launch's distinct sections, in file order
-                    table.sections[position].extend(
-                        [self.sections[start]] if one_section else dict.fromkeys(self.sections[start:end].tolist()))
-        for launch_id, row in self.rules:
-            table.add_rule(table.positions[launch_id], row)
 
 
 def skip_for(path: Path, handle: TextIO, columns: int) -> int | None:

@@ -29,12 +29,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gpuprof.model.catalog import canonical
 from gpuprof.errors import ProfilerError
 from gpuprof.model import MEASURED, Metric
 from gpuprof.model.units import parse_number, scale
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # "==PROF== ...", "==WARNING== ...", "==ERROR== ...", "==21206== ..." (nvprof, the PID) and
 # "======== Warning: ..." (nvprof before it knows a PID).

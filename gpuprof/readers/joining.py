@@ -16,16 +16,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof.model import tables
-from gpuprof.derive import skew
 from gpuprof.errors import InputError
-from gpuprof.model import Run
+from gpuprof.model import Run, tables
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
 DISAGREE = 0.05  # relative difference between two files' values of one metric and launch
+_COUNTING = ("sass_thread_inst_executed", "sass_inst_executed")  # metrics ncu collects by instrumenting the kernel
 _ELAPSED = {"sm__cycles_elapsed.avg", "smsp__cycles_elapsed.avg", "gpc__cycles_elapsed.max", "Elapsed Cycles"}
 
 
@@ -35,6 +34,19 @@ def source_text(sources: Sequence[str]) -> str:
     start = os.path.commonprefix(list(sources))
     end = os.path.commonprefix([s[len(start):][::-1] for s in sources])[::-1]
     return f"{start}*{end}" if Path(start).name or end else " + ".join(sources)
+
+
+def counts_instructions(run: Run) -> bool:
+    """Whether the file holds SASS instruction counts (metrics ncu collects by instrumenting)."""
+    return any(part in name for name in run.metric_table["metric"].cat.categories for part in _COUNTING)
+
+
+def cycles_unchecked(run: Run) -> bool:
+    """Whether the run's elapsed cycles may come from an instrumented pass: its file counts SASS
+    instructions too (for files joined into one run, one file had both)."""
+    if "joined" in run.environment:
+        return bool(run.environment.get("cycles_beside_counts"))
+    return counts_instructions(run)
 
 
 def join(runs: Sequence[Run]) -> Run:
@@ -65,7 +77,7 @@ def join(runs: Sequence[Run]) -> Run:
     notes = [f"{Path(run.source).name}: {note}" for run in runs for note in run.notes] + notes
     sources = [run.source for run in runs]
     formats = sorted({run.format for run in runs})
-    counted = any(skew.cycles_unchecked(run) and _ELAPSED & set(run.metric_table["metric"].cat.categories)
+    counted = any(cycles_unchecked(run) and _ELAPSED & set(run.metric_table["metric"].cat.categories)
                   for run in runs)
     return Run(kind="import", format=formats[0] if len(formats) == 1 else "joined", source=source_text(sources),
                device=_agreed(run.device for run in runs),

@@ -7,9 +7,8 @@ trailing comma and rule rows have empty metric fields and prose in ``Rule Descri
 may sit inside the application's own output and ncu's ``==PROF==``/``==ERROR==`` lines.
 
 Two ways in, one result. A table that is nothing but rows after its header (a file ncu wrote
-itself) goes to pandas' C parser a million rows at a time, each chunk converted column-wise to
-numbers before the next is parsed (:mod:`gpuprof.readers._ncu_csv_bulk`), so a file larger than
-memory can be read: about half pandas' own speed on a million-row file. Any
+itself) goes to pandas' C parser a million rows at a time, each chunk converted column-wise
+(:mod:`gpuprof.readers._ncu_csv_bulk`): about half pandas' own speed on a million-row file. Any
 other table is streamed line by line (:class:`_Table`): the first row of each launch and section
 goes through the csv module, the rest are split by hand. In both, each distinct unit and metric
 name is converted and looked up once. tests/test_readers_ncu_csv_bulk.py holds the two to the
@@ -23,17 +22,23 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from gpuprof.model import tables
 from gpuprof.errors import FormatError
-from gpuprof.model import Run
+from gpuprof.model import Run, tables
 from gpuprof.readers import _ncu_csv_bulk as _bulk
 from gpuprof.readers._text import (
-    ToolLog, column_index, find_csv_header, gc_paused, head_has_csv_header, metric_columns, open_text,
-    parse_count, quick_split, split_csv_line,
+    ToolLog,
+    column_index,
+    find_csv_header,
+    gc_paused,
+    head_has_csv_header,
+    metric_columns,
+    open_text,
+    parse_count,
+    quick_split,
+    split_csv_line,
 )
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
 NAME = "ncu-csv"
@@ -85,7 +90,7 @@ def read(path: Path) -> Run:
         table = _Table(header)
         with gc_paused():
             skip = _bulk.skip_for(path, handle, len(header))
-            if skip is None or not _bulk.read(table, path, skip):
+            if skip is None or not _bulk.read(path, skip, table.layout(), table.take):
                 table = _Table(header)  # nothing of a refused bulk read is kept
                 table.read(handle, log)
     notes = log.notes() + table.notes()
@@ -125,19 +130,49 @@ class _Table:
         self.kernels: list[str] = []
         self.indices: list[int] = []
         self.attributes: list[dict[str, str]] = []
-        self.sections: list[Sequence[str]] = []  # section names, in file order
-        # per metric row (the bulk path puts whole columns here)
-        self.launch: Sequence[int] = []
-        self.names: Sequence[str] = []
-        self.units: Sequence[str] = []
-        self.texts: Sequence[str] = []
+        self.sections: list[list[str]] = []  # section names, in file order
+        # per metric row: lists as the line-by-line path reads, or the bulk path's whole columns
+        self.launch: list[int] = []
+        self.names: list[str] = []
+        self.units: list[str] = []
+        self.texts: list[str] = []
         self.pieces: list[dict[str, object]] = []  # the bulk path's metric columns, a chunk each
         self.skipped = 0
         self.truncated = False
 
+    def layout(self) -> _bulk.Layout:
+        return _bulk.Layout(self.columns, self.i_id, self.i_kernel, self.i_name, self.i_unit, self.i_value,
+                            self.i_section, self.i_rule, self.launch_columns)
+
+    def take(self, rows: _bulk.Rows) -> bool:
+        """One chunk of the bulk path's columns as this table's launches and metric rows, its text
+        converted at once so that it is freed before the next chunk is parsed; False (taking
+        nothing) when a launch of an earlier chunk comes back, other than the last one going on."""
+        import numpy as np
+
+        on = int(bool(self.kernels) and next(reversed(self.positions)) == rows.launch_ids[0])
+        if any(map(self.positions.__contains__, rows.launch_ids[on:])):
+            return False  # a launch in pieces
+        if len(rows.launch_ids) > on:
+            self.new_launches(rows.launch_ids[on:], rows.kernels[on:], rows.attributes[on:])
+        counts = np.diff(rows.bounds)
+        first = len(self.kernels) - len(rows.launch_ids)
+        self.pieces.append({"launch": np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
+                            **metric_columns(rows.names, rows.units, rows.values)})
+        for launch_id, row in rows.rules:
+            self.add_rule(self.positions[launch_id], row)
+        sections = rows.sections
+        if sections is not None:
+            one_section = len(sections) > 0 and (sections == sections[0]).all()
+            bounds = rows.bounds.tolist()
+            for position, start, end in zip(range(first, first + len(counts)), bounds, bounds[1:]):
+                if end > start:  # each launch's distinct sections, in file order
+                    self.sections[position].extend(  # type: ignore[attr-defined]
+                        [sections[start]] if one_section else dict.fromkeys(sections[start:end].tolist()))
+        return True
+
     def read(self, handle: TextIO, log: ToolLog) -> None:
-        launch, names, units, texts = [], [], [], []
-        self.launch, self.names, self.units, self.texts = launch, names, units, texts
+        launch, names, units, texts = self.launch, self.names, self.units, self.texts
         prefix, width, position = "\0", 0, -1
         for line in handle:
             if line.startswith(prefix):
@@ -179,22 +214,13 @@ class _Table:
             if self.i_rule is not None and len(row) > self.i_rule:
                 self.add_rule(position, row)
             return None
-        self.launch.append(position)  # type: ignore[attr-defined]
-        self.names.append(name)  # type: ignore[attr-defined]
-        self.units.append(row[self.i_unit])  # type: ignore[attr-defined]
-        self.texts.append(row[self.i_value])  # type: ignore[attr-defined]
+        self.launch.append(position)
+        self.names.append(name)
+        self.units.append(row[self.i_unit])
+        self.texts.append(row[self.i_value])
         if self.i_section is not None:
-            self.sections[position].append(row[self.i_section])  # type: ignore[attr-defined]
+            self.sections[position].append(row[self.i_section])
         return position
-
-    def continues(self, launch_id: str) -> int:
-        """1 when ``launch_id`` is the last launch read (a chunk starting inside it), else 0."""
-        return int(bool(self.kernels) and next(reversed(self.positions)) == launch_id)
-
-    def add_columns(self, launch: np.ndarray, names: np.ndarray, units: np.ndarray, texts: np.ndarray) -> None:
-        """One chunk's metric rows (bulk path), converted to the metric table's columns at once so
-        that its text is freed before the next chunk is parsed."""
-        self.pieces.append({"launch": launch, **metric_columns(names, units, texts)})
 
     def new_launch(self, launch_id: str, kernel: str, attributes: dict[str, str]) -> int:
         return self.new_launches([launch_id], [kernel], [attributes])

@@ -3,7 +3,7 @@
 Two ways in: the CSV that ``ncu --page source --csv --import X.ncu-rep`` prints (this module's
 registered reader format), and the same PC-sampling data read straight from a ``.ncu-rep`` with
 NVIDIA's ``ncu_report`` module (:func:`rep_instructions`). Both give
-:class:`~gpuprof.derive.stalls.InstructionSamples` for the hot-spot table; :func:`read` also sums the
+:class:`~gpuprof.model.stalls.InstructionSamples` for the hot-spot table; :func:`read` also sums the
 per-instruction columns into one kernel-level PC-sampling profile, stored under ncu's metric names
 (``smsp__pcsamp_warps_issue_stalled_<reason>``, the metrics behind the ``stall_*`` columns).
 
@@ -18,12 +18,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof.errors import FormatError
+from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.model import Launch, Metric, Run
+from gpuprof.model.stalls import InstructionSamples, classify, reason_for_token, vocabulary
+from gpuprof.model.units import parse_number
 from gpuprof.readers._text import csv_records
+from gpuprof.readers.ncu_rep import check_loadable
 
 if TYPE_CHECKING:
-    from gpuprof.derive.stalls import InstructionSamples
+    from gpuprof.model.stalls import InstructionSamples
 
 NAME = "ncu-source-csv"
 DESCRIPTION = "Nsight Compute source page as CSV (ncu --page source --csv): per-instruction stall samples"
@@ -62,16 +65,12 @@ def _blocks(path: Path) -> list[tuple[str, list[dict[str, str]], list[str]]]:
 
 
 def _number(cell: str) -> float:
-    from gpuprof.model.units import parse_number
-
     value = parse_number(cell)
     return 0.0 if value is None else value
 
 
 def _reason_columns(header: list[str]) -> dict[str, str]:
     """stall_* column -> ncu reason, all-samples columns only."""
-    from gpuprof.derive.stalls import reason_for_token
-
     columns = {}
     for name in header:
         if name.startswith("stall_") and "(" not in name:
@@ -82,8 +81,6 @@ def _reason_columns(header: list[str]) -> dict[str, str]:
 
 def instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
     """Kernel name -> per-instruction stall samples, in file order."""
-    from gpuprof.derive.stalls import InstructionSamples
-
     result: dict[str, list[InstructionSamples]] = {}
     for kernel, rows, header in _blocks(Path(path)):
         columns = _reason_columns(header)
@@ -96,8 +93,6 @@ def instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
 
 
 def _pcsamp_name(reason: str) -> str:
-    from gpuprof.derive.stalls import vocabulary
-
     token = vocabulary()["ncu"].get(reason, {}).get("pcsamp", reason)
     return f"smsp__pcsamp_warps_issue_stalled_{token}"
 
@@ -126,16 +121,11 @@ def rep_instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
     Each ``smsp__pcsamp_warps_issue_stalled_<reason>`` metric has one instance per sampled PC; its
     correlation ids are the SASS addresses, and ``action.sass_by_pc`` gives the instruction text.
     """
-    from gpuprof.derive.stalls import InstructionSamples, classify
-
     try:
         import ncu_report
     except ImportError:
-        from gpuprof.errors import ProfilerError
-
         raise ProfilerError("reading .ncu-rep source samples needs NVIDIA's ncu-report module",
                             'pip install "gpuprof-hpc[ncu]"') from None
-    from gpuprof.readers.ncu_rep import check_loadable
 
     check_loadable(Path(path))
     report = ncu_report.load_report(str(path))

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Metric, Run
+from gpuprof.model.stalls import vocabulary
 from gpuprof.readers.perf_stat import AGGREGATE, prompt_command
 
 NAME = "perf-topdown"
@@ -52,8 +53,6 @@ def _float(text: str) -> float:
 
 def _level1(name: str) -> str | None:
     """The Top-Down level-1 key ('frontend_bound' ...) a printed metric name stands for."""
-    from gpuprof.derive.stalls import vocabulary
-
     for key, spec in vocabulary()["topdown"].items():
         if name in spec["names"]:
             return key

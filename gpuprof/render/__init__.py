@@ -7,7 +7,10 @@ a spreadsheet would run as a formula.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from gpuprof.errors import InputError
+from gpuprof.render import text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,15 +40,21 @@ def table_width() -> int | None:
     return 80
 
 
+class Renderer(Protocol):
+    """One text format of a DataFrame: the whole frame, with ``title`` above it where the format has room."""
+
+    def __call__(self, frame: pd.DataFrame, title: str | None = None) -> str: ...
+
+
+def renderers() -> dict[str, Renderer]:
+    """Every ``--format`` by name; ``table`` fits the terminal (:func:`table_width`)."""
+    return {"table": lambda frame, title=None: text.table(frame, title, table_width()),
+            "markdown": text.markdown, "csv": text.csv, "json": text.json}
+
+
 def emit(frame: pd.DataFrame, fmt: str = "table", title: str | None = None) -> str:
     """``frame`` as text in ``fmt`` (table, markdown, csv or json); a table fits :func:`table_width`."""
-    from gpuprof.render import text
-
-    if fmt == "table":
-        return text.table(frame, title, table_width())
-    renderers = {"markdown": text.markdown, "csv": text.csv, "json": text.json}
-    if fmt not in renderers:
-        from gpuprof.errors import InputError
-
+    chosen = renderers()
+    if fmt not in chosen:
         raise InputError(f"unknown format '{fmt}'", f"choose one of: {', '.join(FORMATS)}")
-    return renderers[fmt](frame, title)
+    return chosen[fmt](frame, title)

@@ -14,6 +14,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.derive.roofline import DTYPE_PRECISION, POINT_COLUMNS, drawable, size_text
+from gpuprof.render import roofline_plot
+from gpuprof.render.chart_style import HATCHES, colour, log_ticks, series, wrap
 from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
@@ -45,8 +48,6 @@ def lines_by_op(frame: pd.DataFrame, devices: list[str], quantity: str, ylabel: 
     """One panel per op: ``quantity`` against size, one line per device; a percentage (``quantity``
     ending in %) also gets its 100 % line. None when there is nothing to draw."""
     from matplotlib.figure import Figure
-
-    from gpuprof.render.chart_style import log_ticks, series
 
     data = frame[frame["device"].isin(devices) & frame[quantity].notna()]
     names = _ops(data)
@@ -89,8 +90,6 @@ def best_rate_bars(frame: pd.DataFrame, devices: list[str]) -> Figure | None:
     import numpy as np
     from matplotlib.figure import Figure
 
-    from gpuprof.render.chart_style import HATCHES, colour, log_ticks, wrap
-
     data = frame[frame["device"].isin(devices) & frame["MFLOP/s"].notna()]
     names = _ops(data)
     if not names:
@@ -126,8 +125,6 @@ def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    from gpuprof.derive.roofline import DTYPE_PRECISION, POINT_COLUMNS, size_text
-
     known = frame[frame["GB/s"].notna() & (frame["GB/s"] > 0) & frame["MFLOP/s"].notna()]
     return pd.DataFrame({
         "device": known["device"], "kernel": known["op"],
@@ -141,9 +138,6 @@ def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
 
 def rooflines(points: pd.DataFrame, peaks: dict[str, list[Peaks]], devices: list[str]) -> dict[str, bytes]:
     """Roofline PNG of each device in ``devices`` that has points, drawn by ``roofline_plot``."""
-    from gpuprof.derive.roofline import drawable
-    from gpuprof.render import roofline_plot
-
     out: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="gpuprof-roofline-") as tmp:
         for device in devices:

@@ -9,6 +9,7 @@ from gpuprof.derive.summary import summary_row
 from gpuprof.errors import InputError
 from gpuprof.model import DERIVED, MEASURED, Run
 from gpuprof.render import emit
+from gpuprof.render.profile_report import profile_report
 from gpuprof.render.run_report import run_report
 from gpuprof.store import Store
 
@@ -36,8 +37,6 @@ def find_run(store: Store, prefix: str, fmt: str) -> str:
     if run.kind == "run":
         return run_report(run, fmt)
     if run.kind == "profile":
-        from gpuprof.render.profile_report import profile_report
-
         return profile_report([run], fmt) or emit(run.metrics_frame(), fmt)
     return emit(_with_counted_flops(run), fmt)
 

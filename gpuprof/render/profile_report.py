@@ -7,19 +7,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gpuprof.derive.cpu_flops import flops_by_dtype, flops_from_events
+from gpuprof.derive.region_counters import consistency_frame, counts_from_regions, mix_frame
+from gpuprof.derive.regions import region_frame, without_regions
+from gpuprof.derive.stalls import SHARE_OF, stall_profiles
+from gpuprof.derive.topdown import BASIS, topdown_breakdowns
+from gpuprof.importing import kernel_table
 from gpuprof.model import DERIVED, MEASURED, TIMED, Run
+from gpuprof.model.units import human
+from gpuprof.render import emit
 
 if TYPE_CHECKING:
     import pandas as pd
 
 TOP_STALLS = 3
+REGION_ROWS = 20  # region instances printed after a profile
 STALL_COLUMN = "top stall reasons (share)"
 
 
 def _top_stalls(run: Run) -> dict[str, str]:
     """Per kernel, its leading stall reasons: the share of each, averaged over the kernel's launches."""
-    from gpuprof.derive.stalls import SHARE_OF, stall_profiles
-
     shares: dict[str, dict[str, list[float]]] = {}
     basis: dict[str, str] = {}
     for profile in stall_profiles(run):
@@ -39,11 +46,9 @@ def kernel_frame(runs: Sequence[Run]) -> pd.DataFrame:
     import prints, and the top stall reasons where the profile has them."""
     import pandas as pd
 
-    from gpuprof.importing import kernel_table
-
     frames = []
     for run in runs:
-        table = kernel_table([run]).drop(columns=["file"], errors="ignore")
+        table = kernel_table([without_regions(run)]).drop(columns=["file"], errors="ignore")
         if table.empty:
             continue
         stalls = _top_stalls(run)
@@ -56,8 +61,6 @@ def kernel_frame(runs: Sequence[Run]) -> pd.DataFrame:
 
 
 def _row(quantity: str, value: float | str | None, unit: str, origin: str, basis: str, people: bool) -> dict[str, object]:
-    from gpuprof.model.units import human
-
     shown = human(value, "" if unit == "event" else unit) if people and isinstance(value, (int, float)) else value
     return {"quantity": quantity, "value": shown, **({} if people else {"unit": unit}), "origin": origin, "basis": basis}
 
@@ -67,10 +70,7 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
     FLOP/s against the CPU's theoretical peak, CPUs used, Top-Down level 1."""
     import pandas as pd
 
-    from gpuprof.derive.cpu_flops import flops_by_dtype, flops_from_events
-    from gpuprof.derive.topdown import BASIS, topdown_breakdowns
-
-    [launch] = run.launches
+    [launch] = without_regions(run).launches
     perf = f"perf stat ({run.environment.get('profiler_version') or 'perf'}), the whole command"
     wall = launch.value("wall time")
     rows = [_row("wall time", wall, "second", TIMED, run.environment["wall_time"]["basis"], people)]
@@ -101,14 +101,33 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
 
 def profile_report(runs: Sequence[Run], fmt: str) -> str:
     """The table of one profile's runs (one per process), in ``fmt``; "" when a GPU profile read no kernel."""
-    from gpuprof.render import emit
-
     if runs and runs[0].device.get("kind") == "cpu":
-        return emit(cpu_frame(runs[0], people=fmt in ("table", "markdown")), fmt,
-                    title="CPU profile (perf stat around the whole command)")
-    frame = kernel_frame(runs)
-    if frame.empty:
-        return ""
-    tool = runs[0].environment.get("profiler", "the profiler")
-    return emit(frame, fmt,
-                title=f"Profiled kernels (measured by {tool}; base units; values per launch, rates time-weighted)")
+        shown = emit(cpu_frame(runs[0], people=fmt in ("table", "markdown")), fmt,
+                     title="CPU profile (perf stat around the whole command)")
+    else:
+        frame = kernel_frame(runs)
+        tool = runs[0].environment.get("profiler", "the profiler") if runs else ""
+        shown = "" if frame.empty else emit(frame, fmt, title=f"Profiled kernels (measured by {tool}; base units; "
+                                                              "values per launch, rates time-weighted)")
+    if fmt in ("csv", "json") or not runs:
+        return shown  # one table stays whole; the regions as data: gpuprof.region_table(run)
+    regions = region_frame(runs[0])
+    if regions.empty:
+        return shown
+    listed = regions.head(REGION_ROWS)
+    empty = [c for c in ("rank", "unclosed") if (listed[c] == "").all()]
+    same = ["thread"] if (listed["thread"] == listed["process"]).all() else []  # main threads only
+    listed = listed.drop(columns=empty + same)
+    title = ("Regions of the program (one row per instance, wall time timed on CLOCK_MONOTONIC)"
+             + (f"; first {REGION_ROWS} of {len(regions)}" if len(regions) > REGION_ROWS else ""))
+    parts = [shown, emit(listed, fmt, title=title)]
+    counts = counts_from_regions(runs[0])
+    if not counts.empty:
+        mix = mix_frame(counts).dropna(axis=1, how="all").head(REGION_ROWS)
+        parts.append(emit(mix.reset_index(names="launch"), fmt, title="Counters per region (measured counts; "
+                                                                      "ratios derived; blank: not counted)"))
+        gaps = consistency_frame(counts)
+        if not gaps.empty:
+            parts.append(emit(gaps.dropna(axis=1, how="all"), fmt,
+                              title="Consistency per parent: sum of its children's counts / its own - 1"))
+    return "\n\n".join(part for part in parts if part)

@@ -19,8 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuprof import outputs
+from gpuprof.derive.roofline import drawable, roofs
 from gpuprof.errors import InputError
 from gpuprof.model.units import human
+from gpuprof.render.chart_style import log_ticks, series, wrap
+from gpuprof.render.placement import Placer, ring
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -256,8 +260,6 @@ def _label_roofs(placer: Placer, compute: list[Ceiling], memory: list[tuple[Ceil
 
 def _number_points(placer: Placer, clusters: list[Cluster]) -> None:
     """Each cluster's number beside its DRAM point, further out (with a leader) when crowded."""
-    from gpuprof.render.placement import ring
-
     for cluster in clusters:
         row = cluster.rows[0]
         spots = [((row.ai, row.flop_rate), offset, {}) for radius in (5, 9, 16, 24, 34) for offset in ring(radius)]
@@ -265,8 +267,6 @@ def _number_points(placer: Placer, clusters: list[Cluster]) -> None:
 
 
 def _styles(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    from gpuprof.render.chart_style import series
-
     return {op: series(i) for i, op in enumerate(dict.fromkeys(frame.sort_values("ai")["op"]))}
 
 
@@ -308,10 +308,6 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     """The roofline chart of one device's points (``gpuprof.derive.roofline.points`` rows)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    from gpuprof.derive.roofline import drawable, roofs
-    from gpuprof.render.chart_style import log_ticks, wrap
-    from gpuprof.render.placement import Placer
 
     left_out = [f"{row.label}: {row.left_out}" for row in frame.itertuples() if row.left_out]
     frame, notes = _shown(drawable(frame))
@@ -388,8 +384,9 @@ def save(fig: Figure, paths: list[Path]) -> list[Path]:
 
     with matplotlib.rc_context({"svg.fonttype": "none"}):   # SVG text stays text: searchable, small
         for path in paths:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=150)
+            outputs.make_folder(path.parent)
+            with outputs.replacing(path, "wb") as handle:
+                fig.savefig(handle, format=path.suffix[1:].lower(), dpi=150)
     return paths
 
 
@@ -404,8 +401,6 @@ def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path
          precision: str = "all") -> list[Path]:
     """One chart per device in ``frame``: into directory ``out`` as PNG and SVG, or, when ``out``
     names a .png or .svg file, to that file (``<stem>-<device>`` when there are several devices)."""
-    from gpuprof.derive.roofline import drawable
-
     devices = sorted(set(drawable(frame)["device"]))
     as_file = out.suffix.lower() in SUFFIXES
     if out.suffix and not as_file and not out.is_dir():

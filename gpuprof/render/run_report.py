@@ -6,12 +6,18 @@ import textwrap
 
 import pandas as pd
 
-from gpuprof.workloads import ops
+from gpuprof.derive.cpu_flops import matmul_validation
 from gpuprof.derive.summary import quantities
 from gpuprof.model import Run
-from gpuprof.render import emit, table_width
 from gpuprof.model.sizes import format_bytes
 from gpuprof.model.units import human
+from gpuprof.render import emit, table_width
+from gpuprof.workloads import ops
+
+
+def _count(number: object, noun: str) -> str:
+    """'1 repeat', '10 repeats'."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def header(run: Run) -> list[str]:
@@ -34,7 +40,7 @@ def header(run: Run) -> list[str]:
     lines += [
         f"operands: {operands} ({w['dtype']}), {format_bytes(w['size_bytes'])} in all"
         f" ({w['size_bytes']:,} bytes; requested {w.get('requested')})",
-        f"timing:   {w.get('repeat')} repeats after {w.get('warmup')} warm-up calls, {w.get('cache')} cache"
+        f"timing:   {_count(w.get('repeat'), 'repeat')} after {_count(w.get('warmup'), 'warm-up call')}, {w.get('cache')} cache"
         f" ({w.get('buffer_sets', 1)} buffer set(s)); result checked against float64"
         f" (relative error {w.get('relative_error', float('nan')):.2g})",
     ]
@@ -78,6 +84,9 @@ def run_report(run: Run, fmt: str) -> str:
     if fmt == "csv":
         return emit(quantity_frame(run, for_people=False), fmt)
     body = emit(quantity_frame(run, for_people=True), fmt)
+    validation = matmul_validation(run)
+    if validation is not None:
+        body += "\n\n" + emit(validation, fmt, title="Validation: counted FLOPs of one matrix product vs 2n³ and n²(2n−1)")
     head = header(run)
     if fmt == "markdown":
         return "\n".join(f"- {line.strip()}" for line in head) + "\n\n" + body

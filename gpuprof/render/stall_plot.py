@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuprof import outputs
 from gpuprof.errors import InputError
+from gpuprof.render.chart_style import colour, wrap
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -25,8 +27,6 @@ Panel = tuple[str, Sequence[tuple[str, float]]]   # (title, [(label, percent), .
 
 def _title(text: str, fig: Figure) -> str:
     """A panel title in at most two lines of the figure's width (kernel names can run to pages)."""
-    from gpuprof.render.chart_style import wrap
-
     lines = wrap(text, fig, 9).split("\n")
     return "\n".join(lines[:2]) + ("…" if len(lines) > 2 else "")
 
@@ -39,8 +39,6 @@ def plot_shares(panels: Sequence[Panel], path: str | Path, xlabel: str, footer: 
     if not panels:
         raise InputError("nothing to plot: no stall or Top-Down values found", "check the input files")
     from matplotlib.figure import Figure
-
-    from gpuprof.render.chart_style import colour, wrap
 
     shown = list(panels)[:MAX_PANELS]
     heights = [max(1.2, 0.32 * len(bars) + 0.8) for _, bars in shown]
@@ -57,9 +55,7 @@ def plot_shares(panels: Sequence[Panel], path: str | Path, xlabel: str, footer: 
         ax.tick_params(labelsize=8)
         ax.set_xlabel(xlabel, fontsize=8)
     fig.supxlabel(wrap(footer, fig, 7), fontsize=7, color="#555555", x=0.01, ha="left")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fig.savefig(path)
-    except OSError as error:
-        raise InputError(f"cannot write {path}: {error.strerror}", "choose a writable path") from None
+    outputs.make_folder(path.parent)
+    with outputs.replacing(path, "wb") as handle:
+        fig.savefig(handle, format=path.suffix[1:].lower())
     return path, max(0, len(panels) - MAX_PANELS)

@@ -7,12 +7,13 @@ import io
 import json as _json
 import math
 import textwrap
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from gpuprof.render import layout
 from gpuprof.render.layout import Column
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -43,6 +44,8 @@ def cell_texts(frame: pd.DataFrame) -> list[list[str]]:
 def _columns(frame: pd.DataFrame) -> list[Column]:
     """The frame's columns for :mod:`gpuprof.render.layout`; names that ``frame.attrs["groups"]``
     lists (devices) and that prefix column names are shown once above their columns."""
+    import pandas as pd
+
     groups = frame.attrs.get("groups") or []
     columns = []
     for name, cells in zip(frame.columns, cell_texts(frame)):

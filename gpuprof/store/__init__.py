@@ -22,6 +22,7 @@ from pathlib import Path
 
 from gpuprof.store import columns as store_columns
 from gpuprof.errors import StoreError
+from gpuprof.outputs import creatable_in, regular_file
 from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run
 
 STORE_ENV = "GPUPROF_STORE"
@@ -112,6 +113,20 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
 
 
+def _creatable(path: Path, real: Path) -> None:
+    """StoreError when a store could not be created at ``real`` (its nearest existing folder is not
+    a folder this process can write), without creating anything."""
+    folder = real.parent
+    while not folder.exists():
+        folder = folder.parent
+    why = "Not a directory" if not folder.is_dir() else \
+        "Read-only file system" if os.statvfs(folder).f_flag & os.ST_RDONLY else \
+        "Permission denied" if not os.access(folder, os.W_OK) else creatable_in(folder)
+    if why:
+        raise StoreError(f"cannot create results store {path}: {why}",
+                         "give a writable path with --store or $GPUPROF_STORE")
+
+
 def _switch_to_wal(db: sqlite3.Connection) -> None:
     """WAL mode, waiting while another process holds the store: SQLite does not wait on a lock
     for a journal-mode change (it could deadlock), so eight processes opening a new store at once
@@ -133,32 +148,69 @@ class Store:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
         self.read_only = read_only
+        self._connection: sqlite3.Connection | None = None
+        # through a symlink to its target; a device or FIFO cannot hold SQLite's file
+        self._real = path if read_only else regular_file(path, "results store", StoreError,
+                                                         "give a file path with --store or $GPUPROF_STORE")
+        if read_only or self._real.exists():
+            self._connection = self._open()
+        else:  # created by the first write: a command that fails before storing leaves no file
+            _creatable(path, self._real)
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self._connection = self._open()
+        return self._connection
+
+    def _created(self) -> bool:
+        """Whether the store is there to read (a new store is made by its first write)."""
+        return self._connection is not None or self._real.exists()
+
+    def writable(self) -> None:
+        """StoreError now when runs could not be written into this store later (a read-only file or
+        mount): for commands that measure for a while before they store."""
+        folder = self._real.parent
+        while not folder.exists():
+            folder = folder.parent
+        for place in ([self._real] if self._real.exists() else []) + [folder]:
+            if not os.access(place, os.W_OK):
+                why = "Read-only file system" if os.statvfs(place).f_flag & os.ST_RDONLY else "Permission denied"
+                raise StoreError(f"cannot write results store {self.path}: {place} is not writable ({why})",
+                                 "give a writable path with --store or $GPUPROF_STORE")
+
+    def _open(self) -> sqlite3.Connection:
+        path, read_only = self.path, self.read_only
         try:
             if read_only:
-                self._db = _connect_read_only(path)
+                db = _connect_read_only(path)
             else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self._db = _connect(path)
+                self._real.parent.mkdir(parents=True, exist_ok=True)
+                db = _connect(self._real)
         except OSError as error:
             raise StoreError(f"cannot create results store {path}: {error.strerror}",
                              "give a writable path with --store or $GPUPROF_STORE") from None
         except sqlite3.DatabaseError as error:
             raise StoreError(f"cannot open results store {path}: {error}",
                              "give a writable path with --store or $GPUPROF_STORE") from None
+        self._connection = db
         try:
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
-            self._db.execute("PRAGMA foreign_keys = ON")
-            if read_only and not _layout(self._db):  # nothing to read, and nothing may be created
+            db.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
+            db.execute("PRAGMA foreign_keys = ON")
+            if read_only and not _layout(db):  # nothing to read, and nothing may be created
                 raise StoreError(f"{path} is an SQLite file but not a gpuprof results store (it has no tables)",
                                  "give another path with --store or $GPUPROF_STORE")
             self._check_schema()
-            if not read_only and self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                _switch_to_wal(self._db)
+            if not read_only and db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                _switch_to_wal(db)
+            return db
         except StoreError:
-            self._db.close()
+            self._connection = None
+            db.close()
             raise
         except sqlite3.DatabaseError as error:
-            self._db.close()
+            self._connection = None
+            db.close()
             raise StoreError(f"cannot open results store {path}: {error}",
                              "give a gpuprof results store with --store or $GPUPROF_STORE" if read_only else
                              "check free disk space and write permission, or give another path with "
@@ -235,7 +287,8 @@ class Store:
             raise
 
     def close(self) -> None:
-        self._db.close()
+        if self._connection is not None:
+            self._connection.close()
 
     def __enter__(self) -> Store:
         return self
@@ -280,6 +333,8 @@ class Store:
         self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def run_ids(self) -> list[str]:
+        if not self._created():
+            return []
         with self._errors("read", _READ_FIX):
             return [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY created, rowid")]
 

@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterator
 
 from gpuprof.errors import StoreError
+from gpuprof.model import tables
 
 # (table, column, encoding) in the order they are written; the tables' layout is gpuprof.model.tables'.
 LAYOUT = (
@@ -124,8 +125,6 @@ def decode(parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metri
     ``where`` when a column is missing or does not decode."""
     import numpy as np
     import pandas as pd
-
-    from gpuprof.model import tables
 
     sizes = {"launches": launches, "metrics": metrics}
     columns: dict[str, dict[str, object]] = {"launches": {}, "metrics": {}}

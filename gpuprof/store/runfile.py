@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
+from gpuprof import outputs
 from gpuprof.errors import FormatError, InputError
 from gpuprof.model import Run
 
@@ -24,18 +25,14 @@ if TYPE_CHECKING:
 TABLE_FORMATS = ("parquet", "csv")
 
 
-def _write(path: Path, runs: list[Run], mode: str) -> None:
-    """``runs`` one per line, flushed and synced to disk before returning."""
-    with open(path, mode, encoding="utf-8") as handle:
-        for run in runs:
-            handle.write(json.dumps(run.to_dict()) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+def _lines(handle: IO[str], runs: list[Run]) -> None:
+    for run in runs:
+        handle.write(json.dumps(run.to_dict()) + "\n")
 
 
 def append(path: str | Path, run: Run) -> None:
     """Append ``run`` to ``path`` as one line, flushed and synced to disk."""
-    _write(Path(path), [run], "a")
+    write(path, [run], replace=False)
 
 
 def long_table(runs: list[Run]) -> pd.DataFrame:
@@ -47,40 +44,43 @@ def long_table(runs: list[Run]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _write_table(path: Path, runs: list[Run], fmt: str) -> None:
-    """The long table of ``runs`` to ``path`` as Parquet (through pyarrow) or CSV."""
+def _write_table(path: str | Path, runs: list[Run], fmt: str) -> None:
+    """The long table of ``runs`` as the whole of ``path``, Parquet (through pyarrow) or CSV."""
     frame = long_table(runs)
     if fmt == "csv":
-        frame.to_csv(path, index=False)
+        with outputs.replacing(path, "w", encoding="utf-8", newline="") as handle:
+            frame.to_csv(handle, index=False)
         return
     try:
         import pyarrow  # noqa: F401  (pandas writes Parquet through it)
     except ImportError:
         raise InputError("writing Parquet needs pyarrow, which is not installed",
                          "pip install 'gpuprof[parquet]', or export with --format csv") from None
-    frame.to_parquet(path, index=False)
+    with outputs.replacing(path, "wb") as handle:
+        frame.to_parquet(handle, index=False)
 
 
 def write(path: str | Path, runs: list[Run], replace: bool = True, fmt: str = "jsonl") -> None:
-    """``runs`` as the whole of ``path`` (``replace``), or after what it holds. A replacement is
-    written beside it and renamed over it, so a failed export leaves the old file whole. ``fmt``
+    """``runs`` as the whole of ``path`` (``replace``), or after what it holds. A replacement of a
+    regular file is written beside it and renamed over it, so a failed export leaves the old file
+    whole; a symlink, device or FIFO is written through (:mod:`gpuprof.outputs`). ``fmt``
     ``parquet`` or ``csv`` writes the long metric table instead of run lines (always replacing)."""
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        if fmt in TABLE_FORMATS:
-            _write_table(partial, runs, fmt)
-            partial.replace(path)
-        elif replace:
-            _write(partial, runs, "w")
-            partial.replace(path)
-        else:
-            _write(path, runs, "a")
-    except OSError as error:
-        raise InputError(f"cannot write run file {path}: {error.strerror or error}",
-                         "give a path in a folder that exists and that you can write") from None
-    finally:
-        partial.unlink(missing_ok=True)
+    if fmt in TABLE_FORMATS:
+        _write_table(path, runs, fmt)
+        return
+    if replace:
+        with outputs.replacing(path, "w", encoding="utf-8") as handle:
+            _lines(handle, runs)
+        return
+    with outputs.appending(path, encoding="utf-8") as handle:
+        try:
+            _lines(handle, runs)
+            handle.flush()
+            if os.path.isfile(path):
+                os.fsync(handle.fileno())
+        except OSError as error:
+            raise InputError(f"cannot write run file {path}: {error.strerror or error}",
+                             "give a path in a folder that exists and that you can write") from None
 
 
 def load(path: str | Path) -> tuple[list[Run], list[str]]:
@@ -95,7 +95,12 @@ def load(path: str | Path) -> tuple[list[Run], list[str]]:
         if not line.strip():
             continue
         try:
-            runs.append(Run.from_dict(json.loads(line)))
-        except (ValueError, TypeError, KeyError) as error:
-            notes.append(f"{path}:{number}: skipped, not a whole gpuprof run ({type(error).__name__}: {error})"[:300])
+            record = json.loads(line)
+        except ValueError:
+            notes.append(f"{path}:{number}: skipped, not a whole JSON line (a run cut off mid-write?)")
+            continue
+        try:
+            runs.append(Run.from_dict(record))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            notes.append(f"{path}:{number}: skipped, a JSON line but not a gpuprof run (fields missing or unknown)")
     return runs, notes

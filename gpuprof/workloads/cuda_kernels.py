@@ -23,10 +23,9 @@ import cupy as cp
 import numpy as np
 
 from gpuprof.errors import EngineError
+from gpuprof.workloads.ops import get_op
 
 NAME = "cuda-kernels"
-DEVICE = "cuda"
-INSTALL = "cuda"
 SOURCE = "gpuprof_ops.cu"
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 SUFFIX = {"float32": "f32", "float64": "f64", "float16": "f16"}
@@ -80,7 +79,7 @@ def _module() -> Any:
 
 def launch_shape(op: str, out: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(grid, block) of one launch."""
-    if op == "dot":
+    if get_op(op).kernel == "matmul":
         m, n = out.shape
         return ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE), (TILE, TILE)
     return (min((out.size + BLOCK - 1) // BLOCK, MAX_BLOCKS),), (BLOCK,)
@@ -90,12 +89,13 @@ def prepare(op: str, inputs: list[Any], scalar: float, out: Any) -> Callable[[],
     kernel = _module().get_function(kernel_name(op, out.dtype.name))
     grid, block = launch_shape(op, out)
     a = inputs[0]
-    if op == "dot":
+    kind = get_op(op).kernel
+    if kind == "matmul":
         b = inputs[1]
         args: tuple[Any, ...] = (a, b, out, np.int32(a.shape[0]), np.int32(a.shape[1]), np.int32(b.shape[1]))
-    elif op in ("add", "mul"):
+    elif kind == "binary":
         args = (a, inputs[1], out, np.uint64(out.size))
-    elif op == "scalar":
+    elif kind == "scalar":
         args = (a, out.dtype.type(scalar), out, np.uint64(out.size))
     else:
         args = (a, out, np.uint64(out.size))

@@ -7,36 +7,26 @@ algorithms on compute capability >= 8.0 (>= 7.0 for float16). So float16 dot run
 unless ``CUPY_TF32=1``; float64 may use FP64 tensor cores (DMMA) on A100/H100. Sources and the table:
 kernels/README.md. ``sigmoid`` has no CuPy ufunc, so it is one ElementwiseKernel (one fused kernel,
 like the hand-written one) rather than four ufunc calls.
-Importing this module needs CuPy but no GPU; calling ``prepare`` needs a GPU.
+Each op's call is ``Op.cupy`` in :mod:`gpuprof.workloads.ops`. Importing this module needs CuPy but no GPU; calling ``prepare`` needs a GPU.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import cupy as cp
 
+from gpuprof.workloads.ops import get_op
+
 NAME = "cupy"
-DEVICE = "cuda"
-INSTALL = "cuda"
 
 
 def version() -> str:
     return cp.__version__
 
 
-@functools.cache
-def _sigmoid() -> Any:
-    return cp.ElementwiseKernel("T x", "T y", "y = T(1) / (T(1) + exp(-x))", "gpuprof_cupy_sigmoid")
-
-
 def prepare(op: str, inputs: list[Any], scalar: float, out: Any) -> Callable[[], Any]:
-    if op == "sigmoid":
-        kernel, a = _sigmoid(), inputs[0]
-        return lambda: kernel(a, out)
-    if op == "scalar":
-        inputs = [inputs[0], out.dtype.type(scalar)]
-    func = {"add": cp.add, "mul": cp.multiply, "dot": cp.matmul, "scalar": cp.multiply, "tanh": cp.tanh}[op]
-    return lambda: func(*inputs, out=out)
+    a = inputs[0]
+    b = inputs[1] if len(inputs) > 1 else None
+    return get_op(op).cupy(cp, a, b, out.dtype.type(scalar), out)

@@ -1,4 +1,5 @@
-"""NumPy on the CPU: each op written as the ufunc / BLAS call an engineer would use, into ``out``."""
+"""NumPy on the CPU: each op written as the ufunc / BLAS call an engineer would use, into ``out``
+(``Op.numpy`` in :mod:`gpuprof.workloads.ops`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from gpuprof.workloads.ops import get_op
+
 NAME = "numpy"
-DEVICE = "cpu"
 
 
 def version() -> str:
@@ -17,25 +19,4 @@ def version() -> str:
 def prepare(op: str, inputs: list[np.ndarray], scalar: float, out: np.ndarray) -> Callable[[], np.ndarray]:
     a = inputs[0]
     b = inputs[1] if len(inputs) > 1 else None
-    s = out.dtype.type(scalar)
-    if op == "add":
-        return lambda: np.add(a, b, out=out)
-    if op == "mul":
-        return lambda: np.multiply(a, b, out=out)
-    if op == "dot":
-        return lambda: np.matmul(a, b, out=out)
-    if op == "scalar":
-        return lambda: np.multiply(a, s, out=out)
-    if op == "tanh":
-        return lambda: np.tanh(a, out=out)
-    if op == "sigmoid":
-        one = out.dtype.type(1)
-
-        def sigmoid() -> np.ndarray:
-            np.negative(a, out=out)
-            np.exp(out, out=out)
-            np.add(out, one, out=out)
-            return np.reciprocal(out, out=out)
-
-        return sigmoid
-    raise ValueError(op)
+    return get_op(op).numpy(np, a, b, out.dtype.type(scalar), out)

@@ -22,8 +22,9 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
+from gpuprof.workloads.ops import get_op
+
 NAME = "pytensor"
-DEVICE = "cpu"
 MODE = "NUMBA"
 COMPILER = "PyTensor graph rewrite, then Numba JIT on the first call"
 
@@ -34,19 +35,7 @@ def version() -> str:
 
 def _expression(op: str, a: pt.TensorVariable, b: pt.TensorVariable | None, scalar: float,
                 dtype: str) -> pt.TensorVariable:
-    if op == "add":
-        return a + b
-    if op == "mul":
-        return a * b
-    if op == "dot":
-        return pt.dot(a, b)
-    if op == "scalar":
-        return pt.constant(np.asarray(scalar, dtype=dtype)) * a
-    if op == "sigmoid":
-        return pt.sigmoid(a)
-    if op == "tanh":
-        return pt.tanh(a)
-    raise ValueError(op)
+    return get_op(op).symbolic(pt, a, b, pt.constant(np.asarray(scalar, dtype=dtype)))
 
 
 def compiled(op: str, inputs: list[Any], scalar: float, mode: str) -> Any:

@@ -29,14 +29,7 @@ def reference(op: str, inputs: list[Any]) -> Any:
     import numpy as np
 
     wide = [x.astype(np.float64) for x in inputs]
-    return {
-        "add": lambda: wide[0] + wide[1],
-        "mul": lambda: wide[0] * wide[1],
-        "dot": lambda: wide[0] @ wide[1],
-        "scalar": lambda: SCALAR * wide[0],
-        "sigmoid": lambda: 1.0 / (1.0 + np.exp(-wide[0])),
-        "tanh": lambda: np.tanh(wide[0]),
-    }[op]()
+    return ops.get_op(op).reference(np, wide[0], wide[1] if len(wide) > 1 else None, SCALAR)
 
 
 def check_result(op: str, dtype: str, engine: str, result: Any, expected: Any) -> float:

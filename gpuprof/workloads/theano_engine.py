@@ -7,14 +7,16 @@ PyTensor, Theano's maintained successor, saying so (see ``gpuprof.measure``).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 
 import numpy as np
 import theano  # noqa: F401  (ImportError here means: fall back to PyTensor)
 import theano.tensor as tt
 
+from gpuprof.workloads.ops import get_op
+
 NAME = "theano"
-DEVICE = "cpu"
 
 
 def version() -> str:
@@ -26,13 +28,8 @@ def prepare(op: str, inputs: list[np.ndarray], scalar: float, out: np.ndarray) -
     symbols = [tt.matrix(f"x{i}", dtype=dtype) for i in range(len(inputs))]
     a = symbols[0]
     b = symbols[1] if len(symbols) > 1 else None
-    expr = {
-        "add": lambda: a + b,
-        "mul": lambda: a * b,
-        "dot": lambda: tt.dot(a, b),
-        "scalar": lambda: tt.constant(np.asarray(scalar, dtype=dtype)) * a,
-        "sigmoid": lambda: tt.nnet.sigmoid(a),
-        "tanh": lambda: tt.tanh(a),
-    }[op]()
+    # Theano keeps sigmoid under nnet; the ops are written against pytensor.tensor's names.
+    names = types.SimpleNamespace(dot=tt.dot, tanh=tt.tanh, sigmoid=tt.nnet.sigmoid)
+    expr = get_op(op).symbolic(names, a, b, tt.constant(np.asarray(scalar, dtype=dtype)))
     function = theano.function(symbols, theano.Out(expr, borrow=True))
     return lambda: function(*inputs)

@@ -23,6 +23,7 @@ It never runs the workload it is given (that needs a GPU). Environment variables
                            and exit with its exit code (``gpuprof profile`` tests, with commands that
                            need no GPU); the recorded output is written first, so it is there when
                            the command hangs or is stopped
+* ``GPUPROF_FAKE_OWN_PATH`` folders put first on the command's PATH, as perf puts its own there
 
 ``--version`` prints a banner in the tool's format with the version ``GPUPROF_FAKE_VERSION``
 (default 0.0.0-fake).
@@ -59,6 +60,14 @@ def _command(argv: list[str]) -> list[str]:
     while i < len(argv) and argv[i].startswith("-"):
         i += 2 if argv[i] in VALUED else 1
     return argv[i:]
+
+
+def _own_path() -> dict[str, str]:
+    """The environment for the command: as perf does, a profiler may put its own folders first on
+    the command's PATH (``GPUPROF_FAKE_OWN_PATH`` names them here)."""
+    own = os.environ.get("GPUPROF_FAKE_OWN_PATH")
+    path = os.environ.get("PATH", "")
+    return {**os.environ, "PATH": f"{own}{os.pathsep}{path}" if own else path}
 
 
 def _per_process(pattern: str, variable: str) -> None:
@@ -105,7 +114,7 @@ def main(tool: str) -> int:
     code = 0
     if os.environ.get("GPUPROF_FAKE_RUN"):
         try:
-            code = subprocess.call(_command(argv))
+            code = subprocess.call(_command(argv), env=_own_path())
         except KeyboardInterrupt:  # Ctrl-C reached the group: the profiler stops with its program
             return 130
     return int(os.environ.get("GPUPROF_FAKE_EXIT", code))

@@ -11,7 +11,8 @@ the limit is killed and counted as a hang, one that dies (a crash in a C extensi
 
 Targets: every registered reader's ``read`` (called directly, as ``gpuprof import --reader NAME``
 does, so it also sees other tools' files), ``sniff`` (all sniffers on the decoded head) and
-``detect`` (the registry's detect + read, what ``gpuprof import FILE`` does).
+``detect`` (the registry's detect + read, what ``gpuprof import FILE`` does) and ``kernels`` (detect,
+read and the per-kernel table ``gpuprof import`` prints: damaged names and numbers reach it).
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE_DIRS = (ROOT / "tests" / "fixtures" / "profiler-outputs", ROOT / "tests" / "fixtures" / "cpu-counters")
+FIXTURE_DIRS = (ROOT / "tests" / "fixtures" / "profiler-outputs", ROOT / "tests" / "fixtures" / "cpu-counters",
+                ROOT / "tests" / "fixtures" / "stonne" / "run_0001_TM2_TN1_TK64")
 SEED_CAP = 64 * 1024  # text seeds are cut to their first 64 KiB of whole lines; binary reports stay whole
 BINARY_SUFFIXES = (".ncu-rep",)
 # Mutated inputs are cut to 4 MiB: the time limit is there to catch pathological (quadratic,
 # backtracking) code, not the honest cost of a 100 MB file (benchmarks/bench_ncu_csv_parse.py).
 MAX_INPUT = 4 * 1024 * 1024
-SPECIAL_TARGETS = ("sniff", "detect")
+SPECIAL_TARGETS = ("sniff", "detect", "kernels")
 # A worker reads at most this many inputs before a fresh one takes over: NVIDIA's ncu_report keeps
 # about 1 MB per loaded report (harmless for one import, 9 GB after a few thousand).
 WORKER_INPUTS = 500
@@ -326,8 +328,12 @@ def run_case(target: str, path: Path) -> tuple[str, str]:
             if not all(isinstance(answer, bool) for answer in answers):
                 raise TypeError("a sniff returned a non-bool")
             return (IMPORTED, "") if any(answers) else (CLEAN, "recognised by no reader")
-        if target == "detect":
+        if target in ("detect", "kernels"):
             run = detect(path).read(path)
+            if target == "kernels":
+                from gpuprof.importing import kernel_table
+
+                kernel_table([run])
         else:
             run = {m.NAME: m for m in modules()}[target].read(path)
         _check_run(run)

@@ -22,7 +22,7 @@ def all_seeds() -> dict[str, bytes]:
 def test_every_reader_and_fixture_is_covered(all_seeds):
     from gpuprof.readers import modules
 
-    assert len(TARGETS) == len(modules()) + 2
+    assert len(TARGETS) == len(modules()) + len(reader_fuzz.SPECIAL_TARGETS)
     owned = {target: reader_fuzz.own_seeds(target, all_seeds) for target in TARGETS}
     # the readers with a real fixture of their own start from it; nvprof-text-summary's fixture
     # is the only one for its format

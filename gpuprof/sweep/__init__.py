@@ -34,18 +34,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gpuprof.workloads import ops
 from gpuprof.errors import DeviceError, GpuprofError, InputError
-from gpuprof.measure import CACHE_MODES
+from gpuprof.measure import CACHE_MODES, RunSettings, choose_device, measure
 from gpuprof.model import Run
 from gpuprof.model.sizes import format_bytes, parse_size
+from gpuprof.store import open_store
+from gpuprof.workloads import ENGINES, ops
 
 # In ``engines``, the device's default engine (NumPy on a CPU, CuPy on a GPU), so one config serves both.
 DEVICE_DEFAULT = "default"
 # Keys a grid entry may override, with their defaults.
 _SETTINGS: dict[str, Any] = {"repeat": 10, "warmup": 3, "dtypes": ["float32"], "engines": [None],
                              "cache": "warm", "counters": True}
-# [slurm] is read and checked by gpuprof.launch.slurm (``gpuprof sweep --slurm``).
+# [slurm] is read and checked by gpuprof.sweep.slurm (``gpuprof sweep --slurm``).
 _TOP_KEYS = {"name", "description", "seed", "grid", "slurm", *_SETTINGS}
 _GRID_KEYS = {"ops", "sizes", *_SETTINGS}
 
@@ -116,8 +117,6 @@ def _settings(path: Path, where: str, table: dict[str, Any], base: dict[str, Any
         if key in ("repeat", "warmup"):
             out[key] = _int(path, name, value, 1 if key == "repeat" else 0)
         elif key in ("dtypes", "engines"):
-            from gpuprof.workloads import ENGINES
-
             allowed = list(ops.DTYPES) if key == "dtypes" else [DEVICE_DEFAULT, *ENGINES]
             unknown = [v for v in _list(path, name, value, str) if v not in allowed]
             if unknown:
@@ -253,14 +252,12 @@ def run_sweep(config: SweepConfig, store_path: str | Path | None = None, device:
     ``stop`` is asked before each point (the CLI sets it on Ctrl-C); a point that fails is recorded
     in the result and the sweep goes on.
     """
-    from gpuprof.measure import RunSettings, choose_device, measure
-    from gpuprof.store import open_store
-
     listener = listener or _Silent()
     kind = choose_device(device)[0]
     host = platform.node()
     result = SweepResult()
     with open_store(store_path) as store:
+        store.writable()  # before the first point, not after it
         result.store = str(store.path)
         done = stored_points(store.runs(), config.name, kind, host) if resume else set()
         todo = [p for p in config.points if p.key not in done]

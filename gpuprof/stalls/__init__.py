@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuprof.derive.stalls import hot_spots, stall_profiles
+from gpuprof.derive.topdown import topdown_breakdowns
+from gpuprof.errors import InputError
+from gpuprof.launch.topdown import record_topdown
+from gpuprof import measure as measuring
+from gpuprof.readers import ncu_source_csv, read
+
 if TYPE_CHECKING:
     from gpuprof.derive.stalls import HotSpot, StallProfile
     from gpuprof.derive.topdown import TopdownBreakdown
@@ -37,8 +44,6 @@ def analyze_files(paths: Iterable[str | Path], basis: str | None = None, kernel:
     """Read each file and gather its stall profiles (on ``basis``), hot spots (the ``top`` instructions,
     ranked by ``reason``'s samples when given) and Top-Down breakdowns, keeping kernels whose name
     contains ``kernel``. A file that gives none of them raises InputError naming how to collect them."""
-    from gpuprof.readers import read
-
     findings = Findings()
     for path in map(Path, paths):
         _add_run(findings, read(path), path, basis, kernel, top, reason)
@@ -58,22 +63,16 @@ def measure_live(op: str, size: str, device: str, command: str, basis: str | Non
 
 def _live_run(op: str, size: str, device: str, command: str) -> Run:
     if device == "cpu":
-        from gpuprof.launch.topdown import record_topdown
-
         return record_topdown(op, size)
     # The GPU session asks ncu for the catalog's metrics, which include the warp-state percentages
     # (nvprof: the stall_* metrics), so its profiled launches carry a stall profile.
-    from gpuprof.measure import RunSettings, measure
 
-    return measure(RunSettings(op=op, size=size, device="cuda", command=command))
+    return measuring.measure(measuring.RunSettings(op=op, size=size, device="cuda", command=command))
 
 
 def _hot_spots(path: Path, run: Run, kernel: str | None, top: int,
                reason: str | None) -> list[tuple[str, list[HotSpot]]]:
     """Per-instruction hot spots when the input has them (source-page CSV or .ncu-rep)."""
-    from gpuprof.derive.stalls import hot_spots
-    from gpuprof.readers import ncu_source_csv
-
     if run.format == ncu_source_csv.NAME:
         per_kernel = ncu_source_csv.instructions(path)
     elif path.suffix == ".ncu-rep":
@@ -88,10 +87,6 @@ def _add_run(findings: Findings, run: Run, path: Path | None, basis: str | None,
              top: int = 10, reason: str | None = None) -> None:
     """Add one run's findings (hot spots only from a file); a run with none is an input error
     rather than an empty report."""
-    from gpuprof.derive.stalls import stall_profiles
-    from gpuprof.derive.topdown import topdown_breakdowns
-    from gpuprof.errors import InputError
-
     from_topdown = topdown_breakdowns(run)
     profiles = [p for p in stall_profiles(run, basis) if not kernel or kernel in p.kernel]
     spots = _hot_spots(path, run, kernel, top, reason) if path is not None else []

@@ -15,7 +15,7 @@ API (what ``gpuprof sweep CONFIG --slurm`` calls)::
   ``on_runs`` gets runs as they come back (to store them at once); ``stop()`` ends the wait early.
 - Returns the runs to merge into the store and a :class:`SlurmFailure` per job that failed,
   timed out or was cancelled (with submitit's stdout/stderr paths, if the job wrote them) and per
-  point that failed. :mod:`gpuprof.launch.slurm_state` reads how a job ended.
+  point that failed. :mod:`gpuprof.sweep.slurm_state` reads how a job ended.
 
 Points are grouped into jobs by device kind and then in chunks of ``options.chunk`` (0: one job per
 device kind); several jobs of one kind are one job array. A requeued job skips the points already
@@ -42,8 +42,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.errors import GpuprofError, InputError
-from gpuprof.launch.slurm_state import FINAL_STATES, final_state, queue
+from gpuprof.measure import RunSettings, measure
 from gpuprof.model import Run
+from gpuprof.store import open_store
+from gpuprof.store import runfile as export
+from gpuprof.sweep import SweepResult, sweep_tag
+from gpuprof.sweep.slurm_state import FINAL_STATES, final_state, queue
 
 if TYPE_CHECKING:
     from gpuprof.measure import RunSettings
@@ -139,7 +143,6 @@ class SlurmProgress:
     jobs_total: int
     runs: int          # runs collected so far in this call
 
-
     def describe(self) -> str:
         return (f"Slurm job {self.job_id} {self.event} ({self.points} point(s)); "
                 f"{self.jobs_done} of {self.jobs_total} job(s) done, {self.runs} run(s) back")
@@ -187,9 +190,6 @@ def measure_points(points: list[SlurmPoint], result_file: str) -> list[tuple[str
     are not looked up for runs measured in Slurm jobs (the run's notes say so).
     """
     import tempfile
-
-    from gpuprof.store import runfile as export
-    from gpuprof.measure import measure
 
     path = Path(result_file)
     done = {_run_identity(r) for r in export.load(path)[0]} if path.exists() else set()
@@ -284,8 +284,6 @@ class _Job:
 def _collect(result_dir: Path, wanted: dict[tuple[str, str], SlurmPoint],
              files: Iterable[Path] | None = None) -> dict[tuple[str, str], Run]:
     """Runs for wanted points found in the job result files (first one per point)."""
-    from gpuprof.store import runfile as export
-
     found: dict[tuple[str, str], Run] = {}
     for path in sorted(files if files is not None else result_dir.glob("runs-*.jsonl")):
         if not path.exists():
@@ -491,10 +489,6 @@ def sweep_on_slurm(config: SweepConfig, options: SlurmOptions, result_dir: str |
                    progress_callback: ProgressCallback | None = None, stop: Callable[[], bool] = lambda: False,
                    command: str = "") -> SweepResult:
     """``gpuprof sweep --slurm``: the sweep's points as Slurm jobs, each run stored as it comes back."""
-    from gpuprof.measure import RunSettings
-    from gpuprof.store import open_store
-    from gpuprof.sweep import SweepResult, sweep_tag
-
     kind = cluster_device(device, options)
     result = SweepResult()
     with open_store(store_path) as store:

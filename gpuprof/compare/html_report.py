@@ -15,6 +15,9 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gpuprof import compare
+from gpuprof.render import compare_plots
+from gpuprof.render.roofline_plot import slug
 from gpuprof.render.text import cell_texts
 
 if TYPE_CHECKING:
@@ -113,9 +116,6 @@ def _charts(comparison: Comparison, shown: list[str], limits: Limits, trimmed: l
     (measured, the paper's, and imported kernels that have FLOPs, DRAM bytes and a time)."""
     import pandas as pd
 
-    from gpuprof.render import compare_plots
-    from gpuprof.render.roofline_plot import slug
-
     frame = comparison.rows
     parts = [
         _image(compare_plots.png(compare_plots.lines_by_op(frame, shown, "Efic.%", "Efic. (% of FLOP peak)",
@@ -146,8 +146,6 @@ def _charts(comparison: Comparison, shown: list[str], limits: Limits, trimmed: l
 def build(comparison: Comparison, title: str, sources: list[str], limits: Limits = Limits(),
           stalls: pd.DataFrame | None = None) -> Report:
     """The whole report as one HTML string, and what was trimmed."""
-    from gpuprof import compare
-
     trimmed: list[str] = []
     all_devices = compare.devices(comparison.rows)
     shown = all_devices[:limits.max_series]

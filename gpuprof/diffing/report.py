@@ -10,6 +10,9 @@ import math
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.diffing.gates import INCONCLUSIVE, REGRESSED
+from gpuprof.diffing.rows import STATISTICS
+from gpuprof.model.units import human
 from gpuprof.render import emit
 
 if TYPE_CHECKING:
@@ -65,8 +68,6 @@ def view(frame: pd.DataFrame) -> pd.DataFrame:
     JSON and JUnit."""
     import pandas as pd
 
-    from gpuprof.model.units import human
-
     def shown(value: Any, unit: str) -> str:
         return human(float(value), unit) if _number(value) else ""
 
@@ -83,16 +84,12 @@ def view(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def table(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None)) -> str:
-    from gpuprof.diffing.rows import STATISTICS
-
     body = emit(view(result.frame), "table")  # the basis column moves under the table as numbered notes
     return "\n".join([*header(result, gpus), "", body, "", textwrap.fill(STATISTICS, 100)])
 
 
 def markdown(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None)) -> str:
     """A pull-request comment: heading, gate results, the table, and the sources folded away."""
-    from gpuprof.diffing.rows import STATISTICS
-
     frame = view(result.frame)
     notes = list(dict.fromkeys(frame["basis"]))
     numbered = frame.drop(columns=["basis"]).assign(note=[notes.index(b) + 1 for b in frame["basis"]])
@@ -110,8 +107,6 @@ def junit(result: DiffResult) -> str:
     """JUnit XML: one test case per kernel (and the total); a gate that regressed is a failure, an
     inconclusive one an error, a kernel only one side has is skipped."""
     import xml.etree.ElementTree as ET
-
-    from gpuprof.diffing.gates import INCONCLUSIVE, REGRESSED
 
     frame = result.frame
     suite = ET.Element("testsuite", name=f"gpuprof diff {result.sides[0].label} -> {result.sides[1].label}")
@@ -150,4 +145,20 @@ def render(result: DiffResult, fmt: str, gpus: tuple[str | None, str | None] = (
         return markdown(result, gpus)
     if fmt == "junit":
         return junit(result)
-    return emit(result.frame, fmt)
+    return emit(_whole_counts(result.frame) if fmt == "json" else result.frame, fmt)
+
+
+def _whole_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Counts as integers for JSON (3, not 3.0): sample sizes, and launch counts on both sides."""
+    import pandas as pd
+
+    frame = frame.copy()
+    for column in ("n A", "n B"):
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")
+    counts = frame["metric"] == "launches" if "metric" in frame else None
+    if counts is not None and counts.any():
+        for column in ("A", "B"):
+            frame[column] = frame[column].astype(object)
+            frame.loc[counts, column] = [None if pd.isna(v) else int(v) for v in frame.loc[counts, column]]
+    return frame

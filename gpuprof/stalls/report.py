@@ -11,7 +11,10 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof.render import table_width
+from gpuprof.derive.stalls import BASIS_TEXT, explain, hot_spots_frame, profiles_frame
+from gpuprof.derive.topdown import BASIS, explain_topdown, topdown_frame
+from gpuprof.render import emit, table_width
+from gpuprof.render.stall_plot import plot_shares
 
 if TYPE_CHECKING:
     from gpuprof.render.stall_plot import Panel
@@ -23,10 +26,6 @@ def stall_report(findings: Findings, fmt: str, show_zero: bool = False,
     """``(output, stderr lines)`` for ``fmt``. csv/json carry one frame (hot spots with ``hot_only`` or
     when nothing else was found, else stall reasons, else Top-Down) and send the explanations to
     stderr; table/markdown put every table, its basis and the explanations in the output."""
-    from gpuprof.derive.stalls import BASIS_TEXT, explain, hot_spots_frame, profiles_frame
-    from gpuprof.derive.topdown import BASIS, explain_topdown, topdown_frame
-    from gpuprof.render import emit
-
     explanations = [explain(p, findings.hint) for p in findings.profiles]
     explanations += [explain_topdown(b) for b in findings.topdown]
     spot_frames = [hot_spots_frame(spots, name) for name, spots in findings.hot_spots]
@@ -76,9 +75,6 @@ def _fit(line: str) -> str:
 def stall_panels(findings: Findings) -> tuple[list[Panel], str, str]:
     """Chart panels (stall reasons if any were found, else Top-Down), the x-axis label and the basis
     footer, so the chart says where its numbers came from."""
-    from gpuprof.derive.stalls import BASIS_TEXT
-    from gpuprof.derive.topdown import BASIS
-
     if findings.profiles:
         panels: list[Panel] = [
             (f"{p.device}  " + (f"[reasons collected: {100 * p.coverage:.1f}% of stalls]  "
@@ -96,8 +92,6 @@ def stall_panels(findings: Findings) -> tuple[list[Panel], str, str]:
 def write_stall_plot(findings: Findings, path: str | Path) -> str:
     """Write the bar chart to ``path`` (.png or .svg) and return the line that tells the user where,
     and how many panels were left out of it."""
-    from gpuprof.render.stall_plot import plot_shares
-
     panels, xlabel, footer = stall_panels(findings)
     written, left_out = plot_shares(panels, path, xlabel, footer)
     return f"plot written to {written}" + (f" ({left_out} panels left out; use --kernel)" if left_out else "")
