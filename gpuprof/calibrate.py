@@ -294,7 +294,7 @@ def peaks_from_runs(runs: list[Run]) -> Peaks | None:
 
 def load_calibration(store: Store, host: str, device: str | None = None) -> Peaks | None:
     """The best stable calibrated ceilings of ``host`` as Peaks, or None when it has none."""
-    return peaks_from_runs(calibrations(store.runs(), host, device))
+    return peaks_from_runs(calibrations(store.runs(KIND), host, device))
 
 
 def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, Any]]:

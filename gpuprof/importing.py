@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from gpuprof import readers
 from gpuprof.derive import kernels, simulated, skew
 from gpuprof.devices import gpu_table
 from gpuprof.errors import FormatError, InputError
+from gpuprof.inputs import regular_file
 from gpuprof.model import MEASURED, Run
 from gpuprof.readers import joining
 from gpuprof.store import open_store
@@ -63,6 +65,8 @@ def read_file(path: str | Path, fmt: str | None = None) -> Run:
     """One file as a Run (nothing stored): its format detected from its content unless ``fmt``;
     its notes say where its kernel times cannot be trusted as they stand (:mod:`gpuprof.derive.skew`)."""
     path = Path(path)
+    if not path.is_dir():
+        path = regular_file(path, "give a profiler output file")  # a FIFO, loop or over-long name: one line
     if path.is_file() and path.stat().st_size == 0:
         raise FormatError(f"{path}: the file is empty",
                           "give the file the profiler wrote (did the profiling run fail or not finish?)")
@@ -133,13 +137,16 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
     tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include)
     paths = list(paths)
     runs: list[Run] = []
+    if join:
+        run = joining.join([read_file(path, fmt) for path in paths])
+        batches = iter([(run, content_id(paths, f"join|{run.format}{tag}"))])
+    else:
+        batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
+    first = next(batches, None)  # read before the store is opened: a failed import creates no store
+    if first is None:
+        return runs
     with open_store(store_path) as store:
-        if join:
-            run = joining.join([read_file(path, fmt) for path in paths])
-            batches = [(run, content_id(paths, f"join|{run.format}{tag}"))]
-        else:
-            batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
-        for run, run_id in batches:
+        for run, run_id in itertools.chain([first], batches):
             if nvtx_include:
                 run = keep_nvtx(run, nvtx_include)
             if spec:
@@ -147,7 +154,7 @@ def import_files(paths: Iterable[str | Path], store_path: str | Path | None = No
             if tensor_flop_per_inst:
                 take_tensor_factor(run, tensor_flop_per_inst)
             run.run_id = run_id
-            added = run.run_id not in store.run_ids()
+            added = not store.has(run.run_id)
             store.add(run)
             runs.append(run)
             if on_stored:

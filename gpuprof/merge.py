@@ -9,11 +9,13 @@ so its runs get one from the file's sha256, and merging that file again is a no-
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof.errors import FormatError, StoreError
+from gpuprof.errors import StoreError
 from gpuprof.importing import read_file
+from gpuprof.inputs import regular_file
 from gpuprof.model import Run
 from gpuprof.readers import nsys_sqlite
 from gpuprof.store import default_path, open_store
@@ -59,9 +61,7 @@ def _is_sqlite(path: Path) -> bool:
 
 def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
     """The runs in one input, what kind of input it was, and notes on anything skipped."""
-    path = Path(path)
-    if not path.is_file():
-        raise FormatError(f"{path}: no such file", "give a results store, a .jsonl run file or a profiler output")
+    path = regular_file(path, "give a results store, a .jsonl run file or a profiler output")
     with open(path, "rb") as handle:
         head = handle.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC and nsys_sqlite.is_export(path):  # an Nsight Systems export is a profiler output
@@ -69,7 +69,7 @@ def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
         return runs, fmt, []
     if head == SQLITE_MAGIC:  # opened read-only: a foreign SQLite file is refused untouched
         with open_store(path, read_only=True) as store:
-            return store.runs(), "store", []
+            return store.runs(), "store", store.skipped
     if path.suffix in (".jsonl", ".ndjson") or head.lstrip().startswith(b"{"):
         runs, notes = export.load(path)
         return runs, "run file", notes
@@ -88,7 +88,7 @@ def collect(stores: list[str | Path], files: list[str | Path],
     if not sources and (default_path().is_file() or not (files or store_optional)):
         sources = [str(default_path())]
     for path in [*sources, *map(str, files)]:
-        if path in sources and not Path(path).is_file():
+        if path in sources and not os.path.lexists(path):
             raise StoreError(f"no results store at {path}", "run 'gpuprof sweep' or 'gpuprof run' first, or give --store")
         if path in sources and not _is_sqlite(Path(path)):
             raise StoreError(f"{path} is not a gpuprof results store (not an SQLite file)",
@@ -103,10 +103,10 @@ def collect(stores: list[str | Path], files: list[str | Path],
 def merge(out: str | Path, inputs: list[str | Path]) -> MergeResult:
     """Add every run of ``inputs`` to the store ``out`` (one transaction per run), skipping runs it has."""
     result = MergeResult()
-    out_path = Path(out).resolve()
+    out_path = os.path.realpath(out)  # realpath, not resolve(): a symlink loop is named by load_runs
     loaded = []
     for path in inputs:
-        if Path(path).resolve() == out_path:
+        if os.path.realpath(path) == out_path:
             raise StoreError(f"{path} is both the output store and an input", "give another OUT_STORE")
         try:
             runs, kind, notes = load_runs(path)

@@ -108,7 +108,7 @@ def test_unreadable_file_one_line_nothing_stored(tmp_path: Path, make, fragment:
     assert fragment in result.output
     if "recognises" in fragment:
         assert "nvprof-csv-metrics" in result.output and "nsys-stats" in result.output
-    assert not store.exists()  # a store is created by its first write
+    assert not store.exists()  # a failed import creates no store: a store is created by its first write
 
 
 def test_truncated_file_with_no_rows_is_an_error_and_not_stored(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_truncated_file_with_no_rows_is_an_error_and_not_stored(tmp_path: Path) 
     store = tmp_path / "s.sqlite"
     result = invoke(store, cut)
     assert result.exit_code == 3 and "no metric rows" in result.output
-    assert not store.exists()  # a store is created by its first write
+    assert not store.exists()  # a failed import creates no store: a store is created by its first write
 
 
 def test_library_import_files_and_unknown_reader(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_a_run_file_with_no_readable_line_fails_after_merging_the_rest(tmp_path)
     assert result.output.strip().splitlines()[-1] == (
         f"error: no line of {bad} is a gpuprof run, so nothing was added from it. "
         "give run files written by 'gpuprof export' or 'gpuprof sweep --slurm'")
-    assert f"note: {bad}:1: skipped, a JSON line but not a gpuprof run (fields missing or unknown)" in result.output
+    assert f"{bad}:1: skipped, not a whole gpuprof run (a: not a field of a run)" in result.output
     assert "TypeError" not in result.output  # no Python exception text in a note
     with open_store(out) as store:
         assert len(store.run_ids()) == 1  # the readable input was merged all the same

@@ -111,6 +111,7 @@ def test_resume_ignores_points_of_other_hosts_and_configs(tmp_path):
     with open_store(store) as opened:
         runs = opened.runs()
     host = runs[0].workload["sweep"]["host"]
+    runs = [run.workload for run in runs]
     assert len(stored_points(runs, "tiny", "cpu", host)) == 4
     assert stored_points(runs, "tiny", "cpu", "another-host") == set()
     assert stored_points(runs, "quick", "cpu", host) == set()

@@ -34,7 +34,7 @@ def calibrate(quick: bool, fmt: str, store_path: str | None) -> None:
         note("calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add, "
              "each until its fastest calls agree ...")
         run = measure_ceilings(thorough=not quick, command=command_line())
-        earlier = calibrations(store.runs(), run.environment["host"], run.device.get("name"))
+        earlier = calibrations(store.runs(run.kind), run.environment["host"], run.device.get("name"))
         store.add(run)
         where = store.path
     rows = pd.DataFrame(summary_rows(run, earlier))

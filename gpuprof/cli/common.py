@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from gpuprof import outputs
-from gpuprof.errors import GpuprofError
+from gpuprof.errors import GpuprofError, printable
 from gpuprof.render import FORMATS, WIDE, table_width
 from gpuprof.store import STORE_ENV
 
@@ -139,9 +139,11 @@ def echo(text: str) -> None:
 
 
 def note(text: str) -> None:
-    """A line for the user that is not data: goes to stderr so piped output stays clean. On a
+    """A line for the user that is not data: goes to stderr so piped output stays clean, with control
+    characters from file and kernel names written out (:func:`gpuprof.errors.printable`). On a
     terminal it wraps to the width tables fit, continuation lines indented; words (paths, commands)
     are never cut, and what goes to a file or pipe stays one line per note."""
+    text = printable(text, keep_newlines=True)
     width = table_width() if sys.stderr.isatty() else None
     if width:
         import textwrap

@@ -57,7 +57,9 @@ def export(out: str, kind: str, append: bool, fmt: str, store_path: str | None) 
 
     with open_store(store_path, read_only=True) as store:
         runs = [r for r in store.runs() if kind in ("all", r.kind)]
-        where = store.path
+        where, skipped = store.path, store.skipped
+    for line in skipped:
+        note(f"note: {line}")
     run_file.write(out, runs, replace=not append, fmt=fmt)
     note(f"{len(runs)} run(s) from {where} {'appended to' if append else 'written to'} {out}"
          + (f" as a {fmt} metric table" if fmt != "jsonl" else "")

@@ -51,6 +51,8 @@ def roofline(store_path: str | None, out: str, precision: str, kernel_pattern: s
     with open_store(store_path, read_only=True) as store:
         runs = store.runs()
         where = store.path
+        for line in store.skipped:
+            note(f"note: {line}")
     runs = [r for r in runs if not run_ids or any(r.run_id.startswith(i) for i in run_ids)]
     frame, skipped = points(runs, precision)
     for line in skipped:

@@ -25,7 +25,9 @@ def show(run_id: str | None, kind: str, fmt: str, store_path: str | None) -> Non
             echo(find_run(store, run_id, fmt))
             return
         runs = [r for r in store.runs() if kind in ("all", r.kind)]
-        where = store.path
+        where, skipped = store.path, store.skipped
+    for line in skipped:
+        note(f"note: {line}")
     if runs or fmt in ("csv", "json"):
         echo(emit(listing_frame(runs), fmt))
     note(f"{len(runs)} stored run(s) in {where}" if runs else

@@ -37,7 +37,7 @@ from gpuprof.derive.stats import timing_stats
 from gpuprof.derive.summary import run_clock, run_peaks, timings
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
-from gpuprof.model import CALIBRATED, DERIVED, MEASURED, Run
+from gpuprof.model import CALIBRATED, CALIBRATION, DERIVED, MEASURED, Run
 from gpuprof.model.sizes import parse_size
 from gpuprof.model.units import human
 from gpuprof.workloads import ops
@@ -136,15 +136,19 @@ def measured_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
             **energy_columns(run), "energy basis": energy_basis(run), "run": run.run_id[:8], "created": run.created}
 
 
-def ceilings_for(run: Run, runs: list[Run]) -> list[Peaks]:
+def ceilings_for(run: Run, runs: list[Run], found: dict[tuple[str, Any], Peaks | None] | None = None) -> list[Peaks]:
     """The ceilings a measured run is judged against: those recorded with it, and for a CPU run
     recorded without a calibrated one, the best stable calibration of its host among ``runs``
-    (calibrate measures the machine, so a calibration made after the run applies to it too)."""
+    (calibrate measures the machine, so a calibration made after the run applies to it too).
+    ``found`` keeps each host's answer across calls, so judging n runs reads the runs once per host."""
     recorded = run_peaks(run)
     if run.device.get("kind") != "cpu" or any(p.origin == CALIBRATED for p in recorded):
         return recorded
-    found = peaks_from_runs(calibrations(runs, run.environment.get("host", ""), run.device.get("name")))
-    return recorded + [found] if found else recorded
+    key = (run.environment.get("host", ""), run.device.get("name"))
+    found = {} if found is None else found
+    if key not in found:
+        found[key] = peaks_from_runs(calibrations(runs, *key))
+    return recorded + [found[key]] if found[key] else recorded
 
 
 def reference_rows() -> tuple[list[dict[str, Any]], dict[str, list[Peaks]]]:
@@ -207,14 +211,16 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
     peaks: dict[str, list[Peaks]] = {}
     row_peaks: list[list[Peaks]] = []
     wanted = set(ops_wanted or ops.OPS)
+    calibration_runs = [run for run in runs if run.kind == CALIBRATION]
+    calibrated: dict[tuple[str, Any], Peaks | None] = {}
     for run in runs:
         w = run.workload or {}
         if run.kind != "run" or w.get("op") not in wanted or w.get("dtype") != dtype:
             continue
         try:
-            judged_by = ceilings_for(run, runs)
+            judged_by = ceilings_for(run, calibration_runs, calibrated)
             row = measured_row(run, judged_by)
-        except (KeyError, ValueError, ZeroDivisionError) as error:
+        except (KeyError, ValueError, ZeroDivisionError, IndexError, TypeError) as error:  # a hand-made record
             notes.append(f"run {run.run_id[:8]} left out: incomplete record ({type(error).__name__}: {error})")
             continue
         rows.append(row)

@@ -7,11 +7,13 @@ or a shared folder creates nothing beside them.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof.errors import InputError, StoreError
+from gpuprof.errors import FormatError, InputError, StoreError
 from gpuprof.importing import read_file
+from gpuprof.inputs import regular_file
 from gpuprof.model import Run
 from gpuprof.store import default_path, open_store
 from gpuprof.store import runfile as export
@@ -83,12 +85,15 @@ def resolve(text: str, store_path: str | Path | None = None) -> Side:
     """The runs ``text`` names: an existing file by its content, else ``sweep:NAME`` or a run id
     (prefix) in the store at ``store_path``."""
     path = Path(text)
-    if path.is_file():
+    if os.path.isfile(path):
         return _file(path)
-    if path.exists():
-        raise InputError(f"{text} is a folder", _WHAT)
-    if text.startswith(SWEEP_PREFIX):
+    if not text:
+        raise InputError("(empty): no such file", _WHAT)
+    if text.startswith(SWEEP_PREFIX) and not os.path.lexists(path):
         return _sweep(text[len(SWEEP_PREFIX):], store_path)
-    if not text or "/" in text or "\\" in text or "." in text:  # meant as a path: ids have neither
-        raise InputError(f"{text or '(empty)'}: no such file", _WHAT)
+    if os.path.lexists(path) or "/" in text or "\\" in text or "." in text:  # meant as a path: ids have neither
+        try:  # a folder, FIFO, device, symlink loop, over-long name or missing file: named as what it is
+            regular_file(path, _WHAT)
+        except FormatError as error:
+            raise InputError(error.problem, error.fix) from None
     return _by_id(text, store_path)

@@ -29,7 +29,7 @@ from gpuprof.model import MEASURED, Launch, Metric
 
 NO_KERNELS = "No kernels were profiled"
 _APP_CODE = re.compile(r"The application returned an error code \((-?\d+)\)")
-_AVAILABLE = re.compile(r"^\s*\d+\.\s+(\S.*?)\s*$")
+_AVAILABLE = re.compile(r"^\s*+\d++\.\s++(\S(?:.*\S)?)\s*$")
 _PID = re.compile(r"\.(\d+)\.csv$")
 TRACE_SOURCE = "nvprof --print-gpu-trace (a second run of the command, without counters)"
 

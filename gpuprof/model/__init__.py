@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.model import schema as _schema
 from gpuprof.model import tables as _tables
 
 if TYPE_CHECKING:
@@ -155,6 +156,10 @@ class Run:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Run:
+        """The Run ``data`` describes; ValueError naming the first field that does not fit (:mod:`.schema`)."""
+        problem = _schema.problem(data)
+        if problem:
+            raise ValueError(problem)
         launches = [
             Launch(**{**launch, "metrics": [Metric(**m) for m in launch["metrics"]]})
             for launch in data.get("launches", [])

@@ -25,7 +25,7 @@ _HERTZ_WORDS = ("hz", "Hz", "HZ")
 # Count units a tool may scale with an SI prefix ("Kinst", "Mcycle"); kept as their own unit.
 _COUNTS = ("inst", "cycle", "warp", "thread", "block", "request", "sector", "transaction", "flop")
 
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*+(.*\S|)\s*$")
 
 
 def _scale_simple(unit: str) -> tuple[float, str] | None:
@@ -90,9 +90,10 @@ def parse_number(text: str) -> float | None:
     if not text or text.lower() in ("n/a", "nan", "-", "--"):
         return None
     try:
-        return float(text.replace(",", ""))
+        value = float(text.replace(",", ""))
     except ValueError:
         return None
+    return value if math.isfinite(value) else None  # 'inf', '1e999': no measurement
 
 
 # Digit-grouping marks locales print: ',' '.' (de_DE, es_ES), apostrophes (de_CH), narrow and plain
@@ -100,17 +101,27 @@ def parse_number(text: str) -> float | None:
 _GROUPING = ",.'’\u202f\u00a0"
 
 
+# After the locale's marks are made plain: 'g' for each grouping mark, '.' for the decimal mark.
+_LOCALE_NUMBER = re.compile(r"[-+]?+(?P<whole>\d[\dg]*+|)(?P<fraction>\.\d++)?+(?:[eE][-+]?+\d++)?+")
+
+
 def parse_locale_number(text: str, decimal: str = ".") -> float | None:
     """A number printed under a locale whose decimal mark is ``decimal``: every other grouping mark
-    is dropped ('3.642.649.330' with decimal ',' is 3642649330, '1.085.222,61' is 1085222.61)."""
-    text = text.strip()
-    for mark in _GROUPING:
-        if mark != decimal:
-            text = text.replace(mark, "")
-    try:
-        return float(text.replace(decimal, "."))
-    except ValueError:
+    is dropped ('3.642.649.330' with decimal ',' is 3642649330, '1.085.222,61' is 1085222.61).
+
+    Whole tokens only, else None: digit groups as a locale prints them ('2,84.766,97' is not
+    284.76697), a finite value ('nan' and 'inf' are not counts), nothing else in the cell."""
+    plain = text.strip().translate({ord(mark): "." if mark == decimal else "g" for mark in _GROUPING})
+    match = _LOCALE_NUMBER.fullmatch(plain)
+    if not match or not (match["whole"] or len(match["fraction"] or "") > 1):
         return None
+    first, *rest = match["whole"].split("g")
+    western = len(first) <= 3 and all(len(group) == 3 for group in rest)
+    lakh = bool(rest) and len(first) <= 2 and all(len(g) == 2 for g in rest[:-1]) and len(rest[-1]) == 3  # en_IN
+    if rest and not (western or lakh):
+        return None
+    value = float(plain.replace("g", ""))
+    return value if math.isfinite(value) else None
 
 
 def split_value_unit(cell: str) -> tuple[float, str] | None:

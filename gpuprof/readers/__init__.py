@@ -16,7 +16,8 @@ import importlib
 from pathlib import Path
 from typing import Protocol, cast
 
-from gpuprof.errors import FormatError
+from gpuprof import inputs
+from gpuprof.errors import FormatError, shortened
 from gpuprof.model import Run
 from gpuprof.readers import _compressed
 
@@ -31,6 +32,8 @@ _MODULES: list[str] = [
 ]
 
 HEAD_BYTES = 65536
+# Magic bytes of compressed files, for the hint to decompress one that no reader takes.
+_COMPRESSED = (("gzip", b"\x1f\x8b"), ("xz", b"\xfd7zXZ\x00"), ("zstd", b"\x28\xb5\x2f\xfd"), ("bz2", b"BZh"))
 
 
 class Reader(Protocol):
@@ -68,20 +71,23 @@ def read_head(path: Path) -> str:
 def detect(path: str | Path) -> Reader:
     """The reader module that recognises ``path``; FormatError naming the known formats otherwise."""
     path = Path(path)
-    if not path.exists():
-        raise FormatError(f"{path}: no such file", "check the path")
     if path.is_dir():
         for module in modules():
             if hasattr(module, "sniff_dir") and module.sniff_dir(path):
                 return module
         raise FormatError(f"{path}: a folder gpuprof cannot read as one run",
                           "give a profiler output file, or a folder of STONNE layer outputs")
-    if not path.is_file():
-        raise FormatError(f"{path}: not a regular file", "give a profiler output file")
+    path = inputs.regular_file(path, "give a profiler output file")
     head = read_head(path)
     for module in modules():
         if module.sniff(path, head):
             return module
+    with open(path, "rb") as handle:
+        magic = handle.read(6)
+    packed = next((name for name, start in _COMPRESSED if magic.startswith(start)), None)
+    if packed:
+        raise FormatError(f"{path}: compressed ({packed}) and no reader takes it",
+                          "decompress it first (gunzip, xz -d, zstd -d or bunzip2) and import the result")
     names = ", ".join(name for name, _ in formats())
     raise FormatError(f"{path}: not a profiler output gpuprof recognises",
                       f"gpuprof reads: {names}")
@@ -93,8 +99,54 @@ def read(path: str | Path, fmt: str | None = None) -> Run:
         by_name = {m.NAME: m for m in modules()}
         if fmt not in by_name:
             raise FormatError(f"unknown format '{fmt}'", f"choose one of: {', '.join(by_name)}")
-        return _read(by_name[fmt], Path(path))
-    return _read(detect(path), Path(path))
+        run = _read(by_name[fmt], inputs.regular_file(path, "give a profiler output file"))
+    else:
+        run = _read(detect(path), Path(path))
+    run.notes += unreadable_notes(run) + truncation_notes(run)
+    return run
+
+
+# Formats whose launches each get the profiler's whole metric list (perf intervals, cgroups and nsys
+# summaries legitimately differ).
+_SAME_METRICS_PER_LAUNCH = ("ncu-csv", "ncu-raw", "ncu-text", "ncu-rep", "nvprof-csv-metrics", "nvprof-text-metrics")
+
+
+def truncation_notes(run: Run) -> list[str]:
+    """'The file looks truncated' when its last launch has fewer metric rows than every other launch:
+    a file cut at a line boundary reads as a smaller profile, and this is the trace such a cut leaves."""
+    launches = run.launch_table
+    if len(launches) < 2 or run.format not in _SAME_METRICS_PER_LAUNCH:
+        return []
+    rows = run.metric_table["launch"].value_counts().reindex(range(len(launches)), fill_value=0)
+    last, others = int(rows.iloc[-1]), int(rows.iloc[:-1].min())
+    if last >= others:
+        return []
+    kernel = shortened(str(launches["kernel"].iloc[-1]), 60)
+    return [f"the file looks truncated: its last launch ({kernel}) has {last} metric row(s), every other launch "
+            f"at least {others}; give the whole file if the profiler finished"]
+
+
+# Cells a tool meant as a number but that hold none: kept as missing (their text), never as 0 or a neighbour's digits.
+_NOT_NUMBERS = r"[-+]?(?:nan|inf|infinity|n/a)|[-+]?[\d.,]*\d[\d.,]*%?"
+
+
+def unreadable_notes(run: Run) -> list[str]:
+    """A note naming the rows whose value is no number although it was written as one ('nan', 'n/a',
+    'inf', '1.2.3'): the metric is kept as missing, and the note says so instead of it vanishing."""
+    texts = run.metric_table["text"]
+    given = texts.notna()
+    if not given.any():
+        return []
+    written = texts[given].astype(str).str.strip()
+    bad = written[written.str.fullmatch(_NOT_NUMBERS, case=False)]
+    if bad.empty:
+        return []
+    table = run.metric_table.loc[bad.index]
+    kernels = run.launch_table["kernel"].to_numpy()
+    examples = [f"launch {launch} ({shortened(str(kernels[launch]), 60)}) {metric} = '{shortened(text, 20)}'"
+                for launch, metric, text in zip(table["launch"][:3], table["metric"][:3], bad[:3])]
+    return [f"{len(bad)} value(s) are not numbers and are kept as missing: {'; '.join(examples)}"
+            + (" …" if len(bad) > 3 else "")]
 
 
 def _read(module: Reader, path: Path) -> Run:

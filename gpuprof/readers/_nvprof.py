@@ -31,7 +31,7 @@ from gpuprof.readers._text import (ToolLog, column_spans, csv_records, ends_with
 
 TOOL = "nvprof"
 _COMMAND = re.compile(r"NVPROF is profiling process (\d+), command: (.*)$")
-_DEVICE_INDEX = re.compile(r"^(.*?)\s*\((\d+)\)$")
+_DEVICE_INDEX = re.compile(r"\((\d++)\)$")
 _BINARY_BYTES = re.compile(r"^([KMGT])B(/s)?$")
 # A kernel name with its launch's correlation id after it, as the text trace and the older CSV trace
 # (no Correlation_ID column) print it: 'void matrixMulCUDA<int=32>(float*, ...) [1073]'.
@@ -125,8 +125,9 @@ def units_row(line: str, spans: list[tuple[str, int, int]]) -> dict[str, str]:
 
 def split_device(text: str) -> tuple[str, int | None]:
     """``'Tesla K40c (0)'`` -> ``('Tesla K40c', 0)``."""
-    found = _DEVICE_INDEX.match(text.strip())
-    return (found.group(1), int(found.group(2))) if found else (text.strip(), None)
+    text = text.strip()
+    found = _DEVICE_INDEX.search(text)  # searched from the end's "(digits)": linear on a long name
+    return (text[:found.start()].rstrip(), int(found.group(1))) if found else (text, None)
 
 
 def to_base(value: float, unit: str) -> tuple[float, str]:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 # "==PROF== ...", "==WARNING== ...", "==ERROR== ...", "==21206== ..." (nvprof, the PID) and
 # "======== Warning: ..." (nvprof before it knows a PID).
-_TOOL_LINE = re.compile(r"^(?:==(PROF|WARNING|ERROR|INFO|\d+)==|={4,})[ \t]?(.*?)\s*$")
+_TOOL_LINE = re.compile(r"^(?:==(PROF|WARNING|ERROR|INFO|\d+)==|={4,})[ \t]?(.*\S|)\s*$")
 _LEVEL_WORD = re.compile(r"^(error|warning)\b:?", re.IGNORECASE)
 
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
@@ -317,13 +317,14 @@ def column_index(header: Sequence[str], names: Iterable[str]) -> dict[str, int]:
 
 def number(text: str) -> float | None:
     """``text`` as a float when it is a number as profilers print it ('5,323,503,232.00',
-    '1.3746e+11', '28.05%'); None for anything else ('PolicySpread', 'n/a', '')."""
+    '1.3746e+11', '28.05%'); None for anything else ('PolicySpread', 'n/a', 'nan', 'inf', '')."""
     if "," in text:
         text = text.replace(",", "")
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return parse_number(text) if text.endswith("%") else None
+    return value if math.isfinite(value) else None
 
 
 def convert_cell(text: str, unit: str) -> tuple[float | None, str]:
@@ -363,6 +364,8 @@ def metric_maker(origin: str = MEASURED) -> Callable[[str, str, str], Metric]:
         _, base, canon, multiply, divide = entry
         try:
             value = float(text.replace(",", "") if "," in text else text)
+            if not math.isfinite(value):  # 'nan', 'inf': kept as the text, noted by gpuprof.readers.read
+                raise ValueError(text)
         except ValueError:
             parsed = number(text)
             if parsed is None:  # a string-valued metric: keep it as the tool wrote it
@@ -402,6 +405,8 @@ def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[s
             parsed = list(map(number, map(str.replace, texts, repeat(","), repeat(""))))
             others = [row for row, value in enumerate(parsed) if value is None]
             values = np.array([math.nan if value is None else value for value in parsed], dtype=np.float64)
+    if not np.isfinite(values).all():  # the rows above, and 'nan' or 'inf' cells: kept as their text
+        others = np.flatnonzero(~np.isfinite(values)).tolist()
     tool_units = _categorical(units)
     kinds = [_conversion(unit) for unit in tool_units.categories]
     multiply = np.array([k[0] for k in kinds] + [1.0])  # the last entry serves code -1

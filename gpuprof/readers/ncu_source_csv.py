@@ -15,10 +15,11 @@ Only the all-samples ``stall_*`` columns are used; ``(Not Issued)`` ones are a s
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuprof.errors import FormatError, ProfilerError
+from gpuprof.errors import FormatError, ProfilerError, shortened
 from gpuprof.model import Launch, Metric, Run
 from gpuprof.model.stalls import InstructionSamples, classify, reason_for_token, vocabulary
 from gpuprof.model.units import parse_number
@@ -65,8 +66,9 @@ def _blocks(path: Path) -> list[tuple[str, list[dict[str, str]], list[str]]]:
 
 
 def _number(cell: str) -> float:
+    """A sample count; an empty cell is 0, a cell that is no count ('nan', 'n/a') is NaN (missing, never 0)."""
     value = parse_number(cell)
-    return 0.0 if value is None else value
+    return value if value is not None else 0.0 if not cell.strip() else math.nan
 
 
 def _reason_columns(header: list[str]) -> dict[str, str]:
@@ -100,19 +102,29 @@ def _pcsamp_name(reason: str) -> str:
 def read(path: Path) -> Run:
     """One launch per kernel block: the stall columns summed over all instructions."""
     launches = []
+    unreadable: list[str] = []
+
+    def total(kernel: str, rows: list[dict[str, str]], column: str) -> float | None:
+        counts = [_number(row.get(column, "")) for row in rows]
+        bad = next((n for n, count in enumerate(counts) if math.isnan(count)), None)
+        if bad is None:
+            return sum(counts)
+        unreadable.append(f"{kernel}: {column} of instruction {rows[bad].get('Address', bad)} is "
+                          f"'{shortened(rows[bad].get(column, ''), 40)}', not a count: the kernel's sum is kept as missing")
+        return None
+
     for index, (kernel, rows, header) in enumerate(_blocks(Path(path))):
         columns = _reason_columns(header)
         all_column = next((c for c in _ALL_SAMPLES if c in header), None)
-        metrics = [Metric(_pcsamp_name(reason), sum(_number(r.get(col, "")) for r in rows), "sample")
-                   for col, reason in columns.items()]
+        metrics = [Metric(_pcsamp_name(reason), total(kernel, rows, col), "sample") for col, reason in columns.items()]
         if all_column:
-            metrics.append(Metric("smsp__pcsamp_sample_count",
-                                  sum(_number(r.get(all_column, "")) for r in rows), "sample"))
+            metrics.append(Metric("smsp__pcsamp_sample_count", total(kernel, rows, all_column), "sample"))
         launches.append(Launch(kernel=kernel, index=index, attributes={"instructions": str(len(rows))},
                                metrics=metrics))
     return Run(kind="import", format=NAME, source=str(path), launches=launches,
                notes=["PC-sampling counts summed over the instructions listed in the file; an excerpt "
-                      "covers only its rows"])
+                      "covers only its rows", *unreadable[:5],
+                      *([f"{len(unreadable) - 5} more sums kept as missing"] if len(unreadable) > 5 else [])])
 
 
 def rep_instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:

@@ -35,28 +35,29 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from gpuprof.errors import FormatError
+from gpuprof.errors import FormatError, shortened
 from gpuprof.model import Launch, Run
-from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, open_text, parse_count
+from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, number, open_text, parse_count
 from gpuprof.model.units import parse_locale_number
 
 NAME = "ncu-text"
 DESCRIPTION = ("Nsight Compute console output: details page (ncu [--metrics ...] without --csv) and "
                "--print-summary tables, fixed-width")
 
-_KERNEL = re.compile(r"^\s*(?P<name>\S.*?), Block Size (?P<block>.+?), Grid Size (?P<grid>.+?), "
-                     r"(?P<invocations>\d+) invocations?\s*$")
+# Tempered and possessive groups: each part ends at its first separator, so a long line is read once.
+_KERNEL = re.compile(r"^\s*+(?P<name>\S(?:(?!, Block Size ).)*+), Block Size (?P<block>(?:(?!, Grid Size ).)++), "
+                     r"Grid Size (?P<grid>.+?), (?P<invocations>\d++) invocations?\s*+$")
 # Possessive groups: a fuzzed line of a megabyte must not make the name split in many ways.
 _LAUNCH = re.compile(r"^\s*(?P<name>\S.*?) \((?P<grid>\d++, \d++, \d++)\)x\((?P<block>\d++, \d++, \d++)\), "
                      r"Context (?P<context>\d++), Stream (?P<stream>\d++)"
                      r"(?:, Device (?P<device>\d++))?(?:, CC (?P<cc>\d++\.\d++))?\s*$")
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+(?:Minimum\s+Maximum\s+Average|Metric Value)\s*$")
 _DASHES = re.compile(r"-+")
-_PROCESS = re.compile(r"^\s*\[(?P<pid>\d+)\]\s+(?P<process>.+?)@(?P<host>\S+)\s*$")
+_PROCESS = re.compile(r"\[(?P<pid>\d++)\]\s++(?P<process>\S.*)")
 _DEVICE = re.compile(r"^\s*Device (?P<device>\d+)\s*$")
-_SECTION = re.compile(r"^\s*Section: (?P<section>.+?)\s*$")
+_SECTION = re.compile(r"^\s*+Section: (?P<section>.*\S)\s*$")
 _OMITTED = re.compile(r"^\s*\[\.\.\.")
-_RULE = re.compile(r"^(?P<indent>\s*)(?P<kind>OPT|INF|WRN|ERR)\s{2,}(?P<text>\S.*?)\s*$")
+_RULE = re.compile(r"^(?P<indent>\s*)(?P<kind>OPT|INF|WRN|ERR)\s{2,}+(?P<text>\S(?:.*\S)?)\s*$")
 # A value printed with a decimal comma: '1.085.222,61', '39.173.590', '6,86', '1,792525'. Not ',ddd'
 # or '.ddd' alone: '14,059' is C-locale grouping and '1.096' a C-locale fraction.
 _COMMA_DECIMAL = re.compile(r"\s(?:\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}\.\d{3},\d+|\d+,(?:\d{1,2}|\d{4,}))\s*$")
@@ -86,11 +87,28 @@ def read(path: Path) -> Run:
     notes = log.notes()
     if page.decimal != ".":
         notes.append(f"numbers use '{page.decimal}' as decimal mark (ncu follows the locale)")
+    notes += page.unreadable[:5]
+    if len(page.unreadable) > 5:
+        notes.append(f"{len(page.unreadable) - 5} more rows that do not fit their table were left out")
     if page.omitted:
         notes.append(f"the file marks {page.omitted} place(s) where lines were left out ([...]); "
                      "only the lines present were read")
     return Run(kind="import", format=NAME, source=str(path), device=_device(launches),
                environment={"tool": "ncu"}, launches=launches, notes=notes)
+
+
+def _process(stripped: str) -> dict[str, str] | None:
+    """pid, process and host of ``[1234] name@host``: the host follows the first ``@`` of the last word
+    (string operations, so a long line is read once)."""
+    match = _PROCESS.fullmatch(stripped)
+    if not match:
+        return None
+    rest = match["process"]
+    last_word = len(rest) - len(rest.rsplit(None, 1)[-1])
+    at = rest.find("@", max(last_word, 1))
+    if at < 0 or at == len(rest) - 1:
+        return None
+    return {"pid": match["pid"], "process": rest[:at], "host": rest[at + 1:]}
 
 
 class _Page:
@@ -107,6 +125,7 @@ class _Page:
         self.rule: list[str] | None = None     # the rule paragraph being read
         self.rules: dict[int, list[str]] = {}  # id(launch) -> its rule paragraphs
         self.omitted = 0
+        self.unreadable: list[str] = []        # rows that do not fit their table, kept as missing
         self.make = metric_maker()
 
     def line(self, line: str) -> None:
@@ -134,12 +153,14 @@ class _Page:
             self.columns, self.rows = [m.start() for m in _DASHES.finditer(line)], 0
         elif self.launch is not None and (match := _RULE.match(line)):
             self.rule = [f"{match['kind']}: {match['text']}"]
-        elif match := _PROCESS.match(line):
-            self.context.update(match.groupdict())
+        elif found := _process(stripped):
+            self.context.update(found)
         elif match := _DEVICE.match(line):
             self.context["device"] = match["device"]
 
     def finish(self) -> list[Launch]:
+        if self.columns is not None and self.rows and len(self.columns) == 3:  # the rule under the rows is missing
+            self.unreadable.insert(0, "the file looks truncated: its last table ends without the rule under its rows")
         self._close_rule()
         for launch in self.launches.values():
             if id(launch) in self.rules:
@@ -185,17 +206,43 @@ class _Page:
         value = parse_locale_number(text, self.decimal)
         return text if value is None else repr(value)
 
+    @staticmethod
+    def _summary_cells(line: str) -> list[str] | None:
+        """Name, unit, minimum, maximum, average of a --print-summary row, read as whole tokens (a row
+        whose spaces were collapsed, or a value wider than its column, still reads right); None when
+        the tokens do not fit."""
+        tokens = line.split()
+        if len(tokens) == 4 and number(tokens[1].replace(",", ".")) is not None:
+            tokens.insert(1, "")  # no unit
+        return tokens if len(tokens) == 5 else None
+
+    def _details_cells(self, line: str) -> list[str] | None:
+        """Name, unit, value of a details-page row, by the rule's columns (names hold spaces); None when
+        a column edge cuts a token (a value wider than its column, spaces collapsed by a copy)."""
+        starts = self.columns or []
+        if any(0 < edge < len(line) and not line[edge - 1].isspace() for edge in starts[1:]):
+            return None
+        return [line[start:end].strip() for start, end in zip(starts, [*starts[1:], None])]
+
     def _row(self, line: str) -> None:
         assert self.launch is not None and self.columns is not None
         starts = self.columns
         if len(starts) not in (3, 5):
             return
-        cells = [line[start:end].strip() for start, end in zip(starts, [*starts[1:], None])]
+        cells = self._summary_cells(line) if len(starts) == 5 else self._details_cells(line)
+        if cells is None:
+            self.unreadable.append(f"{shortened(self.launch.kernel, 60)}: the row '{shortened(line.strip(), 80)}' "
+                                   "does not fit its table's columns: its metric is kept as missing")
+            return
         name, unit, *values = cells
         metric = self.make(name, unit, self._number(values[-1]))
         if len(values) == 3:  # summary: Minimum, Maximum, Average
             low, _ = convert_cell(self._number(values[0]), unit)
             high, _ = convert_cell(self._number(values[1]), unit)
+            if low is None or high is None:
+                self.unreadable.append(f"{shortened(self.launch.kernel, 60)}: {shortened(name, 80)} has minimum "
+                                       f"'{shortened(values[0], 20)}' and maximum '{shortened(values[1], 20)}': "
+                                       "what is no number is kept as missing")
             metric = dataclasses.replace(metric, minimum=low, maximum=high)
         self.launch.metrics.append(metric)
         sections = self.launch.attributes.get("sections", "").split("; ")

@@ -44,7 +44,6 @@ DESCRIPTION = ("nsys stats / nsys profile --stats=true summaries of kernels, mem
                "nvtx_sum and the pre-2022 gpukernsum, gpumemtimesum, gpumemsizesum, cudaapisum), text or CSV")
 
 _TEXT_CELLS = re.compile(r"\s{2,}")
-_UNIT = re.compile(r"^(.*?)\s*\(([^)]*)\)$")  # "Total Time (ns)" -> ("Total Time", "ns")
 # What nsys calls a column over the versions -> the name gpuprof stores it under.
 _COLUMNS = {
     "Total Time": "Total Time", "Total": "Total", "Instances": "Count", "Count": "Count",
@@ -59,7 +58,7 @@ _REPORT_NAME = re.compile(r"\b(?:cuda|gpu|osrt|nvtx|openmp|opengl|vulkan|dx1[12]
                           r"|Summary \(")
 # The lookbehind starts a match only where a name can start, keeping the search linear on long lines.
 _REPORT_FILE = re.compile(r"(?<![^\s\[\]'\"/`*])([^\s\[\]'\"/`*]+)\.(?:nsys-rep|qdrep|sqlite)\b")
-_DEVICE = re.compile(r"^GPU \d+: General Metrics for (.+?)(?: \(.*\))?\s*$")
+_DEVICE = re.compile(r"GPU \d++: General Metrics for (.+)")
 _SKIPPED = re.compile(r"SKIPPED: (.*)$")
 _DATA_ROW = re.compile(r'^"?[-+\d.,]+"?(?:,|\s)')  # starts with a number, as every summary row does
 
@@ -70,8 +69,10 @@ def _column(label: str) -> tuple[str, str] | None:
     label = label.strip()
     if label.replace(" ", "") == "Time(%)":
         return "Time (%)", "%"
-    found = _UNIT.match(label)
-    base, unit = (found.group(1), found.group(2)) if found else (label, "")
+    base, unit = label, ""
+    if label.endswith(")") and (opening := label.rfind("(")) >= 0:  # string operations: linear on long labels
+        if ")" not in label[opening + 1:-1]:
+            base, unit = label[:opening].rstrip(), label[opening + 1:-1]
     name = _COLUMNS.get(base)
     return (name, unit) if name else None
 
@@ -115,6 +116,14 @@ def _header(line: str, context: str) -> _Table | None:
     columns = [(c[0], c[1] or (default if c[0] in ("Total", "Total Time", *_STATISTICS) else ""))
                if c else None for c in columns]
     return _Table(kind, labels, columns, is_csv, "", "", context)
+
+
+def _device_name(text: str) -> str:
+    """``'NVIDIA A100 (0000:07:00.0)'`` -> ``'NVIDIA A100'``: the name up to its first `` (`` when the rest is
+    one parenthesised tail (string operations, linear on a long line)."""
+    text = text.rstrip()
+    opening = text.find(" (", 1)
+    return text[:opening] if opening > 0 and text.endswith(")") else text
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -243,8 +252,8 @@ def read(path: Path) -> Run:
         if found := _REPORT_FILE.search(line):
             if not reports or reports[-1] != found.group(1):
                 reports.append(found.group(1))
-        if found := _DEVICE.match(stripped):
-            device = found.group(1)
+        if found := _DEVICE.fullmatch(stripped):
+            device = _device_name(found.group(1))
         if found := _SKIPPED.search(line):
             skipped.append(found.group(1))
         if _REPORT_NAME.search(line):

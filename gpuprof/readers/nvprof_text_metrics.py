@@ -29,7 +29,7 @@ DESCRIPTION = ("nvprof --metrics / --events text output (Kernel: blocks with Inv
 _METRICS = re.compile(r"^\s*Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg\s*$", re.M)
 _EVENTS = re.compile(r"^\s*Invocations\s+Event Name\s+Min\s+Max\s+Avg(\s+Total)?\s*$", re.M)
 _DEVICE = re.compile(r'^\s*Device\s+"(.*)"\s*$')
-_KERNEL = re.compile(r"^\s*Kernel:\s*(.*?)\s*$")
+_KERNEL = re.compile(r"^\s*+Kernel:\s*+(.*\S|)\s*$")
 _CELLS = re.compile(r"\s{2,}")
 _ROW = re.compile(r"^\s*\d+\s{2,}\S")  # an invocation count, then a name: a table row
 

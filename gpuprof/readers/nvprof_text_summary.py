@@ -27,7 +27,7 @@ NAME = "nvprof-text-summary"
 DESCRIPTION = "nvprof default text summary (GPU activities / API calls, Time(%) Time Calls Avg Min Max Name)"
 _HEADER = re.compile(r"^\s*(?:Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name\s*$", re.M)
 _ROW = re.compile(r"^\s*(?:(?P<type>[A-Za-z][A-Za-z ]*):)?\s*(?P<percent>[\d.]+%?)\s+(?P<time>\S+)\s+"
-                  r"(?P<calls>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<name>\S.*?)\s*$")
+                  r"(?P<calls>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<name>\S(?:.*\S)?)\s*$")
 _VALUES = {"avg": "Avg", "min": "Min", "max": "Max", "time": "Time", "percent": "Time(%)"}
 
 

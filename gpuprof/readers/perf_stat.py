@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof.errors import FormatError
+from gpuprof.errors import FormatError, shortened
 from gpuprof.model import DERIVED, MEASURED, Launch, Metric, Run
 from gpuprof.model.units import parse_locale_number as perf_number, to_base
 
@@ -40,6 +40,11 @@ _DIGITS = re.compile(r"\d+")
 _STARTED = re.compile(r"^#\s*started on\s+(?P<when>\S(?:.*\S)?|\s)\s*$")
 _SECONDS = re.compile(r"^\s*(?P<value>\d[\d.,'’]*)(?:\s*\+-\s*[\d.,]+)?\s+seconds\s+(?P<what>time elapsed|user|sys)"
                       r"(?:\s*\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\))?")
+# A line shaped like an elapsed-time or counter line whose value token perf would never print
+# ('-1', '1e308', 'nan', 'n/a', '2,84.766,97'): its value is kept as missing, with a note.
+_ANY_SECONDS = re.compile(r"^\s*+(?P<value>\S++)(?:\s*+\+-\s*+\S++)?+\s++seconds\s++(?P<what>time elapsed|user|sys)")
+_ANY_COUNT = re.compile(r"^\s*+(?P<value>[-+]?+(?:nan|n/a|inf(?:inity)?+|\.?+\d\S*+))\s++"
+                        r"(?:(?:" + "|".join(UNITS) + r")\s++)?+(?P<event>[A-Za-z{][^\s#(]*+)", re.IGNORECASE)
 _VALUE = r"<not counted>|<not supported>|\d[\d.,'’\u202f\u00a0]*"
 _AGGREGATE = r"CPU\d+|S\d+(?:-D\d+)?(?:-(?:C|L\d|N)\d+)?|N\d+"
 # The value may end in a (narrow) no-break space that perf meant as the blank after it: the atomic
@@ -99,6 +104,7 @@ class PerfStat:
     seconds: dict[str, tuple[float, float | None]] = field(default_factory=dict)  # elapsed/user/sys -> (s, spread %)
     decimal: str = "."
     skipped_lines: int = 0         # program output before the block
+    unreadable: list[str] = field(default_factory=list)  # 'line N: ...' for values kept as missing
 
 
 def detect_decimal(text: str) -> str:
@@ -154,8 +160,9 @@ def parse_human_line(line: str, decimal: str = ".") -> PerfCount | None:
         cgroup=cgroup,
         running_pct=perf_number(pct.group("pct"), decimal) if pct else None,
         spread_pct=perf_number(spread.group("spread"), decimal) if spread else None,
-        shadow=((perf_number(shadow.group("num"), decimal) or 0.0, shadow.group("text"))
-                if shadow and shadow.group("text") else None))
+        shadow=((shadow_value, shadow.group("text"))
+                if shadow and shadow.group("text") and (shadow_value := perf_number(shadow.group("num"), decimal))
+                is not None else None))
 
 
 def parse_thread_line(line: str, decimal: str = ".") -> PerfCount | None:
@@ -223,19 +230,23 @@ def parse_csv(text: str) -> PerfStat:
     counts: list[PerfCount] = []
     started = None
     skipped = 0
-    for line in lines:
+    unreadable: list[str] = []
+    for number, line in enumerate(lines, 1):
         header = _STARTED.match(line)
         if header:
             started = header.group("when")
             continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        count = parse_csv_fields(_split(line, separator))
+        fields = _split(line, separator)
+        count = parse_csv_fields(fields)
         if count:
             counts.append(count)
+        elif bad := _ANY_COUNT.match(" ".join(field.strip() for field in fields[:3] if field.strip())):
+            unreadable.append(_unreadable_count(number, bad["value"], bad["event"]))
         else:
             skipped += 1
-    return PerfStat(counts, "csv", started=started, skipped_lines=skipped)
+    return PerfStat(counts, "csv", started=started, skipped_lines=skipped, unreadable=unreadable)
 
 
 def parse_human(text: str) -> PerfStat:
@@ -260,20 +271,29 @@ def parse_human(text: str) -> PerfStat:
         started = _STARTED.match(line)
         if started:
             result.started = started.group("when")
-    for line in lines[(start or 0):]:
+    for number, line in enumerate(lines[(start or 0):], (start or 0) + 1):
         seconds = _SECONDS.match(line)
-        if seconds:
-            value = perf_number(seconds.group("value"), decimal)
+        value = perf_number(seconds.group("value"), decimal) if seconds else None
+        if value is not None:
             spread = seconds.group("spread")
-            if value is not None:
-                result.seconds[seconds.group("what")] = (value, perf_number(spread, decimal) if spread else None)
+            result.seconds[seconds.group("what")] = (value, perf_number(spread, decimal) if spread else None)
+            continue
+        if bad := _ANY_SECONDS.match(line):
+            result.unreadable.append(f"line {number}: '{shortened(bad['value'], 40)}' is not a duration perf prints, "
+                                     f"so 'seconds {bad['what']}' is kept as missing")
             continue
         if line.lstrip().startswith("#"):
             continue
         count = parse_human_line(line, decimal) or parse_thread_line(line, decimal)
         if count:
             result.counts.append(count)
+        elif bad := _ANY_COUNT.match(line):
+            result.unreadable.append(_unreadable_count(number, bad["value"], bad["event"]))
     return result
+
+
+def _unreadable_count(number: int, value: str, event: str) -> str:
+    return f"line {number}: '{shortened(value, 40)}' is not a count perf prints, so {event_name(event)} is kept as missing"
 
 
 def event_name(event: str) -> str:
@@ -392,6 +412,7 @@ def notes(stat: PerfStat) -> list[str]:
     if stat.form == "human" and stat.target is None and not stat.seconds and all(c.time is None for c in stat.counts):
         notes.append("no 'Performance counter stats' header and no elapsed time (a trimmed paste): "
                      "the counts are read as printed")
+    notes += stat.unreadable
     if stat.skipped_lines:
         notes.append(f"{stat.skipped_lines} non-perf lines (program output) skipped")
     if stat.decimal != ".":

@@ -7,6 +7,7 @@ a spreadsheet would run as a formula.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Protocol
 
 from gpuprof.errors import InputError
@@ -49,7 +50,9 @@ class Renderer(Protocol):
 def renderers() -> dict[str, Renderer]:
     """Every ``--format`` by name; ``table`` fits the terminal (:func:`table_width`)."""
     return {"table": lambda frame, title=None: text.table(frame, title, table_width()),
-            "markdown": text.markdown, "csv": text.csv, "json": text.json}
+            "markdown": text.markdown, "json": text.json,
+            # to a terminal, escape sequences in names are written out
+            "csv": lambda frame, title=None: text.csv(frame, title, terminal=sys.stdout.isatty())}
 
 
 def emit(frame: pd.DataFrame, fmt: str = "table", title: str | None = None) -> str:

@@ -7,8 +7,10 @@ import io
 import json as _json
 import math
 import textwrap
+import unicodedata
 from typing import TYPE_CHECKING, Any
 
+from gpuprof.errors import printable
 from gpuprof.render import layout
 from gpuprof.render.layout import Column
 
@@ -16,6 +18,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+# Names come from the files people give gpuprof: escape sequences in them (window title, clipboard
+# write, screen clear, right-to-left override) are written out, never sent to the terminal.
+visible = printable
 
 
 def _cell(value: Any) -> str:
@@ -25,7 +31,7 @@ def _cell(value: Any) -> str:
         if value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-3):
             return f"{value:.4g}"
         return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
-    return str(value)
+    return visible(str(value))
 
 
 def cell_texts(frame: pd.DataFrame) -> list[list[str]]:
@@ -51,7 +57,8 @@ def _columns(frame: pd.DataFrame) -> list[Column]:
     for name, cells in zip(frame.columns, cell_texts(frame)):
         group = next((g for g in groups if str(name).startswith(f"{g} ")), None)
         header = str(name)[len(group) + 1:] if group else str(name)
-        columns.append(Column(header, cells, pd.api.types.is_numeric_dtype(frame[name]), group))
+        columns.append(Column(visible(header), cells, pd.api.types.is_numeric_dtype(frame[name]),
+                              visible(group) if group else group))
     return columns
 
 
@@ -59,14 +66,15 @@ def table(frame: pd.DataFrame, title: str | None = None, width: int | None = Non
     """Columns aligned for a terminal, numbers right-aligned, fitting ``width`` (see
     :mod:`gpuprof.render.layout`; None: every row on one line); ``frame.attrs["notes"]`` numbered
     under it."""
-    body = layout.render(_columns(frame), len(frame), width, list(frame.attrs.get("notes", [])))
+    body = layout.render(_columns(frame), len(frame), width, [visible(n) for n in frame.attrs.get("notes", [])])
+    title = visible(title) if title else title
     if title and width:
         title = textwrap.fill(title, width, break_long_words=False, break_on_hyphens=False)
     return f"{title}\n{body}" if title else body
 
 
 def _md_escape(text: str) -> str:
-    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+    return visible(html.escape(text, quote=False).replace("|", "\\|").replace("\n", " "))
 
 
 def markdown(frame: pd.DataFrame, title: str | None = None) -> str:
@@ -83,18 +91,24 @@ def markdown(frame: pd.DataFrame, title: str | None = None) -> str:
 
 
 def _csv_safe(value: Any) -> Any:
-    """Prefix text a spreadsheet would evaluate as a formula with a quote (OWASP CSV injection)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    """Prefix text a spreadsheet would evaluate as a formula with a quote (OWASP CSV injection). Checked as
+    the spreadsheet reads it: after leading blanks, with full-width signs (``＝``, ``＋``) read as ASCII."""
+    if isinstance(value, str) and (value.startswith(_FORMULA_START) or
+                                   unicodedata.normalize("NFKC", value.lstrip()[:1]).startswith(_FORMULA_START)):
         return "'" + value
     return value
 
 
-def csv(frame: pd.DataFrame, title: str | None = None) -> str:
+def csv(frame: pd.DataFrame, title: str | None = None, terminal: bool = False) -> str:
     """RFC 4180 CSV: text cells quoted (so a stray carriage return cannot split a row in a
-    spreadsheet), numbers bare, formula-like text neutralised."""
+    spreadsheet), numbers bare, formula-like text neutralised; for a ``terminal``, control
+    characters written out as well (piped CSV keeps the names whole)."""
     import csv as _csv
 
     safe = frame.map(_csv_safe) if len(frame) else frame
+    if terminal and len(safe):
+        safe = safe.map(lambda value: visible(value) if isinstance(value, str) else value)
+        safe.columns = [visible(str(name)) for name in safe.columns]
     buffer = io.StringIO()
     safe.to_csv(buffer, index=False, quoting=_csv.QUOTE_NONNUMERIC)
     return buffer.getvalue().rstrip("\n")

@@ -21,9 +21,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from gpuprof.store import columns as store_columns
-from gpuprof.errors import StoreError
+from gpuprof import inputs
+from gpuprof.errors import FormatError, StoreError, shortened
+from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run, schema
 from gpuprof.outputs import creatable_in, regular_file
-from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run
 
 STORE_ENV = "GPUPROF_STORE"
 DEFAULT_PATH = Path("reports") / "gpuprof.sqlite"
@@ -43,7 +44,11 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS columns (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, tbl TEXT NOT NULL, name TEXT NOT NULL,
     encoding TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (run_id, tbl, name));
+CREATE INDEX IF NOT EXISTS runs_by_kind ON runs(kind);
 """
+# Calibrations are looked up by kind on every `run` and sweep point: through this index, the time does
+# not grow with the store. Stores written before it get it on their next write (no layout change).
+_KIND_INDEX = _SCHEMA.strip().split(";")[3]
 
 _SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -148,6 +153,13 @@ class Store:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
         self.read_only = read_only
+        self.skipped: list[str] = []  # runs that could not be decoded, for the commands to say so
+        if os.path.lexists(path):  # a FIFO or device would block or never end: refuse first
+            try:
+                inputs.regular_file(path)
+            except FormatError as error:
+                raise StoreError(f"results store {error.problem}",
+                                 "give a gpuprof results store with --store or $GPUPROF_STORE") from None
         self._connection: sqlite3.Connection | None = None
         # through a symlink to its target; a device or FIFO cannot hold SQLite's file
         self._real = path if read_only else regular_file(path, "results store", StoreError,
@@ -304,6 +316,7 @@ class Store:
                 self._transaction():
             if self._version() == 1:
                 self._migrate()
+            self._db.execute(_KIND_INDEX)
             if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone():
                 return
             self._insert(run, parts)
@@ -332,11 +345,33 @@ class Store:
                                for part in store_columns.encode(run.launch_table, run.metric_table)])
         self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
-    def run_ids(self) -> list[str]:
+    def run_ids(self, kind: str | None = None) -> list[str]:
+        """Stored run ids, oldest first; with ``kind``, only that kind's (by index)."""
+        where, args = (" WHERE kind=?", (kind,)) if kind else ("", ())
         if not self._created():
             return []
         with self._errors("read", _READ_FIX):
-            return [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY created, rowid")]
+            return [r[0] for r in self._db.execute(f"SELECT run_id FROM runs{where} ORDER BY created, rowid", args)]
+
+    def has(self, run_id: str) -> bool:
+        with self._errors("read", _READ_FIX):
+            return self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone() is not None
+
+    def workloads(self, marker: str) -> list[dict]:
+        """The workload records whose JSON text holds ``marker`` (``'"sweep"'``), read from the runs table
+        alone: ``--resume`` finds its done points without decoding any run's tables."""
+        if not self._created():
+            return []
+        with self._errors("read", _READ_FIX):
+            texts = [r[0] for r in self._db.execute("SELECT workload FROM runs WHERE instr(workload, ?) > 0",
+                                                    (marker,))]
+        found = []
+        for text in texts:
+            with suppress(ValueError):
+                record = json.loads(text)
+                if isinstance(record, dict):
+                    found.append(record)
+        return found
 
     def get(self, run_id: str) -> Run:
         with self._errors("read", _READ_FIX):
@@ -351,13 +386,14 @@ class Store:
 
     def _get(self, run_id: str) -> Run:
         *meta, launches, metrics = self._row(run_id, ", launches, metrics")
+        meta = _checked(meta, self.path)
         parts = {(table, name): (encoding, data) for table, name, encoding, data in self._db.execute(
             "SELECT tbl, name, encoding, data FROM columns WHERE run_id=?", (run_id,))}
         return _run(meta, tables=store_columns.decode(parts, launches, metrics, run_id[:8]))
 
     def _get_v1(self, run_id: str) -> Run:
         """A run of a schema-1 store: one row per launch and per metric."""
-        meta = self._row(run_id, "")
+        meta = _checked(self._row(run_id, ""), self.path)
         metrics: dict[int, list[Metric]] = {}
         for pos, name, num, text, unit, canon, origin, lo, hi in self._db.execute(
                 "SELECT launch_idx, name, value_num, value_text, unit, canonical, origin, minimum, maximum "
@@ -373,16 +409,43 @@ class Store:
             launches.append(Launch(kernel, index, dev, invocations, attrs, metrics.get(pos, [])))
         return _run(meta, launches=launches)
 
-    def runs(self) -> list[Run]:
-        return [self.get(run_id) for run_id in self.run_ids()]
+    def runs(self, kind: str | None = None) -> list[Run]:
+        """Every stored run that can be read, oldest first; with ``kind``, only that kind's (the others are
+        not read). A run whose stored record does not decode is left out with a line in :attr:`skipped`,
+        so one damaged row does not stop every command that reads the store."""
+        found = []
+        for run_id in self.run_ids(kind):
+            try:
+                found.append(self.get(run_id))
+            except StoreError as error:
+                self.skipped.append(f"{error.problem}: left out")
+        return found
 
 
-def _run(meta: tuple, **data: object) -> Run:
-    """A Run from its row in the runs table and its launches or tables."""
-    run_id, created, kind, fmt, source, device, workload, environment, notes, version = meta
-    return Run(kind=kind, format=fmt, source=source, device=json.loads(device),
-               workload=json.loads(workload) if workload else None, environment=json.loads(environment),
-               notes=json.loads(notes), created=created, run_id=run_id, schema_version=version, **data)
+_META = ("run_id", "created", "kind", "format", "source", "device", "workload", "environment", "notes",
+         "schema_version")
+
+
+def _checked(meta: tuple | list, path: Path) -> dict[str, object]:
+    """A runs-table row as the Run's fields, its JSON decoded and checked (:mod:`gpuprof.model.schema`);
+    StoreError naming the run and the field when the row is damaged."""
+    fields = dict(zip(_META, meta))
+    try:
+        for key in ("device", "workload", "environment", "notes"):
+            if fields[key] is not None:
+                fields[key] = json.loads(fields[key])
+        problem = schema.problem(fields)
+    except (ValueError, TypeError, RecursionError) as error:
+        problem = f"{type(error).__name__}: {error}"
+    if problem:
+        raise StoreError(f"run {str(fields['run_id'])[:12]} in {path} cannot be read ({shortened(problem, 120)})",
+                         _READ_FIX)
+    return fields
+
+
+def _run(meta: dict[str, object], **data: object) -> Run:
+    """A Run from its checked row in the runs table and its launches or tables."""
+    return Run(**meta, **data)
 
 
 def open_store(path: str | Path | None = None, read_only: bool = False) -> Store:

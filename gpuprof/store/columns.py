@@ -153,7 +153,7 @@ def decode(parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metri
                 values = tables.objects(json.loads(data))
             if len(values) != sizes[table]:
                 raise ValueError(f"column {table}.{column} has {len(values)} rows, not {sizes[table]}")
-        except (ValueError, TypeError, IndexError) as error:
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError, RecursionError) as error:
             raise StoreError(f"run {where} in the results store cannot be read: {error}",
                              "the store was damaged; give another path with --store or $GPUPROF_STORE") from None
         columns[table][column] = values

@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from gpuprof import outputs
-from gpuprof.errors import FormatError, InputError
-from gpuprof.model import Run
+from gpuprof import inputs, outputs
+from gpuprof.errors import FormatError, InputError, shortened
+from gpuprof.model import Run, schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,6 +87,7 @@ def load(path: str | Path) -> tuple[list[Run], list[str]]:
     """Runs in ``path``, and notes on lines that could not be read (e.g. a run cut off mid-write)."""
     runs: list[Run] = []
     notes: list[str] = []
+    inputs.regular_file(path, "give a run file written by gpuprof export or a Slurm sweep")
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
@@ -95,12 +96,15 @@ def load(path: str | Path) -> tuple[list[Run], list[str]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except ValueError:
-            notes.append(f"{path}:{number}: skipped, not a whole JSON line (a run cut off mid-write?)")
+            data = json.loads(line)
+        except RecursionError:
+            problem = "nested too deeply"
+        except ValueError as error:  # cut mid-write, not JSON, a number of thousands of digits
+            problem = f"{type(error).__name__}: {error}"
+        else:
+            problem = schema.problem(data)  # checked before a Run exists: nothing odd reaches a store
+        if problem:
+            notes.append(f"{path}:{number}: skipped, not a whole gpuprof run ({shortened(problem, 200)})")
             continue
-        try:
-            runs.append(Run.from_dict(record))
-        except (ValueError, TypeError, KeyError, AttributeError):
-            notes.append(f"{path}:{number}: skipped, a JSON line but not a gpuprof run (fields missing or unknown)")
+        runs.append(Run.from_dict(data))
     return runs, notes

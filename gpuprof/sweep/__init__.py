@@ -28,13 +28,15 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gpuprof.errors import DeviceError, GpuprofError, InputError
+from gpuprof import inputs
+from gpuprof.errors import DeviceError, FormatError, GpuprofError, InputError, shortened
 from gpuprof.measure import CACHE_MODES, RunSettings, choose_device, measure
 from gpuprof.model import Run
 from gpuprof.model.sizes import format_bytes, parse_size
@@ -47,6 +49,10 @@ DEVICE_DEFAULT = "default"
 _SETTINGS: dict[str, Any] = {"repeat": 10, "warmup": 3, "dtypes": ["float32"], "engines": [None],
                              "cache": "warm", "counters": True}
 # [slurm] is read and checked by gpuprof.sweep.slurm (``gpuprof sweep --slurm``).
+# A config's name is a folder name (reports/slurm/<name>) and a tag in the store: one safe path component.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+CONFIG_BYTES = 1 << 20  # a config is a few KiB; more is not one (and /dev/zero must not fill memory)
 _TOP_KEYS = {"name", "description", "seed", "grid", "slurm", *_SETTINGS}
 _GRID_KEYS = {"ops", "sizes", *_SETTINGS}
 
@@ -166,9 +172,10 @@ def load_config(path: str | Path) -> SweepConfig:
     """Read and check a sweep config; an InputError names the file and the offending key."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise InputError(f"cannot read sweep config {path}: {error.strerror}", "check the path") from None
+        data = tomllib.loads(inputs.read_capped(path, CONFIG_BYTES, "a sweep config",
+                                                "give a TOML sweep config such as configs/quick.toml").decode("utf-8"))
+    except FormatError as error:  # missing, a FIFO or device, too big: a bad argument to sweep
+        raise InputError(error.problem, error.fix) from None
     except UnicodeDecodeError:
         raise InputError(f"{path} is not a text file, so not a sweep config",
                          "give a TOML sweep config such as configs/quick.toml") from None
@@ -178,6 +185,9 @@ def load_config(path: str | Path) -> SweepConfig:
     for key in ("name", "description"):
         if key in data and not isinstance(data[key], str):
             raise _bad(path, key, "must be a string", f'e.g. {key} = "quick"')
+    if "name" in data and not _SAFE_NAME.fullmatch(data["name"]):  # it names reports/slurm/<name>
+        raise _bad(path, "name", f"= {shortened(repr(data['name']), 60)} is not one folder name",
+                   'use letters, digits, ".", "_" and "-", starting with a letter or digit (e.g. name = "quick")')
     seed = _int(path, "seed", data.get("seed", 0), 0)
     grid = data.get("grid")
     if not isinstance(grid, list) or not grid:
@@ -188,7 +198,7 @@ def load_config(path: str | Path) -> SweepConfig:
         for point in _grid_points(path, index, entry, base):
             if point not in points:
                 points.append(point)
-    return SweepConfig(name=data.get("name", path.stem), description=data.get("description", ""),
+    return SweepConfig(name=data.get("name", _UNSAFE.sub("_", path.stem).lstrip("._-")[:100] or "sweep"), description=data.get("description", ""),
                        path=str(path), points=tuple(points), seed=seed)
 
 
@@ -226,11 +236,13 @@ def sweep_tag(config: SweepConfig, point: Point, device: str, host: str) -> dict
             "device": device, "host": host}
 
 
-def stored_points(runs: list[Run], config_name: str, device: str, host: str) -> set[str]:
-    """Point keys already stored for this config name on this device kind and host."""
+def stored_points(workloads: Iterable[dict[str, Any] | None], config_name: str, device: str, host: str) -> set[str]:
+    """Point keys already stored for this config name on this device kind and host, from the stored
+    runs' workload records (:meth:`gpuprof.store.Store.workloads`)."""
     keys = set()
-    for run in runs:
-        tag = (run.workload or {}).get("sweep") or {}
+    for workload in workloads:
+        tag = (workload or {}).get("sweep") or {}
+        tag = tag if isinstance(tag, dict) else {}
         if tag.get("config") == config_name and tag.get("device") == device and tag.get("host") == host:
             keys.add(tag.get("point"))
     return keys
@@ -259,7 +271,7 @@ def run_sweep(config: SweepConfig, store_path: str | Path | None = None, device:
     with open_store(store_path) as store:
         store.writable()  # before the first point, not after it
         result.store = str(store.path)
-        done = stored_points(store.runs(), config.name, kind, host) if resume else set()
+        done = stored_points(store.workloads('"sweep"'), config.name, kind, host) if resume else set()
         todo = [p for p in config.points if p.key not in done]
         result.skipped = [p for p in config.points if p.key in done]
         listener.started(len(config.points), len(result.skipped))

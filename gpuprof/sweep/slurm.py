@@ -474,11 +474,12 @@ def cluster_device(device: str, options: SlurmOptions) -> str:
     return "cuda" if options.gpus else "cpu"
 
 
-def stored_on_cluster(runs: list[Run], config_name: str, device: str) -> set[str]:
+def stored_on_cluster(workloads: Iterable[dict[str, Any] | None], config_name: str, device: str) -> set[str]:
     """Point keys stored for this config and device kind, from any host: cluster jobs land on many nodes."""
     keys = set()
-    for run in runs:
-        tag = (run.workload or {}).get("sweep") or {}
+    for workload in workloads:
+        tag = (workload or {}).get("sweep") or {}
+        tag = tag if isinstance(tag, dict) else {}
         if tag.get("config") == config_name and tag.get("device") == device:
             keys.add(tag.get("point"))
     return keys
@@ -493,7 +494,7 @@ def sweep_on_slurm(config: SweepConfig, options: SlurmOptions, result_dir: str |
     result = SweepResult()
     with open_store(store_path) as store:
         result.store = str(store.path)
-        done = stored_on_cluster(store.runs(), config.name, kind) if resume else set()
+        done = stored_on_cluster(store.workloads('"sweep"'), config.name, kind) if resume else set()
         result.skipped = [p for p in config.points if p.key in done]
         listener.started(len(config.points), len(result.skipped))
         by_key = {}
