@@ -62,5 +62,5 @@ def export(out: str, kind: str, append: bool, fmt: str, store_path: str | None) 
         note(f"note: {line}")
     run_file.write(out, runs, replace=not append, fmt=fmt)
     note(f"{len(runs)} run(s) from {where} {'appended to' if append else 'written to'} {out}"
-         + (f" as a {fmt} metric table" if fmt != "jsonl" else "")
-         + ("" if append else " (replacing its contents; --append adds instead)"))
+         + (f" as a {fmt} metric table (replacing its contents)" if fmt != "jsonl"
+            else "" if append else " (replacing its contents; --append adds instead)"))
