@@ -18,6 +18,7 @@ from gpuprof.importing import kernel_table, read_file
 from gpuprof.measure import RunSettings, measure
 from gpuprof.model import Run
 from gpuprof.store import open_store
+from gpuprof.store.runfile import long_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,11 +61,9 @@ def results(store: str | Path | None = None) -> pd.DataFrame:
 
 
 def metrics(store: str | Path | None = None) -> pd.DataFrame:
-    """Every stored metric in long format (one row per run × launch × metric)."""
-    import pandas as pd
-
-    frames = [r.metrics_frame() for r in runs(store)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    """Every stored metric in long format (one row per run × launch × metric), the table
+    ``gpuprof export --format parquet|csv`` writes."""
+    return long_table(runs(store))
 
 
 def read(path: str | Path, fmt: str | None = None) -> Run:

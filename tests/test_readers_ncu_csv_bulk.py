@@ -7,15 +7,14 @@ import math
 from pathlib import Path
 
 import pytest
+from fixture_paths import A100, A100_ERRORS, B200, FIXTURES, V100
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuprof.model import tables
 from gpuprof import model
-from gpuprof.model import Run
+from gpuprof.model import Run, tables
 from gpuprof.readers import _ncu_csv_bulk, ncu_csv
 from gpuprof.readers._text import metric_columns, metric_maker
-from fixture_paths import A100, A100_ERRORS, B200, FIXTURES, V100
 
 FAST = _ncu_csv_bulk.read
 
@@ -36,14 +35,13 @@ def _read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bool, Run, 
     """(whether the fast path took the file, its run, the line-by-line reader's run)."""
     taken: list[bool] = []
 
-    def spy(*args: object) -> _ncu_csv_bulk.Rows | None:
-        rows = FAST(*args)
-        taken.append(rows is not None)
-        return rows
+    def spy(*args: object) -> bool:
+        taken.append(FAST(*args))
+        return taken[-1]
 
     monkeypatch.setattr(_ncu_csv_bulk, "read", spy)
     run = ncu_csv.read(path)
-    monkeypatch.setattr(_ncu_csv_bulk, "read", lambda *args: None)
+    monkeypatch.setattr(_ncu_csv_bulk, "read", lambda *args: False)
     return any(taken), run, ncu_csv.read(path)
 
 
@@ -220,3 +218,44 @@ def test_anonymous_namespace_names_and_empty_units_are_kept(spelling: str, tmp_p
     assert softmax.value("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum") == 0
     assert softmax.attributes["rules"].startswith("LaunchConfiguration [WRN]: The grid for this launch is configured "
                                                   "to execute only 40 blocks")
+
+
+@pytest.mark.parametrize("fixture", [A100, B200, V100], ids=lambda p: p.name)
+@pytest.mark.parametrize("chunk", [1, 7, 500])
+def test_chunked_read_stores_the_same_run_as_a_whole_file_read(fixture: Path, chunk: int, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files larger than memory are parsed CHUNK_ROWS rows at a time; launches cut by a chunk's
+    end go on in the next, and the stored run is the whole-file read's, row for row."""
+    from gpuprof.store import open_store
+
+    whole = ncu_csv.read(fixture)
+    monkeypatch.setattr(_ncu_csv_bulk, "CHUNK_ROWS", chunk)
+    fast, chunked, _ = _read_both(fixture, monkeypatch)
+    assert fast
+    assert _contents(chunked) == _contents(whole)
+    frames = []
+    for name, run in (("whole", whole), ("chunked", chunked)):
+        with open_store(tmp_path / f"{name}.sqlite") as store:
+            store.add(run)
+            (stored,) = store.runs()
+        frames.append(stored.metrics_frame().drop(columns="run_id").astype(str))
+    assert len(frames[0]) == sum(len(launch.metrics) for launch in whole.launches) >= 45
+    assert frames[0].equals(frames[1])
+
+
+def test_a_launch_split_across_chunks_by_another_goes_line_by_line(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch whose rows come back after another launch's, in a later chunk, is a launch in
+    pieces: the chunked fast path refuses it as the whole-file one does, and nothing of it is kept."""
+    lines = V100.read_text().splitlines(keepends=True)
+    header = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    rows = lines[header + 1:]
+    first_id = rows[0].split(",")[0]
+    first = [row for row in rows if row.split(",")[0] == first_id]
+    path = tmp_path / "pieces.csv"
+    path.write_text("".join(lines[:header + 1] + rows + first[:3]))
+    monkeypatch.setattr(_ncu_csv_bulk, "CHUNK_ROWS", 50)
+    fast, run, lines_run = _read_both(path, monkeypatch)
+    assert not fast
+    assert _contents(run) == _contents(lines_run)
+    assert len(run.launches) == 100 and len(run.launches[0].metrics) == len(first) + 3

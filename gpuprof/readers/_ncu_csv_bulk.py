@@ -1,15 +1,15 @@
 """The fast path of the Nsight Compute details-CSV reader: pandas' C parser for a clean table.
 
 A table that is nothing but rows after its header (what ``ncu --csv --page details --log-file``
-and ``ncu --import X.ncu-rep --csv`` write) is parsed by ``pandas.read_csv`` in one call, every
+and ``ncu --import X.ncu-rep --csv`` write) is parsed by ``pandas.read_csv`` (``CHUNK_ROWS`` rows per call), every
 field as text, and turned into launches and metrics column by column. Python then does work per
 launch, not per row, which is what keeps a million-row file within reach of pandas' own speed.
 
 It is taken only when its result is the one the line-by-line reader gives: every ID is a number,
 each launch's rows are together, every row names a metric and has a value (or is a rule row of
 the 2023+ layout), and nothing else sits among the rows. Anything else (a tool message or
-program output between rows, a short or long row, a line pandas refuses) makes :func:`read`
-return None, and the line-by-line reader in :mod:`gpuprof.readers.ncu_csv` takes the file. This module
+program output between rows, a short or long row, a line pandas refuses, a launch whose rows
+come back in a later chunk) makes :func:`read` return False, and the line-by-line reader in :mod:`gpuprof.readers.ncu_csv` takes the file. This module
 only returns columns (:class:`Rows`); the reader that owns the table builds it from them.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -44,24 +45,37 @@ class Layout:
     launch_columns: list[tuple[str, int]]  # (attribute key, position) of the per-launch columns
 
 
-def read(path: Path, skip: int, layout: Layout) -> Rows | None:
-    """Every row after the first ``skip`` lines of ``path``, as columns; None when the rows are not
-    all plain metric and rule rows."""
-    frame = _parse(path, skip, layout.columns)
-    return Rows.take(frame, layout) if frame is not None else None
+# Rows parsed per pandas call: a file of any size is held as text one chunk at a time (the reader
+# converts each chunk to numbers before the next is parsed), so memory follows the result, not the file.
+CHUNK_ROWS = 1_000_000
 
 
-def _parse(path: Path, skip: int, columns: int) -> pd.DataFrame | None:
+def read(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) -> bool:
+    """Every row after the first ``skip`` lines of ``path``, ``CHUNK_ROWS`` at a time, as columns
+    handed to ``take``; False as soon as a chunk's rows are not all plain metric and rule rows or
+    ``take`` refuses them (what was taken is then to be dropped: the caller starts afresh)."""
     import pandas as pd
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
-            return pd.read_csv(path, skiprows=skip, header=None, names=range(columns), index_col=False,
-                               dtype=object, na_filter=False, encoding="utf-8", encoding_errors="replace",
-                               engine="c", on_bad_lines="error")
+            with _parse(path, skip, layout.columns) as chunks:
+                for frame in chunks:
+                    rows = Rows.take(frame, layout)
+                    del frame  # the columns not taken
+                    if rows is None or not take(rows):
+                        return False
     except (ValueError, OSError, pd.errors.ParserWarning):  # ParserError and EmptyDataError are ValueErrors
-        return None
+        return False
+    return True
+
+
+def _parse(path: Path, skip: int, columns: int) -> pd.io.parsers.TextFileReader:
+    import pandas as pd
+
+    return pd.read_csv(path, skiprows=skip, header=None, names=range(columns), index_col=False,
+                       dtype=object, na_filter=False, encoding="utf-8", encoding_errors="replace",
+                       engine="c", on_bad_lines="error", chunksize=CHUNK_ROWS)
 
 
 @dataclass

@@ -7,7 +7,7 @@ trailing comma and rule rows have empty metric fields and prose in ``Rule Descri
 may sit inside the application's own output and ncu's ``==PROF==``/``==ERROR==`` lines.
 
 Two ways in, one result. A table that is nothing but rows after its header (a file ncu wrote
-itself) goes to pandas' C parser in one call and is converted column-wise
+itself) goes to pandas' C parser a million rows at a time, each chunk converted column-wise
 (:mod:`gpuprof.readers._ncu_csv_bulk`): about half pandas' own speed on a million-row file. Any
 other table is streamed line by line (:class:`_Table`): the first row of each launch and section
 goes through the csv module, the rest are split by hand. In both, each distinct unit and metric
@@ -22,17 +22,23 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from gpuprof.model import tables
 from gpuprof.errors import FormatError
-from gpuprof.model import Run
+from gpuprof.model import Run, tables
 from gpuprof.readers import _ncu_csv_bulk as _bulk
 from gpuprof.readers._text import (
-    ToolLog, column_index, find_csv_header, gc_paused, head_has_csv_header, metric_columns, open_text,
-    parse_count, quick_split, split_csv_line,
+    ToolLog,
+    column_index,
+    find_csv_header,
+    gc_paused,
+    head_has_csv_header,
+    metric_columns,
+    open_text,
+    parse_count,
+    quick_split,
+    split_csv_line,
 )
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
 NAME = "ncu-csv"
@@ -84,10 +90,8 @@ def read(path: Path) -> Run:
         table = _Table(header)
         with gc_paused():
             skip = _bulk.skip_for(path, handle, len(header))
-            rows = _bulk.read(path, skip, table.layout()) if skip is not None else None
-            if rows is not None:
-                table.take(rows)
-            else:
+            if skip is None or not _bulk.read(path, skip, table.layout(), table.take):
+                table = _Table(header)  # nothing of a refused bulk read is kept
                 table.read(handle, log)
     notes = log.notes() + table.notes()
     if not table.kernels:
@@ -132,7 +136,7 @@ class _Table:
         self.names: list[str] = []
         self.units: list[str] = []
         self.texts: list[str] = []
-        self.columns_taken: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.pieces: list[dict[str, object]] = []  # the bulk path's metric columns, a chunk each
         self.skipped = 0
         self.truncated = False
 
@@ -140,27 +144,32 @@ class _Table:
         return _bulk.Layout(self.columns, self.i_id, self.i_kernel, self.i_name, self.i_unit, self.i_value,
                             self.i_section, self.i_rule, self.launch_columns)
 
-    def take(self, rows: _bulk.Rows) -> None:
-        """The bulk path's columns as this table's launches and metric rows."""
+    def take(self, rows: _bulk.Rows) -> bool:
+        """One chunk of the bulk path's columns as this table's launches and metric rows, its text
+        converted at once so that it is freed before the next chunk is parsed; False (taking
+        nothing) when a launch of an earlier chunk comes back, other than the last one going on."""
         import numpy as np
 
-        self.new_launches(rows.launch_ids, rows.kernels, rows.attributes)
+        on = int(bool(self.kernels) and next(reversed(self.positions)) == rows.launch_ids[0])
+        if any(map(self.positions.__contains__, rows.launch_ids[on:])):
+            return False  # a launch in pieces
+        if len(rows.launch_ids) > on:
+            self.new_launches(rows.launch_ids[on:], rows.kernels[on:], rows.attributes[on:])
         counts = np.diff(rows.bounds)
-        self.columns_taken = (np.repeat(np.arange(len(counts), dtype=np.int32), counts), rows.names, rows.units,
-                              rows.values)
+        first = len(self.kernels) - len(rows.launch_ids)
+        self.pieces.append({"launch": np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
+                            **metric_columns(rows.names, rows.units, rows.values)})
         for launch_id, row in rows.rules:
             self.add_rule(self.positions[launch_id], row)
         sections = rows.sections
-        one_section = sections is not None and len(sections) > 0 and (sections == sections[0]).all()
-        if sections is not None and not one_section:
+        if sections is not None:
+            one_section = len(sections) > 0 and (sections == sections[0]).all()
             bounds = rows.bounds.tolist()
-            for attributes, start, end in zip(self.attributes, bounds, bounds[1:]):
-                if end > start:
-                    attributes["sections"] = "; ".join(dict.fromkeys(sections[start:end].tolist()))
-        if one_section:  # every row of the file in one section (``--metrics`` lists): said once per launch
-            for attributes, count in zip(self.attributes, counts.tolist()):
-                if count:
-                    attributes["sections"] = sections[0]
+            for position, start, end in zip(range(first, first + len(counts)), bounds, bounds[1:]):
+                if end > start:  # each launch's distinct sections, in file order
+                    self.sections[position].extend(  # type: ignore[attr-defined]
+                        [sections[start]] if one_section else dict.fromkeys(sections[start:end].tolist()))
+        return True
 
     def read(self, handle: TextIO, log: ToolLog) -> None:
         launch, names, units, texts = self.launch, self.names, self.units, self.texts
@@ -250,14 +259,42 @@ class _Table:
         return notes
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The launch and metric tables of what was read."""
+        """The launch and metric tables of what was read (once: the bulk path's chunks are handed over)."""
         for attributes, sections in zip(self.attributes, self.sections):
             if len(sections):
                 attributes["sections"] = "; ".join(dict.fromkeys(sections))
         count = len(self.kernels)
-        launch, names, units, texts = self.columns_taken or (self.launch, self.names, self.units, self.texts)
+        columns = (_joined(self.pieces) if self.pieces
+                   else {"launch": self.launch, **metric_columns(self.names, self.units, self.texts)})
         return (tables.launch_table(self.kernels, self.indices, [""] * count, [1] * count, self.attributes),
-                tables.metric_table(launch, **metric_columns(names, units, texts)))
+                tables.metric_table(**columns))
+
+
+def _joined(pieces: list[dict[str, object]]) -> dict[str, object]:
+    """The bulk path's chunks as one set of metric columns (categories joined, not widened to
+    text), emptying ``pieces`` column by column so that a column is never held twice over."""
+    import numpy as np
+    import pandas as pd
+    from pandas.api.types import union_categoricals
+
+    rows = [len(piece["value"]) for piece in pieces]
+    joined: dict[str, object] = {}
+    for key in list(pieces[0]):
+        parts = [piece.pop(key) for piece in pieces]
+        first = parts[0]
+        if len(parts) == 1 or isinstance(first, str):  # the origin is one string for every row
+            joined[key] = first
+        elif key == "text":
+            joined[key] = (None if all(part is None for part in parts) else np.concatenate(
+                [np.full(count, None, dtype=object) if part is None else part for count, part in zip(rows, parts)]))
+        elif hasattr(first, "categories"):
+            joined[key] = union_categoricals(  # an empty chunk's categories have no string dtype
+                [pd.Categorical.from_codes(part.codes, pd.Index(part.categories, dtype=object)) for part in parts])
+        else:
+            joined[key] = np.concatenate(parts)
+        del parts, first
+    pieces.clear()
+    return joined
 
 
 def _whole_record(line: str, handle: TextIO) -> str:
