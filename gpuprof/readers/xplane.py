@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprof.errors import FormatError
-from gpuprof.model import Launch, Metric, Run
+from gpuprof.model import Launch, Metric, Run, from_launches
 from gpuprof.model import tables as _tables
 from gpuprof.readers import chrome_trace
 from gpuprof.readers._compressed import plain_file
@@ -93,7 +93,7 @@ def read(path: Path) -> Run:
         return run
     import pandas as pd
 
-    launch_table, metric_table = _tables.from_launches(stats)  # after the trace's launches, numbered on
+    launch_table, metric_table = from_launches(stats)  # after the trace's launches, numbered on
     launch_table["index"] += len(run.launch_table)
     metric_table["launch"] += len(run.launch_table)
     metrics = pd.concat([run.metric_table, metric_table], ignore_index=True)

@@ -30,9 +30,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_DIRS = (ROOT / "tests" / "fixtures" / "profiler-outputs", ROOT / "tests" / "fixtures" / "cpu-counters",
-                ROOT / "tests" / "fixtures" / "stonne" / "run_0001_TM2_TN1_TK64")
+                ROOT / "tests" / "fixtures" / "stonne" / "run_0001_TM2_TN1_TK64", ROOT / "tests" / "fixtures" / "traces",
+                ROOT / "tests" / "fixtures" / "dlprof", ROOT / "tests" / "fixtures" / "regions")
+COMPRESSED_SEED_CAP = 256 * 1024  # a compressed trace larger than this (the 1 MB Kineto one) is left out: slow to mutate
 SEED_CAP = 64 * 1024  # text seeds are cut to their first 64 KiB of whole lines; binary reports stay whole
-BINARY_SUFFIXES = (".ncu-rep",)
+BINARY_SUFFIXES = (".ncu-rep", ".gz", ".pb", ".qdrep", ".nsys-rep", ".sqlite")
 # Mutated inputs are cut to 4 MiB: the time limit is there to catch pathological (quadratic,
 # backtracking) code, not the honest cost of a 100 MB file (benchmarks/bench_ncu_csv_parse.py).
 MAX_INPUT = 4 * 1024 * 1024
@@ -48,6 +50,8 @@ def seeds() -> dict[str, bytes]:
     for folder in FIXTURE_DIRS:
         for path in sorted(folder.iterdir()):
             data = path.read_bytes()
+            if path.suffix == ".gz" and len(data) > COMPRESSED_SEED_CAP:
+                continue
             if path.suffix not in BINARY_SUFFIXES and len(data) > SEED_CAP:
                 data = data[: data.rfind(b"\n", 0, SEED_CAP) + 1]
             found[path.name] = data
