@@ -80,10 +80,14 @@ def large_import(path: str, store_dir: str) -> dict[str, float]:
 
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        main(["import", path, "--format", "json", "--store", str(Path(store_dir) / "large.sqlite")],
-             standalone_mode=False)
-    return {"seconds": time.perf_counter() - start,
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+        main(
+            ["import", path, "--format", "json", "--store", str(Path(store_dir) / "large.sqlite")],
+            standalone_mode=False,
+        )
+    return {
+        "seconds": time.perf_counter() - start,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
 
 
 def large_file(rows: int, fixture: Path) -> None:
@@ -95,13 +99,17 @@ def large_file(rows: int, fixture: Path) -> None:
             size = build(path, count, fixture)
             result = child("large_import", str(path), tmp)
         points.append((size, result["peak_rss_bytes"]))
-        print(f"large file {count:,} rows, {size / 1e9:.2f} GB: import {result['seconds']:.1f} s, "
-              f"peak resident memory {result['peak_rss_bytes'] / 1e9:.2f} GB")
+        print(
+            f"large file {count:,} rows, {size / 1e9:.2f} GB: import {result['seconds']:.1f} s, "
+            f"peak resident memory {result['peak_rss_bytes'] / 1e9:.2f} GB"
+        )
     (small, low), (big, high) = points
     per_byte = (high - low) / (big - small)
     at_10 = high + per_byte * (10e9 - big)
-    print(f"  extrapolated to a 10 GB file: {at_10 / 1e9:.2f} GB peak ({per_byte:.3f} B per file byte "
-          f"above {low / 1e9:.2f} GB at {small / 1e9:.2f} GB) (target <= 2 GB; measured up to {big / 1e9:.2f} GB)")
+    print(
+        f"  extrapolated to a 10 GB file: {at_10 / 1e9:.2f} GB peak ({per_byte:.3f} B per file byte "
+        f"above {low / 1e9:.2f} GB at {small / 1e9:.2f} GB) (target <= 2 GB; measured up to {big / 1e9:.2f} GB)"
+    )
 
 
 def pandas_read(path: str) -> dict[str, float]:
@@ -119,8 +127,13 @@ def model_parts(path: str, store_dir: str) -> dict[str, float]:
 
     run = ncu_csv.read(Path(path))
     first = run.launch_table.iloc[:40_000]
-    subset = Run(kind="import", format=run.format, source=run.source, device=run.device,
-                 tables=(first, run.metric_table[run.metric_table["launch"] < 40_000]))
+    subset = Run(
+        kind="import",
+        format=run.format,
+        source=run.source,
+        device=run.device,
+        tables=(first, run.metric_table[run.metric_table["launch"] < 40_000]),
+    )
     table = _best(lambda: kernel_table([subset]))
     stores = iter(range(100))
 
@@ -131,8 +144,13 @@ def model_parts(path: str, store_dir: str) -> dict[str, float]:
     write = _best(store_once)
     with open_store(Path(store_dir) / "m0.sqlite") as store:
         read = _best(lambda: store.get(run.run_id))
-    return {"launches_in_table": len(first), "table_s": table, "rows": len(run.metric_table), "store_s": write,
-            "read_s": read}
+    return {
+        "launches_in_table": len(first),
+        "table_s": table,
+        "rows": len(run.metric_table),
+        "store_s": write,
+        "read_s": read,
+    }
 
 
 def ncu_report_direct(path: str) -> dict[str, float]:
@@ -168,7 +186,9 @@ def gpuprof_read(path: str) -> dict[str, float]:
     return {"seconds": _best(lambda: gpuprof.read(path), 1)}
 
 
-CHILDREN = {f.__name__: f for f in (import_command, large_import, pandas_read, model_parts, ncu_report_direct, gpuprof_read)}
+CHILDREN = {
+    f.__name__: f for f in (import_command, large_import, pandas_read, model_parts, ncu_report_direct, gpuprof_read)
+}
 
 
 def child(name: str, *args: str) -> dict[str, float]:
@@ -179,8 +199,9 @@ def child(name: str, *args: str) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--large-rows", type=int, default=13_000_000,
-                        help="rows of the large-file memory check (0: skip it)")
+    parser.add_argument(
+        "--large-rows", type=int, default=13_000_000, help="rows of the large-file memory check (0: skip it)"
+    )
     parser.add_argument("--report", action="append", default=[], help="another .ncu-rep to time")
     parser.add_argument("--reports-only", action="store_true", help="time only the .ncu-rep reads")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -199,15 +220,19 @@ def main() -> None:
         print(f"  rows/s ratio import/pandas: {theirs['seconds'] / ours['seconds']:.2f} (target >= 1.0)")
         print(f"  import peak memory / file size: {ours['peak_bytes'] / size:.2f} (target <= 2)")
         print(f"  per-kernel table, {parts['launches_in_table']:,} launches: {parts['table_s']:.3f} s (target <= 0.3)")
-        print(f"  store {parts['rows']:,} metric rows: {parts['store_s']:.3f} s (target <= 1); "
-              f"read back: {parts['read_s']:.3f} s (target <= 1)")
+        print(
+            f"  store {parts['rows']:,} metric rows: {parts['store_s']:.3f} s (target <= 1); "
+            f"read back: {parts['read_s']:.3f} s (target <= 1)"
+        )
     if args.large_rows and not args.reports_only:
         large_file(args.large_rows, list(SOURCES.values())[1])
     for report in (REPORT, *map(Path, args.report)):
         direct = min(child("ncu_report_direct", str(report))["seconds"] for _ in range(5))
         ours = min(child("gpuprof_read", str(report))["seconds"] for _ in range(5))
-        print(f"{report.name}: ncu_report every value {direct * 1e3:.1f} ms, gpuprof.read {ours * 1e3:.1f} ms, "
-              f"ratio {ours / direct:.2f} (target <= 1.1)")
+        print(
+            f"{report.name}: ncu_report every value {direct * 1e3:.1f} ms, gpuprof.read {ours * 1e3:.1f} ms, "
+            f"ratio {ours / direct:.2f} (target <= 1.1)"
+        )
 
 
 if __name__ == "__main__":

@@ -11,9 +11,8 @@ import time
 
 import numpy as np
 
-from gpuprof.workloads import ops
+from gpuprof.workloads import numpy_engine, ops
 from gpuprof.workloads.timing import time_calls
-from gpuprof.workloads import numpy_engine
 
 ROUNDS = 7
 REPEAT = 20
@@ -49,8 +48,10 @@ def compare(op: str, size: str) -> None:
         theirs.append(statistics.median(bare((a, b, out), op)))
     rate_ours, rate_bare = work / statistics.median(ours), work / statistics.median(theirs)
     unit = "GFLOP/s" if op == "dot" else "GB/s"
-    print(f"{op:4s} {size:>6s}  gpuprof {rate_ours / 1e9:8.2f} {unit}  bare numpy {rate_bare / 1e9:8.2f} {unit}"
-          f"  ratio {rate_ours / rate_bare:.3f}  (target >= 0.97)")
+    print(
+        f"{op:4s} {size:>6s}  gpuprof {rate_ours / 1e9:8.2f} {unit}  bare numpy {rate_bare / 1e9:8.2f} {unit}"
+        f"  ratio {rate_ours / rate_bare:.3f}  (target >= 0.97)"
+    )
 
 
 if __name__ == "__main__":

@@ -25,5 +25,7 @@ if __name__ == "__main__":
     wall(HELLO)  # warm the OS file cache for both
     wall(GPUPROF)
     hello, ours = wall(HELLO), wall(GPUPROF)
-    print(f"click hello --help {hello * 1e3:.1f} ms   gpuprof --help {ours * 1e3:.1f} ms   "
-          f"ratio {ours / hello:.2f}  (target <= 1.5)")
+    print(
+        f"click hello --help {hello * 1e3:.1f} ms   gpuprof --help {ours * 1e3:.1f} ms   "
+        f"ratio {ours / hello:.2f}  (target <= 1.5)"
+    )

@@ -27,10 +27,11 @@ import tracemalloc
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "profiler-outputs"
-SOURCES = {"A100 roofline, 15 metrics/launch": FIXTURES / "ncu_csv_details_a100_roofline_printfp.csv",
-           "V100 default sections, 50 metrics/launch": FIXTURES / "ncu_csv_details_v100_2020_kernel_time_col.log",
-           "B200 --set full, 50 metrics + 8 rule rows/launch": FIXTURES
-           / "ncu_csv_details_b200_setfull_with_rule_columns.log"}
+SOURCES = {
+    "A100 roofline, 15 metrics/launch": FIXTURES / "ncu_csv_details_a100_roofline_printfp.csv",
+    "V100 default sections, 50 metrics/launch": FIXTURES / "ncu_csv_details_v100_2020_kernel_time_col.log",
+    "B200 --set full, 50 metrics + 8 rule rows/launch": FIXTURES / "ncu_csv_details_b200_setfull_with_rule_columns.log",
+}
 
 
 def build(path: Path, rows: int, fixture: Path) -> int:
@@ -68,6 +69,7 @@ def measure(engine: str, path: str) -> dict[str, float]:
 
         def count(frame: object) -> int:
             return len(frame)  # type: ignore[arg-type]
+
     seconds = float("inf")
     for _ in range(3):  # best of three: the machine is shared and timings wander
         start = time.perf_counter()
@@ -104,8 +106,10 @@ def main() -> None:
         ratio = theirs["seconds"] / ours["seconds"]  # rows/s over rows/s of the same rows
         print(f"{label}: {args.rows:,} rows ({ours['rows']:,} metric rows), {size / 1e6:.1f} MB")
         for name, result in (("gpuprof ncu_csv", ours), ("pandas.read_csv", theirs)):
-            print(f"  {name:16s} {result['seconds']:6.2f} s  {args.rows / result['seconds']:12,.0f} rows/s  "
-                  f"peak {result['peak_bytes'] / 1e6:8.1f} MB ({result['peak_bytes'] / size:.2f} x file)")
+            print(
+                f"  {name:16s} {result['seconds']:6.2f} s  {args.rows / result['seconds']:12,.0f} rows/s  "
+                f"peak {result['peak_bytes'] / 1e6:8.1f} MB ({result['peak_bytes'] / size:.2f} x file)"
+            )
         print(f"  rows/s ratio gpuprof/pandas: {ratio:.2f} (target >= 0.5)")
         print(f"  gpuprof peak memory / file size: {ours['peak_bytes'] / size:.2f} (target <= 2)")
 

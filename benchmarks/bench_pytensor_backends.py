@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from gpuprof import workloads
-from gpuprof.workloads import ops
 from gpuprof.model.sizes import parse_size
-from gpuprof.workloads.timing import time_calls
+from gpuprof.workloads import ops
 from gpuprof.workloads.reference import SCALAR, make_inputs
+from gpuprof.workloads.timing import time_calls
 
 ROUNDS = 300
 WARMUP = 3
@@ -50,16 +50,31 @@ def bare_jax(op: str) -> Callable[..., Any]:
     import jax
     import jax.numpy as jnp
 
-    return jax.jit({"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "dot": jnp.matmul,
-                    "scalar": lambda a: jnp.asarray(SCALAR, a.dtype) * a, "sigmoid": jax.nn.sigmoid,
-                    "tanh": jnp.tanh}[op])
+    return jax.jit(
+        {
+            "add": lambda a, b: a + b,
+            "mul": lambda a, b: a * b,
+            "dot": jnp.matmul,
+            "scalar": lambda a: jnp.asarray(SCALAR, a.dtype) * a,
+            "sigmoid": jax.nn.sigmoid,
+            "tanh": jnp.tanh,
+        }[op]
+    )
 
 
 def bare_torch(op: str) -> Callable[..., Any]:
     import torch
 
-    return torch.compile({"add": torch.add, "mul": torch.mul, "dot": torch.matmul,
-                          "scalar": lambda a: SCALAR * a, "sigmoid": torch.sigmoid, "tanh": torch.tanh}[op])
+    return torch.compile(
+        {
+            "add": torch.add,
+            "mul": torch.mul,
+            "dot": torch.matmul,
+            "scalar": lambda a: SCALAR * a,
+            "sigmoid": torch.sigmoid,
+            "tanh": torch.tanh,
+        }[op]
+    )
 
 
 BARE = {"pytensor-jax": (bare_jax, lambda r: r.block_until_ready()), "pytensor-torch": (bare_torch, lambda r: r)}
@@ -83,7 +98,8 @@ def compare(engine_name: str, op: str, dtype: str) -> tuple[float, float, float,
     sides: dict[str, Callable[[], float]] = {
         "engine": lambda: time_calls([call], 0, 1)[0],
         "pytensor": lambda: bare_call(dispatch, wait, []),
-        "framework": lambda: bare_call(function, wait, inputs)}
+        "framework": lambda: bare_call(function, wait, inputs),
+    }
     times: dict[str, list[float]] = {name: [] for name in sides}
     for _ in range(WARMUP + 1):  # compiles, then warms up
         for side in sides.values():
@@ -95,14 +111,21 @@ def compare(engine_name: str, op: str, dtype: str) -> tuple[float, float, float,
             times[name].append(sides[name]())
     median = {name: statistics.median(t) for name, t in times.items()}
     fast = {name: decile(t) for name, t in times.items()}
-    ratios = (median["engine"] / median["pytensor"], fast["engine"] / fast["pytensor"],
-              median["engine"] / median["framework"], fast["engine"] / fast["framework"])
+    ratios = (
+        median["engine"] / median["pytensor"],
+        fast["engine"] / fast["pytensor"],
+        median["engine"] / median["framework"],
+        fast["engine"] / fast["framework"],
+    )
     flag = "" if max(abs(r - 1) for r in ratios[2:]) <= 0.05 else "  OUTSIDE 5 %"
-    print(f"{engine_name:15s} {op:7s} {SIZES[op]:>5s} {ops.shape_text(shape):>12s}"
-          f"  engine {median['engine'] * 1e3:8.3f} ms"
-          f"  pytensor bare {median['pytensor'] * 1e3:8.3f} ms  framework bare {median['framework'] * 1e3:8.3f} ms"
-          f"  engine/pytensor {ratios[0]:.3f} ({ratios[1]:.3f})  engine/framework {ratios[2]:.3f} ({ratios[3]:.3f})"
-          f"{flag}", flush=True)
+    print(
+        f"{engine_name:15s} {op:7s} {SIZES[op]:>5s} {ops.shape_text(shape):>12s}"
+        f"  engine {median['engine'] * 1e3:8.3f} ms"
+        f"  pytensor bare {median['pytensor'] * 1e3:8.3f} ms  framework bare {median['framework'] * 1e3:8.3f} ms"
+        f"  engine/pytensor {ratios[0]:.3f} ({ratios[1]:.3f})  engine/framework {ratios[2]:.3f} ({ratios[3]:.3f})"
+        f"{flag}",
+        flush=True,
+    )
     return ratios
 
 
@@ -124,8 +147,14 @@ def main() -> None:
 
         torch.set_num_threads(1)
     ratios = [compare(engine, op, args.dtype) for engine in args.engine or BARE for op in args.op or ops.OPS]
-    for index, name in enumerate(("engine/pytensor bare, median", "engine/pytensor bare, fastest decile",
-                                  "engine/framework bare, median", "engine/framework bare, fastest decile")):
+    for index, name in enumerate(
+        (
+            "engine/pytensor bare, median",
+            "engine/pytensor bare, fastest decile",
+            "engine/framework bare, median",
+            "engine/framework bare, fastest decile",
+        )
+    ):
         values = [r[index] for r in ratios]
         inside = sum(abs(v - 1) <= 0.05 for v in values)
         print(f"{name}: {inside} of {len(values)} within 5 %, from {min(values):.3f} to {max(values):.3f}")

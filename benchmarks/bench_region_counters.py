@@ -84,8 +84,11 @@ def main() -> None:
         replay.write_text(json.dumps({"events": events, "readings": [[float(i)] * len(events) for i in range(10)]}))
         stand_in = counting.Replay(events, str(replay))
         regions.record_to(Path(tmp) / "regions.jsonl", "bench")
-        hooks = {"recorded, no counters": None, f"recorded, {backend.name if backend else 'no backend'}": backend,
-                 "recorded, replay stand-in": stand_in}
+        hooks = {
+            "recorded, no counters": None,
+            f"recorded, {backend.name if backend else 'no backend'}": backend,
+            "recorded, replay stand-in": stand_in,
+        }
         ratios: dict[str, list[float]] = {name: [] for name in hooks}
         costs: dict[str, float] = {}
         for _ in range(args.rounds):
@@ -105,14 +108,20 @@ def main() -> None:
             if hook is not None:
                 regions.remove_hook(hook)
         regions.record_to(None)
-    print(f"loop: {ITERATIONS} iterations of ~{base / ITERATIONS * 1e3:.2f} ms work, {args.rounds} interleaved rounds; "
-          f"events: {', '.join(events)}")
+    print(
+        f"loop: {ITERATIONS} iterations of ~{base / ITERATIONS * 1e3:.2f} ms work, {args.rounds} interleaved rounds; "
+        f"events: {', '.join(events)}"
+    )
     for name in hooks:
         values = ratios[name]
-        print(f"  {name:<34} ratio {statistics.median(values):.4f} (rounds {min(values):.4f}-{max(values):.4f}; "
-              f"target <= 1.01)")
-        print(f"    one empty region: {costs[name] * 1e6:.2f} us; at one region per {args.period * 1e3:g} ms: "
-              f"1 + cost/period = {1 + costs[name] / args.period:.5f}")
+        print(
+            f"  {name:<34} ratio {statistics.median(values):.4f} (rounds {min(values):.4f}-{max(values):.4f}; "
+            f"target <= 1.01)"
+        )
+        print(
+            f"    one empty region: {costs[name] * 1e6:.2f} us; at one region per {args.period * 1e3:g} ms: "
+            f"1 + cost/period = {1 + costs[name] / args.period:.5f}"
+        )
     if backend is not None:
         backend.close()
 

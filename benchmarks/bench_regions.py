@@ -95,14 +95,20 @@ def main() -> None:
         regions.record_to(None)
         lines = sum(1 for _ in path.open())
     period = statistics.median(base_times) / ITERATIONS
-    print(f"loop: {ITERATIONS} iterations of {period * 1e3:.2f} ms work, {args.rounds} interleaved rounds; "
-          f"{lines:,} lines recorded")
+    print(
+        f"loop: {ITERATIONS} iterations of {period * 1e3:.2f} ms work, {args.rounds} interleaved rounds; "
+        f"{lines:,} lines recorded"
+    )
     for name, (wall, cpu) in (("not recording", idle_cost), ("recording", recording_cost)):
         found = ratios[name]
-        print(f"  region per iteration, {name:>13}: ratio {statistics.median(found):.4f} "
-              f"(rounds {min(found):.4f}-{max(found):.4f}; target <= 1.01)")
-        print(f"    one empty region: {wall * 1e6:.2f} us wall, {cpu * 1e6:.2f} us CPU; at one region per "
-              f"{args.period * 1e3:g} ms: 1 + wall/period = {1 + wall / args.period:.5f}")
+        print(
+            f"  region per iteration, {name:>13}: ratio {statistics.median(found):.4f} "
+            f"(rounds {min(found):.4f}-{max(found):.4f}; target <= 1.01)"
+        )
+        print(
+            f"    one empty region: {wall * 1e6:.2f} us wall, {cpu * 1e6:.2f} us CPU; at one region per "
+            f"{args.period * 1e3:g} ms: 1 + wall/period = {1 + wall / args.period:.5f}"
+        )
 
 
 if __name__ == "__main__":

@@ -25,11 +25,17 @@ from gpuprof.derive.stalls import NVPROF, PREFERENCE, StallProfile, classify, de
 from gpuprof.model import MEASURED, Launch, Metric, Run
 from gpuprof.readers import read
 
-FIXTURE = (Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "profiler-outputs"
-           / "ncu_text_print_summary_per_gpu_a100_roofline_EXCERPT.log")
+FIXTURE = (
+    Path(__file__).resolve().parent.parent
+    / "tests"
+    / "fixtures"
+    / "profiler-outputs"
+    / "ncu_text_print_summary_per_gpu_a100_roofline_EXCERPT.log"
+)
 
 
 # ---- BASELINE: the implementation before issue #25 (gpuprof/derive/stalls.py at 145f390), verbatim ----
+
 
 @dataclass(frozen=True)
 class StallShare:  # a named tuple since
@@ -70,7 +76,8 @@ def old_profile(launch: Launch, device: str, basis: str, values: dict[str, tuple
         coverage = 1.0
     items = sorted(
         (StallShare(r, describe(family, r)["label"], m.name, v, shares[r]) for r, (m, v) in stalls_.items()),
-        key=lambda s: (-s.share, s.reason))
+        key=lambda s: (-s.share, s.reason),
+    )
     return StallProfile(launch.kernel, device, launch.index, basis, tuple(items), coverage)
 
 
@@ -86,6 +93,7 @@ def old_stall_profiles(run: Run, basis: str | None = None) -> list[StallProfile]
             profiles.append(old_profile(launch, device, chosen, found[chosen]))
     return profiles
 
+
 # ---- end of baseline ----
 
 
@@ -97,7 +105,9 @@ def same_shares(old: list[StallProfile], new: list[StallProfile]) -> float:
         assert (a.kernel, a.device, a.launch, a.basis) == (b.kernel, b.device, b.launch, b.basis)
         assert [s.reason for s in a.reasons] == [s.reason for s in b.reasons], (a.reasons, b.reasons)
         assert [astuple(s)[:4] for s in a.reasons] == [tuple(s)[:4] for s in b.reasons]  # reason, label, metric, value
-        worst = max([worst, abs(a.coverage - b.coverage), *(abs(x.share - y.share) for x, y in zip(a.reasons, b.reasons))])
+        worst = max(
+            [worst, abs(a.coverage - b.coverage), *(abs(x.share - y.share) for x, y in zip(a.reasons, b.reasons))]
+        )
     return worst
 
 
@@ -145,11 +155,15 @@ def main() -> None:
         old = best(lambda run=run: old_stall_profiles(fresh(run)))
         table = best(lambda run=run: stalls.stall_table(fresh(run)))
         objects = best(lambda run=run: stalls.stall_profiles(fresh(run)))
-        print(f"{size:,} launches x {rows // size} stall rows ({rows:,} rows), bases {stalls.available_bases(run)}; "
-              f"same shares on every basis (largest difference {worst:.1e})")
+        print(
+            f"{size:,} launches x {rows // size} stall rows ({rows:,} rows), bases {stalls.available_bases(run)}; "
+            f"same shares on every basis (largest difference {worst:.1e})"
+        )
         print(f"  baseline stall_profiles (loop over Launch objects)  {old:8.3f} s")
-        print(f"  stall_table (column expressions)                    {table:8.3f} s   "
-              f"ratio {old / table:6.1f}x (target >= 10)")
+        print(
+            f"  stall_table (column expressions)                    {table:8.3f} s   "
+            f"ratio {old / table:6.1f}x (target >= 10)"
+        )
         print(f"  stall_profiles (the table as objects)               {objects:8.3f} s   ratio {old / objects:6.1f}x")
 
 

@@ -37,9 +37,29 @@ from gpuprof.sweep import stored_points
 def template(folder: Path) -> Path:
     """A store holding one real CPU run."""
     path = folder / "template.sqlite"
-    subprocess.run([sys.executable, "-m", "gpuprof", "run", "--op", "add", "--size", "64KB", "--device", "cpu",
-                    "--repeat", "3", "--store", str(path), "--format", "json"], check=True, capture_output=True,
-                   timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuprof",
+            "run",
+            "--op",
+            "add",
+            "--size",
+            "64KB",
+            "--device",
+            "cpu",
+            "--repeat",
+            "3",
+            "--store",
+            str(path),
+            "--format",
+            "json",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     return path
 
 
@@ -56,8 +76,14 @@ def grown(source: Path, path: Path, runs: int) -> Path:
         db.execute("DELETE FROM runs")
         for number in range(runs):
             new = uuid.UUID(int=number + 1).hex
-            tagged = (workload[:-1] + f', "sweep": {{"config": "scale", "point": "p{number}", "device": "cpu", '
-                      f'"host": "{platform.node()}"}}}}') if number % 2 else workload
+            tagged = (
+                (
+                    workload[:-1] + f', "sweep": {{"config": "scale", "point": "p{number}", "device": "cpu", '
+                    f'"host": "{platform.node()}"}}}}'
+                )
+                if number % 2
+                else workload
+            )
             db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", (new, *row[1:6], tagged, *row[7:]))
             db.executemany("INSERT INTO columns VALUES (?,?,?,?,?)", [(new, *part) for part in columns])
     db.close()
@@ -70,9 +96,9 @@ def store_part_of_run(path: Path) -> float:
         run = store.get(store.run_ids(kind="run")[0])
     run.run_id = uuid.uuid4().hex
     start = time.perf_counter()
-    open_store(path).close()                                   # cli/run.py: the store is writable
+    open_store(path).close()  # cli/run.py: the store is writable
     _calibrated_peaks({"host": platform.node(), "name": run.device.get("name")}, str(path))
-    with open_store(path) as store:                            # api.measure_and_store
+    with open_store(path) as store:  # api.measure_and_store
         store.add(run)
     return time.perf_counter() - start
 
@@ -113,8 +139,10 @@ def main() -> None:
         open_store(empty).close()
         with open_store(empty) as store:  # the baseline: a store holding just the run being stored
             store.add(one)
-        print(f"{'stored runs':>12} {'run: store part s':>18} {'empty s':>8} {'ratio':>7} "
-              f"{'--resume lookup s':>18} {'empty s':>8} {'ratio':>7} {'compare s':>10}")
+        print(
+            f"{'stored runs':>12} {'run: store part s':>18} {'empty s':>8} {'ratio':>7} "
+            f"{'--resume lookup s':>18} {'empty s':>8} {'ratio':>7} {'compare s':>10}"
+        )
         compares = {}
         for size in args.sizes:
             path = grown(source, folder / f"runs{size}.sqlite", size)
@@ -122,13 +150,17 @@ def main() -> None:
             base_r, resume_s = alternating(resume_lookup, empty, path, args.repeats)
             compares[size] = compare_time(path) if size >= 1_000 and not args.no_compare else None
             cell = f"{compares[size]:>10.2f}" if compares[size] is not None else f"{'':>10}"
-            print(f"{size:>12,} {run_s:>18.4f} {base_s:>8.4f} {run_s / base_s:>7.2f} {resume_s:>18.4f} "
-                  f"{base_r:>8.4f} {resume_s / base_r:>7.2f} {cell}")
+            print(
+                f"{size:>12,} {run_s:>18.4f} {base_s:>8.4f} {run_s / base_s:>7.2f} {resume_s:>18.4f} "
+                f"{base_r:>8.4f} {resume_s / base_r:>7.2f} {cell}"
+            )
         timed = sorted(size for size, seconds in compares.items() if seconds)
         if len(timed) >= 2:
             small, large = timed[0], timed[-1]
-            print(f"\ncompare: {compares[large] / compares[small]:.1f}x the time for {large / small:g}x the runs "
-                  f"({small:,} -> {large:,})")
+            print(
+                f"\ncompare: {compares[large] / compares[small]:.1f}x the time for {large / small:g}x the runs "
+                f"({small:,} -> {large:,})"
+            )
 
 
 if __name__ == "__main__":

@@ -101,13 +101,21 @@ def measure(python: str, engine: str, path: Path, repeat: int) -> dict[str, floa
     best = None
     for _ in range(repeat):
         try:
-            done = subprocess.run([python, "-c", _CHILD, engine, str(path)], capture_output=True, text=True,
-                                  cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=False)
+            done = subprocess.run(
+                [python, "-c", _CHILD, engine, str(path)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                check=False,
+            )
         except OSError as error:
             print(f"  {engine}: not run ({error})")
             return None
         if done.returncode:
-            print(f"  {engine}: failed ({done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode})")
+            print(
+                f"  {engine}: failed ({done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode})"
+            )
             return None
         got = json.loads(done.stdout.strip().splitlines()[-1])
         if best is None or got["seconds"] < best["seconds"]:
@@ -120,8 +128,13 @@ def main() -> None:
     parser.add_argument("--synthetic-mb", type=float, default=0, help="build a trace of about this size (MB)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--hta-python", default=sys.executable, help="interpreter that has hta installed")
-    parser.add_argument("--skip", action="append", default=[], choices=("json.load", "gpuprof", "hta"),
-                        help="leave an engine out (repeatable)")
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=("json.load", "gpuprof", "hta"),
+        help="leave an engine out (repeatable)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.pt.trace.json"
@@ -132,18 +145,25 @@ def main() -> None:
             path.write_bytes(gzip.decompress(SAMPLE.read_bytes()))
             size = path.stat().st_size
             print(f"trace: {SAMPLE.name}, {size / 1e6:.1f} MB uncompressed")
-        engines = {"json.load": (sys.executable, "json"), "gpuprof": (sys.executable, "gpuprof"),
-                   "hta": (args.hta_python, "hta")}
-        results = {name: None if name in args.skip else measure(python, engine, path, args.repeat)
-                   for name, (python, engine) in engines.items()}
+        engines = {
+            "json.load": (sys.executable, "json"),
+            "gpuprof": (sys.executable, "gpuprof"),
+            "hta": (args.hta_python, "hta"),
+        }
+        results = {
+            name: None if name in args.skip else measure(python, engine, path, args.repeat)
+            for name, (python, engine) in engines.items()
+        }
     base = results["json.load"]
     for name, got in results.items():
         if got is None:
             continue
         speed = base["seconds"] / got["seconds"] if base else float("nan")
-        print(f"  {name:10s} {got['seconds']:8.2f} s  {size / 1e6 / got['seconds']:7.1f} MB/s  "
-              f"speed vs json.load {speed:4.2f}x  peak memory rise {got['peak_rise_bytes'] / 1e6:8.0f} MB "
-              f"= {got['peak_rise_bytes'] / size:4.2f} x file size")
+        print(
+            f"  {name:10s} {got['seconds']:8.2f} s  {size / 1e6 / got['seconds']:7.1f} MB/s  "
+            f"speed vs json.load {speed:4.2f}x  peak memory rise {got['peak_rise_bytes'] / 1e6:8.0f} MB "
+            f"= {got['peak_rise_bytes'] / size:4.2f} x file size"
+        )
     ours = results["gpuprof"]
     if base and ours:
         print(f"gpuprof / json.load speed: {base['seconds'] / ours['seconds']:.2f} (target >= 0.5)")

@@ -39,11 +39,9 @@ def _one(args: tuple[str, int, int, float]) -> reader_fuzz.Tally:
 def _show(spec: str, seed: int, out: str) -> None:
     target, _, index = spec.rpartition(":")
     all_seeds = reader_fuzz.seeds()
-    case = reader_fuzz.build_case(target, int(index), seed, all_seeds,
-                                  reader_fuzz.own_seeds(target, all_seeds))
+    case = reader_fuzz.build_case(target, int(index), seed, all_seeds, reader_fuzz.own_seeds(target, all_seeds))
     Path(out).write_bytes(case.data)
-    print(f"{spec}: seed file {case.seed_name}, mutations {', '.join(case.mutations)}, "
-          f"{len(case.data)} bytes -> {out}")
+    print(f"{spec}: seed file {case.seed_name}, mutations {', '.join(case.mutations)}, {len(case.data)} bytes -> {out}")
 
 
 def _outputs() -> int:
@@ -87,8 +85,7 @@ def main() -> int:
         print(f"{tally.target:<22}" + "".join(f"{c:>13}" for c in cells))
     failures = list(reader_fuzz.iter_failures(tallies))
     total = sum(t.inputs for t in tallies)
-    print(f"\n{total} inputs, seed {args.seed}, limit {args.limit} s per input; "
-          f"{len(failures)} distinct failure(s)")
+    print(f"\n{total} inputs, seed {args.seed}, limit {args.limit} s per input; {len(failures)} distinct failure(s)")
     for line in failures:
         print("  " + line)
     return 1 if failures else 0

@@ -107,10 +107,19 @@ TENSOR_BAND = (0.9, 1.2)
 # (precision, once, per tile, reason); FMA-class instructions count 2, as ncu's FLOP formula does.
 IDIOMS = {
     ("dot", "float32"): (("FP16", 2, 0, "HFMA2.MMA R, -RZ, RZ, 0, 0 zeroes the accumulator once per thread"),),
-    ("dot", "float16"): (("FP16", 2, 2, ("HFMA2.MMA R, -RZ, RZ, 0, 0 zeroes the accumulator once per thread; "
-                                        "two HADD2.F32 convert the A and B tile elements to float per tile")),),
+    ("dot", "float16"): (
+        (
+            "FP16",
+            2,
+            2,
+            (
+                "HFMA2.MMA R, -RZ, RZ, 0, 0 zeroes the accumulator once per thread; "
+                "two HADD2.F32 convert the A and B tile elements to float per tile"
+            ),
+        ),
+    ),
 }
-TIME_BOUND = 0.15       # |event / profiler - 1| at the large sizes
+TIME_BOUND = 0.15  # |event / profiler - 1| at the large sizes
 BANDWIDTH_RANGE = (70.0, 100.0)
 CASE_TIMEOUT_S = 150
 QUICK_CASE_TIMEOUT_S = 60
@@ -130,36 +139,45 @@ def idiom_flops(op: str, dtype: str, shape: str) -> list[tuple[str, float, str]]
     if op != "dot":
         return []
     m, k, n = (int(side) for side in shape.split("x"))
-    return [(precision, m * n * (once + per_tile * k / 16), reason)
-            for precision, once, per_tile, reason in IDIOMS.get((op, dtype), ())]
+    return [
+        (precision, m * n * (once + per_tile * k / 16), reason)
+        for precision, once, per_tile, reason in IDIOMS.get((op, dtype), ())
+    ]
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
-    args: tuple[str, ...]       # gpuprof run options after --device cuda
+    args: tuple[str, ...]  # gpuprof run options after --device cuda
     engine: str
     op: str
     dtype: str
-    purpose: str = "matrix"     # matrix | large
+    purpose: str = "matrix"  # matrix | large
 
 
 @dataclass
 class Result:
     case: Case
-    code: int | None            # None: not run (deadline)
+    code: int | None  # None: not run (deadline)
     seconds: float = 0.0
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_id: str = ""
     error: str = ""
 
 
-def _case(op: str, engine: str, dtype: str, size: str | None = None, profiler: str = "auto",
-          purpose: str = "matrix") -> Case:
+def _case(
+    op: str, engine: str, dtype: str, size: str | None = None, profiler: str = "auto", purpose: str = "matrix"
+) -> Case:
     where = ("--size", size) if size else ("--shape", SHAPES["dot" if op == "dot" else "elementwise"])
     name = f"{op}-{engine}-{dtype}-{size or where[1]}" + ("" if profiler == "auto" else f"-{profiler}")
-    return Case(name, ("--op", op, "--engine", engine, "--dtype", dtype, *where, "--profiler", profiler),
-                engine, op, dtype, purpose)
+    return Case(
+        name,
+        ("--op", op, "--engine", engine, "--dtype", dtype, *where, "--profiler", profiler),
+        engine,
+        op,
+        dtype,
+        purpose,
+    )
 
 
 def _large(engine: str, profiler: str = "auto") -> list[Case]:
@@ -167,9 +185,27 @@ def _large(engine: str, profiler: str = "auto") -> list[Case]:
     cases = [_case("add", engine, "float32", "384MB", profiler, purpose="large")]
     if engine == "cupy":
         suffix = "" if profiler == "auto" else f"-{profiler}"
-        cases.append(Case(f"dot-cupy-float32-2048{suffix}", ("--op", "dot", "--engine", "cupy", "--dtype", "float32",
-                                                             "--shape", "2048x2048x2048", "--profiler", profiler),
-                          "cupy", "dot", "float32", "large"))
+        cases.append(
+            Case(
+                f"dot-cupy-float32-2048{suffix}",
+                (
+                    "--op",
+                    "dot",
+                    "--engine",
+                    "cupy",
+                    "--dtype",
+                    "float32",
+                    "--shape",
+                    "2048x2048x2048",
+                    "--profiler",
+                    profiler,
+                ),
+                "cupy",
+                "dot",
+                "float32",
+                "large",
+            )
+        )
     return cases
 
 
@@ -214,8 +250,15 @@ def run_command(argv: list[str], cwd: Path, timeout: float) -> tuple[int, str, s
     their own, which killing gpuprof alone would orphan, holding the GPU and ncu's lock file."""
     from gpuprof.launch import process
 
-    child = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    child = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -243,9 +286,27 @@ class InProcess(Gpuprof):
 
 def run_case(gpuprof: Gpuprof, case: Case, store: Path, timeout: float = CASE_TIMEOUT_S) -> Result:
     began = time.monotonic()
-    code, stdout, stderr = gpuprof(["run", *case.args, "--device", "cuda", "--clock-control", "none",
-                                    "--profiled", "1", "--repeat", "5", "--warmup", "2",
-                                    "--format", "json", "--store", str(store)], timeout=timeout)
+    code, stdout, stderr = gpuprof(
+        [
+            "run",
+            *case.args,
+            "--device",
+            "cuda",
+            "--clock-control",
+            "none",
+            "--profiled",
+            "1",
+            "--repeat",
+            "5",
+            "--warmup",
+            "2",
+            "--format",
+            "json",
+            "--store",
+            str(store),
+        ],
+        timeout=timeout,
+    )
     folder = gpuprof.out / "cases"
     folder.mkdir(exist_ok=True)
     (folder / f"{case.name}.json").write_text(stdout)
@@ -283,14 +344,23 @@ def exact_checks(result: Result) -> list[tuple[str, str, str]]:
     work, analytic = work_precision(case.op, case.dtype), _value(result, "FLOPs")
     counted = _value(result, f"FLOPs counted ({work})")
     ratio = counted / analytic if counted is not None and analytic else None
-    found = [(f"counted {work} / analytic = 1.000", PASS if ratio is not None and abs(ratio - 1) <= 1e-3 else FAIL,
-              f"{ratio:.5f}" if ratio is not None else f"no FLOPs counted ({work}) row")]
-    predicted = {precision: (flops, reason) for precision, flops, reason in idiom_flops(case.op, case.dtype, _shape(case))}
+    found = [
+        (
+            f"counted {work} / analytic = 1.000",
+            PASS if ratio is not None and abs(ratio - 1) <= 1e-3 else FAIL,
+            f"{ratio:.5f}" if ratio is not None else f"no FLOPs counted ({work}) row",
+        )
+    ]
+    predicted = {
+        precision: (flops, reason) for precision, flops, reason in idiom_flops(case.op, case.dtype, _shape(case))
+    }
     for precision in sorted(set(PRECISION.values()) - {work}):
         value = _value(result, f"FLOPs counted ({precision})")
         expected, reason = predicted.get(precision, (0.0, "no idiom in this precision in the sm_90 SASS"))
         if value or expected:
-            found.append((f"idiom {precision}", INFO, f"counted {value or 0:.6g}, SASS predicts {expected:.6g}: {reason}"))
+            found.append(
+                (f"idiom {precision}", INFO, f"counted {value or 0:.6g}, SASS predicts {expected:.6g}: {reason}")
+            )
     return found
 
 
@@ -313,14 +383,21 @@ def checks(result: Result, self_check: bool) -> list[tuple[str, str, str]]:
     ratio = _value(result, "FLOPs counted / analytic")
     profiled = _profiler(case) != "none"
     if case.engine == "cuda-kernels" and case.op in EXACT_OPS and profiled:
-        found += [(name, NOT_EVALUATED if self_check else verdict, detail) for name, verdict, detail in exact_checks(result)]
+        found += [
+            (name, NOT_EVALUATED if self_check else verdict, detail) for name, verdict, detail in exact_checks(result)
+        ]
     if case.engine == "cuda-kernels" and case.op in ("sigmoid", "tanh"):
         low, high = RATIO_RANGES[case.dtype]
         wanted.append((f"counted/analytic in [{low}, {high}]", lambda: ratio is not None and low <= ratio <= high))
     if case.engine == "cupy" and case.op == "dot" and case.dtype in ("float16", "float64") and profiled:
         low, high = TENSOR_BAND
-        found.append((f"tensor-core counted/analytic in [{low}, {high}]", NOT_EVALUATED if self_check else
-                      PASS if ratio is not None and low <= ratio <= high else FAIL, _tensor_detail(ratio)))
+        found.append(
+            (
+                f"tensor-core counted/analytic in [{low}, {high}]",
+                NOT_EVALUATED if self_check else PASS if ratio is not None and low <= ratio <= high else FAIL,
+                _tensor_detail(ratio),
+            )
+        )
     if case.engine in FRAMEWORKS.values():
         compiled, kernels = _value(result, "compile + first call"), _value(result, "kernels per call")
         wanted.append(("compile time in its own row", lambda: compiled is not None and compiled > 0))
@@ -329,12 +406,18 @@ def checks(result: Result, self_check: bool) -> list[tuple[str, str, str]]:
             wanted.append(("counted/analytic = 1.000", lambda: ratio is not None and abs(ratio - 1) <= 1e-3))
     if case.purpose == "large" and profiled:
         event, profiler = _value(result, "time (median)"), _value(result, "time (profiler)")
-        wanted.append((f"event / profiler within 1 +- {TIME_BOUND}",
-                       lambda: bool(event and profiler) and abs(event / profiler - 1) <= TIME_BOUND))
+        wanted.append(
+            (
+                f"event / profiler within 1 +- {TIME_BOUND}",
+                lambda: bool(event and profiler) and abs(event / profiler - 1) <= TIME_BOUND,
+            )
+        )
     if case.purpose == "large" and case.op == "add":
         share = _value(result, "efficiency: bandwidth, datasheet peak")
         low, high = BANDWIDTH_RANGE
-        wanted.append((f"bandwidth {low:g}-{high:g} % of DRAM peak", lambda: share is not None and low <= share <= high))
+        wanted.append(
+            (f"bandwidth {low:g}-{high:g} % of DRAM peak", lambda: share is not None and low <= share <= high)
+        )
     for name, holds in wanted:
         found.append((name, NOT_EVALUATED if self_check else PASS if holds() else FAIL, ""))
     return found
@@ -349,8 +432,11 @@ def twins(results: list[Result], self_check: bool) -> list[tuple[str, str, str]]
         if twin is None or _profiler(result.case) == "none":
             continue
         under, without = _value(result, "time (median)"), _value(twin, "time (median)")
-        detail = (f"event time under ncu / without a profiler = {under / without:.4f} ({under:.4g} s / {without:.4g} s)"
-                  if under and without else "not both measured")
+        detail = (
+            f"event time under ncu / without a profiler = {under / without:.4f} ({under:.4g} s / {without:.4g} s)"
+            if under and without
+            else "not both measured"
+        )
         found.append((f"twin: {result.case.name}", NOT_EVALUATED if self_check else INFO, detail))
     return found
 
@@ -377,12 +463,46 @@ def cross_check(gpuprof: Gpuprof, ncu: str, case: Case, result: Result, self_che
     folder.mkdir(parents=True, exist_ok=True)
     options = dict(zip(case.args[::2], case.args[1::2]))
     label = f"direct:{case.op}"
-    argv = [ncu, "--nvtx", "--nvtx-include", nvtx_filter(label, start_end=True), "--clock-control", "none", "--metrics",
-            ",".join(f"smsp__sass_thread_inst_executed_op_{p}{o}_pred_on.sum" for p in "fdh" for o in ("add", "mul", "fma")),
-            "--csv", "--page", "raw", "--log-file", str(folder / "ncu.csv"),
-            sys.executable, "-m", "gpuprof.launch.child", "--op", case.op, "--shape", options["--shape"],
-            "--dtype", case.dtype, "--engine", case.engine, "--repeat", "1", "--warmup", "1", "--profiled", "1",
-            "--batch", "1", "--range", label, "--result", str(folder / "child.json")]
+    argv = [
+        ncu,
+        "--nvtx",
+        "--nvtx-include",
+        nvtx_filter(label, start_end=True),
+        "--clock-control",
+        "none",
+        "--metrics",
+        ",".join(
+            f"smsp__sass_thread_inst_executed_op_{p}{o}_pred_on.sum" for p in "fdh" for o in ("add", "mul", "fma")
+        ),
+        "--csv",
+        "--page",
+        "raw",
+        "--log-file",
+        str(folder / "ncu.csv"),
+        sys.executable,
+        "-m",
+        "gpuprof.launch.child",
+        "--op",
+        case.op,
+        "--shape",
+        options["--shape"],
+        "--dtype",
+        case.dtype,
+        "--engine",
+        case.engine,
+        "--repeat",
+        "1",
+        "--warmup",
+        "1",
+        "--profiled",
+        "1",
+        "--batch",
+        "1",
+        "--range",
+        label,
+        "--result",
+        str(folder / "child.json"),
+    ]
     (folder / "command.json").write_text(json.dumps(argv))
     code, stdout, stderr = run_command(argv, folder, CASE_TIMEOUT_S)
     (folder / "stderr.txt").write_text(stdout + stderr)
@@ -390,8 +510,12 @@ def cross_check(gpuprof: Gpuprof, ncu: str, case: Case, result: Result, self_che
         direct = _counted_flops(folder / "ncu.csv")
     except Exception as error:  # noqa: BLE001 - the summary says what went wrong; the other checks go on
         return name, FAIL, f"ncu exit {code}; log unreadable: {error}"
-    counted = [value for name in result.rows if name.startswith("FLOPs counted (")
-               if (value := _value(result, name)) is not None]
+    counted = [
+        value
+        for name in result.rows
+        if name.startswith("FLOPs counted (")
+        if (value := _value(result, name)) is not None
+    ]
     mine = sum(counted) if counted else None
     detail = f"direct {direct}, gpuprof {mine}"
     if self_check:
@@ -402,13 +526,20 @@ def cross_check(gpuprof: Gpuprof, ncu: str, case: Case, result: Result, self_che
 def extras(gpuprof: Gpuprof, store: Path, results: list[Result], self_check: bool) -> list[tuple[str, str, str]]:
     """A small sweep (event timing: counters off), compare over the store, stalls of one ncu report."""
     config = gpuprof.out / "acceptance-sweep.toml"
-    config.write_text('name = "acceptance"\nrepeat = 3\nwarmup = 1\ncounters = false\n'
-                      'engines = ["cuda-kernels", "cupy"]\ndtypes = ["float32"]\n'
-                      '[[grid]]\nops = ["add", "dot"]\nsizes = ["1MB", "4MB"]\n')
+    config.write_text(
+        'name = "acceptance"\nrepeat = 3\nwarmup = 1\ncounters = false\n'
+        'engines = ["cuda-kernels", "cupy"]\ndtypes = ["float32"]\n'
+        '[[grid]]\nops = ["add", "dot"]\nsizes = ["1MB", "4MB"]\n'
+    )
     found = []
     for name, args, output in (
-            ("sweep (4 points x 2 engines)", ["sweep", str(config), "--device", "cuda", "--store", str(store)], "sweep.txt"),
-            ("compare", ["compare", "--store", str(store), "--format", "markdown"], "compare.md")):
+        (
+            "sweep (4 points x 2 engines)",
+            ["sweep", str(config), "--device", "cuda", "--store", str(store)],
+            "sweep.txt",
+        ),
+        ("compare", ["compare", "--store", str(store), "--format", "markdown"], "compare.md"),
+    ):
         code, stdout, stderr = gpuprof(args, timeout=2 * CASE_TIMEOUT_S)
         (gpuprof.out / output).write_text(stdout + stderr)
         found.append((name, PASS if code == 0 else FAIL, f"exit {code}; {output}"))
@@ -420,7 +551,9 @@ def extras(gpuprof: Gpuprof, store: Path, results: list[Result], self_check: boo
     else:
         found.append(("stalls", FAIL, "no ncu.csv from any case"))
     if self_check:
-        found = [(name, verdict if verdict == FAIL else f"{PASS} (plumbing)", detail) for name, verdict, detail in found]
+        found = [
+            (name, verdict if verdict == FAIL else f"{PASS} (plumbing)", detail) for name, verdict, detail in found
+        ]
     return found
 
 
@@ -431,12 +564,48 @@ def profile_and_doctor(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[
     (gpuprof.out / "doctor.json").write_text(stdout + stderr)
     found = [("doctor --for profile", PASS if code == 0 else FAIL, f"exit {code}; doctor.json")]
     shape, label = SHAPES["elementwise"], "acceptance:profile:add"
-    command = [sys.executable, "-m", "gpuprof.launch.child", "--op", "add", "--shape", shape, "--dtype", "float32",
-               "--engine", "cuda-kernels", "--repeat", "1", "--warmup", "1", "--profiled", "1", "--batch", "1",
-               "--range", label, "--range-kind", "push-pop",  # gpuprof profile --nvtx selects a push/pop range
-               "--result", str(gpuprof.out / "profile-child.json")]
-    code, stdout, stderr = gpuprof(["profile", "--store", str(store), "--nvtx", label, "--clock-control", "none",
-                                    "--format", "json", "--", *command])
+    command = [
+        sys.executable,
+        "-m",
+        "gpuprof.launch.child",
+        "--op",
+        "add",
+        "--shape",
+        shape,
+        "--dtype",
+        "float32",
+        "--engine",
+        "cuda-kernels",
+        "--repeat",
+        "1",
+        "--warmup",
+        "1",
+        "--profiled",
+        "1",
+        "--batch",
+        "1",
+        "--range",
+        label,
+        "--range-kind",
+        "push-pop",  # gpuprof profile --nvtx selects a push/pop range
+        "--result",
+        str(gpuprof.out / "profile-child.json"),
+    ]
+    code, stdout, stderr = gpuprof(
+        [
+            "profile",
+            "--store",
+            str(store),
+            "--nvtx",
+            label,
+            "--clock-control",
+            "none",
+            "--format",
+            "json",
+            "--",
+            *command,
+        ]
+    )
     (gpuprof.out / "profile.txt").write_text(stdout + stderr)
     rows = json.loads(stdout) if code == 0 and stdout.strip().startswith("[") else []
     counted = [row.get("flop_count_sp/launch (FLOP)") for row in rows]
@@ -444,18 +613,53 @@ def profile_and_doctor(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[
     for side in shape.split("x"):
         elements *= int(side)
     detail = f"exit {code}; counted FP32 FLOPs per launch {counted}, analytic {elements}; profile.txt"
-    found.append(("profile of the add as a command", PASS if counted == [elements] or self_check and code == 0 else FAIL,
-                  detail))
+    found.append(
+        ("profile of the add as a command", PASS if counted == [elements] or self_check and code == 0 else FAIL, detail)
+    )
     if self_check:  # the stand-in replays another program's page: only the plumbing is checked
-        found = [(name, verdict if verdict == FAIL else f"{PASS} (plumbing)", detail) for name, verdict, detail in found]
+        found = [
+            (name, verdict if verdict == FAIL else f"{PASS} (plumbing)", detail) for name, verdict, detail in found
+        ]
     return found
 
 
-PACKAGES = ("gpuprof-hpc", "numpy", "pandas", "click", "rich", "matplotlib", "cupy-cuda13x", "cupy-cuda12x",
-            "nvidia-ml-py", "jax", "jaxlib", "torch", "pytensor", "ncu-report", "pytest", "hypothesis")
-NVIDIA_SMI_FIELDS = ("name", "driver_version", "pci.bus_id", "compute_mode", "persistence_mode", "mig.mode.current",
-                     "clocks.sm", "clocks.max.sm", "clocks.mem", "clocks.max.mem", "power.draw", "power.limit",
-                     "temperature.gpu", "utilization.gpu", "memory.used", "memory.total", "clocks_throttle_reasons.active")
+PACKAGES = (
+    "gpuprof-hpc",
+    "numpy",
+    "pandas",
+    "click",
+    "rich",
+    "matplotlib",
+    "cupy-cuda13x",
+    "cupy-cuda12x",
+    "nvidia-ml-py",
+    "jax",
+    "jaxlib",
+    "torch",
+    "pytensor",
+    "ncu-report",
+    "pytest",
+    "hypothesis",
+)
+NVIDIA_SMI_FIELDS = (
+    "name",
+    "driver_version",
+    "pci.bus_id",
+    "compute_mode",
+    "persistence_mode",
+    "mig.mode.current",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "clocks.max.mem",
+    "power.draw",
+    "power.limit",
+    "temperature.gpu",
+    "utilization.gpu",
+    "memory.used",
+    "memory.total",
+    "clocks_throttle_reasons.active",
+)
 
 
 def training(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[tuple[str, str, str]]:
@@ -470,10 +674,40 @@ def training(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[tuple[str,
         if self_check:  # no CUDA behind the stand-ins: the job cannot run, so it is not started
             found.append((f"training {setup}", NOT_EVALUATED, "needs a GPU and a CUDA build of torch; not run"))
             continue
-        command = [sys.executable, "-m", "gpuprof.workloads.training", "--model", "cnn", "--setup", setup,
-                   "--batch-size", "64", "--train-batches", "20", "--inference-sizes", "1,64", "--repeats", "5"]
-        code, stdout, stderr = gpuprof(["profile", "--device", "cpu", "--energy", "--interval", "0.2s", "--label", label,
-                                        "--store", str(store), "--", *command], timeout=2 * CASE_TIMEOUT_S)
+        command = [
+            sys.executable,
+            "-m",
+            "gpuprof.workloads.training",
+            "--model",
+            "cnn",
+            "--setup",
+            setup,
+            "--batch-size",
+            "64",
+            "--train-batches",
+            "20",
+            "--inference-sizes",
+            "1,64",
+            "--repeats",
+            "5",
+        ]
+        code, stdout, stderr = gpuprof(
+            [
+                "profile",
+                "--device",
+                "cpu",
+                "--energy",
+                "--interval",
+                "0.2s",
+                "--label",
+                label,
+                "--store",
+                str(store),
+                "--",
+                *command,
+            ],
+            timeout=2 * CASE_TIMEOUT_S,
+        )
         (gpuprof.out / f"{label}.txt").write_text(stdout + stderr)
         with open_store(store) as opened:
             runs = [r for r in opened.runs() if r.environment.get("label") == label]
@@ -483,12 +717,18 @@ def training(gpuprof: Gpuprof, store: Path, self_check: bool) -> list[tuple[str,
         run = runs[-1]
         frame = region_frame(run)
         steps = int((frame["name"] == "step").sum())
-        gpus = {name: d for name, d in (run.environment.get("energy") or {}).get("devices", {}).items()
-                if name.startswith("GPU")}
+        gpus = {
+            name: d
+            for name, d in (run.environment.get("energy") or {}).get("devices", {}).items()
+            if name.startswith("GPU")
+        }
         used = {name: d for name, d in gpus.items() if d["in_use"]}
         ok = steps == 20 and len(used) == 1 and all((d["joules"] or 0) > 0 for d in used.values())
-        detail = (f"{steps} step regions (20 expected); GPUs in use {sorted(used)}; energy "
-                  + ", ".join(f"{name} {d['joules']} J ({d['method']})" for name, d in gpus.items()) + f"; {label}.txt")
+        detail = (
+            f"{steps} step regions (20 expected); GPUs in use {sorted(used)}; energy "
+            + ", ".join(f"{name} {d['joules']} J ({d['method']})" for name, d in gpus.items())
+            + f"; {label}.txt"
+        )
         found.append((f"training {setup}", PASS if ok else FAIL, detail))
     return found
 
@@ -512,13 +752,21 @@ def _nvidia_smi() -> str:
     if tool is None:
         return "nvidia-smi not found"
     try:
-        done = subprocess.run([tool, f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run(
+            [tool, f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"nvidia-smi failed: {error}"
     values = (done.stdout.strip().splitlines() or [done.stderr.strip() or f"exit {done.returncode}"])[0]
-    return "; ".join(f"{k}={v.strip()}" for k, v in zip(NVIDIA_SMI_FIELDS, values.split(","))) \
-        if done.returncode == 0 else f"nvidia-smi exit {done.returncode}: {values}"
+    return (
+        "; ".join(f"{k}={v.strip()}" for k, v in zip(NVIDIA_SMI_FIELDS, values.split(",")))
+        if done.returncode == 0
+        else f"nvidia-smi exit {done.returncode}: {values}"
+    )
 
 
 GIT = shutil.which("git")  # found before a self-check puts only the stand-ins on PATH
@@ -527,8 +775,13 @@ GIT = shutil.which("git")  # found before a self-check puts only the stand-ins o
 def _commit() -> str:
     """The gpuprof commit: git's answer, else $GPUPROF_COMMIT (set it where the tree travels without .git)."""
     try:
-        done = subprocess.run([GIT or "git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=30, check=False)
+        done = subprocess.run(
+            [GIT or "git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
         commit = done.stdout.strip() if done.returncode == 0 else ""
     except (OSError, subprocess.TimeoutExpired):
         commit = ""
@@ -581,9 +834,23 @@ def environment(self_check: bool) -> dict[str, Any]:
     return env
 
 
-COLUMNS = ("case", "exit", "s", "event time", "profiler time", "event/profiler", "FLOPs analytic",
-           "counted/analytic", "eff @ run clock %", "eff vs datasheet %", "roofline %", "bandwidth %",
-           "kernels/call", "compile s", "checks")
+COLUMNS = (
+    "case",
+    "exit",
+    "s",
+    "event time",
+    "profiler time",
+    "event/profiler",
+    "FLOPs analytic",
+    "counted/analytic",
+    "eff @ run clock %",
+    "eff vs datasheet %",
+    "roofline %",
+    "bandwidth %",
+    "kernels/call",
+    "compile s",
+    "checks",
+)
 
 
 def _row(result: Result, found: list[tuple[str, str, str]]) -> list[str]:
@@ -592,25 +859,44 @@ def _row(result: Result, found: list[tuple[str, str, str]]) -> list[str]:
         return "" if value is None else f"{value:.{digits}g}"
 
     event, profiler = _value(result, "time (median)"), _value(result, "time (profiler)")
-    return [result.case.name, "" if result.code is None else str(result.code), f"{result.seconds:.0f}",
-            num("time (median)"), num("time (profiler)"), f"{event / profiler:.3f}" if event and profiler else "",
-            num("FLOPs"), num("FLOPs counted / analytic", 5), num("efficiency: counted FLOP/s vs peak at run clock"),
-            num("efficiency: counted FLOP/s vs peak"),
-            num(next((n for n in result.rows if n.startswith("efficiency: counted roofline")), "-")),
-            num("efficiency: bandwidth, datasheet peak"), num("kernels per call"), num("compile + first call", 3),
-            "; ".join(f"{name}: {verdict}" for name, verdict, _ in found)]
+    return [
+        result.case.name,
+        "" if result.code is None else str(result.code),
+        f"{result.seconds:.0f}",
+        num("time (median)"),
+        num("time (profiler)"),
+        f"{event / profiler:.3f}" if event and profiler else "",
+        num("FLOPs"),
+        num("FLOPs counted / analytic", 5),
+        num("efficiency: counted FLOP/s vs peak at run clock"),
+        num("efficiency: counted FLOP/s vs peak"),
+        num(next((n for n in result.rows if n.startswith("efficiency: counted roofline")), "-")),
+        num("efficiency: bandwidth, datasheet peak"),
+        num("kernels per call"),
+        num("compile + first call", 3),
+        "; ".join(f"{name}: {verdict}" for name, verdict, _ in found),
+    ]
 
 
-def write_summary(out: Path, env: dict[str, Any], results: list[Result], found: dict[str, list[tuple[str, str, str]]],
-                  other: list[tuple[str, str, str]], state: str = "") -> tuple[str, int]:
+def write_summary(
+    out: Path,
+    env: dict[str, Any],
+    results: list[Result],
+    found: dict[str, list[tuple[str, str, str]]],
+    other: list[tuple[str, str, str]],
+    state: str = "",
+) -> tuple[str, int]:
     """summary.md, summary.csv and results.json in ``out`` (``state``: a line saying the call is still
     running or was stopped); the markdown text and how many checks failed or did not run."""
     self_check = env["mode"] == "self-check"
     head = ["# gpuprof GPU acceptance", ""]
     if self_check:
-        head += ["**SELF-CHECK WITHOUT A GPU**: stand-in profilers replay recorded files (tests/fakes), NVML and CuPy "
-                 "are stand-ins, the workload's result is a stand-in file. No number below is a measurement and no "
-                 "GPU check is evaluated.", ""]
+        head += [
+            "**SELF-CHECK WITHOUT A GPU**: stand-in profilers replay recorded files (tests/fakes), NVML and CuPy "
+            "are stand-ins, the workload's result is a stand-in file. No number below is a measurement and no "
+            "GPU check is evaluated.",
+            "",
+        ]
     head += [f"**{state}**", ""] if state else []
     head += [f"- {key}: {value}" for key, value in env.items()] + [""]
     rows = [_row(r, found[r.case.name]) for r in results]
@@ -621,11 +907,18 @@ def write_summary(out: Path, env: dict[str, Any], results: list[Result], found: 
     lines = head + table
     if details:
         lines += ["", "| case | check | verdict | detail |", "|---|---|---|---|"]
-        lines += [f"| {case} | {name} | {verdict} | {detail.replace('|', '/')} |" for case, name, verdict, detail in details]
+        lines += [
+            f"| {case} | {name} | {verdict} | {detail.replace('|', '/')} |" for case, name, verdict, detail in details
+        ]
     lines += ["", "| other check | verdict | detail |", "|---|---|---|"]
     lines += [f"| {name} | {verdict} | {detail.replace('|', '/')} |" for name, verdict, detail in other]
-    lines += ["", (f"{sum(v.startswith(PASS) for v in tally)} pass, {tally.count(FAIL)} FAIL, "
-                   f"{tally.count(NOT_EVALUATED)} not evaluated, {tally.count('not run')} not run, {tally.count(INFO)} info")]
+    lines += [
+        "",
+        (
+            f"{sum(v.startswith(PASS) for v in tally)} pass, {tally.count(FAIL)} FAIL, "
+            f"{tally.count(NOT_EVALUATED)} not evaluated, {tally.count('not run')} not run, {tally.count(INFO)} info"
+        ),
+    ]
     bad = tally.count(FAIL) + tally.count("not run")
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
@@ -633,9 +926,16 @@ def write_summary(out: Path, env: dict[str, Any], results: list[Result], found: 
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
         writer.writerows(rows)
-    (out / "results.json").write_text(json.dumps({
-        "environment": env, "other": other,
-        "results": [{**asdict(r), "checks": found[r.case.name]} for r in results]}, indent=1))
+    (out / "results.json").write_text(
+        json.dumps(
+            {
+                "environment": env,
+                "other": other,
+                "results": [{**asdict(r), "checks": found[r.case.name]} for r in results],
+            },
+            indent=1,
+        )
+    )
     return text, bad
 
 
@@ -669,9 +969,21 @@ def stand_ins(out: Path) -> Iterator[None]:
 
     gpu = stand_in_gpu("NVIDIA GeForce RTX 3080", "8.6", driver="stand-in")
     child = out / "stand-in-child.json"
-    child.write_text(json.dumps({"schema": 1, "times": [1e-3] * 5, "batch": 1, "engine": "stand-in",
-                                 "device": {"name": gpu.name, "cc": gpu.cc}, "engine_version": "stand-in",
-                                 "relative_error": 0.0, "kernel": None, "timer": "stand-in (self-check)"}))
+    child.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "times": [1e-3] * 5,
+                "batch": 1,
+                "engine": "stand-in",
+                "device": {"name": gpu.name, "cc": gpu.cc},
+                "engine_version": "stand-in",
+                "relative_error": 0.0,
+                "kernel": None,
+                "timer": "stand-in (self-check)",
+            }
+        )
+    )
     profiling = gpu_session._execute
 
     def execute(argv: list[str], run_dir: Path, timeout: float) -> int:
@@ -680,19 +992,26 @@ def stand_ins(out: Path) -> Iterator[None]:
         (run_dir / "child.json").write_bytes(child.read_bytes())  # the workload itself needs a GPU
         return 0
 
-    variables = {"PATH": search_path(FAKES), "GPUPROF_FAKE_CHILD": str(child),
-                 "GPUPROF_FAKE_LOG": str(ROOT / "tests" / "fixtures" / "converted" /
-                                         "ncu_raw_page_rtx3080_montecarlo_FROM_REPORT.csv"),
-                 "GPUPROF_FAKE_RECORD": str(out / "stand-in-calls.jsonl"), "GPUPROF_CACHE_DIR": str(out / "cache")}
+    variables = {
+        "PATH": search_path(FAKES),
+        "GPUPROF_FAKE_CHILD": str(child),
+        "GPUPROF_FAKE_LOG": str(
+            ROOT / "tests" / "fixtures" / "converted" / "ncu_raw_page_rtx3080_montecarlo_FROM_REPORT.csv"
+        ),
+        "GPUPROF_FAKE_RECORD": str(out / "stand-in-calls.jsonl"),
+        "GPUPROF_CACHE_DIR": str(out / "cache"),
+    }
     nowhere = out / "no-install-root"
     here = Path.cwd()
-    with mock.patch.dict(os.environ, variables), \
-            mock.patch.object(discovery, "NSIGHT_COMPUTE_ROOT", nowhere), \
-            mock.patch.object(discovery, "CUDA_DEFAULT", nowhere), \
-            mock.patch.object(gpu_session, "_nvml_gpu", lambda: (gpu, "NVML: stand-in (self-check)")), \
-            mock.patch.object(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in (self-check)")), \
-            mock.patch.object(gpu_session, "_execute", execute), \
-            mock.patch("gpuprof.devices.gpu_detect.detect", lambda: [gpu]):
+    with (
+        mock.patch.dict(os.environ, variables),
+        mock.patch.object(discovery, "NSIGHT_COMPUTE_ROOT", nowhere),
+        mock.patch.object(discovery, "CUDA_DEFAULT", nowhere),
+        mock.patch.object(gpu_session, "_nvml_gpu", lambda: (gpu, "NVML: stand-in (self-check)")),
+        mock.patch.object(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in (self-check)")),
+        mock.patch.object(gpu_session, "_execute", execute),
+        mock.patch("gpuprof.devices.gpu_detect.detect", lambda: [gpu]),
+    ):
         os.environ.pop("CUDA_HOME", None)
         caches = (profilers._probe_executable, profilers.listed, ncu_metrics.query)
         for cache in caches:
@@ -746,8 +1065,10 @@ class Progress:
         self.results.append(result)
         self.found[result.case.name] = checks(result, self.self_check)
         verdicts = [f"{name}: {verdict}" for name, verdict, _ in self.found[result.case.name] if verdict != INFO]
-        print(f"[{len(self.results)}/{self.total}] {result.case.name} ({result.seconds:.0f} s): {'; '.join(verdicts)}",
-              flush=True)
+        print(
+            f"[{len(self.results)}/{self.total}] {result.case.name} ({result.seconds:.0f} s): {'; '.join(verdicts)}",
+            flush=True,
+        )
         self.save(f"running: {len(self.results)} of {self.total} cases done")
 
     def add_other(self, found: list[tuple[str, str, str]]) -> None:
@@ -765,18 +1086,34 @@ class Progress:
 
 def live_pytest(out: Path, timeout: float, self_check: bool) -> tuple[str, str, str]:
     """The live ``pytest -m gpu`` tests that need no PyTensor, output in OUT/pytest-gpu.txt."""
-    argv = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rs", "-p", "no:cacheprovider",
-            str(ROOT / "tests" / "test_gpu_live.py"), "-k", "not pytensor and not theano"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-m",
+        "gpu",
+        "-q",
+        "-rs",
+        "-p",
+        "no:cacheprovider",
+        str(ROOT / "tests" / "test_gpu_live.py"),
+        "-k",
+        "not pytensor and not theano",
+    ]
     code, stdout, stderr = run_command(argv, out, timeout)
     (out / "pytest-gpu.txt").write_text(stdout + stderr)
     last = ([line for line in stdout.splitlines() if line.strip()] or ["no output"])[-1][:200]
     verdict = PASS if code == 0 else FAIL
-    return "pytest -m gpu (no PyTensor)", f"{verdict} (plumbing)" if self_check and code == 0 else verdict, \
-        f"exit {code}: {last}; pytest-gpu.txt"
+    return (
+        "pytest -m gpu (no PyTensor)",
+        f"{verdict} (plumbing)" if self_check and code == 0 else verdict,
+        f"exit {code}: {last}; pytest-gpu.txt",
+    )
 
 
-def run(out: Path, part: str, deadline_s: float, self_check: bool, pattern: str | None = None,
-        into: Path | None = None) -> tuple[str, int]:
+def run(
+    out: Path, part: str, deadline_s: float, self_check: bool, pattern: str | None = None, into: Path | None = None
+) -> tuple[str, int]:
     from gpuprof.launch import profilers
 
     started = time.monotonic()
@@ -810,8 +1147,14 @@ def run(out: Path, part: str, deadline_s: float, self_check: bool, pattern: str 
         with stop_on_signals():
             for case in cases:
                 if left() < case_timeout:
-                    progress.add(Result(case, None, error=f"not started: {max(left(), 0):.0f} s left before the "
-                                                          f"deadline, a case may take {case_timeout} s"))
+                    progress.add(
+                        Result(
+                            case,
+                            None,
+                            error=f"not started: {max(left(), 0):.0f} s left before the "
+                            f"deadline, a case may take {case_timeout} s",
+                        )
+                    )
                     continue
                 progress.add(run_case(gpuprof, case, store, case_timeout))
             progress.add_other(twins(progress.results, self_check))
@@ -860,7 +1203,11 @@ def pack_live(out: Path, into: Path) -> None:
 
 def _without(out: Path, into: Path) -> Any:
     """A tar filter for OUT: no .ncu-rep file, and not the pack folder where it lies inside OUT."""
-    inside = f"{out.name}/{into.resolve().relative_to(out.resolve())}" if into.resolve().is_relative_to(out.resolve()) else None
+    inside = (
+        f"{out.name}/{into.resolve().relative_to(out.resolve())}"
+        if into.resolve().is_relative_to(out.resolve())
+        else None
+    )
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         if info.name.endswith(".ncu-rep") or inside and (info.name == inside or info.name.startswith(f"{inside}/")):
@@ -889,9 +1236,10 @@ def pack(out: Path, into: Path) -> None:
             size += rep.stat().st_size
             kept.append(rep)
             archive.add(rep, arcname=str(rep.relative_to(out.parent)))
-    (into / "packed.txt").write_text("".join(f"ncu-rep.tar.gz: {r.relative_to(out)}\n" for r in kept) +
-                                     "".join(f"left out (over {PACK_LIMIT >> 20} MiB): {r.relative_to(out)}\n"
-                                             for r in left))
+    (into / "packed.txt").write_text(
+        "".join(f"ncu-rep.tar.gz: {r.relative_to(out)}\n" for r in kept)
+        + "".join(f"left out (over {PACK_LIMIT >> 20} MiB): {r.relative_to(out)}\n" for r in left)
+    )
 
 
 def no_gpu() -> str | None:
@@ -906,21 +1254,38 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the summary and the raw reports")
     parser.add_argument("--part", choices=("kernels", "cupy", *FRAMEWORKS, "extra", "training", "all"), default="all")
-    parser.add_argument("--quick", action="store_true",
-                        help="the quick acceptance run (about 7 minutes on an H100 with the install; see the docstring)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the quick acceptance run (about 7 minutes on an H100 with the install; see the docstring)",
+    )
     parser.add_argument("--cases", metavar="PATTERN", help="only the cases whose name this regular expression matches")
-    parser.add_argument("--deadline-s", type=float,
-                        help=f"start no case later than this many seconds minus a case's time-out (default "
-                             f"{QUICK_DEADLINE_S:g} with --quick, else 420: one call stays under 8 minutes)")
-    parser.add_argument("--pack", type=Path, metavar="DIR",
-                        help="keep the summary and a live archive in DIR, then the summaries and two archives "
-                             "(at most 8 files, no folder)")
+    parser.add_argument(
+        "--deadline-s",
+        type=float,
+        help=f"start no case later than this many seconds minus a case's time-out (default "
+        f"{QUICK_DEADLINE_S:g} with --quick, else 420: one call stays under 8 minutes)",
+    )
+    parser.add_argument(
+        "--pack",
+        type=Path,
+        metavar="DIR",
+        help="keep the summary and a live archive in DIR, then the summaries and two archives "
+        "(at most 8 files, no folder)",
+    )
     parser.add_argument("--self-check", action="store_true", help="no GPU: stand-in profilers, nothing measured")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="PART_DIR", help="merge parts' results.json")
     args = parser.parse_args(argv)
     part = "quick" if args.quick else args.part
-    deadline = args.deadline_s if args.deadline_s is not None else float("inf") if args.self_check \
-        else QUICK_DEADLINE_S if args.quick else 420.0
+    deadline = (
+        args.deadline_s
+        if args.deadline_s is not None
+        else float("inf")
+        if args.self_check
+        else QUICK_DEADLINE_S
+        if args.quick
+        else 420.0
+    )
     if args.cases:
         try:
             re.compile(args.cases)
@@ -936,8 +1301,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         reason = no_gpu()
         if reason is not None:
-            print(f"no usable NVIDIA GPU here, nothing was measured: {reason} (--self-check runs the plumbing "
-                  "with stand-ins)", flush=True)
+            print(
+                f"no usable NVIDIA GPU here, nothing was measured: {reason} (--self-check runs the plumbing "
+                "with stand-ins)",
+                flush=True,
+            )
             return 2
         text, bad = run(args.out.resolve(), part, deadline, False, args.cases, into)
     if into is not None:

@@ -53,9 +53,13 @@ def run_once(limit_s: float, keep: Path, label: str) -> Outcome:
         report, log = Path(folder) / "junit.xml", Path(folder) / "output.txt"
         start = time.monotonic()
         with open(log, "wb") as out:
-            process = subprocess.Popen([sys.executable, "-m", "pytest", TESTS, "-p", "no:cacheprovider",
-                                        f"--junitxml={report}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                [sys.executable, "-m", "pytest", TESTS, "-p", "no:cacheprovider", f"--junitxml={report}"],
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             try:
                 status = process.wait(timeout=limit_s)
             except subprocess.TimeoutExpired:
@@ -83,8 +87,7 @@ def run_once(limit_s: float, keep: Path, label: str) -> Outcome:
 
 def burners(count: int, limit_s: float) -> list[subprocess.Popen[bytes]]:
     """``count`` Python processes that spin on the CPU, each ending by itself after ``limit_s``."""
-    return [subprocess.Popen([sys.executable, "-c", BURN, str(limit_s)], start_new_session=True)
-            for _ in range(count)]
+    return [subprocess.Popen([sys.executable, "-c", BURN, str(limit_s)], start_new_session=True) for _ in range(count)]
 
 
 def stop(processes: list[subprocess.Popen[bytes]]) -> None:
@@ -99,9 +102,12 @@ def series(name: str, runs: int, limit_s: float, keep: Path) -> list[Outcome]:
     for index in range(1, runs + 1):
         outcome = run_once(limit_s, keep, f"{name}-{index}")
         outcomes.append(outcome)
-        print(f"{name:4} run {index:2}/{runs}: {'pass' if outcome.ok else 'FAIL'}  {outcome.passed} passed, "
-              f"{outcome.failed} failed, {outcome.skipped} skipped  {outcome.seconds:5.1f} s  "
-              f"load {os.getloadavg()[0]:.2f}", flush=True)
+        print(
+            f"{name:4} run {index:2}/{runs}: {'pass' if outcome.ok else 'FAIL'}  {outcome.passed} passed, "
+            f"{outcome.failed} failed, {outcome.skipped} skipped  {outcome.seconds:5.1f} s  "
+            f"load {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
     return outcomes
 
 
@@ -110,24 +116,37 @@ def summary(name: str, outcomes: list[Outcome]) -> str:
         return f"{name}: no runs"
     times = sorted(o.seconds for o in outcomes)
     good = sum(o.ok for o in outcomes)
-    return (f"{name}: {good} of {len(outcomes)} runs passed ({sum(o.passed for o in outcomes)} test passes, "
-            f"{sum(o.failed for o in outcomes)} failures, {sum(o.skipped for o in outcomes)} skips); "
-            f"run time {times[0]:.1f}-{times[-1]:.1f} s, median {statistics.median(times):.1f} s")
+    return (
+        f"{name}: {good} of {len(outcomes)} runs passed ({sum(o.passed for o in outcomes)} test passes, "
+        f"{sum(o.failed for o in outcomes)} failures, {sum(o.skipped for o in outcomes)} skips); "
+        f"run time {times[0]:.1f}-{times[-1]:.1f} s, median {statistics.median(times):.1f} s"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle", type=int, default=20, help="runs without added load (default 20)")
     parser.add_argument("--busy", type=int, default=10, help="runs with the CPU busy (default 10)")
-    parser.add_argument("--burners", type=int, default=os.cpu_count() or 2,
-                        help="busy-loop processes during the busy runs (default: one per core)")
+    parser.add_argument(
+        "--burners",
+        type=int,
+        default=os.cpu_count() or 2,
+        help="busy-loop processes during the busy runs (default: one per core)",
+    )
     parser.add_argument("--limit", type=float, default=300.0, help="seconds one pytest run may take (default 300)")
-    parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "slurm-repeat",
-                        help="folder for the output of failed runs")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "slurm-repeat",
+        help="folder for the output of failed runs",
+    )
     args = parser.parse_args()
     started = datetime.datetime.now().astimezone()
-    print(f"{started:%Y-%m-%d %H:%M %Z} on {platform.node()}: {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, load {os.getloadavg()[0]:.2f}; {TESTS}", flush=True)
+    print(
+        f"{started:%Y-%m-%d %H:%M %Z} on {platform.node()}: {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load {os.getloadavg()[0]:.2f}; {TESTS}",
+        flush=True,
+    )
     idle = series("idle", args.idle, args.limit, args.keep)
     load = burners(args.burners if args.busy else 0, args.busy * (args.limit + 30))
     try:

@@ -25,8 +25,26 @@ from __future__ import annotations
 from typing import Any
 
 REGIONS = ("region", "begin", "end")  # from gpuprof.regions: standard library only, cheap to import
-__all__ = ["Launch", "Metric", "Run", "begin", "compare_runs", "diff", "end", "kernels", "launches", "metrics", "read",
-           "region", "region_table", "results", "run", "runs", "stall_reasons", "summary"]
+__all__ = [
+    "Launch",
+    "Metric",
+    "Run",
+    "begin",
+    "compare_runs",
+    "diff",
+    "end",
+    "kernels",
+    "launches",
+    "metrics",
+    "read",
+    "region",
+    "region_table",
+    "results",
+    "run",
+    "runs",
+    "stall_reasons",
+    "summary",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -32,8 +32,7 @@ def measure_and_store(settings: RunSettings, store_path: str | Path | None = Non
         return result, store.path
 
 
-def run(op: str, size: str | None = None, *, store: str | Path | None = None, save: bool = True,
-        **options: Any) -> Run:
+def run(op: str, size: str | None = None, *, store: str | Path | None = None, save: bool = True, **options: Any) -> Run:
     """Measure ``op`` (e.g. ``gpuprof.run("dot", "6MB")``); options as ``gpuprof.measure.RunSettings``."""
     settings = RunSettings(op=op, size=size, **options)
     if save:
@@ -106,17 +105,29 @@ def stall_reasons(runs: Run | str | Path | list[Run | str | Path]) -> pd.DataFra
     return stall_comparison(_as_runs(runs))
 
 
-def diff(a: Any, b: Any, *, match: str = "config", fail_if: tuple[str, ...] | list[str] = (),
-         store: str | Path | None = None, gpus: tuple[str | None, str | None] = (None, None),
-         min_change: float = 0.05) -> pd.DataFrame:
+def diff(
+    a: Any,
+    b: Any,
+    *,
+    match: str = "config",
+    fail_if: tuple[str, ...] | list[str] = (),
+    store: str | Path | None = None,
+    gpus: tuple[str | None, str | None] = (None, None),
+    min_change: float = 0.05,
+) -> pd.DataFrame:
     """``gpuprof diff``'s frame: A against B per matched kernel (or measured run) and metric, the
     time-weighted totals first, kernels only one side has last. ``a`` and ``b``: profiler files,
     stores, run files, run ids, ``sweep:NAME`` or Runs. ``frame.attrs`` holds the gate lines, the
     exit status the command would give, the number matched and notes."""
     result = compare(a, b, match, fail_if, store, gpus, min_change)
     frame = result.frame
-    frame.attrs.update(gates=[o.line for o in result.gates], exit_code=result.exit_code, matched=result.matched,
-                       only=result.only, notes=result.notes)
+    frame.attrs.update(
+        gates=[o.line for o in result.gates],
+        exit_code=result.exit_code,
+        matched=result.matched,
+        only=result.only,
+        notes=result.notes,
+    )
     return frame
 
 
@@ -125,4 +136,3 @@ def region_table(run: Run, extra: tuple[str, ...] = ()) -> pd.DataFrame:
     wall time, unclosed, and the metrics named in ``extra``, e.g. "energy (all devices)")."""
 
     return region_frame(run, extra)
-

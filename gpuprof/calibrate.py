@@ -39,9 +39,9 @@ FAR_BELOW = 50.0  # % of the theoretical peak at the probed clock below which a 
 FORMAT = "cpu-calibrate"
 MATMUL_DTYPES = ("float32", "float64")
 _FALLBACK_LLC = 64 * 2**20
-STABLE_CALLS = 3       # the fastest this many calls ...
-STABLE_WITHIN = 0.05   # ... within 5 % of each other: a stable ceiling
-LOW_SHARE = 0.6        # a matmul below this share of the theoretical peak: the host was probably busy
+STABLE_CALLS = 3  # the fastest this many calls ...
+STABLE_WITHIN = 0.05  # ... within 5 % of each other: a stable ceiling
+LOW_SHARE = 0.6  # a matmul below this share of the theoretical peak: the host was probably busy
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,9 @@ def plan(thorough: bool, llc_bytes: int | None, available_bytes: int | None) -> 
     total = max(factor * llc, floor)
     if available_bytes:
         total = min(total, available_bytes // share)
-    return CalibrationPlan(4096 if thorough else 2048, total // 3, 2 if thorough else 1, 10 if thorough else 5,
-                30.0 if thorough else 6.0)
+    return CalibrationPlan(
+        4096 if thorough else 2048, total // 3, 2 if thorough else 1, 10 if thorough else 5, 30.0 if thorough else 6.0
+    )
 
 
 def spread_of_fastest(times: list[float]) -> float | None:
@@ -91,8 +92,9 @@ def _settled(times: list[float]) -> bool:
     return spread is not None and spread <= STABLE_WITHIN
 
 
-def _rate_metrics(rate: str, rate_unit: str, amount: str, per_call: float, unit: str,
-                  times: list[float]) -> list[Metric]:
+def _rate_metrics(
+    rate: str, rate_unit: str, amount: str, per_call: float, unit: str, times: list[float]
+) -> list[Metric]:
     """Best and median rate (calibrated), fastest call (timed) and the work per call (analytic)."""
     return [
         Metric(rate, per_call / min(times), rate_unit, origin=CALIBRATED),
@@ -104,9 +106,13 @@ def _rate_metrics(rate: str, rate_unit: str, amount: str, per_call: float, unit:
 
 def _timing_attributes(times: list[float], stable: bool, warmup: int) -> dict[str, str]:
     spread = spread_of_fastest(times)
-    return {"warmup": str(warmup), "repeats": str(len(times)), "statistic": f"best of {len(times)}",
-            "stable": "yes" if stable else "no",
-            "spread_of_fastest": f"{100 * spread:.1f} %" if spread is not None else "n/a"}
+    return {
+        "warmup": str(warmup),
+        "repeats": str(len(times)),
+        "statistic": f"best of {len(times)}",
+        "stable": "yes" if stable else "no",
+        "spread_of_fastest": f"{100 * spread:.1f} %" if spread is not None else "n/a",
+    }
 
 
 def matmul_ceiling(dtype: str, steps: CalibrationPlan, index: int = 0) -> Launch:
@@ -121,11 +127,21 @@ def matmul_ceiling(dtype: str, steps: CalibrationPlan, index: int = 0) -> Launch
     c = np.empty((n, n), dtype=dtype)
     times, stable = stable_times(lambda: np.matmul(a, b, out=c), steps)
     clock = probe()
-    return Launch("numpy.matmul", index, "cpu", 1,
-                  {"dtype": dtype, "shape": f"{n}x{n}x{n}", **_timing_attributes(times, stable, steps.warmup),
-                   "threads": "BLAS threads (all cores)", "clock_hz": str(clock.hz) if clock.hz else "",
-                   "clock_source": clock.method},
-                  _rate_metrics("flop_rate", "FLOP/second", "flops", 2.0 * n**3, "FLOP", times))
+    return Launch(
+        "numpy.matmul",
+        index,
+        "cpu",
+        1,
+        {
+            "dtype": dtype,
+            "shape": f"{n}x{n}x{n}",
+            **_timing_attributes(times, stable, steps.warmup),
+            "threads": "BLAS threads (all cores)",
+            "clock_hz": str(clock.hz) if clock.hz else "",
+            "clock_source": clock.method,
+        },
+        _rate_metrics("flop_rate", "FLOP/second", "flops", 2.0 * n**3, "FLOP", times),
+    )
 
 
 def stream_ceiling(steps: CalibrationPlan, index: int = 0) -> Launch:
@@ -137,12 +153,21 @@ def stream_ceiling(steps: CalibrationPlan, index: int = 0) -> Launch:
     b = np.full(count, 2.0, dtype=np.float32)
     c = np.zeros(count, dtype=np.float32)
     times, stable = stable_times(lambda: np.add(a, b, out=c), steps)
-    return Launch("numpy.add", index, "cpu", 1,
-                  {"dtype": "float32", "elements": str(count), "array_bytes": str(4 * count),
-                   **_timing_attributes(times, stable, steps.warmup),
-                   "threads": "1 (NumPy ufuncs are single-threaded)",
-                   "bytes_counted": "2 arrays read + 1 written (write-allocate not counted)"},
-                  _rate_metrics("bandwidth", "byte/second", "bytes", 3.0 * 4 * count, "byte", times))
+    return Launch(
+        "numpy.add",
+        index,
+        "cpu",
+        1,
+        {
+            "dtype": "float32",
+            "elements": str(count),
+            "array_bytes": str(4 * count),
+            **_timing_attributes(times, stable, steps.warmup),
+            "threads": "1 (NumPy ufuncs are single-threaded)",
+            "bytes_counted": "2 arrays read + 1 written (write-allocate not counted)",
+        },
+        _rate_metrics("bandwidth", "byte/second", "bytes", 3.0 * 4 * count, "byte", times),
+    )
 
 
 def _blas() -> str:
@@ -162,16 +187,27 @@ def calibrate(thorough: bool = False, command: str = "gpuprof calibrate", steps:
     info = cpu.describe()
     steps = steps or plan(thorough, info.get("llc_bytes"), cpu.available_memory())
     if steps.matmul_n < 1 or steps.stream_array_bytes < 4 or steps.repeats < 1 or steps.warmup < 0:
-        raise InputError(f"calibration plan {steps} has an empty size or no repeats",
-                         "give positive sizes and at least one repeat")
+        raise InputError(
+            f"calibration plan {steps} has an empty size or no repeats", "give positive sizes and at least one repeat"
+        )
     launches = [matmul_ceiling(dtype, steps, i) for i, dtype in enumerate(MATMUL_DTYPES)]
     launches.append(stream_ceiling(steps, len(launches)))
-    run = Run(kind=KIND, format=FORMAT, source=command, device={**info, "kind": "cpu"},
-              environment={"host": info["host"], "platform": platform.platform(),
-                           "python": sys.version.split()[0], "numpy": np.__version__, "blas": _blas(),
-                           "timer": "time.perf_counter_ns around each call",
-                           "plan": "thorough" if thorough else "quick"},
-              launches=launches)
+    run = Run(
+        kind=KIND,
+        format=FORMAT,
+        source=command,
+        device={**info, "kind": "cpu"},
+        environment={
+            "host": info["host"],
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "numpy": np.__version__,
+            "blas": _blas(),
+            "timer": "time.perf_counter_ns around each call",
+            "plan": "thorough" if thorough else "quick",
+        },
+        launches=launches,
+    )
     run.notes += _notes(run, cpu.theoretical_peaks(info), steps)
     return run
 
@@ -182,26 +218,38 @@ def _notes(run: Run, theoretical: Peaks, steps: CalibrationPlan) -> list[str]:
     notes = []
     llc = run.device.get("llc_bytes")
     if llc and 3 * steps.stream_array_bytes < 2 * llc:
-        notes.append(f"stream arrays ({format_bytes(3 * steps.stream_array_bytes)} in all) are under 2× the "
-                     f"last-level cache ({format_bytes(llc)}): the bandwidth may include cache hits")
+        notes.append(
+            f"stream arrays ({format_bytes(3 * steps.stream_array_bytes)} in all) are under 2× the "
+            f"last-level cache ({format_bytes(llc)}): the bandwidth may include cache hits"
+        )
     for ceiling in ceilings(run):
         if not ceiling.stable:
-            notes.append(f"{ceiling.what} did not settle: its {STABLE_CALLS} fastest of "
-                         f"{ceiling.launch.attributes['repeats']} calls differ by "
-                         f"{ceiling.launch.attributes['spread_of_fastest']} (a busy or shared host), so this "
-                         "ceiling is not used: " + ("rerun when the host is idle" if run.environment.get("plan") ==
-                                                    "thorough" else "rerun when the host is idle, or use --thorough"))
+            notes.append(
+                f"{ceiling.what} did not settle: its {STABLE_CALLS} fastest of "
+                f"{ceiling.launch.attributes['repeats']} calls differ by "
+                f"{ceiling.launch.attributes['spread_of_fastest']} (a busy or shared host), so this "
+                "ceiling is not used: "
+                + (
+                    "rerun when the host is idle"
+                    if run.environment.get("plan") == "thorough"
+                    else "rerun when the host is idle, or use --thorough"
+                )
+            )
         peak, clock = theoretical_at_probe(ceiling, theoretical)
         if peak is None:
             continue
         share = ceiling.value / peak
         if share > 1:
-            notes.append(f"{ceiling.what} {ceiling.text} exceeds the theoretical {peak / 1e9:.1f} GFLOP/s at "
-                         f"{clock}: the cores ran faster than that clock, or the FMA-unit count is assumed")
+            notes.append(
+                f"{ceiling.what} {ceiling.text} exceeds the theoretical {peak / 1e9:.1f} GFLOP/s at "
+                f"{clock}: the cores ran faster than that clock, or the FMA-unit count is assumed"
+            )
         elif share < LOW_SHARE:
-            notes.append(f"{ceiling.what} {ceiling.text} is only {100 * share:.0f} % of the theoretical "
-                         f"{peak / 1e9:.1f} GFLOP/s at {clock}: another process may have held a core, or BLAS "
-                         "used fewer threads than cores; rerun when the host is idle")
+            notes.append(
+                f"{ceiling.what} {ceiling.text} is only {100 * share:.0f} % of the theoretical "
+                f"{peak / 1e9:.1f} GFLOP/s at {clock}: another process may have held a core, or BLAS "
+                "used fewer threads than cores; rerun when the host is idle"
+            )
     return notes
 
 
@@ -209,9 +257,9 @@ def _notes(run: Run, theoretical: Peaks, steps: CalibrationPlan) -> list[str]:
 class CalibratedCeiling:
     """One measured ceiling of one calibration run: matmul FLOP/s of a dtype, or np.add bandwidth."""
 
-    key: str            # "float32", "float64" or "bandwidth"
-    value: float        # FLOP/s or byte/s, the fastest call
-    stable: bool        # its fastest calls agreed (runs stored before stability was checked count as stable)
+    key: str  # "float32", "float64" or "bandwidth"
+    value: float  # FLOP/s or byte/s, the fastest call
+    stable: bool  # its fastest calls agreed (runs stored before stability was checked count as stable)
     run: Run
     launch: Launch
 
@@ -236,8 +284,15 @@ def ceilings(run: Run) -> list[CalibratedCeiling]:
     for launch in run.launches:
         stable = launch.attributes.get("stable", "yes") != "no"
         if launch.kernel == "numpy.matmul" and isinstance(launch.value("flop_rate"), float):
-            found.append(CalibratedCeiling(launch.attributes["dtype"], float(launch.value("flop_rate")),  # type: ignore[arg-type]
-                                 stable, run, launch))
+            found.append(
+                CalibratedCeiling(
+                    launch.attributes["dtype"],
+                    float(launch.value("flop_rate")),  # type: ignore[arg-type]
+                    stable,
+                    run,
+                    launch,
+                )
+            )
         elif launch.kernel == "numpy.add" and isinstance(launch.value("bandwidth"), float):
             bandwidth = float(launch.value("bandwidth"))  # type: ignore[arg-type]
             found.append(CalibratedCeiling("bandwidth", bandwidth, stable, run, launch))
@@ -267,8 +322,10 @@ def not_used(ceiling: CalibratedCeiling) -> str:
         return ""
     peak, clock = theoretical_at_probe(ceiling, cpu.theoretical_peaks(ceiling.run.device))
     if peak and ceiling.value < FAR_BELOW / 100 * peak:
-        return (f"{100 * ceiling.value / peak:.0f} % of the theoretical {peak / 1e9:.4g} GFLOP/s at {clock}, "
-                f"under {FAR_BELOW:.0f} %: a busy host or a throttled core")
+        return (
+            f"{100 * ceiling.value / peak:.0f} % of the theoretical {peak / 1e9:.4g} GFLOP/s at {clock}, "
+            f"under {FAR_BELOW:.0f} %: a busy host or a throttled core"
+        )
     return ""
 
 
@@ -286,8 +343,13 @@ def best_ceilings(runs: Iterable[Run]) -> dict[str, CalibratedCeiling]:
 
 def calibrations(runs: Iterable[Run], host: str, device: str | None = None) -> list[Run]:
     """The calibration runs of ``host`` (and of the CPU named ``device``, when given)."""
-    return [run for run in runs if run.kind == KIND and run.environment.get("host") == host
-            and (device is None or run.device.get("name") == device)]
+    return [
+        run
+        for run in runs
+        if run.kind == KIND
+        and run.environment.get("host") == host
+        and (device is None or run.device.get("name") == device)
+    ]
 
 
 def peaks_from_runs(runs: list[Run]) -> Peaks | None:
@@ -296,17 +358,26 @@ def peaks_from_runs(runs: list[Run]) -> Peaks | None:
     best = best_ceilings(runs)
     if not best:
         return None
-    parts = [f"{c.what} {c.text} ({c.run.run_id[:8]}, {c.run.created[:10]}, "
-             f"{c.launch.attributes.get('statistic', 'best')})" for c in best.values()]
+    parts = [
+        f"{c.what} {c.text} ({c.run.run_id[:8]}, {c.run.created[:10]}, {c.launch.attributes.get('statistic', 'best')})"
+        for c in best.values()
+    ]
     first = next(iter(best.values())).run
-    return Peaks(device=first.device.get("name", "cpu"),
-                 flops={key: c.value for key, c in best.items() if key != "bandwidth"},
-                 bandwidth=best["bandwidth"].value if "bandwidth" in best else None, clock_hz=None,
-                 origin=CALIBRATED,
-                 source=(f"gpuprof calibrate on {first.environment.get('host', '?')}, best stable value of "
-                         f"{len(runs)} calibration(s): {'; '.join(parts)}"),
-                 notes=("measured at whatever clock the cores ran (not controlled)",
-                        "float16 not calibrated: NumPy has no half-precision BLAS"))
+    return Peaks(
+        device=first.device.get("name", "cpu"),
+        flops={key: c.value for key, c in best.items() if key != "bandwidth"},
+        bandwidth=best["bandwidth"].value if "bandwidth" in best else None,
+        clock_hz=None,
+        origin=CALIBRATED,
+        source=(
+            f"gpuprof calibrate on {first.environment.get('host', '?')}, best stable value of "
+            f"{len(runs)} calibration(s): {'; '.join(parts)}"
+        ),
+        notes=(
+            "measured at whatever clock the cores ran (not controlled)",
+            "float16 not calibrated: NumPy has no half-precision BLAS",
+        ),
+    )
 
 
 def load_calibration(store: Store, host: str, device: str | None = None) -> Peaks | None:
@@ -323,13 +394,19 @@ def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, A
     for ceiling in ceilings(run):
         peak, _ = theoretical_at_probe(ceiling, theoretical)
         chosen = best.get(ceiling.key)
-        rows.append({"ceiling": ceiling.label, "value": ceiling.value / 1e9,
-                     "unit": "GB/s" if ceiling.key == "bandwidth" else "GFLOP/s", "origin": CALIBRATED,
-                     "theory": peak / 1e9 if peak else None,
-                     "% of theory": 100 * ceiling.value / peak if peak else None,
-                     "stable": f"{'yes' if ceiling.stable else 'NO'} "
-                               f"({ceiling.launch.attributes.get('spread_of_fastest', 'n/a')})",
-                     "in use": _in_use(ceiling, chosen)})
+        rows.append(
+            {
+                "ceiling": ceiling.label,
+                "value": ceiling.value / 1e9,
+                "unit": "GB/s" if ceiling.key == "bandwidth" else "GFLOP/s",
+                "origin": CALIBRATED,
+                "theory": peak / 1e9 if peak else None,
+                "% of theory": 100 * ceiling.value / peak if peak else None,
+                "stable": f"{'yes' if ceiling.stable else 'NO'} "
+                f"({ceiling.launch.attributes.get('spread_of_fastest', 'n/a')})",
+                "in use": _in_use(ceiling, chosen),
+            }
+        )
     return rows
 
 
@@ -350,7 +427,9 @@ def review(run: Run, earlier: list[Run]) -> list[str]:
         chosen = best.get(ceiling.key)
         if chosen is None or chosen.launch is ceiling.launch or not ceiling.stable:
             continue
-        notes.append(f"{ceiling.what} {ceiling.text} is {100 * ceiling.value / chosen.value:.0f} % of the "
-                     f"{chosen.text} that calibration {chosen.run.run_id[:8]} ({chosen.run.created[:10]}) measured on "
-                     "this host; that one stays in use (a busy host only measures less)")
+        notes.append(
+            f"{ceiling.what} {ceiling.text} is {100 * ceiling.value / chosen.value:.0f} % of the "
+            f"{chosen.text} that calibration {chosen.run.run_id[:8]} ({chosen.run.created[:10]}) measured on "
+            "this host; that one stays in use (a busy host only measures less)"
+        )
     return notes

@@ -25,9 +25,9 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-ENV_EVENTS = "GPUPROF_COUNTERS"        # comma-separated event names
+ENV_EVENTS = "GPUPROF_COUNTERS"  # comma-separated event names
 ENV_REPLAY = "GPUPROF_COUNTER_REPLAY"  # JSON file of cumulative readings (the stand-in backend)
-ENV_CPUS = "GPUPROF_COUNTER_CPUS"      # "0-3,8": count per CPU of this list instead of per thread
+ENV_CPUS = "GPUPROF_COUNTER_CPUS"  # "0-3,8": count per CPU of this list instead of per thread
 
 PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW = 0, 1, 3, 4
 FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING, FORMAT_GROUP = 1, 2, 8
@@ -35,12 +35,16 @@ _NR_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241, "ppc64le": 319, "riscv64":
 # perf's generic names -> (type, config). Raw vendor events come from gpuprof/data/cpu_events.json's
 # encodings, passed in as "name=r<hex>" (perf's own raw syntax).
 GENERIC = {
-    "cycles": (PERF_TYPE_HARDWARE, 0), "instructions": (PERF_TYPE_HARDWARE, 1),
-    "branches": (PERF_TYPE_HARDWARE, 4), "branch-instructions": (PERF_TYPE_HARDWARE, 4),
+    "cycles": (PERF_TYPE_HARDWARE, 0),
+    "instructions": (PERF_TYPE_HARDWARE, 1),
+    "branches": (PERF_TYPE_HARDWARE, 4),
+    "branch-instructions": (PERF_TYPE_HARDWARE, 4),
     "branch-misses": (PERF_TYPE_HARDWARE, 5),
-    "l1-dcache-loads": (PERF_TYPE_HW_CACHE, 0), "l1-dcache-stores": (PERF_TYPE_HW_CACHE, 1 << 8),
+    "l1-dcache-loads": (PERF_TYPE_HW_CACHE, 0),
+    "l1-dcache-stores": (PERF_TYPE_HW_CACHE, 1 << 8),
     # Kernel software counters: no PMU needed, so they open in a VM too.
-    "task-clock": (PERF_TYPE_SOFTWARE, 1), "page-faults": (PERF_TYPE_SOFTWARE, 2),
+    "task-clock": (PERF_TYPE_SOFTWARE, 1),
+    "page-faults": (PERF_TYPE_SOFTWARE, 2),
     "context-switches": (PERF_TYPE_SOFTWARE, 3),
 }
 
@@ -66,11 +70,19 @@ class _Attr(ctypes.Structure):
     """struct perf_event_attr up to config2 (PERF_ATTR_SIZE_VER1 = 72 bytes); the kernel accepts
     any published size and zero-fills the rest."""
 
-    _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
-                ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
-                ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64),
-                ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32),
-                ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64)]
+    _fields_ = [
+        ("type", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64),
+        ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64),
+        ("flags", ctypes.c_uint64),
+        ("wakeup_events", ctypes.c_uint32),
+        ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64),
+        ("config2", ctypes.c_uint64),
+    ]
 
 
 _DISABLED, _INHERIT, _EXCLUDE_KERNEL, _EXCLUDE_HV = 1 << 0, 1 << 1, 1 << 5, 1 << 6
@@ -106,17 +118,23 @@ class PerfEventOpen:
             for pid, cpu in targets:
                 leader = -1
                 for _, kind, config in self.encoded:
-                    attr = _Attr(type=kind, size=ctypes.sizeof(_Attr), config=config,
-                                 read_format=FORMAT_GROUP | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
-                                 flags=(_INHERIT if pid == 0 else 0) | _EXCLUDE_HV)
+                    attr = _Attr(
+                        type=kind,
+                        size=ctypes.sizeof(_Attr),
+                        config=config,
+                        read_format=FORMAT_GROUP | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
+                        flags=(_INHERIT if pid == 0 else 0) | _EXCLUDE_HV,
+                    )
                     fd = libc.syscall(number, ctypes.byref(attr), pid, cpu, leader, 0)
                     if fd < 0:
                         errno = ctypes.get_errno()
                         where = f"CPU {cpu}" if cpu >= 0 else "this thread (inherit)"
-                        raise CounterError(f"perf_event_open refused {self.names[len(self._fds(leader))]!r} on "
-                                           f"{where}: {os.strerror(errno)} (errno {errno})"
-                                           + (": no PMU here (a VM?)" if errno in (2, 95, 19) else "")
-                                           + ("; see /proc/sys/kernel/perf_event_paranoid" if errno in (1, 13) else ""))
+                        raise CounterError(
+                            f"perf_event_open refused {self.names[len(self._fds(leader))]!r} on "
+                            f"{where}: {os.strerror(errno)} (errno {errno})"
+                            + (": no PMU here (a VM?)" if errno in (2, 95, 19) else "")
+                            + ("; see /proc/sys/kernel/perf_event_paranoid" if errno in (1, 13) else "")
+                        )
                     if leader < 0:
                         leader = fd
                         self.groups.append(fd)
@@ -214,8 +232,7 @@ class Replay:
         pass
 
 
-def choose(events: Sequence[str], cpus: Sequence[int] = (), replay: str | None = None
-           ) -> tuple[Any | None, list[str]]:
+def choose(events: Sequence[str], cpus: Sequence[int] = (), replay: str | None = None) -> tuple[Any | None, list[str]]:
     """The first backend that opens, and one line per backend tried: why it was used or not."""
     reasons: list[str] = []
     attempts: list[tuple[str, Any]] = []

@@ -45,10 +45,14 @@ PMU_NAMES = re.compile(r"^(cpu|cpu_core|cpu_atom|armv[78]\w*|arm_\w+pmu\w*)$")
 CONTAINER_MARKS = re.compile(r"docker|kubepods|containerd|lxc|libpod")
 TRIAL_TIMEOUT_S = 120
 _VERSION = re.compile(r"version\s+(\S+)", re.IGNORECASE)
-MIG_SOURCE = ("CUPTI 'Special Configurations' (profiling works on isolated compute instances only; clocks "
-              "cannot be locked on MIG devices), https://docs.nvidia.com/cupti/special-configurations/special-configurations.html")
-VM_PMU_FIX = ("run on bare metal, or give the VM a virtual PMU (KVM/libvirt: host-passthrough CPU with the PMU "
-              "on; VMware: 'virtualize CPU performance counters'); or record perf stat elsewhere and import it")
+MIG_SOURCE = (
+    "CUPTI 'Special Configurations' (profiling works on isolated compute instances only; clocks "
+    "cannot be locked on MIG devices), https://docs.nvidia.com/cupti/special-configurations/special-configurations.html"
+)
+VM_PMU_FIX = (
+    "run on bare metal, or give the VM a virtual PMU (KVM/libvirt: host-passthrough CPU with the PMU "
+    "on; VMware: 'virtualize CPU performance counters'); or record perf stat elsewhere and import it"
+)
 
 
 @dataclass(frozen=True)
@@ -90,11 +94,17 @@ def _cc(info: GpuInfo) -> tuple[int, int] | None:
 def driver(machine: Machine) -> Check:
     name = "NVIDIA driver and GPUs"
     if not machine.gpus:
-        return Check(name, FAIL, f"NVML: {machine.no_gpu}",
-                     f"install the NVIDIA driver and NVML's bindings ({CUDA_INSTALL}); without a GPU use "
-                     "--device cpu, or 'gpuprof import' profiles recorded elsewhere")
+        return Check(
+            name,
+            FAIL,
+            f"NVML: {machine.no_gpu}",
+            f"install the NVIDIA driver and NVML's bindings ({CUDA_INSTALL}); without a GPU use "
+            "--device cpu, or 'gpuprof import' profiles recorded elsewhere",
+        )
     listed = "; ".join(f"GPU {g.index} {g.name} (compute capability {g.cc})" for g in machine.gpus)
-    return Check(name, OK, f"driver {machine.gpus[0].driver or 'version unknown'}, {len(machine.gpus)} GPU(s): {listed}")
+    return Check(
+        name, OK, f"driver {machine.gpus[0].driver or 'version unknown'}, {len(machine.gpus)} GPU(s): {listed}"
+    )
 
 
 def _trial(machine: Machine) -> Check | None:
@@ -105,16 +115,37 @@ def _trial(machine: Machine) -> Check | None:
         return None
     program = [sys.executable, "-c", "import cupy; print(int((cupy.arange(4) + 1).sum()))"]
     try:
-        done = subprocess.run([found.path, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
-                               "--launch-count", "1", *program],
-                              capture_output=True, text=True, timeout=TRIAL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [
+                found.path,
+                "--clock-control",
+                "none",
+                "--metrics",
+                "gpu__time_duration.sum",
+                "--launch-count",
+                "1",
+                *program,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=TRIAL_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError) as error:
-        return Check("counter permission", WARN, f"no RmProfilingAdminOnly setting readable, and the ncu trial "
-                                                 f"could not run ({error})", "run 'gpuprof profile' and read its message")
+        return Check(
+            "counter permission",
+            WARN,
+            f"no RmProfilingAdminOnly setting readable, and the ncu trial could not run ({error})",
+            "run 'gpuprof profile' and read its message",
+        )
     output = done.stdout + done.stderr
     if profilers.counters_refused(output):
-        return Check("counter permission", FAIL, "ncu trial: ERR_NVGPUCTRPERM (only admin users may read GPU "
-                                                 "performance counters)", f"to enable counters {profilers.PERMISSION_FIX}")
+        return Check(
+            "counter permission",
+            FAIL,
+            "ncu trial: ERR_NVGPUCTRPERM (only admin users may read GPU performance counters)",
+            f"to enable counters {profilers.PERMISSION_FIX}",
+        )
     if "gpu__time_duration.sum" in output:
         return Check("counter permission", OK, "ncu trial: a CuPy kernel's gpu__time_duration.sum was read")
     return None
@@ -129,14 +160,23 @@ def counter_permission(machine: Machine) -> Check:
     setting = re.search(r"^RmProfilingAdminOnly:\s*(\d+)", text or "", re.MULTILINE)
     if setting is None:
         trial = _trial(machine)
-        return trial or Check(name, WARN, f"{params} has no RmProfilingAdminOnly line and no ncu trial could run "
-                                          "(needs ncu and CuPy)", "install ncu, or let 'gpuprof profile' find out")
+        return trial or Check(
+            name,
+            WARN,
+            f"{params} has no RmProfilingAdminOnly line and no ncu trial could run (needs ncu and CuPy)",
+            "install ncu, or let 'gpuprof profile' find out",
+        )
     if setting.group(1) == "0":
         return Check(name, OK, f"RmProfilingAdminOnly: 0 in {params} (every user may read GPU counters)")
     if os.geteuid() == 0:
         return Check(name, OK, f"RmProfilingAdminOnly: 1 in {params}, and gpuprof runs as root")
-    return Check(name, FAIL, f"RmProfilingAdminOnly: 1 in {params}: only admin users may read GPU performance counters "
-                             "(ncu and nvprof fail with ERR_NVGPUCTRPERM)", f"to enable counters {profilers.PERMISSION_FIX}")
+    return Check(
+        name,
+        FAIL,
+        f"RmProfilingAdminOnly: 1 in {params}: only admin users may read GPU performance counters "
+        "(ncu and nvprof fail with ERR_NVGPUCTRPERM)",
+        f"to enable counters {profilers.PERMISSION_FIX}",
+    )
 
 
 def _supported(name: str, gpus: list[GpuInfo]) -> str:
@@ -151,15 +191,25 @@ def _supported(name: str, gpus: list[GpuInfo]) -> str:
 def _nsys(machine: Machine) -> Check:
     found = discovery.locate("nsys")
     if found is None:
-        return Check("nsys", INFO, f"not found (searched {discovery.searched('nsys')}); gpuprof only reads nsys "
-                                   "output ('gpuprof import'), so it is not needed here")
+        return Check(
+            "nsys",
+            INFO,
+            f"not found (searched {discovery.searched('nsys')}); gpuprof only reads nsys "
+            "output ('gpuprof import'), so it is not needed here",
+        )
     try:
-        done = subprocess.run([found.path, "--version"], capture_output=True, text=True, timeout=profilers.PROBE_TIMEOUT_S)
+        done = subprocess.run(
+            [found.path, "--version"], capture_output=True, text=True, timeout=profilers.PROBE_TIMEOUT_S
+        )
         version = _VERSION.search(done.stdout + done.stderr)
     except (OSError, subprocess.SubprocessError):
         version = None
-    return Check("nsys", OK, f"{found.path} (found by {found.where}), version {version.group(1) if version else 'unknown'}; "
-                             "gpuprof reads its stats output; GPU support: see the Nsight Systems release notes")
+    return Check(
+        "nsys",
+        OK,
+        f"{found.path} (found by {found.where}), version {version.group(1) if version else 'unknown'}; "
+        "gpuprof reads its stats output; GPU support: see the Nsight Systems release notes",
+    )
 
 
 def profilers_found(machine: Machine) -> list[Check]:
@@ -180,8 +230,16 @@ def profilers_found(machine: Machine) -> list[Check]:
     else:
         missing = [g for g in machine.gpus if g.index not in usable]
         first = profilers.candidates(_cc(missing[0]))[0]
-        checks.append(Check("GPU profiler", FAIL, "no profiler for " + ", ".join(f"GPU {g.index} (CC {g.cc})" for g in missing)
-                            + "; ncu profiles CC 7.0 and newer, nvprof below 8.0", profilers.INSTALL[first]))
+        checks.append(
+            Check(
+                "GPU profiler",
+                FAIL,
+                "no profiler for "
+                + ", ".join(f"GPU {g.index} (CC {g.cc})" for g in missing)
+                + "; ncu profiles CC 7.0 and newer, nvprof below 8.0",
+                profilers.INSTALL[first],
+            )
+        )
     return checks + [_nsys(machine)]
 
 
@@ -197,8 +255,12 @@ def cupy(machine: Machine) -> Check:
         served = 0
     built = f"CuPy {cp.__version__} for CUDA {runtime // 1000}.{runtime % 1000 // 10}"
     if not served:
-        return Check("CuPy", FAIL, f"{built}; no NVIDIA driver answers (cudaDriverGetVersion = 0)",
-                     "install the NVIDIA driver; CuPy runs only with one")
+        return Check(
+            "CuPy",
+            FAIL,
+            f"{built}; no NVIDIA driver answers (cudaDriverGetVersion = 0)",
+            "install the NVIDIA driver; CuPy runs only with one",
+        )
     drives = f"the driver serves CUDA {served // 1000}.{served % 1000 // 10}"
     if served // 1000 < runtime // 1000:
         return Check("CuPy", FAIL, f"{built}, but {drives}", CUDA_INSTALL)
@@ -232,8 +294,12 @@ def mig(machine: Machine) -> Check:
         nvml.nvmlShutdown()
     if not enabled:
         return Check("MIG mode", OK, "off on every GPU (or not supported)")
-    return Check("MIG mode", WARN, "on for " + ", ".join(f"GPU {g.index}" for g in enabled) + f": {MIG_SOURCE}",
-                 "profile a whole (isolated) compute instance with --clock-control none; do not change the MIG layout to profile")
+    return Check(
+        "MIG mode",
+        WARN,
+        "on for " + ", ".join(f"GPU {g.index}" for g in enabled) + f": {MIG_SOURCE}",
+        "profile a whole (isolated) compute instance with --clock-control none; do not change the MIG layout to profile",
+    )
 
 
 def container(machine: Machine) -> Check:
@@ -245,8 +311,12 @@ def container(machine: Machine) -> Check:
         marks.append(f"$container={os.environ['container']}")
     if not marks:
         return Check("container", INFO, "not in a container (no /.dockerenv, /run/.containerenv or container cgroup)")
-    return Check("container", INFO, f"in a container ({'; '.join(marks)}): GPU counters follow the host driver's "
-                                    "setting (or --cap-add SYS_ADMIN), perf the host's perf_event_paranoid (or --cap-add PERFMON)")
+    return Check(
+        "container",
+        INFO,
+        f"in a container ({'; '.join(marks)}): GPU counters follow the host driver's "
+        "setting (or --cap-add SYS_ADMIN), perf the host's perf_event_paranoid (or --cap-add PERFMON)",
+    )
 
 
 def paranoid(machine: Machine) -> Check:
@@ -256,10 +326,16 @@ def paranoid(machine: Machine) -> Check:
     if text is None or not text.strip().lstrip("-").isdigit():
         return Check(name, WARN, f"{path} not readable", "perf may still work; 'gpuprof doctor --for cpu' checks it")
     level = int(text)
-    meaning = {-1: "no restriction", 0: "CPU events of all processes", 1: "user and kernel events of own processes",
-               2: "user-space events of own processes"}.get(min(level, 3), "no unprivileged events at all")
+    meaning = {
+        -1: "no restriction",
+        0: "CPU events of all processes",
+        1: "user and kernel events of own processes",
+        2: "user-space events of own processes",
+    }.get(min(level, 3), "no unprivileged events at all")
     if os.geteuid() == 0:
-        return Check(name, OK, f"{level} ({meaning} for unprivileged users); gpuprof runs as root, which it does not restrict")
+        return Check(
+            name, OK, f"{level} ({meaning} for unprivileged users); gpuprof runs as root, which it does not restrict"
+        )
     if level <= 2:
         return Check(name, OK, f"{level}: {meaning} (enough for perf stat around a command)")
     return Check(name, FAIL, f"{level}: {meaning}", "sudo sysctl kernel.perf_event_paranoid=2 (or run as root)")
@@ -284,11 +360,16 @@ def pmu(machine: Machine) -> Check:
     elif found.error:
         trial = f"; perf: {found.error}"
     else:
-        trial = f"; perf reports {', '.join(found.unsupported)} <not supported>" if found.unsupported else (
-            f"; perf does not know {', '.join(found.unknown)}")
+        trial = (
+            f"; perf reports {', '.join(found.unsupported)} <not supported>"
+            if found.unsupported
+            else (f"; perf does not know {', '.join(found.unknown)}")
+        )
     if cores and (found is None or counted):
         return Check("CPU PMU", OK, f"{', '.join(cores)} in {devices}{trial}")
-    return Check("CPU PMU", FAIL, f"no CPU PMU in {devices} ({', '.join(listed) or 'nothing listed'}){trial}", VM_PMU_FIX)
+    return Check(
+        "CPU PMU", FAIL, f"no CPU PMU in {devices} ({', '.join(listed) or 'nothing listed'}){trial}", VM_PMU_FIX
+    )
 
 
 def rapl(machine: Machine) -> Check:
@@ -296,9 +377,13 @@ def rapl(machine: Machine) -> Check:
     root = Path(given) if given else machine.path("sys", "class", "powercap")
     meter, notes = open_energy("cpu", powercap_root=root)
     if meter is None:
-        return Check("RAPL energy", FAIL, notes[0] if notes else f"no RAPL zones in {root}",
-                     "run on bare metal as root (RAPL is hidden in VMs and containers), or set "
-                     f"${POWERCAP_ENV} to the host's powercap folder")
+        return Check(
+            "RAPL energy",
+            FAIL,
+            notes[0] if notes else f"no RAPL zones in {root}",
+            "run on bare metal as root (RAPL is hidden in VMs and containers), or set "
+            f"${POWERCAP_ENV} to the host's powercap folder",
+        )
     return Check("RAPL energy", OK, f"readable in {root}: {', '.join(d.label for d in find_domains(root))}")
 
 
@@ -325,8 +410,19 @@ def machine(root: Path = Path("/")) -> Machine:
 def checks(root: Path = Path("/")) -> list[Check]:
     """Every check, in the order the report prints them."""
     found = machine(root)
-    return [driver(found), counter_permission(found), *profilers_found(found), cupy(found), mig(found),
-            container(found), perf_tool(found), paranoid(found), pmu(found), rapl(found), nvml_energy(found)]
+    return [
+        driver(found),
+        counter_permission(found),
+        *profilers_found(found),
+        cupy(found),
+        mig(found),
+        container(found),
+        perf_tool(found),
+        paranoid(found),
+        pmu(found),
+        rapl(found),
+        nvml_energy(found),
+    ]
 
 
 def verdict(found: list[Check], path: str) -> tuple[bool, list[str]]:

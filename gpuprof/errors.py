@@ -12,7 +12,10 @@ from __future__ import annotations
 # Control characters (C0, DEL, C1) and the bidirectional overrides that reorder what a terminal shows.
 _CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 _VISIBLE = {code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" for code in _CONTROLS} | {
-    0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0D: "\\r",
+}
 _VISIBLE_KEEP_NEWLINE = {code: text for code, text in _VISIBLE.items() if code != 0x0A}
 _LONGEST = 600  # characters of one message part; file content quoted in it is cut to this
 
@@ -27,7 +30,7 @@ def shortened(text: str, longest: int = _LONGEST) -> str:
     """``text`` cut in the middle to at most about ``longest`` characters (a quoted line of a damaged file)."""
     if len(text) <= longest:
         return text
-    return f"{text[:longest * 2 // 3]} … [{len(text) - longest:,} characters cut] … {text[-longest // 3:]}"
+    return f"{text[: longest * 2 // 3]} … [{len(text) - longest:,} characters cut] … {text[-longest // 3 :]}"
 
 
 class GpuprofError(Exception):

@@ -9,10 +9,10 @@ file is.
 
 from __future__ import annotations
 
-import os
 import fnmatch
 import hashlib
 import itertools
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,8 +34,16 @@ if TYPE_CHECKING:
 # Launch kinds that are host-side spans, not GPU work: kept out of the per-kernel table beside GPU work.
 HOST_KINDS = ("api", "nvtx")
 # Metrics shown as the profiler reported them, after the derived columns, when a file has them.
-KEY_METRICS = ("achieved_occupancy", "sm_efficiency", "dram_read_throughput", "dram_write_throughput",
-               "gld_efficiency", "gst_efficiency", "warp_execution_efficiency", "issued_ipc")
+KEY_METRICS = (
+    "achieved_occupancy",
+    "sm_efficiency",
+    "dram_read_throughput",
+    "dram_write_throughput",
+    "gld_efficiency",
+    "gst_efficiency",
+    "warp_execution_efficiency",
+    "issued_ipc",
+)
 
 
 _SHOWN = {"fp32": "sp", "fp64": "dp", "fp16": "hp"}  # the table's order and its nvprof-style titles
@@ -48,18 +56,31 @@ def _derived_columns() -> list[tuple[str, str]]:
     columns += [(f"flop_count_{s}/launch (FLOP)", f"flops_{p}_per_launch") for p, s in _SHOWN.items()]
     columns += [("tensor FLOP/launch", "flops_tensor_per_launch"), ("total FLOP/launch", "flops_total_per_launch")]
     for p, s in _SHOWN.items():
-        columns += [(f"FLOP/s {s}", f"flop_rate_{p}"), (f"peak FLOP/s {s} at run clock", f"peak_flop_rate_{p}"),
-                    (f"efficiency {s} at run clock (%)", f"flop_efficiency_{p}")]
-    return columns + [("DRAM bytes/launch", "dram_bytes_per_launch"), ("DRAM bandwidth (byte/s)", "dram_bandwidth"),
-                      ("SM clock (Hz)", "sm_clock"), ("L1 bytes/launch", "l1_bytes_per_launch"),
-                      ("L2 bytes/launch", "l2_bytes_per_launch")]
+        columns += [
+            (f"FLOP/s {s}", f"flop_rate_{p}"),
+            (f"peak FLOP/s {s} at run clock", f"peak_flop_rate_{p}"),
+            (f"efficiency {s} at run clock (%)", f"flop_efficiency_{p}"),
+        ]
+    return columns + [
+        ("DRAM bytes/launch", "dram_bytes_per_launch"),
+        ("DRAM bandwidth (byte/s)", "dram_bandwidth"),
+        ("SM clock (Hz)", "sm_clock"),
+        ("L1 bytes/launch", "l1_bytes_per_launch"),
+        ("L2 bytes/launch", "l2_bytes_per_launch"),
+    ]
 
 
 # The hierarchical roofline per kernel (gpuprof.derive.levels), from the kernel's sums.
-_ROOFLINE_COLUMNS = [("FLOP/s total", "flop_rate_total"), ("AI L1 (FLOP/byte)", "ai_l1"),
-                     ("AI L2 (FLOP/byte)", "ai_l2"), ("AI DRAM (FLOP/byte)", "ai_dram"),
-                     ("binding ceiling (FLOP/s)", "binding_ceiling"), ("% of binding ceiling", "binding_percent"),
-                     ("binding ceiling", "binding_name"), ("AI check", "ai_check")]
+_ROOFLINE_COLUMNS = [
+    ("FLOP/s total", "flop_rate_total"),
+    ("AI L1 (FLOP/byte)", "ai_l1"),
+    ("AI L2 (FLOP/byte)", "ai_l2"),
+    ("AI DRAM (FLOP/byte)", "ai_dram"),
+    ("binding ceiling (FLOP/s)", "binding_ceiling"),
+    ("% of binding ceiling", "binding_percent"),
+    ("binding ceiling", "binding_name"),
+    ("AI check", "ai_check"),
+]
 
 
 def read_file(path: str | Path, fmt: str | None = None) -> Run:
@@ -69,8 +90,9 @@ def read_file(path: str | Path, fmt: str | None = None) -> Run:
     if not os.path.isdir(path):  # os.path: an over-long name or a loop is False here, one line below
         path = regular_file(path, "give a profiler output file")  # a FIFO, loop or over-long name: one line
     if path.is_file() and path.stat().st_size == 0:
-        raise FormatError(f"{path}: the file is empty",
-                          "give the file the profiler wrote (did the profiling run fail or not finish?)")
+        raise FormatError(
+            f"{path}: the file is empty", "give the file the profiler wrote (did the profiling run fail or not finish?)"
+        )
     run = readers.read(path, fmt)
     run.notes += skew.notes(run) + _valueless(run)
     return run
@@ -112,15 +134,24 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
     """The files to hash: each path itself, or a folder's regular files in name order."""
-    return [child for path in map(Path, paths)
-            for child in (sorted(c for c in path.iterdir() if c.is_file()) if os.path.isdir(path) else [path])]
+    return [
+        child
+        for path in map(Path, paths)
+        for child in (sorted(c for c in path.iterdir() if c.is_file()) if os.path.isdir(path) else [path])
+    ]
 
 
-def import_files(paths: Iterable[str | Path], store_path: str | Path | None = None,
-                 fmt: str | None = None,
-                 on_stored: Callable[[Run, bool], None] | None = None, *,
-                 join: bool = False, gpu: str | None = None, tensor_flop_per_inst: float | None = None,
-                 nvtx_include: Sequence[str] = ()) -> list[Run]:
+def import_files(
+    paths: Iterable[str | Path],
+    store_path: str | Path | None = None,
+    fmt: str | None = None,
+    on_stored: Callable[[Run, bool], None] | None = None,
+    *,
+    join: bool = False,
+    gpu: str | None = None,
+    tensor_flop_per_inst: float | None = None,
+    nvtx_include: Sequence[str] = (),
+) -> list[Run]:
     """Read each file and store its Run; returns the runs in order.
 
     With ``join``, the files are one application's, each holding some of the metrics
@@ -178,22 +209,34 @@ def keep_nvtx(run: Run, patterns: Sequence[str]) -> Run:
 
     paths = [a.get("nvtx", "") for a in run.launch_table["attributes"].tolist()]
     if not any(paths):
-        raise FormatError(f"{run.source}: no launch in this file carries NVTX ranges, so --nvtx-include "
-                          "has nothing to match", "give an Nsight Systems SQLite export or an Nsight Compute "
-                          "report of an application that uses NVTX, or leave out --nvtx-include")
+        raise FormatError(
+            f"{run.source}: no launch in this file carries NVTX ranges, so --nvtx-include has nothing to match",
+            "give an Nsight Systems SQLite export or an Nsight Compute "
+            "report of an application that uses NVTX, or leave out --nvtx-include",
+        )
     keep = np.array([any(nvtx_matches(p, pattern) for pattern in patterns) for p in paths])
     if not keep.any():
         seen = sorted({p.split("/")[0] for p in paths if p})[:5]
-        raise FormatError(f"{run.source}: no launch inside an NVTX range matching {', '.join(patterns)}",
-                          f"outermost ranges in the file: {', '.join(seen)}")
+        raise FormatError(
+            f"{run.source}: no launch inside an NVTX range matching {', '.join(patterns)}",
+            f"outermost ranges in the file: {', '.join(seen)}",
+        )
     position = np.cumsum(keep) - 1
     launches = run.launch_table[keep].reset_index(drop=True)
     rows = keep[run.metric_table["launch"].to_numpy()]
     metrics = run.metric_table[rows].reset_index(drop=True)
     metrics["launch"] = position[metrics["launch"].to_numpy()].astype(np.int32)
     notes = [*run.notes, f"--nvtx-include {' '.join(patterns)}: kept {int(keep.sum())} of {len(keep)} launches"]
-    return Run(run.kind, run.format, run.source, run.device, run.workload, run.environment, notes=notes,
-               tables=(launches, metrics))
+    return Run(
+        run.kind,
+        run.format,
+        run.source,
+        run.device,
+        run.workload,
+        run.environment,
+        notes=notes,
+        tables=(launches, metrics),
+    )
 
 
 def name_device(run: Run, gpu: gpu_table.GpuSpec) -> None:
@@ -206,20 +249,26 @@ def name_device(run: Run, gpu: gpu_table.GpuSpec) -> None:
     stated = {a.get("cc", "") for a in run.launch_table["attributes"].tolist()} | {str(run.device.get("cc", ""))}
     stated -= {""}
     if stated and stated != {gpu.cc}:
-        raise InputError(f"{run.source}: the file says compute capability {', '.join(sorted(stated))}, but "
-                         f"--gpu {gpu.key} ({gpu.title}) is {gpu.cc}", "name the GPU the file was profiled on")
+        raise InputError(
+            f"{run.source}: the file says compute capability {', '.join(sorted(stated))}, but "
+            f"--gpu {gpu.key} ({gpu.title}) is {gpu.cc}",
+            "name the GPU the file was profiled on",
+        )
     run.device = {**run.device, "name": gpu.title, "cc": gpu.cc}
-    run.notes.append(f"GPU named on the command line (--gpu): {gpu.title}, compute capability {gpu.cc}; "
-                     "the file does not name it")
+    run.notes.append(
+        f"GPU named on the command line (--gpu): {gpu.title}, compute capability {gpu.cc}; the file does not name it"
+    )
 
 
 def take_tensor_factor(run: Run, factor: float) -> None:
     """Count ``factor`` FLOPs per tensor-pipe warp instruction where no documented rule counts the
     work (:mod:`gpuprof.derive.tensor`), as NERSC's method does with 512; say so in its notes."""
     run.environment = {**run.environment, "tensor_flop_per_inst": factor}
-    run.notes.append(f"--tensor-flop-per-inst {factor:g}: tensor FLOPs = {factor:g} x tensor-pipe warp instructions "
-                     "where the file has no sm__ops_path_tensor_* counter and the GPU is not a Volta (an estimate: "
-                     "docs/tensor-cores.md section 8)")
+    run.notes.append(
+        f"--tensor-flop-per-inst {factor:g}: tensor FLOPs = {factor:g} x tensor-pipe warp instructions "
+        "where the file has no sm__ops_path_tensor_* counter and the GPU is not a Volta (an estimate: "
+        "docs/tensor-cores.md section 8)"
+    )
 
 
 def _label(name: str, unit: str) -> str:
@@ -256,9 +305,12 @@ def _run_kernels(run: Run) -> pd.DataFrame:
     titles.update({key: _label(key, units[key] or "") for key in KEY_METRICS})
     out = sums[["file", "session", "device", "kernel", "launches", *titles, "basis"]].rename(columns=titles)
     out["efficiency sp vs datasheet peak (%)"] = [
-        _datasheet_efficiency(device, rate) for device, rate in zip(out["device"], out["FLOP/s sp"])]
-    out["origin"] = (f"{MEASURED} by the profiler ({run.format}); rates, clock and efficiencies "
-                     "derived from those counters; datasheet peaks from configs/devices.toml")
+        _datasheet_efficiency(device, rate) for device, rate in zip(out["device"], out["FLOP/s sp"])
+    ]
+    out["origin"] = (
+        f"{MEASURED} by the profiler ({run.format}); rates, clock and efficiencies "
+        "derived from those counters; datasheet peaks from configs/devices.toml"
+    )
     return out
 
 
@@ -279,9 +331,15 @@ def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     frame = frame.replace("", None)  # a text column with nothing in it goes, like an empty number column
     frame = frame.dropna(axis=1, how="all")
-    leading = ("file", "session", "kernel", "device", "launches",
-               *(title for title, _ in [*_derived_columns(), *_ROOFLINE_COLUMNS]),
-               "efficiency sp vs datasheet peak (%)")
+    leading = (
+        "file",
+        "session",
+        "kernel",
+        "device",
+        "launches",
+        *(title for title, _ in [*_derived_columns(), *_ROOFLINE_COLUMNS]),
+        "efficiency sp vs datasheet peak (%)",
+    )
     trailing = [c for c in ("basis", "origin") if c in frame.columns]
     first = [c for c in leading if c in frame.columns]
     rest = [c for c in frame.columns if c not in first and c not in trailing]

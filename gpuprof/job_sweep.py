@@ -39,11 +39,22 @@ from gpuprof.store import open_store
 from gpuprof.workloads.training import parse_setup
 
 # Job keys -> the workload's command-line options.
-OPTIONS = {"model": "--model", "setup": "--setup", "epochs": "--epochs", "batch_size": "--batch-size",
-           "train_batches": "--train-batches", "validation_batches": "--validation-batches",
-           "test_batches": "--test-batches", "inference_sizes": "--inference-sizes", "repeats": "--repeats",
-           "hidden": "--hidden", "height": "--height", "width": "--width", "seed": "--seed",
-           "threads": "--threads"}
+OPTIONS = {
+    "model": "--model",
+    "setup": "--setup",
+    "epochs": "--epochs",
+    "batch_size": "--batch-size",
+    "train_batches": "--train-batches",
+    "validation_batches": "--validation-batches",
+    "test_batches": "--test-batches",
+    "inference_sizes": "--inference-sizes",
+    "repeats": "--repeats",
+    "hidden": "--hidden",
+    "height": "--height",
+    "width": "--width",
+    "seed": "--seed",
+    "threads": "--threads",
+}
 _TOP = {"name", "description", "energy", "interval", "timeout", "job", "jobs"}
 
 
@@ -96,8 +107,10 @@ def _label(entry: dict[str, Any]) -> str:
 def _job(path: Path, where: str, entry: dict[str, Any]) -> Job:
     unknown = set(entry) - set(OPTIONS) - {"label", "devices"}
     if unknown:
-        raise InputError(f"{path}: {where}: unknown key(s) {', '.join(sorted(unknown))}",
-                         f"a job takes label, devices and {', '.join(OPTIONS)}")
+        raise InputError(
+            f"{path}: {where}: unknown key(s) {', '.join(sorted(unknown))}",
+            f"a job takes label, devices and {', '.join(OPTIONS)}",
+        )
     try:
         parse_setup(str(entry.get("setup", "cpu")))
     except ValueError as error:
@@ -121,7 +134,9 @@ def load_jobs(path: str | Path) -> JobConfig:
         raise InputError(f"{path}: cannot be read as TOML ({error})", "check the file") from None
     unknown = set(table) - _TOP
     if unknown:
-        raise InputError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}", f"a job sweep takes {', '.join(sorted(_TOP))}")
+        raise InputError(
+            f"{path}: unknown key(s) {', '.join(sorted(unknown))}", f"a job sweep takes {', '.join(sorted(_TOP))}"
+        )
     jobs = [_job(path, f"job {i + 1}", entry) for i, entry in enumerate(table.get("job", []))]
     for i, grid in enumerate(table.get("jobs", [])):
         axes = {key: value for key, value in grid.items() if isinstance(value, list) and key != "inference_sizes"}
@@ -130,31 +145,49 @@ def load_jobs(path: str | Path) -> JobConfig:
             jobs.append(_job(path, f"jobs {i + 1}", {**fixed, **dict(zip(axes, combination))}))
     labels = [job.label for job in jobs]
     if len(set(labels)) != len(labels):
-        raise InputError(f"{path}: two jobs have the label {next(l for l in labels if labels.count(l) > 1)}",
-                         "give each job its own label")
+        raise InputError(
+            f"{path}: two jobs have the label {next(l for l in labels if labels.count(l) > 1)}",
+            "give each job its own label",
+        )
     if not jobs:
         raise InputError(f"{path}: no [[job]] or [[jobs]] table", "add one job per set-up")
-    return JobConfig(str(table.get("name", path.stem)), tuple(jobs), bool(table.get("energy", True)),
-                     float(table.get("interval", 0.5)), float(table.get("timeout", 3600.0)))
+    return JobConfig(
+        str(table.get("name", path.stem)),
+        tuple(jobs),
+        bool(table.get("energy", True)),
+        float(table.get("interval", 0.5)),
+        float(table.get("timeout", 3600.0)),
+    )
 
 
-def run_jobs(config: JobConfig, store_path: str | Path | None, resume: bool = False,
-             command: str = "") -> tuple[list[Run], list[str], list[tuple[str, str]]]:
+def run_jobs(
+    config: JobConfig, store_path: str | Path | None, resume: bool = False, command: str = ""
+) -> tuple[list[Run], list[str], list[tuple[str, str]]]:
     """Profile and store each job in turn; (stored runs, labels skipped, (label, problem) failures)."""
 
     done: set[str] = set()
     if resume:
         with open_store(store_path) as store:
-            done = {str(run.environment.get("label")) for run in store.runs() if run.kind == "profile"
-                    and (run.workload or {}).get("sweep", {}).get("config") == config.name}
+            done = {
+                str(run.environment.get("label"))
+                for run in store.runs()
+                if run.kind == "profile" and (run.workload or {}).get("sweep", {}).get("config") == config.name
+            }
     stored, skipped, failed = [], [], []
     for job in config.jobs:
         if job.label in done:
             skipped.append(job.label)
             continue
-        settings = ProfileSettings(command=job.command, device="cpu", energy=config.energy, interval=config.interval,
-                                   label=job.label, devices=job.devices, timeout=config.timeout,
-                                   command_line=command)
+        settings = ProfileSettings(
+            command=job.command,
+            device="cpu",
+            energy=config.energy,
+            interval=config.interval,
+            label=job.label,
+            devices=job.devices,
+            timeout=config.timeout,
+            command_line=command,
+        )
         try:
             outcome = execute(plan(settings, store_path))
         except GpuprofError as error:

@@ -62,9 +62,11 @@ def slow_dtype_warning(settings: RunSettings) -> str | None:
     expected = ops.flops(settings.op, shape) * calls / rate
     if expected < 10:
         return None
-    return (f"float16 on the CPU: NumPy computes it in software loops ({rate / 1e6:,.0f} MFLOP/s on a small "
-            f"sample just now), so these {calls} calls take about {expected:,.0f} s. float32 runs in hardware: "
-            "--dtype float32")
+    return (
+        f"float16 on the CPU: NumPy computes it in software loops ({rate / 1e6:,.0f} MFLOP/s on a small "
+        f"sample just now), so these {calls} calls take about {expected:,.0f} s. float32 runs in hardware: "
+        "--dtype float32"
+    )
 
 
 def choose_device(requested: str) -> tuple[str, str]:
@@ -123,7 +125,9 @@ def _check_memory(settings: RunSettings, shape: tuple[int, ...], sets: int) -> N
         raise InputError(
             f"{settings.op} at shape {ops.shape_text(shape)} needs about {format_bytes(needed)} of memory "
             f"(operands, reference check{', cold-cache copies' if sets > 1 else ''}); "
-            f"{format_bytes(available)} is available", "give a smaller --size or --shape")
+            f"{format_bytes(available)} is available",
+            "give a smaller --size or --shape",
+        )
 
 
 def _load_engine(settings: RunSettings) -> tuple[Any, list[str]]:
@@ -142,14 +146,15 @@ def _environment(settings: RunSettings, engine: Any) -> dict[str, Any]:
         "engine_version": engine.version(),
         "command": settings.command,
         "timer": "time.perf_counter_ns around each call"
-                 + (f", which waits for {engine.WAITS['cpu']}" if hasattr(engine, "WAITS") else ""),
+        + (f", which waits for {engine.WAITS['cpu']}" if hasattr(engine, "WAITS") else ""),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
     try:
         from threadpoolctl import threadpool_info
 
-        env["thread_pools"] = [{k: p.get(k) for k in ("internal_api", "version", "num_threads")}
-                               for p in threadpool_info()]
+        env["thread_pools"] = [
+            {k: p.get(k) for k in ("internal_api", "version", "num_threads")} for p in threadpool_info()
+        ]
     except ImportError:
         pass
     return env
@@ -173,21 +178,32 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     outputs = [np.full(out_shape, 0, dtype=settings.dtype) for _ in range(sets)]
     placed = [workloads.place(engine, ins, "cpu") for ins in operand_sets]
     started = time.perf_counter()
-    calls = [workloads.blocking(engine, engine.prepare(settings.op, ins, SCALAR, out))
-             for ins, out in zip(placed, outputs)]
+    calls = [
+        workloads.blocking(engine, engine.prepare(settings.op, ins, SCALAR, out)) for ins, out in zip(placed, outputs)
+    ]
     prepare_s = time.perf_counter() - started
     say("first call", 1, 3)
     result, first_s = compile_time.first_call(engine, calls[0], settings.op, settings.dtype, "cpu")
     say("float64 reference check", 2, 3)
-    error = check_result(settings.op, settings.dtype, engine.NAME, workloads.to_host(engine, result),
-                         reference(settings.op, operand_sets[0]))
+    error = check_result(
+        settings.op,
+        settings.dtype,
+        engine.NAME,
+        workloads.to_host(engine, result),
+        reference(settings.op, operand_sets[0]),
+    )
 
     counters, counter_notes = _counters(settings)
     meter, energy_notes = open_energy("cpu")
     notes += counter_notes + energy_notes
     try:
-        times = time_calls(calls, settings.warmup, settings.repeat,
-                           around=[c for c in (counters, meter) if c is not None], progress=settings.progress)
+        times = time_calls(
+            calls,
+            settings.warmup,
+            settings.repeat,
+            around=[c for c in (counters, meter) if c is not None],
+            progress=settings.progress,
+        )
     finally:
         if counters is not None:  # stops perf and removes its FIFOs and log, Ctrl-C or not
             counters.close()
@@ -195,19 +211,36 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
 
     info = cpu.describe()
     kernel = f"{engine.NAME}:{settings.op}"
-    launches = [Launch(kernel, i, info.get("name", "cpu"), 1, {"buffer_set": str((settings.warmup + i) % sets)},
-                       [Metric("wall_time", t, "second", "kernel_duration", TIMED)])
-                for i, t in enumerate(times)]
-    launches += compile_time.launch(getattr(engine, "COMPILER", None), kernel, info.get("name", "cpu"), len(launches),
-                                    prepare_s, first_s)
+    launches = [
+        Launch(
+            kernel,
+            i,
+            info.get("name", "cpu"),
+            1,
+            {"buffer_set": str((settings.warmup + i) % sets)},
+            [Metric("wall_time", t, "second", "kernel_duration", TIMED)],
+        )
+        for i, t in enumerate(times)
+    ]
+    launches += compile_time.launch(
+        getattr(engine, "COMPILER", None), kernel, info.get("name", "cpu"), len(launches), prepare_s, first_s
+    )
     clock = (probed.hz, f"{probed.method} (measured)") if probed.hz else None
     for session, scope in ((counters, "perf stat"), (meter, "energy")):
         if session is None:
             continue
         recorded = session.metrics()
         if recorded:
-            launches.append(Launch(kernel, len(launches), info.get("name", "cpu"), settings.repeat,
-                                   {"scope": f"all timed repeats ({scope})"}, recorded))
+            launches.append(
+                Launch(
+                    kernel,
+                    len(launches),
+                    info.get("name", "cpu"),
+                    settings.repeat,
+                    {"scope": f"all timed repeats ({scope})"},
+                    recorded,
+                )
+            )
             clock = _counted_clock(recorded) or clock
         notes += session.notes
     peaks = [cpu.theoretical_peaks(info)]
@@ -220,14 +253,31 @@ def _measure_cpu(settings: RunSettings, shape: tuple[int, ...], store_path: str 
     else:
         device["clock_during_run_source"] = f"unknown: perf counted no cycles here, and {probed.method}"
     workload = {
-        "op": settings.op, "formula": ops.get_op(settings.op).formula, "dtype": settings.dtype,
-        "shape": list(shape), "size_bytes": footprint, "requested": settings.size or settings.shape,
-        "engine": engine.NAME, "requested_engine": settings.engine or engine.NAME,
-        "repeat": settings.repeat, "warmup": settings.warmup, "cache": settings.cache,
-        "buffer_sets": sets, "relative_error": error, "seed": settings.seed,
+        "op": settings.op,
+        "formula": ops.get_op(settings.op).formula,
+        "dtype": settings.dtype,
+        "shape": list(shape),
+        "size_bytes": footprint,
+        "requested": settings.size or settings.shape,
+        "engine": engine.NAME,
+        "requested_engine": settings.engine or engine.NAME,
+        "repeat": settings.repeat,
+        "warmup": settings.warmup,
+        "cache": settings.cache,
+        "buffer_sets": sets,
+        "relative_error": error,
+        "seed": settings.seed,
     }
-    return Run(kind="run", format=f"cpu-{engine.NAME}", source=settings.command, device=device,
-               workload=workload, environment=_environment(settings, engine), launches=launches, notes=notes)
+    return Run(
+        kind="run",
+        format=f"cpu-{engine.NAME}",
+        source=settings.command,
+        device=device,
+        workload=workload,
+        environment=_environment(settings, engine),
+        launches=launches,
+        notes=notes,
+    )
 
 
 def _counters(settings: RunSettings) -> tuple[Any, list[str]]:

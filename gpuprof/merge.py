@@ -27,7 +27,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 @dataclass
 class InputResult:
     path: str
-    kind: str          # "store", "run file" or the profiler format's name
+    kind: str  # "store", "run file" or the profiler format's name
     added: int
     already: int
 
@@ -36,7 +36,7 @@ class InputResult:
 class MergeResult:
     inputs: list[InputResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    unreadable: list[str] = field(default_factory=list)   # run files with lines but not one readable run
+    unreadable: list[str] = field(default_factory=list)  # run files with lines but not one readable run
 
     @property
     def added(self) -> int:
@@ -77,8 +77,9 @@ def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
     return runs, fmt, []
 
 
-def collect(stores: list[str | Path], files: list[str | Path],
-            store_optional: bool = False) -> tuple[list[Run], list[str], list[str]]:
+def collect(
+    stores: list[str | Path], files: list[str | Path], store_optional: bool = False
+) -> tuple[list[Run], list[str], list[str]]:
     """Runs of several stores and files, without duplicates, with the sources read and notes on
     anything skipped. No store given: the default store, which may be missing when files are given
     or ``store_optional`` (the reference study's rows need no store)."""
@@ -89,10 +90,14 @@ def collect(stores: list[str | Path], files: list[str | Path],
         sources = [str(default_path())]
     for path in [*sources, *map(str, files)]:
         if path in sources and not os.path.lexists(path):
-            raise StoreError(f"no results store at {path}", "run 'gpuprof sweep' or 'gpuprof run' first, or give --store")
+            raise StoreError(
+                f"no results store at {path}", "run 'gpuprof sweep' or 'gpuprof run' first, or give --store"
+            )
         if path in sources and not _is_sqlite(Path(path)):
-            raise StoreError(f"{path} is not a gpuprof results store (not an SQLite file)",
-                             "give a store written by gpuprof with --store; profiler outputs go to --import")
+            raise StoreError(
+                f"{path} is not a gpuprof results store (not an SQLite file)",
+                "give a store written by gpuprof with --store; profiler outputs go to --import",
+            )
         found, _, skipped = load_runs(path)
         notes += skipped
         for run in found:
@@ -111,8 +116,9 @@ def merge(out: str | Path, inputs: list[str | Path]) -> MergeResult:
         try:
             runs, kind, notes = load_runs(path)
         except StoreError as error:  # the store's own advice names --store, which merge does not have
-            raise StoreError(error.problem, "give results stores, .jsonl run files or profiler outputs "
-                                            "as inputs") from None
+            raise StoreError(
+                error.problem, "give results stores, .jsonl run files or profiler outputs as inputs"
+            ) from None
         loaded.append((str(path), kind, runs))
         result.notes += notes
         if notes and not runs:

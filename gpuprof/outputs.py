@@ -40,8 +40,9 @@ def target(path: str | Path) -> tuple[Path, bool]:
         return real, False
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return real, True
-    what = "a folder" if stat.S_ISDIR(mode) else "a block device (a disk)" if stat.S_ISBLK(mode) else \
-        "not a regular file"
+    what = (
+        "a folder" if stat.S_ISDIR(mode) else "a block device (a disk)" if stat.S_ISBLK(mode) else "not a regular file"
+    )
     raise InputError(f"cannot write {path}: it is {what}", "give the path of a file to write")
 
 
@@ -108,8 +109,10 @@ def make_folder(path: str | Path) -> Path:
     except FileExistsError:
         raise InputError(f"cannot create folder {folder}: a file is in the way", "give another folder") from None
     except OSError as error:
-        raise InputError(f"cannot create folder {folder}: {error.strerror or error}",
-                         "give a folder you can write (or one that can be created)") from None
+        raise InputError(
+            f"cannot create folder {folder}: {error.strerror or error}",
+            "give a folder you can write (or one that can be created)",
+        ) from None
     return folder
 
 

@@ -32,8 +32,8 @@ from typing import Any, Protocol, Self
 
 from gpuprof import counting
 
-ENV_FILE = "GPUPROF_REGIONS"       # the file regions are appended to
-ENV_RUN = "GPUPROF_RUN_ID"         # the run they belong to (written in every process-start line)
+ENV_FILE = "GPUPROF_REGIONS"  # the file regions are appended to
+ENV_RUN = "GPUPROF_RUN_ID"  # the run they belong to (written in every process-start line)
 FORMAT = "gpuprof-regions"
 VERSION = 1
 # Rank of the process in a distributed job, from the launchers' own variables (first found wins).
@@ -83,8 +83,16 @@ class _Recorder:
             return
         if not self.started:
             self.started = True
-            self.write({"e": "process", "p": self.pid, "ppid": os.getppid(), "run": self.run_id,
-                        "rank": rank(), "ts": now_ns()})
+            self.write(
+                {
+                    "e": "process",
+                    "p": self.pid,
+                    "ppid": os.getppid(),
+                    "run": self.run_id,
+                    "rank": rank(),
+                    "ts": now_ns(),
+                }
+            )
         os.write(self.fd, _line(event))
 
 

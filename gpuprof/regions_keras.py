@@ -14,14 +14,22 @@ from typing import Any
 from gpuprof import regions
 
 # Keras hook name stem -> region name.
-PAIRS = {"train": "train", "epoch": "epoch", "train_batch": "batch", "test": "test", "test_batch": "test batch",
-         "predict": "predict", "predict_batch": "predict batch"}
+PAIRS = {
+    "train": "train",
+    "epoch": "epoch",
+    "train_batch": "batch",
+    "test": "test",
+    "test_batch": "test batch",
+    "predict": "predict",
+    "predict_batch": "predict batch",
+}
 
 
 def _methods() -> dict[str, Any]:
     """on_<stem>_begin/on_<stem>_end for every pair: begin opens the region, end closes it."""
     made: dict[str, Any] = {}
     for stem, name in PAIRS.items():
+
         def begin(self: Any, *args: Any, _stem: str = stem, _name: str = name, **kwargs: Any) -> None:
             index = args[0] if args and isinstance(args[0], int) else None
             self._open[_stem] = regions.begin(_name, index)

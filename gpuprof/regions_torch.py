@@ -84,10 +84,14 @@ def install(kinds: tuple[str, ...] | list[str] = ("steps",)) -> list[Any]:
     handles = []
     if "steps" in kinds:  # first: a step opens before the first layer inside it
         steps = _Steps()
-        handles += [module.register_module_forward_pre_hook(steps.forward_pre),
-                    optimizer.register_optimizer_step_post_hook(steps.step_post)]
+        handles += [
+            module.register_module_forward_pre_hook(steps.forward_pre),
+            optimizer.register_optimizer_step_post_hook(steps.step_post),
+        ]
     if "layers" in kinds:
         layers = _Layers()
-        handles += [module.register_module_forward_pre_hook(layers.pre),
-                    module.register_module_forward_hook(layers.post, always_call=True)]
+        handles += [
+            module.register_module_forward_pre_hook(layers.pre),
+            module.register_module_forward_hook(layers.post, always_call=True),
+        ]
     return handles

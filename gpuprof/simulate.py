@@ -43,7 +43,9 @@ def _sizes(text: str, what: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split("-")]
     except ValueError:
-        raise InputError(f"{what} '{text}' is not sizes joined by '-'", f"give {what} as DLRM takes it, e.g. 64-32") from None
+        raise InputError(
+            f"{what} '{text}' is not sizes joined by '-'", f"give {what} as DLRM takes it, e.g. 64-32"
+        ) from None
     if not sizes or any(size <= 0 for size in sizes):
         raise InputError(f"{what} '{text}' needs positive sizes", f"give {what} as DLRM takes it, e.g. 64-32")
     return sizes
@@ -55,31 +57,50 @@ def interaction_width(tables: int, bottom_out: int) -> int:
     return bottom_out + math.comb(tables + 1, 2)
 
 
-def plan_dlrm(embedding_sizes: str, sparse_feature_size: int, mlp_bot: str, mlp_top: str,
-              indices_per_lookup: int, batch: int, dense: stonne.Gemm, sparse: stonne.Gemm) -> list[Layer]:
+def plan_dlrm(
+    embedding_sizes: str,
+    sparse_feature_size: int,
+    mlp_bot: str,
+    mlp_top: str,
+    indices_per_lookup: int,
+    batch: int,
+    dense: stonne.Gemm,
+    sparse: stonne.Gemm,
+) -> list[Layer]:
     """DLRM inference as GEMMs. ``dense`` and ``sparse`` carry the two accelerators' settings
     (architecture, multipliers, bandwidths); their dimensions are replaced per layer."""
-    tables, bottom, top = (_sizes(embedding_sizes, "--arch-embedding-size"), _sizes(mlp_bot, "--arch-mlp-bot"),
-                           _sizes(mlp_top, "--arch-mlp-top"))
+    tables, bottom, top = (
+        _sizes(embedding_sizes, "--arch-embedding-size"),
+        _sizes(mlp_bot, "--arch-mlp-bot"),
+        _sizes(mlp_top, "--arch-mlp-top"),
+    )
     if len(bottom) < 2:
         raise InputError(f"--arch-mlp-bot '{mlp_bot}' needs an input and an output size", "e.g. 13-512-256-64")
     if bottom[-1] != sparse_feature_size:
-        raise InputError(f"--arch-mlp-bot ends in {bottom[-1]} but --arch-sparse-feature-size is {sparse_feature_size}",
-                         "DLRM needs them equal: the bottom MLP's output meets the embeddings in the interaction")
+        raise InputError(
+            f"--arch-mlp-bot ends in {bottom[-1]} but --arch-sparse-feature-size is {sparse_feature_size}",
+            "DLRM needs them equal: the bottom MLP's output meets the embeddings in the interaction",
+        )
     if indices_per_lookup <= 0 or batch <= 0:
         raise InputError("--num-indices-per-lookup and --batch must be positive", "give counts of 1 or more")
-    layers = [Layer("bottom MLP", f"bot_fc{i}", replace(dense, m=out, n=batch, k=inp))
-              for i, (inp, out) in enumerate(itertools.pairwise(bottom))]
+    layers = [
+        Layer("bottom MLP", f"bot_fc{i}", replace(dense, m=out, n=batch, k=inp))
+        for i, (inp, out) in enumerate(itertools.pairwise(bottom))
+    ]
     for t, rows in enumerate(tables):
         zeros = math.floor(100 * (1 - min(indices_per_lookup, rows) / rows))
-        layers.append(Layer("EmbeddingBags", f"emb{t}",
-                            replace(sparse, m=batch, n=sparse_feature_size, k=rows, sparsity=zeros)))
+        layers.append(
+            Layer("EmbeddingBags", f"emb{t}", replace(sparse, m=batch, n=sparse_feature_size, k=rows, sparsity=zeros))
+        )
     features = len(tables) + 1
-    layers.append(Layer("interaction", "interaction", replace(dense, m=features, n=features, k=sparse_feature_size),
-                        count=batch))
+    layers.append(
+        Layer("interaction", "interaction", replace(dense, m=features, n=features, k=sparse_feature_size), count=batch)
+    )
     widths = [interaction_width(len(tables), bottom[-1]), *top]
-    layers += [Layer("top MLP", f"top_fc{i}", replace(dense, m=out, n=batch, k=inp))
-               for i, (inp, out) in enumerate(itertools.pairwise(widths))]
+    layers += [
+        Layer("top MLP", f"top_fc{i}", replace(dense, m=out, n=batch, k=inp))
+        for i, (inp, out) in enumerate(itertools.pairwise(widths))
+    ]
     return layers
 
 
@@ -88,16 +109,19 @@ def simulate_gemm(op: str, shape: str | None, binary: str | None, gemm: stonne.G
     if op != "dot":
         raise InputError(f"--op {op} is not simulated by STONNE", "STONNE simulates GEMMs: use --op dot")
     if not shape:
-        raise InputError("a STONNE device needs --shape MxKxN (no sizes in bytes: a simulator has no memory limit)",
-                         "give --shape, e.g. 20x256x20")
+        raise InputError(
+            "a STONNE device needs --shape MxKxN (no sizes in bytes: a simulator has no memory limit)",
+            "give --shape, e.g. 20x256x20",
+        )
     m, k, n = ops.parse_shape("dot", shape)
     path = stonne.locate(binary)
     stonne.probe(path)
     return stonne.simulate(path, replace(gemm, m=m, n=n, k=k), name=f"dot {m}x{k}x{n}")
 
 
-def simulate_dlrm(layers: Sequence[Layer], binary: str | None, command: str,
-                  progress: Callable[[str], None] | None = None) -> Run:
+def simulate_dlrm(
+    layers: Sequence[Layer], binary: str | None, command: str, progress: Callable[[str], None] | None = None
+) -> Run:
     """Every planned layer on STONNE, as one run with a launch per layer (its component an attribute)."""
     path = stonne.locate(binary)
     stonne.probe(path)
@@ -113,9 +137,15 @@ def simulate_dlrm(layers: Sequence[Layer], binary: str | None, command: str,
         launches.append(launch)
         notes += [note for note in run.notes if note not in notes and not note.startswith("tiles")]
         notes.append(f"{layer.name}: {run.notes[-1]}")
-    return Run(kind=stonne.SIMULATION, format="stonne", source=command,
-               device={"kind": "simulated", "name": "STONNE (simulated)"},
-               workload={"model": "DLRM inference", "layers": len(layers)}, launches=launches, notes=notes)
+    return Run(
+        kind=stonne.SIMULATION,
+        format="stonne",
+        source=command,
+        device={"kind": "simulated", "name": "STONNE (simulated)"},
+        workload={"model": "DLRM inference", "layers": len(layers)},
+        launches=launches,
+        notes=notes,
+    )
 
 
 def component_table(run: Run) -> pd.DataFrame:
@@ -126,6 +156,8 @@ def component_table(run: Run) -> pd.DataFrame:
     totals = layers[["cycles", "reads", "writes"]].mul(counts, axis=0).assign(component=components)
     out = totals.groupby("component", sort=False).sum().reset_index()
     out.insert(2, "share of cycles (%)", 100 * out["cycles"] / out["cycles"].sum())
-    out["origin"] = (f"{reader.CYCLES}, reads and writes simulated (STONNE), summed over the component's "
-                     "layers × their runs per forward pass; interaction counted once per sample")
+    out["origin"] = (
+        f"{reader.CYCLES}, reads and writes simulated (STONNE), summed over the component's "
+        "layers × their runs per forward pass; interaction counted once per sample"
+    )
     return out

@@ -46,13 +46,18 @@ class TraceSettings:
         if self.framework not in FRAMEWORKS:
             raise InputError(f"unknown --trace '{self.framework}'", f"choose one of: {', '.join(FRAMEWORKS)}")
         if len(self.command) < 2 or "python" not in Path(self.command[0]).name:
-            raise InputError("--trace runs a Python program: give 'python SCRIPT ARGS' after '--'",
-                             "for example: gpuprof profile --trace torch -- python train.py --epochs 1")
+            raise InputError(
+                "--trace runs a Python program: give 'python SCRIPT ARGS' after '--'",
+                "for example: gpuprof profile --trace torch -- python train.py --epochs 1",
+            )
 
 
 def _has_module(python: str, module: str) -> bool:
-    found = subprocess.run([python, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"],
-                           capture_output=True, check=False)
+    found = subprocess.run(
+        [python, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"],
+        capture_output=True,
+        check=False,
+    )
     return found.returncode == 0
 
 
@@ -67,32 +72,50 @@ def profile_trace(settings: TraceSettings) -> tuple[Run, Path]:
     python = settings.command[0]
     module = _MODULES[settings.framework]
     if not _has_module(python, module):
-        raise ProfilerError(f"--trace {settings.framework}: {python} cannot import {module}",
-                            f"install {module} for that interpreter, or name the interpreter that has it")
+        raise ProfilerError(
+            f"--trace {settings.framework}: {python} cannot import {module}",
+            f"install {module} for that interpreter, or name the interpreter that has it",
+        )
     run_dir = settings.reports_dir / uuid.uuid4().hex
     run_dir.mkdir(parents=True)
     package_root = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-    argv = [python, "-m", "gpuprof.launch.framework_trace", settings.framework, str(run_dir.resolve()),
-            str(settings.steps), str(settings.warmup), "--", *settings.command[1:]]
+    argv = [
+        python,
+        "-m",
+        "gpuprof.launch.framework_trace",
+        settings.framework,
+        str(run_dir.resolve()),
+        str(settings.steps),
+        str(settings.warmup),
+        "--",
+        *settings.command[1:],
+    ]
     with open(run_dir / "stdout.txt", "wb") as out, open(run_dir / "stderr.txt", "wb") as err:
         try:
             done = subprocess.run(argv, stdout=out, stderr=err, env=env, timeout=settings.timeout, check=False)
         except subprocess.TimeoutExpired:
-            raise ProfilerError(f"the program ran past --timeout {settings.timeout:g} s",
-                                "raise --timeout or profile fewer steps") from None
+            raise ProfilerError(
+                f"the program ran past --timeout {settings.timeout:g} s", "raise --timeout or profile fewer steps"
+            ) from None
     written = next((path for pattern in _OUTPUTS for path in sorted(run_dir.glob(pattern))), None)
     if written is None:
         why = _last_line(run_dir / "stderr.txt") if done.returncode else ""
-        raise ProfilerError(f"the {settings.framework} profiler wrote no trace"
-                            + (f" (the program failed: {why})" if why else ""),
-                            "check the program runs on its own; with --trace torch it must call an optimizer's "
-                            "step() at least --warmup + 1 times" if settings.framework == "torch"
-                            else f"see {run_dir}/stderr.txt")
+        raise ProfilerError(
+            f"the {settings.framework} profiler wrote no trace" + (f" (the program failed: {why})" if why else ""),
+            "check the program runs on its own; with --trace torch it must call an optimizer's "
+            "step() at least --warmup + 1 times"
+            if settings.framework == "torch"
+            else f"see {run_dir}/stderr.txt",
+        )
     run = importing.read_file(written)
     run.kind = "run"
-    run.environment = {**run.environment, "trace_file": str(written.resolve()), "command": " ".join(settings.command),
-                       "framework": settings.framework}
+    run.environment = {
+        **run.environment,
+        "trace_file": str(written.resolve()),
+        "command": " ".join(settings.command),
+        "framework": settings.framework,
+    }
     run.source = settings.command_line or " ".join(settings.command)
     if done.returncode:
         run.notes.append(f"the program exited with status {done.returncode}: the trace holds what ran before")
@@ -115,11 +138,16 @@ def step_pairs(a: Run, b: Run) -> pd.DataFrame:
 
     left, right = traces.step_table(a), traces.step_table(b)
     count = min(len(left), len(right))
-    return pd.DataFrame({"step A": left["step"][:count].to_numpy(), "step B": right["step"][:count].to_numpy(),
-                         "host time (s) A": left["host time (s)"][:count].to_numpy(),
-                         "host time (s) B": right["host time (s)"][:count].to_numpy(),
-                         "GPU busy (s) A": left["GPU busy (s)"][:count].to_numpy(),
-                         "GPU busy (s) B": right["GPU busy (s)"][:count].to_numpy()})
+    return pd.DataFrame(
+        {
+            "step A": left["step"][:count].to_numpy(),
+            "step B": right["step"][:count].to_numpy(),
+            "host time (s) A": left["host time (s)"][:count].to_numpy(),
+            "host time (s) B": right["host time (s)"][:count].to_numpy(),
+            "GPU busy (s) A": left["GPU busy (s)"][:count].to_numpy(),
+            "GPU busy (s) B": right["GPU busy (s)"][:count].to_numpy(),
+        }
+    )
 
 
 def side_by_side(a: Run, b: Run, label_a: str = "A", label_b: str = "B") -> pd.DataFrame:
@@ -149,8 +177,10 @@ class Gate:
         except ValueError:
             limit = math.nan
         if what not in ("op", "step") or not math.isfinite(limit) or limit < 0:
-            raise InputError(f"--fail-if '{text}' is not op:+N% or step:+N%",
-                             "for example --fail-if op:+10% (any op's total time up by more than 10 %)")
+            raise InputError(
+                f"--fail-if '{text}' is not op:+N% or step:+N%",
+                "for example --fail-if op:+10% (any op's total time up by more than 10 %)",
+            )
         return cls(what, limit)
 
 
@@ -166,12 +196,23 @@ def gate(a: Run, b: Run, gates: list[Gate]) -> pd.DataFrame:
             pairs = zip(table["op"], table["total (s) A"], table["total (s) B"])
         else:
             steps = step_pairs(a, b)
-            pairs = ((f"step {x} / {y}", ta, tb) for x, y, ta, tb in zip(
-                steps["step A"], steps["step B"], steps["host time (s) A"], steps["host time (s) B"]))
+            pairs = (
+                (f"step {x} / {y}", ta, tb)
+                for x, y, ta, tb in zip(
+                    steps["step A"], steps["step B"], steps["host time (s) A"], steps["host time (s) B"]
+                )
+            )
         for name, before, after in pairs:
             if before and not math.isnan(before) and not math.isnan(after):
                 change = 100.0 * (after - before) / before
                 if change > one.limit:
-                    rows.append({"gate": f"{one.what}:+{one.limit:g}%", "name": name, "A (s)": before,
-                                 "B (s)": after, "change (%)": change})
+                    rows.append(
+                        {
+                            "gate": f"{one.what}:+{one.limit:g}%",
+                            "name": name,
+                            "A (s)": before,
+                            "B (s)": after,
+                            "change (%)": change,
+                        }
+                    )
     return pd.DataFrame(rows, columns=["gate", "name", "A (s)", "B (s)", "change (%)"])

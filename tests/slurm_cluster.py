@@ -23,8 +23,20 @@ from pathlib import Path
 
 import pytest
 
-PROGRAMS = ("munged", "mariadb-install-db", "mariadbd", "slurmdbd", "slurmctld", "slurmd",
-            "sbatch", "srun", "sacct", "squeue", "scancel", "sinfo")
+PROGRAMS = (
+    "munged",
+    "mariadb-install-db",
+    "mariadbd",
+    "slurmdbd",
+    "slurmctld",
+    "slurmd",
+    "sbatch",
+    "srun",
+    "sacct",
+    "squeue",
+    "scancel",
+    "sinfo",
+)
 INSTALL_HINT = "run .ci/install-slurm.sh as root (slurm-wlm munge slurmdbd mariadb-server)"
 # slurmctld only starts on the host named in SlurmctldHost; the node takes the same name.
 NODE = socket.gethostname().split(".")[0]
@@ -78,8 +90,14 @@ class SlurmCluster:
 
     def _daemon(self, name: str, argv: list[str]) -> None:
         log = open(self.root / f"{name}.out", "wb")  # noqa: SIM115 - closed when the process ends
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                   start_new_session=True, preexec_fn=_die_with_parent)
+        process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
         log.close()
         self.processes.append((name, process))
 
@@ -103,59 +121,119 @@ class SlurmCluster:
         key = root / "munge" / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
-        self._daemon("munged", ["munged", "--foreground", "--force", f"--key-file={key}",
-                                f"--socket={munge_socket}", f"--pid-file={root / 'munge' / 'munged.pid'}",
-                                f"--log-file={root / 'munge' / 'munged.log'}",
-                                f"--seed-file={root / 'munge' / 'munged.seed'}"])
+        self._daemon(
+            "munged",
+            [
+                "munged",
+                "--foreground",
+                "--force",
+                f"--key-file={key}",
+                f"--socket={munge_socket}",
+                f"--pid-file={root / 'munge' / 'munged.pid'}",
+                f"--log-file={root / 'munge' / 'munged.log'}",
+                f"--seed-file={root / 'munge' / 'munged.seed'}",
+            ],
+        )
         self._wait("munge socket", munge_socket.exists)
 
         db_port, dbd_port, ctld_port, slurmd_port = (_free_port() for _ in range(4))
-        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={root / 'db'}", "--user=root",
-                        "--skip-test-db", "--auth-root-authentication-method=normal"],
-                       capture_output=True, check=True, timeout=60)
+        subprocess.run(
+            [
+                "mariadb-install-db",
+                "--no-defaults",
+                f"--datadir={root / 'db'}",
+                "--user=root",
+                "--skip-test-db",
+                "--auth-root-authentication-method=normal",
+            ],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
         # No grant tables: the private server is reachable only on 127.0.0.1 and lives for one test session.
-        self._daemon("mariadbd", ["mariadbd", "--no-defaults", f"--datadir={root / 'db'}", "--user=root",
-                                  f"--socket={root / 'db.sock'}", f"--port={db_port}", "--bind-address=127.0.0.1",
-                                  f"--pid-file={root / 'db.pid'}", "--skip-grant-tables",
-                                  "--innodb-buffer-pool-size=16M", "--skip-log-bin"])
+        self._daemon(
+            "mariadbd",
+            [
+                "mariadbd",
+                "--no-defaults",
+                f"--datadir={root / 'db'}",
+                "--user=root",
+                f"--socket={root / 'db.sock'}",
+                f"--port={db_port}",
+                "--bind-address=127.0.0.1",
+                f"--pid-file={root / 'db.pid'}",
+                "--skip-grant-tables",
+                "--innodb-buffer-pool-size=16M",
+                "--skip-log-bin",
+            ],
+        )
         self._wait("MariaDB", lambda: _listening(db_port))
 
         dbd_conf = root / "slurmdbd.conf"
-        dbd_conf.write_text("\n".join([
-            f"AuthInfo=socket={munge_socket}", "AuthType=auth/munge", "DbdAddr=127.0.0.1", "DbdHost=localhost",
-            f"DbdPort={dbd_port}", "SlurmUser=root", f"PidFile={root / 'slurmdbd.pid'}",
-            f"LogFile={root / 'slurmdbd.log'}", "StorageType=accounting_storage/mysql",
-            "StorageHost=127.0.0.1", f"StoragePort={db_port}", "StorageUser=root", "StorageLoc=slurm_acct_db",
-        ]) + "\n")
+        dbd_conf.write_text(
+            "\n".join(
+                [
+                    f"AuthInfo=socket={munge_socket}",
+                    "AuthType=auth/munge",
+                    "DbdAddr=127.0.0.1",
+                    "DbdHost=localhost",
+                    f"DbdPort={dbd_port}",
+                    "SlurmUser=root",
+                    f"PidFile={root / 'slurmdbd.pid'}",
+                    f"LogFile={root / 'slurmdbd.log'}",
+                    "StorageType=accounting_storage/mysql",
+                    "StorageHost=127.0.0.1",
+                    f"StoragePort={db_port}",
+                    "StorageUser=root",
+                    "StorageLoc=slurm_acct_db",
+                ]
+            )
+            + "\n"
+        )
         dbd_conf.chmod(0o600)
         cpus, memory = _node_resources()
-        self.conf.write_text("\n".join([
-            "ClusterName=gpuproftest",
-            f"SlurmctldHost={NODE}(127.0.0.1)",
-            f"SlurmctldPort={ctld_port}", f"SlurmdPort={slurmd_port}",
-            f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory}",
-            "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
-            "SlurmUser=root", "SlurmdUser=root",
-            "AuthType=auth/munge",
-            # cred_expire=10: a requeued job otherwise waits 120 s before it may start again.
-            f"AuthInfo=socket={munge_socket},cred_expire=10",
-            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
-            "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
-            "AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=127.0.0.1",
-            f"AccountingStoragePort={dbd_port}",
-            # Slurm 22.05 ignores AuthInfo's socket on connections to slurmdbd; this setting is what it reads.
-            f"AccountingStoragePass={munge_socket}",
-            # submitit ignores SIGTERM: without this a cancel waits the default 30 s.
-            "KillWait=2",
-            # Batch jobs start in 0.2-1 s instead of ~3 s.
-            "SchedulerParameters=batch_sched_delay=0,sched_interval=1,bf_interval=1",
-            # A request the node cannot meet fails at submission instead of pending forever.
-            "EnforcePartLimits=ALL",
-            "MailProg=/bin/true", "ReturnToService=2",
-            f"StateSaveLocation={root / 'state'}", f"SlurmdSpoolDir={root / 'spool'}",
-            f"SlurmctldPidFile={root / 'slurmctld.pid'}", f"SlurmdPidFile={root / 'slurmd.pid'}",
-            f"SlurmctldLogFile={root / 'slurmctld.log'}", f"SlurmdLogFile={root / 'slurmd.log'}",
-        ]) + "\n")
+        self.conf.write_text(
+            "\n".join(
+                [
+                    "ClusterName=gpuproftest",
+                    f"SlurmctldHost={NODE}(127.0.0.1)",
+                    f"SlurmctldPort={ctld_port}",
+                    f"SlurmdPort={slurmd_port}",
+                    f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory}",
+                    "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+                    "SlurmUser=root",
+                    "SlurmdUser=root",
+                    "AuthType=auth/munge",
+                    # cred_expire=10: a requeued job otherwise waits 120 s before it may start again.
+                    f"AuthInfo=socket={munge_socket},cred_expire=10",
+                    "ProctrackType=proctrack/linuxproc",
+                    "TaskPlugin=task/none",
+                    "JobAcctGatherType=jobacct_gather/none",
+                    "SelectType=select/cons_tres",
+                    "SelectTypeParameters=CR_Core",
+                    "AccountingStorageType=accounting_storage/slurmdbd",
+                    "AccountingStorageHost=127.0.0.1",
+                    f"AccountingStoragePort={dbd_port}",
+                    # Slurm 22.05 ignores AuthInfo's socket on connections to slurmdbd; this setting is what it reads.
+                    f"AccountingStoragePass={munge_socket}",
+                    # submitit ignores SIGTERM: without this a cancel waits the default 30 s.
+                    "KillWait=2",
+                    # Batch jobs start in 0.2-1 s instead of ~3 s.
+                    "SchedulerParameters=batch_sched_delay=0,sched_interval=1,bf_interval=1",
+                    # A request the node cannot meet fails at submission instead of pending forever.
+                    "EnforcePartLimits=ALL",
+                    "MailProg=/bin/true",
+                    "ReturnToService=2",
+                    f"StateSaveLocation={root / 'state'}",
+                    f"SlurmdSpoolDir={root / 'spool'}",
+                    f"SlurmctldPidFile={root / 'slurmctld.pid'}",
+                    f"SlurmdPidFile={root / 'slurmd.pid'}",
+                    f"SlurmctldLogFile={root / 'slurmctld.log'}",
+                    f"SlurmdLogFile={root / 'slurmd.log'}",
+                ]
+            )
+            + "\n"
+        )
         # slurmdbd reads slurmdbd.conf from the folder of $SLURM_CONF (it has no -f option).
         self._daemon("slurmdbd", ["slurmdbd", "-D"])
         self._wait("slurmdbd", lambda: _listening(dbd_port))

@@ -18,8 +18,13 @@ def in_terminal(argv: list[str], columns: int, stdout_too: bool = True) -> tuple
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    child = subprocess.Popen(argv, stdout=follower if stdout_too else subprocess.PIPE, stderr=follower,
-                             stdin=subprocess.DEVNULL, env={**env, "TERM": "xterm"})
+    child = subprocess.Popen(
+        argv,
+        stdout=follower if stdout_too else subprocess.PIPE,
+        stderr=follower,
+        stdin=subprocess.DEVNULL,
+        env={**env, "TERM": "xterm"},
+    )
     os.close(follower)
     seen = b""
     while True:

@@ -25,7 +25,7 @@ def test_plan_sizes_follow_the_llc_and_free_memory() -> None:
     thorough = cal.plan(True, llc, 24 * 2**30)
     assert 3 * thorough.stream_array_bytes == 4 * llc and (thorough.matmul_n, thorough.repeats) == (4096, 10)
     assert 3 * cal.plan(False, 8 * MiB, None).stream_array_bytes == 192 * MiB  # floor for small caches
-    assert 3 * cal.plan(False, None, None).stream_array_bytes == 192 * MiB    # LLC unknown: 64 MiB assumed
+    assert 3 * cal.plan(False, None, None).stream_array_bytes == 192 * MiB  # LLC unknown: 64 MiB assumed
     assert cal.plan(False, llc, 400 * MiB).stream_array_bytes == 100 * MiB // 3  # a quarter of free memory
 
 
@@ -59,7 +59,7 @@ def test_store_and_load_the_best_stable_values_for_host(tmp_path: Path) -> None:
     assert peaks is not None and peaks.origin == "calibrated" and peaks.clock_hz is None
     for index, key in ((1, "float64"), (2, "bandwidth")):
         usable = [c for run in (first, second) for c in cal.ceilings(run) if c.key == key and not cal.not_used(c)]
-        assert all(c.launch.attributes["stable"] == "yes" for c in usable)   # tiny sizes may also be far below theory
+        assert all(c.launch.attributes["stable"] == "yes" for c in usable)  # tiny sizes may also be far below theory
         best = max((c.value for c in usable), default=None)
         assert (peaks.flops.get(key) if key != "bandwidth" else peaks.bandwidth) == best
     assert "float16" not in peaks.flops
@@ -69,12 +69,28 @@ def test_store_and_load_the_best_stable_values_for_host(tmp_path: Path) -> None:
 def _calibration(float32: float, bandwidth: float, stable: str = "yes", created: str = "2026-01-01") -> Run:
     """A stored calibration with chosen values (timing is what the other tests measure for real)."""
     timing = {"repeats": "5", "statistic": "best of 5", "stable": stable, "spread_of_fastest": "1.0 %"}
-    return Run(kind=cal.KIND, format=cal.FORMAT, source="test", created=f"{created}T00:00:00+00:00",
-               environment={"host": "h"}, device={**parse(""), "name": "cpu"}, launches=[
-                   Launch("numpy.matmul", 0, attributes={"dtype": "float32", "shape": "8x8x8", **timing},
-                          metrics=[Metric("flop_rate", float32, "FLOP/second", origin="calibrated")]),
-                   Launch("numpy.add", 1, attributes={"array_bytes": "4096", **timing},
-                          metrics=[Metric("bandwidth", bandwidth, "byte/second", origin="calibrated")])])
+    return Run(
+        kind=cal.KIND,
+        format=cal.FORMAT,
+        source="test",
+        created=f"{created}T00:00:00+00:00",
+        environment={"host": "h"},
+        device={**parse(""), "name": "cpu"},
+        launches=[
+            Launch(
+                "numpy.matmul",
+                0,
+                attributes={"dtype": "float32", "shape": "8x8x8", **timing},
+                metrics=[Metric("flop_rate", float32, "FLOP/second", origin="calibrated")],
+            ),
+            Launch(
+                "numpy.add",
+                1,
+                attributes={"array_bytes": "4096", **timing},
+                metrics=[Metric("bandwidth", bandwidth, "byte/second", origin="calibrated")],
+            ),
+        ],
+    )
 
 
 def test_a_worse_calibration_does_not_replace_a_better_one(tmp_path: Path) -> None:
@@ -87,7 +103,8 @@ def test_a_worse_calibration_does_not_replace_a_better_one(tmp_path: Path) -> No
     assert f"float32 matmul 8x8x8 184.0 GFLOP/s ({good.run_id[:8]}" in peaks.source
     assert cal.review(busy, [good]) == [
         f"float32 matmul 8x8x8 103.0 GFLOP/s is 56 % of the 184.0 GFLOP/s that calibration {good.run_id[:8]} "
-        "(2026-01-01) measured on this host; that one stays in use (a busy host only measures less)"]
+        "(2026-01-01) measured on this host; that one stays in use (a busy host only measures less)"
+    ]
     in_use = {row["ceiling"]: row["in use"] for row in cal.summary_rows(busy, [good])}
     assert in_use == {"float32 matmul": f"{good.run_id[:8]}: 184", "np.add bandwidth": "this"}
 

@@ -20,28 +20,44 @@ PROBED = "2599998000"
 
 def _calibration(float32: float, created: str) -> Run:
     timing = {"repeats": "5", "statistic": "best of 5", "stable": "yes", "spread_of_fastest": "1.0 %"}
-    return Run(kind=cal.KIND, format=cal.FORMAT, source="test", created=f"{created}T00:00:00+00:00",
-               environment={"host": "vm"}, device=parse(CPUINFO, LSCPU), launches=[
-                   Launch("numpy.matmul", 0, attributes={"dtype": "float32", "shape": "512x512x512",
-                                                         "clock_hz": PROBED, **timing},
-                          metrics=[Metric("flop_rate", float32, "FLOP/second", origin="calibrated")]),
-                   Launch("numpy.add", 1, attributes={"array_bytes": "4096", **timing},
-                          metrics=[Metric("bandwidth", 9e9, "byte/second", origin="calibrated")])])
+    return Run(
+        kind=cal.KIND,
+        format=cal.FORMAT,
+        source="test",
+        created=f"{created}T00:00:00+00:00",
+        environment={"host": "vm"},
+        device=parse(CPUINFO, LSCPU),
+        launches=[
+            Launch(
+                "numpy.matmul",
+                0,
+                attributes={"dtype": "float32", "shape": "512x512x512", "clock_hz": PROBED, **timing},
+                metrics=[Metric("flop_rate", float32, "FLOP/second", origin="calibrated")],
+            ),
+            Launch(
+                "numpy.add",
+                1,
+                attributes={"array_bytes": "4096", **timing},
+                metrics=[Metric("bandwidth", 9e9, "byte/second", origin="calibrated")],
+            ),
+        ],
+    )
 
 
 def test_a_stable_calibration_at_17_percent_of_theory_is_stored_not_used(tmp_path: Path) -> None:
-    low = _calibration(56.6e9, "2026-01-01")                       # 17 % of 332.8 GFLOP/s: stable but far below
-    assert cal.not_used(cal.ceilings(low)[0]).startswith("17 % of the theoretical 332.8 GFLOP/s at the 2.6 GHz "
-                                                         "probed after it, under 50 %")
-    assert cal.not_used(cal.ceilings(low)[1]) == ""               # bandwidth: no theoretical value to judge by
+    low = _calibration(56.6e9, "2026-01-01")  # 17 % of 332.8 GFLOP/s: stable but far below
+    assert cal.not_used(cal.ceilings(low)[0]).startswith(
+        "17 % of the theoretical 332.8 GFLOP/s at the 2.6 GHz probed after it, under 50 %"
+    )
+    assert cal.not_used(cal.ceilings(low)[1]) == ""  # bandwidth: no theoretical value to judge by
     with open_store(tmp_path / "s.sqlite") as store:
         store.add(low)
         peaks = cal.load_calibration(store, "vm")
-    assert peaks is not None and "float32" not in peaks.flops and peaks.bandwidth == 9e9   # stored, not used
+    assert peaks is not None and "float32" not in peaks.flops and peaks.bandwidth == 9e9  # stored, not used
     [matmul, _] = cal.summary_rows(low)
     assert matmul["% of theory"] == 100 * 56.6e9 / 332.7997440e9
     assert matmul["in use"].startswith("none (not this: 17 % of the theoretical 332.8 GFLOP/s")
-    fair = _calibration(180e9, "2026-02-01")                      # 54 %: used, and it stays the one in use
+    fair = _calibration(180e9, "2026-02-01")  # 54 %: used, and it stays the one in use
     assert cal.peaks_from_runs([low, fair]).flops["float32"] == 180e9
     assert cal.summary_rows(low, [fair])[0]["in use"].startswith(f"{fair.run_id[:8]}: 180 (not this: 17 %")
 
@@ -61,21 +77,34 @@ def test_a_run_measured_before_calibrate_has_one_roofline_efficiency_everywhere(
 
     device = parse(CPUINFO, LSCPU)
     shape = [1000, 1000]
-    run = Run(kind="run", format="cpu-numpy", source="test", created="2025-12-01T00:00:00+00:00",
-              device={**device, "kind": "cpu", "peaks": [vars(theoretical_peaks(device))]},
-              workload={"op": "add", "dtype": "float32", "shape": shape, "size_bytes": 12_000_000,
-                        "requested": "12MB", "engine": "numpy"},
-              environment={"host": "vm"},
-              launches=[Launch("numpy:add", i, metrics=[Metric("wall_time", t, "second", "kernel_duration", TIMED)])
-                        for i, t in enumerate([1.5e-3, 1.6e-3, 1.5e-3, 1.55e-3])])
+    run = Run(
+        kind="run",
+        format="cpu-numpy",
+        source="test",
+        created="2025-12-01T00:00:00+00:00",
+        device={**device, "kind": "cpu", "peaks": [vars(theoretical_peaks(device))]},
+        workload={
+            "op": "add",
+            "dtype": "float32",
+            "shape": shape,
+            "size_bytes": 12_000_000,
+            "requested": "12MB",
+            "engine": "numpy",
+        },
+        environment={"host": "vm"},
+        launches=[
+            Launch("numpy:add", i, metrics=[Metric("wall_time", t, "second", "kernel_duration", TIMED)])
+            for i, t in enumerate([1.5e-3, 1.6e-3, 1.5e-3, 1.55e-3])
+        ],
+    )
     store = tmp_path / "s.sqlite"
     with open_store(store) as opened:
         opened.add(run)
-        opened.add(_calibration(180e9, "2026-01-01"))             # np.add 9 GB/s, measured after the run
+        opened.add(_calibration(180e9, "2026-01-01"))  # np.add 9 GB/s, measured after the run
     runner = CliRunner()
     compared = json.loads(runner.invoke(main, ["compare", "--store", str(store), "--format", "json"]).stdout)
     [row] = [r for r in compared if r["run"] == run.run_id[:8]]
-    expected = 100 * (1e6 / 1.525e-3) / (1e6 / 12e6 * 9e9)         # memory-bound: AI x calibrated bandwidth
+    expected = 100 * (1e6 / 1.525e-3) / (1e6 / 12e6 * 9e9)  # memory-bound: AI x calibrated bandwidth
     assert row["roof.%"] == pytest.approx(expected)
     shown = json.loads(runner.invoke(main, ["show", run.run_id[:8], "--store", str(store), "--format", "json"]).stdout)
     roof = [q for q in shown["quantities"] if q["quantity"].startswith("efficiency: roofline")]

@@ -15,6 +15,8 @@ from unittest import mock
 
 import pytest
 from click.testing import CliRunner
+from extras import NCU_REPORT
+from fixture_paths import A100, FIXTURES, K40C
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
@@ -23,15 +25,12 @@ import gpuprof
 from gpuprof.cli import main
 from gpuprof.store import open_store
 
-from fixture_paths import A100, FIXTURES, K40C
-from extras import NCU_REPORT
-
 RTX3080 = FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
 A100_SGEMM = FIXTURES / "ncu_csv_a100_nersc_roofline_metrics_with_duration_sgemm.csv"
 A100_BERT = FIXTURES / "ncu_csv_a100_nersc_rule_columns_unnamed_ns_bert_EXCERPT.csv"
 A100_TEXT = FIXTURES / "ncu_text_print_summary_per_gpu_a100_roofline_EXCERPT.log"
 TOPDOWN = FIXTURES.parent / "cpu-counters" / "perf-stat-topdown-per-core-metric-only-intel-6c12t.txt"
-SLACK = 1.0   # pixels: extents that touch are not an overlap
+SLACK = 1.0  # pixels: extents that touch are not an overlap
 
 
 def drawn_texts(fig: Figure) -> list[tuple[Text, Bbox]]:
@@ -42,7 +41,7 @@ def drawn_texts(fig: Figure) -> list[tuple[Text, Bbox]]:
     def record(self: Text, renderer: object) -> None:
         draw(self, renderer)
         if self.get_visible() and self.get_text().strip():
-            drawn.append((self, Text.get_window_extent(self, renderer)))   # the text, not an arrow
+            drawn.append((self, Text.get_window_extent(self, renderer)))  # the text, not an arrow
 
     with mock.patch.object(Text, "draw", record):
         fig.draw_without_rendering()
@@ -76,8 +75,10 @@ def layout_problems(fig: Figure) -> list[str]:
     problems = []
     for text, box in texts:
         if box.x0 < -SLACK or box.y0 < -SLACK or box.x1 > canvas.x1 + SLACK or box.y1 > canvas.y1 + SLACK:
-            problems.append(f"{text.get_text()!r} leaves the canvas: x {box.x0:.0f}..{box.x1:.0f}, "
-                            f"y {box.y0:.0f}..{box.y1:.0f} of {canvas.x1:.0f} x {canvas.y1:.0f}")
+            problems.append(
+                f"{text.get_text()!r} leaves the canvas: x {box.x0:.0f}..{box.x1:.0f}, "
+                f"y {box.y0:.0f}..{box.y1:.0f} of {canvas.x1:.0f} x {canvas.y1:.0f}"
+            )
     for (a, box_a), (b, box_b) in itertools.combinations(texts, 2):
         if _overlap(box_a, box_b):
             problems.append(f"{a.get_text()!r} overlaps {b.get_text()!r}")
@@ -126,8 +127,11 @@ def assert_readable(saved: list[list[str]], at_least: int) -> None:
 @pytest.fixture(scope="module")
 def cpu_runs() -> list[gpuprof.model.Run]:
     """Runs gpuprof makes on this machine's CPU: the study's six ops at two sizes."""
-    return [gpuprof.run(op, size, device="cpu", save=False, repeat=3, warmup=1, counters=False)
-            for op in gpuprof.workloads.ops.OPS for size in ("1MB", "4MB")]
+    return [
+        gpuprof.run(op, size, device="cpu", save=False, repeat=3, warmup=1, counters=False)
+        for op in gpuprof.workloads.ops.OPS
+        for size in ("1MB", "4MB")
+    ]
 
 
 def invoke(*args: str) -> None:
@@ -156,14 +160,17 @@ ROOFLINES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("files, imports, options", ROOFLINES.values(), ids=ROOFLINES.keys())
-def test_roofline_of_real_profiles_reads_cleanly(tmp_path: Path, saved: list[list[str]], files: list[Path],
-                                                 imports: list[str], options: list[str]) -> None:
+def test_roofline_of_real_profiles_reads_cleanly(
+    tmp_path: Path, saved: list[list[str]], files: list[Path], imports: list[str], options: list[str]
+) -> None:
     store = stored(tmp_path / "s.sqlite", (), files, *imports)
     for precision in ("all", "fp32", "fp16"):
-        result = CliRunner().invoke(main, ["roofline", "--store", str(store), "--out", str(tmp_path / precision),
-                                           "--precision", precision, *options])
+        result = CliRunner().invoke(
+            main,
+            ["roofline", "--store", str(store), "--out", str(tmp_path / precision), "--precision", precision, *options],
+        )
         assert result.exit_code == 0 or "no stored run" in result.stderr, result.output
-    assert_readable(saved, 4)   # PNG and SVG of two counts at least
+    assert_readable(saved, 4)  # PNG and SVG of two counts at least
 
 
 def test_roofline_of_cpu_runs_reads_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
@@ -176,9 +183,22 @@ def test_roofline_of_cpu_runs_reads_cleanly(tmp_path: Path, saved: list[list[str
 @NCU_REPORT
 def test_html_report_charts_read_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
     store = stored(tmp_path / "s.sqlite", cpu_runs)
-    invoke("compare", "--store", str(store), "--reference", "paper", "--import", str(A100), "--import", str(RTX3080),
-           "--import", str(K40C), "--html", str(tmp_path / "r.html"))
-    assert_readable(saved, 8)   # efficiency, roofline-relative, bars, five rooflines
+    invoke(
+        "compare",
+        "--store",
+        str(store),
+        "--reference",
+        "paper",
+        "--import",
+        str(A100),
+        "--import",
+        str(RTX3080),
+        "--import",
+        str(K40C),
+        "--html",
+        str(tmp_path / "r.html"),
+    )
+    assert_readable(saved, 8)  # efficiency, roofline-relative, bars, five rooflines
 
 
 def test_html_report_of_this_machine_alone_reads_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
@@ -187,8 +207,9 @@ def test_html_report_of_this_machine_alone_reads_cleanly(tmp_path: Path, saved: 
     assert_readable(saved, 3)
 
 
-@pytest.mark.parametrize("profile", [K40C, pytest.param(RTX3080, marks=NCU_REPORT), A100_TEXT, TOPDOWN],
-                         ids=lambda p: p.name[:24])
+@pytest.mark.parametrize(
+    "profile", [K40C, pytest.param(RTX3080, marks=NCU_REPORT), A100_TEXT, TOPDOWN], ids=lambda p: p.name[:24]
+)
 def test_stall_charts_read_cleanly(tmp_path: Path, saved: list[list[str]], profile: Path) -> None:
     invoke("stalls", str(profile), "--plot", str(tmp_path / "stalls.png"))
     assert_readable(saved, 1)

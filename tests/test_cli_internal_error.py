@@ -21,6 +21,7 @@ RUN = ["run", "--op", "add", "--size", "1KB", "--device", "cpu", "--repeat", "2"
 @pytest.fixture
 def broken_report(monkeypatch):
     """The run report fails after the run was measured and stored, as a bug would."""
+
     def report(*args, **kwargs):
         raise ZeroDivisionError("float division by zero")
 
@@ -34,8 +35,11 @@ def test_an_internal_error_is_one_line_a_traceback_file_and_the_run_kept(tmp_pat
     result = CliRunner().invoke(main, [*RUN, "--store", str(store)])
     assert result.exit_code == INTERNAL_ERROR_EXIT == 70
     [line] = result.output.strip().splitlines()
-    found = re.fullmatch(r"error: internal error: ZeroDivisionError: float division by zero; details in (\S+); "
-                         r"please report it\. Results stored before the error are kept\.", line)
+    found = re.fullmatch(
+        r"error: internal error: ZeroDivisionError: float division by zero; details in (\S+); "
+        r"please report it\. Results stored before the error are kept\.",
+        line,
+    )
     assert found, line
     details = Path(found.group(1)).read_text()
     assert details.startswith("command: ") and "Traceback (most recent call last)" in details

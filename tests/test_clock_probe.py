@@ -10,8 +10,9 @@ import pytest
 
 from gpuprof.devices import clock_probe
 
-x86_linux = pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",
-                               reason="the clock probe runs on x86-64 Linux only")
+x86_linux = pytest.mark.skipif(
+    sys.platform != "linux" or platform.machine() != "x86_64", reason="the clock probe runs on x86-64 Linux only"
+)
 
 
 @x86_linux

@@ -10,31 +10,51 @@ from dataclasses import asdict
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from extras import NCU_REPORT
+from fixture_paths import FIXTURES
 
 from gpuprof.cli import main
 from gpuprof.compare import comparison, short_name, study_table
 from gpuprof.devices.peaks import Peaks
 from gpuprof.importing import read_file
 from gpuprof.model import TIMED, Launch, Metric, Run
-from gpuprof.workloads.ops import get_op
 from gpuprof.store import open_store
-from fixture_paths import FIXTURES
-from extras import NCU_REPORT
+from gpuprof.workloads.ops import get_op
 
 # A made-up CPU: 100 GFLOP/s float32 at 2 GHz, no bandwidth; a second ceiling with 50 GB/s.
 THEORY = Peaks("Test CPU", {"float32": 100e9}, None, 2e9, "derived", "2 cores x 2 GHz x 25")
 CALIBRATED = Peaks("Test CPU", {"float32": 80e9}, 50e9, None, "calibrated", "gpuprof calibrate")
 
 
-def measured(op: str, shape: list[int], seconds: list[float], host: str = "h1", requested: str = "6MB",
-             name: str = "Test(R) CPU @ 2.00GHz", created: str = "2026-01-01T00:00:00+00:00") -> Run:
-    return Run(kind="run", format="cpu-numpy", source="test", created=created,
-               device={"name": name, "kind": "cpu", "peaks": [asdict(THEORY), asdict(CALIBRATED)]},
-               workload={"op": op, "dtype": "float32", "shape": shape, "size_bytes": 0, "requested": requested,
-                         "engine": "numpy"},
-               environment={"host": host},
-               launches=[Launch("numpy:" + op, i, metrics=[Metric("wall_time", t, "second", "kernel_duration", TIMED)])
-                         for i, t in enumerate(seconds)])
+def measured(
+    op: str,
+    shape: list[int],
+    seconds: list[float],
+    host: str = "h1",
+    requested: str = "6MB",
+    name: str = "Test(R) CPU @ 2.00GHz",
+    created: str = "2026-01-01T00:00:00+00:00",
+) -> Run:
+    return Run(
+        kind="run",
+        format="cpu-numpy",
+        source="test",
+        created=created,
+        device={"name": name, "kind": "cpu", "peaks": [asdict(THEORY), asdict(CALIBRATED)]},
+        workload={
+            "op": op,
+            "dtype": "float32",
+            "shape": shape,
+            "size_bytes": 0,
+            "requested": requested,
+            "engine": "numpy",
+        },
+        environment={"host": host},
+        launches=[
+            Launch("numpy:" + op, i, metrics=[Metric("wall_time", t, "second", "kernel_duration", TIMED)])
+            for i, t in enumerate(seconds)
+        ],
+    )
 
 
 def test_reference_rows_are_the_published_numbers():
@@ -60,8 +80,8 @@ def test_measured_row_from_median_time_and_each_ceiling():
     row = comparison([run]).rows.iloc[0]
     assert row["MFLOP/s"] == pytest.approx(500.0)
     assert row["GB/s"] == pytest.approx(6.0)
-    assert row["Efic.%"] == pytest.approx(0.5)            # 0.5 GFLOP/s of the 100 GFLOP/s theoretical peak
-    assert row["roof.%"] == pytest.approx(100 * 6 / 50)   # memory-bound under the calibrated 50 GB/s
+    assert row["Efic.%"] == pytest.approx(0.5)  # 0.5 GFLOP/s of the 100 GFLOP/s theoretical peak
+    assert row["roof.%"] == pytest.approx(100 * 6 / 50)  # memory-bound under the calibrated 50 GB/s
     assert row["bound"] == "memory" and row["size_MB"] == 6.0
     assert row["device"] == "Test"  # "(R)", "CPU" and the clock dropped from the column header
 
@@ -72,15 +92,23 @@ def test_study_table_has_sizes_as_rows_and_devices_as_columns():
     table = study_table(result.rows, "add")
     assert list(table["size (MB)"]) == [6, 12, 24, 48, 96]
     name = short_name("Test(R) CPU @ 2.00GHz")
-    assert list(table.columns[:5]) == ["size (MB)", f"{name} MFLOP/s", f"{name} Efic.%", f"{name} roof.%", f"{name} bound"]
+    assert list(table.columns[:5]) == [
+        "size (MB)",
+        f"{name} MFLOP/s",
+        f"{name} Efic.%",
+        f"{name} roof.%",
+        f"{name} bound",
+    ]
     assert table[f"{name} MFLOP/s"].iloc[:2].tolist() == pytest.approx([500.0, 1000.0])
     assert table["K40 (paper) MFLOP/s"].tolist() == [10502.79, 10717.41, 10752.33, 10726.04, 10726.58]
 
 
 def test_same_device_on_two_hosts_and_reruns():
-    runs = [measured("add", [1000, 1000], [2e-3], host="a", created="2026-01-01T00:00:00+00:00"),
-            measured("add", [1000, 1000], [4e-3], host="a", created="2026-01-02T00:00:00+00:00"),
-            measured("add", [1000, 1000], [1e-3], host="b")]
+    runs = [
+        measured("add", [1000, 1000], [2e-3], host="a", created="2026-01-01T00:00:00+00:00"),
+        measured("add", [1000, 1000], [4e-3], host="a", created="2026-01-02T00:00:00+00:00"),
+        measured("add", [1000, 1000], [1e-3], host="b"),
+    ]
     result = comparison(runs)
     by_device = dict(zip(result.rows["device"], result.rows["MFLOP/s"]))
     name = short_name("Test(R) CPU @ 2.00GHz")
@@ -118,8 +146,9 @@ def store(tmp_path):
 
 def test_cli_csv_and_json_are_the_long_frame(store):
     runner = CliRunner()
-    out = runner.invoke(main, ["compare", "--store", str(store), "--reference", "paper", "--op", "dot",
-                               "--format", "csv"])
+    out = runner.invoke(
+        main, ["compare", "--store", str(store), "--reference", "paper", "--op", "dot", "--format", "csv"]
+    )
     assert out.exit_code == 0, out.output
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     assert len(rows) == 1 + 15
@@ -176,7 +205,6 @@ def test_compare_with_nothing_to_compare_says_what_to_do(tmp_path):
     from click.testing import CliRunner
 
     from gpuprof.cli import main
-
     from gpuprof.store import open_store
 
     with open_store(tmp_path / "empty.sqlite") as store:
@@ -190,19 +218,38 @@ def test_devices_without_energy_for_one_reason_share_one_note():
     from gpuprof.compare import _without_energy
 
     no_rapl = "not measured: no CPU power source (virtual machines and containers usually hide RAPL)"
-    frame = pd.DataFrame({
-        "device": ["cpu A", "cpu A", "cpu B", "gpu C", "gpu C", "cpu D"],
-        "energy basis": [no_rapl, no_rapl, no_rapl, "not measured: NVML not installed", "measured: NVML", None],
-        "J/call": [None, None, None, None, 0.5, None]})
+    frame = pd.DataFrame(
+        {
+            "device": ["cpu A", "cpu A", "cpu B", "gpu C", "gpu C", "cpu D"],
+            "energy basis": [no_rapl, no_rapl, no_rapl, "not measured: NVML not installed", "measured: NVML", None],
+            "J/call": [None, None, None, None, 0.5, None],
+        }
+    )
     assert _without_energy(frame) == [
         f"no energy numbers for cpu A, cpu B: {no_rapl}",
-        "no energy numbers for gpu C in 1 of 2 row(s): not measured: NVML not installed"]
+        "no energy numbers for gpu C in 1 of 2 row(s): not measured: NVML not installed",
+    ]
 
 
 def test_a_run_asked_for_by_shape_is_listed_at_its_footprint(tmp_path):
     store = tmp_path / "s.sqlite"
-    result = CliRunner().invoke(main, ["run", "--op", "add", "--shape", "512", "--device", "cpu", "--repeat", "2",
-                                       "--no-counters", "--store", str(store)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--op",
+            "add",
+            "--shape",
+            "512",
+            "--device",
+            "cpu",
+            "--repeat",
+            "2",
+            "--no-counters",
+            "--store",
+            str(store),
+        ],
+    )
     assert result.exit_code == 0, result.output
     records = json.loads(CliRunner().invoke(main, ["compare", "--store", str(store), "--format", "json"]).stdout)
     assert [r["size_MB"] for r in records] == [3 * 512 * 512 * 4 / 1e6]  # 3.145728, not 0.000512
@@ -216,12 +263,28 @@ def test_a_run_asked_for_by_shape_is_listed_at_its_footprint(tmp_path):
 def _calibration_of(host: str, name: str, bandwidth: float) -> Run:
     from gpuprof.calibrate import FORMAT, KIND
 
-    return Run(kind=KIND, format=FORMAT, source="test", created="2026-02-01T00:00:00+00:00",
-               environment={"host": host}, device={"name": name}, launches=[
-                   Launch("numpy.matmul", 0, attributes={"dtype": "float32", "shape": "8x8x8", "stable": "yes"},
-                          metrics=[Metric("flop_rate", 90e9, "FLOP/second", origin="calibrated")]),
-                   Launch("numpy.add", 1, attributes={"array_bytes": "4096", "stable": "yes"},
-                          metrics=[Metric("bandwidth", bandwidth, "byte/second", origin="calibrated")])])
+    return Run(
+        kind=KIND,
+        format=FORMAT,
+        source="test",
+        created="2026-02-01T00:00:00+00:00",
+        environment={"host": host},
+        device={"name": name},
+        launches=[
+            Launch(
+                "numpy.matmul",
+                0,
+                attributes={"dtype": "float32", "shape": "8x8x8", "stable": "yes"},
+                metrics=[Metric("flop_rate", 90e9, "FLOP/second", origin="calibrated")],
+            ),
+            Launch(
+                "numpy.add",
+                1,
+                attributes={"array_bytes": "4096", "stable": "yes"},
+                metrics=[Metric("bandwidth", bandwidth, "byte/second", origin="calibrated")],
+            ),
+        ],
+    )
 
 
 def test_runs_made_before_a_calibration_get_its_roofline_and_the_sources_say_so():
@@ -256,8 +319,9 @@ def test_compare_flags_every_value_above_100_with_its_reason(tmp_path):
     assert "156.2 [1]" in text and "[1] above the calibrated FLOP/s ceiling: the ceiling is suspect" in text
     markdown = runner.invoke(main, ["compare", "--store", str(store), "--format", "markdown"]).stdout
     assert "| 156.2 [1] |" in markdown and "1. above the calibrated FLOP/s ceiling" in markdown
-    csv_rows = list(csv.DictReader(io.StringIO(runner.invoke(main, ["compare", "--store", str(store),
-                                                                     "--format", "csv"]).stdout)))
+    csv_rows = list(
+        csv.DictReader(io.StringIO(runner.invoke(main, ["compare", "--store", str(store), "--format", "csv"]).stdout))
+    )
     assert csv_rows[0]["roof. above 100"].startswith("above the calibrated FLOP/s ceiling")
     page = tmp_path / "c.html"
     assert runner.invoke(main, ["compare", "--store", str(store), "--html", str(page)]).exit_code == 0
@@ -270,15 +334,17 @@ def test_compare_stalls_in_json_and_a_profile_without_a_device_gets_a_header():
 
     text_summary = FIXTURES / "ncu_text_print_summary_per_gpu_a100_roofline_EXCERPT.log"
     runner = CliRunner()
-    out = runner.invoke(main, ["compare", "--import", str(K40C), "--import", str(text_summary), "--stalls",
-                               "--format", "json"])
+    out = runner.invoke(
+        main, ["compare", "--import", str(K40C), "--import", str(text_summary), "--stalls", "--format", "json"]
+    )
     assert out.exit_code == 0, out.output
     rows = json.loads(out.stdout)
     assert {r["profile"] for r in rows} == {"Tesla K40c", "device not named in the file"}
     sync = next(r for r in rows if r["profile"] == "Tesla K40c" and r["reason"] == "stall_sync")
     assert sync["% of stall cycles"] == 28.13 and sync["basis"] == "nvprof"
-    table = runner.invoke(main, ["compare", "--import", str(K40C), "--import", str(text_summary), "--stalls",
-                                 "--wide"]).stdout.split("Warp stalls: % of stall cycles per device\n")[1]
+    table = runner.invoke(
+        main, ["compare", "--import", str(K40C), "--import", str(text_summary), "--stalls", "--wide"]
+    ).stdout.split("Warp stalls: % of stall cycles per device\n")[1]
     header = table.splitlines()[0]
     assert header.split("  ")[-1].strip() == "device not named in the file" and "Tesla K40c" in header
 
@@ -294,6 +360,7 @@ def test_imported_kernels_above_100_are_flagged_too(monkeypatch):
     row = imported.index[imported["kernel"].str.startswith("void computeValue")][0]
     assert imported.loc[row, "roof.%"] > 100
     number = imported.attrs["marks"]["roof.%"][row]
-    assert imported.attrs["notes"][number - 1] == ("above the memory ceiling (peak-table): that bandwidth is below "
-                                                   "what the run read")
+    assert imported.attrs["notes"][number - 1] == (
+        "above the memory ceiling (peak-table): that bandwidth is below what the run read"
+    )
     assert "roof. above 100" not in imported.columns

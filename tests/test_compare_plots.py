@@ -64,7 +64,7 @@ def test_efficiency_panels_draw_the_100_percent_line_and_reach_it():
     full = [line for line in add.get_lines() if line.get_label() == "100 % (the ceiling)"]
     assert len(full) == 1 and list(full[0].get_ydata()) == [100, 100]
     low, high = add.get_ylim()
-    assert low < 0.22 and high > 100      # K40 add runs at 0.22-0.25 % of its FLOP peak (Table 2)
+    assert low < 0.22 and high > 100  # K40 add runs at 0.22-0.25 % of its FLOP peak (Table 2)
     assert "100" in [t.get_text() for t in add.yaxis.get_ticklabels()]
     mflops = lines_by_op(paper_frame(), ["K40 (paper)"], "MFLOP/s", "MFLOP/s", "t")
     assert all(line.get_label() != "100 % (the ceiling)" for line in mflops.axes[0].get_lines())

@@ -50,12 +50,12 @@ def _epochs_of_cpu2() -> tuple[list[str], list[list[float]]]:
 def test_replayed_counts_per_region_and_consistency(tmp_path):
     events, blocks = _epochs_of_cpu2()
     total = [0.0] * len(events)
-    readings = [list(total)]                      # fit begins
-    for block in blocks:                          # each epoch: begin, then end
+    readings = [list(total)]  # fit begins
+    for block in blocks:  # each epoch: begin, then end
         readings.append(list(total))
         total = [t + b for t, b in zip(total, block, strict=True)]
         readings.append(list(total))
-    readings.append(list(total))                  # fit ends
+    readings.append(list(total))  # fit ends
     replay = tmp_path / "replay.json"
     replay.write_text(json.dumps({"events": events, "readings": readings}))
     counts = _profile(tmp_path, GPUPROF_COUNTERS=",".join(events), GPUPROF_COUNTER_REPLAY=str(replay))
@@ -76,7 +76,7 @@ def test_software_events_through_perf_event_open(tmp_path):
     backend.close()
     counts = _profile(tmp_path, GPUPROF_COUNTERS="task-clock,context-switches")
     fit, epochs = counts.iloc[0], counts.iloc[1:]
-    assert (epochs["task-clock"] > 1e6).all()   # ns of CPU time each epoch
+    assert (epochs["task-clock"] > 1e6).all()  # ns of CPU time each epoch
     assert fit["task-clock"] >= epochs["task-clock"].sum()
     assert (counts["counted fraction"] == 1.0).all()
 
@@ -124,8 +124,9 @@ def test_profile_counters_mix_with_the_stand_in(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.setenv(counting.ENV_REPLAY, str(replay))
     store = tmp_path / "s.db"
-    result = CliRunner().invoke(main, ["profile", "--counters", "mix,topdown", "--store", str(store), "--",
-                                       sys.executable, str(script)])
+    result = CliRunner().invoke(
+        main, ["profile", "--counters", "mix,topdown", "--store", str(store), "--", sys.executable, str(script)]
+    )
     assert result.exit_code == 0, result.output
     assert "counter backend used: replay" in result.output
     assert "Counters per region" in result.output and "Consistency per parent" in result.output

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixture_paths import FIXTURES
 
 import gpuprof
 from gpuprof.cli import main
-from fixture_paths import FIXTURES
 
 CPU = FIXTURES.parent / "cpu-counters"
 INTEL = CPU / "perf-stat-human-fp512-i7-1185G7-suanpan.txt"

@@ -10,14 +10,16 @@ from gpuprof.devices import cpu
 
 # /proc/cpuinfo of the build VM (KVM guest, 2 vCPUs), copied verbatim except the 'bugs' and
 # 'power management' lines.
-FLAGS = ("fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ss "
-         "ht syscall nx pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid tsc_known_freq "
-         "pni pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 x2apic movbe popcnt tsc_deadline_timer aes xsave avx "
-         "f16c rdrand hypervisor lahf_lm abm 3dnowprefetch cpuid_fault fsgsbase tsc_adjust bmi1 hle avx2 smep "
-         "bmi2 erms invpcid rtm avx512f avx512dq rdseed adx smap avx512ifma clflushopt clwb avx512cd sha_ni "
-         "avx512bw avx512vl xsaveopt xsavec xgetbv1 xsaves avx_vnni avx512_bf16 arat avx512vbmi umip "
-         "avx512_vbmi2 gfni vaes vpclmulqdq avx512_vnni avx512_bitalg avx512_vpopcntdq rdpid cldemote movdiri "
-         "movdir64b fsrm serialize tsxldtrk amx_bf16 avx512_fp16 amx_tile amx_int8 arch_capabilities")
+FLAGS = (
+    "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ss "
+    "ht syscall nx pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid tsc_known_freq "
+    "pni pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 x2apic movbe popcnt tsc_deadline_timer aes xsave avx "
+    "f16c rdrand hypervisor lahf_lm abm 3dnowprefetch cpuid_fault fsgsbase tsc_adjust bmi1 hle avx2 smep "
+    "bmi2 erms invpcid rtm avx512f avx512dq rdseed adx smap avx512ifma clflushopt clwb avx512cd sha_ni "
+    "avx512bw avx512vl xsaveopt xsavec xgetbv1 xsaves avx_vnni avx512_bf16 arat avx512vbmi umip "
+    "avx512_vbmi2 gfni vaes vpclmulqdq avx512_vnni avx512_bitalg avx512_vpopcntdq rdpid cldemote movdiri "
+    "movdir64b fsrm serialize tsxldtrk amx_bf16 avx512_fp16 amx_tile amx_int8 arch_capabilities"
+)
 
 
 def _block(n: int) -> str:
@@ -112,8 +114,10 @@ def test_theoretical_peaks_of_the_build_vm() -> None:
     assert peaks.bandwidth is None
     assert any("gpuprof calibrate" in n for n in peaks.notes)
     assert any("NumPy computes float16 in software" in n for n in peaks.notes)
-    assert ("2 cores × 2.600 GHz (/proc/cpuinfo cpu MHz) × 512-bit vectors / element bits (16 float32, 8 float64 "
-            "lanes) × 2 FMA units × 2 FLOP per FMA [Intel Sapphire Rapids+ (AMX)]") == peaks.source
+    assert (
+        "2 cores × 2.600 GHz (/proc/cpuinfo cpu MHz) × 512-bit vectors / element bits (16 float32, 8 float64 "
+        "lanes) × 2 FMA units × 2 FLOP per FMA [Intel Sapphire Rapids+ (AMX)]"
+    ) == peaks.source
 
 
 def test_float16_without_native_fma_runs_at_float32_rate() -> None:
@@ -129,7 +133,8 @@ TIGER_LAKE = "".join(
     f"processor\t: {n}\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 140\n"
     f"model name\t: 11th Gen Intel(R) Core(TM) i7-1185G7 @ 3.00GHz\ncpu MHz\t\t: 1800.000\n"
     f"physical id\t: 0\ncore id\t\t: {n // 2}\nflags\t\t: fpu sse sse2 avx fma avx2 avx512f f16c\n\n"
-    for n in range(8))
+    for n in range(8)
+)
 
 
 def test_model_name_clock_and_client_avx512() -> None:
@@ -151,8 +156,10 @@ def test_clock_precedence_cpufreq_then_lscpu() -> None:
 
 def test_unknown_clock_gives_no_flop_peak() -> None:
     # An Arm Neoverse N1 block as Linux prints it (hand-written: no MHz line on Arm).
-    arm = ("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 asimdhp\n"
-           "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU part\t: 0xd0c\n")
+    arm = (
+        "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 asimdhp\n"
+        "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU part\t: 0xd0c\n"
+    )
     info = cpu.parse(arm)
     assert info["clock_hz"] is None and info["clock_source"] == "unknown"
     assert info["fp_units"]["label"] == "Arm Neoverse N1"
@@ -161,15 +168,18 @@ def test_unknown_clock_gives_no_flop_peak() -> None:
     assert any("physical core count unknown" in n for n in peaks.notes)
 
 
-@pytest.mark.parametrize(("vendor", "family", "model", "flags", "bits", "units"), [
-    ("AuthenticAMD", 0x17, 0x01, {"avx2", "fma"}, 128, 2),          # Zen 1
-    ("AuthenticAMD", 0x17, 0x31, {"avx2", "fma"}, 256, 2),          # Zen 2
-    ("AuthenticAMD", 0x19, 0x61, {"avx2", "fma", "avx512f"}, 256, 2),  # Zen 4: double-pumped
-    ("AuthenticAMD", 0x1A, 0x44, {"avx2", "fma", "avx512f"}, 512, 2),  # Zen 5
-    ("GenuineIntel", 6, 0x9E, {"avx", "avx2", "fma"}, 256, 2),      # Coffee Lake
-    ("GenuineIntel", 6, 0x55, {"avx2", "fma", "avx512f"}, 512, 2),  # Skylake-SP
-    ("GenuineIntel", 6, 0x2A, {"avx"}, 256, 1),                     # Sandy Bridge
-])
+@pytest.mark.parametrize(
+    ("vendor", "family", "model", "flags", "bits", "units"),
+    [
+        ("AuthenticAMD", 0x17, 0x01, {"avx2", "fma"}, 128, 2),  # Zen 1
+        ("AuthenticAMD", 0x17, 0x31, {"avx2", "fma"}, 256, 2),  # Zen 2
+        ("AuthenticAMD", 0x19, 0x61, {"avx2", "fma", "avx512f"}, 256, 2),  # Zen 4: double-pumped
+        ("AuthenticAMD", 0x1A, 0x44, {"avx2", "fma", "avx512f"}, 512, 2),  # Zen 5
+        ("GenuineIntel", 6, 0x9E, {"avx", "avx2", "fma"}, 256, 2),  # Coffee Lake
+        ("GenuineIntel", 6, 0x55, {"avx2", "fma", "avx512f"}, 512, 2),  # Skylake-SP
+        ("GenuineIntel", 6, 0x2A, {"avx"}, 256, 1),  # Sandy Bridge
+    ],
+)
 def test_fp_unit_table(vendor: str, family: int, model: int, flags: set[str], bits: int, units: int) -> None:
     found = cpu.fp_units(vendor, family, model, frozenset(flags))
     assert (found.vector_bits, found.fma_units) == (bits, units)

@@ -3,15 +3,13 @@ read in the fixture files (A100 roofline CSV, RTX 3080 report, A100 text summary
 
 from __future__ import annotations
 
-
 import pytest
+from extras import NCU_REPORT
+from fixture_paths import FIXTURES
 
 from gpuprof import readers
 from gpuprof.derive import counters
 from gpuprof.model import Launch, Metric
-from fixture_paths import FIXTURES
-from extras import NCU_REPORT
-
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +66,16 @@ def test_a100_text_summary_rate_against_peak() -> None:
 
 
 def test_nvprof_style_direct_counts() -> None:
-    launch = Launch(kernel="k", index=0, metrics=[
-        Metric("flop_count_sp", 25_264_160_800.0, "FLOP", "flop_count_sp"),
-        Metric("Duration", 0.5, "second", "kernel_duration"),
-        Metric("dram_read_bytes", 3.0e9, "byte", "dram_read_bytes"),
-        Metric("dram_write_bytes", 1.0e9, "byte", "dram_write_bytes"),
-    ])
+    launch = Launch(
+        kernel="k",
+        index=0,
+        metrics=[
+            Metric("flop_count_sp", 25_264_160_800.0, "FLOP", "flop_count_sp"),
+            Metric("Duration", 0.5, "second", "kernel_duration"),
+            Metric("dram_read_bytes", 3.0e9, "byte", "dram_read_bytes"),
+            Metric("dram_write_bytes", 1.0e9, "byte", "dram_write_bytes"),
+        ],
+    )
     assert counters.flops(launch) == (25_264_160_800.0, "FLOP")
     assert counters.flop_rate(launch) == (25_264_160_800.0 / 0.5, "FLOP/second")
     assert counters.dram_bandwidth(launch) == (4.0e9 / 0.5, "byte/second")
@@ -81,9 +83,16 @@ def test_nvprof_style_direct_counts() -> None:
 
 def test_missing_inputs_give_none_and_bad_precision_raises() -> None:
     empty = Launch(kernel="k", index=0)
-    for derive in (counters.kernel_time, counters.sm_clock, counters.flops, counters.flop_rate,
-                   counters.dram_bytes, counters.dram_bandwidth, counters.peak_flop_rate,
-                   counters.flop_efficiency):
+    for derive in (
+        counters.kernel_time,
+        counters.sm_clock,
+        counters.flops,
+        counters.flop_rate,
+        counters.dram_bytes,
+        counters.dram_bandwidth,
+        counters.peak_flop_rate,
+        counters.flop_efficiency,
+    ):
         assert derive(empty) is None
     with pytest.raises(ValueError, match="precision"):
         counters.flops(empty, "fp8")

@@ -51,17 +51,24 @@ def _by_hand(rows: pd.DataFrame) -> pd.DataFrame:
             below = (group[bottom] * w)[both].sum()
             return (group[top] * w)[both].sum() / below if both.any() and below > 0 else math.nan
 
-        out.append({"kernel": group["kernel"].iat[0], "launches": int(w.sum()),
-                    "time/launch (s)": per_launch("time"),
-                    "time total (s)": (time * w).sum(min_count=1),
-                    "flop_count_sp/launch (FLOP)": per_launch("flops_fp32"),
-                    "flop_count_dp/launch (FLOP)": per_launch("flops_fp64"),
-                    "total FLOP/launch": per_launch("flops_total"),
-                    "FLOP/s sp": time_weighted("flop_rate_fp32"), "SM clock (Hz)": time_weighted("sm_clock"),
-                    "DRAM bytes/launch": per_launch("dram_bytes"),
-                    "DRAM bandwidth (byte/s)": time_weighted("dram_bandwidth"),
-                    "FLOP/s total": over("flops_total", "time"), "AI DRAM (FLOP/byte)": over("flops_total", "dram_bytes"),
-                    "AI L2 (FLOP/byte)": over("flops_total", "l2_bytes")})
+        out.append(
+            {
+                "kernel": group["kernel"].iat[0],
+                "launches": int(w.sum()),
+                "time/launch (s)": per_launch("time"),
+                "time total (s)": (time * w).sum(min_count=1),
+                "flop_count_sp/launch (FLOP)": per_launch("flops_fp32"),
+                "flop_count_dp/launch (FLOP)": per_launch("flops_fp64"),
+                "total FLOP/launch": per_launch("flops_total"),
+                "FLOP/s sp": time_weighted("flop_rate_fp32"),
+                "SM clock (Hz)": time_weighted("sm_clock"),
+                "DRAM bytes/launch": per_launch("dram_bytes"),
+                "DRAM bandwidth (byte/s)": time_weighted("dram_bandwidth"),
+                "FLOP/s total": over("flops_total", "time"),
+                "AI DRAM (FLOP/byte)": over("flops_total", "dram_bytes"),
+                "AI L2 (FLOP/byte)": over("flops_total", "l2_bytes"),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -104,8 +111,9 @@ def test_the_sm_clock_of_a_kernel_is_weighted_by_its_time() -> None:
     step = rows[rows["kernel"] == "cuda_compute_step_factor"]
     assert len(step) == 15
     row = gpuprof.kernels(V100).set_index("kernel").loc["cuda_compute_step_factor"]
-    assert row["SM clock (Hz)"] == pytest.approx((step["sm_clock"] * step["time"]).sum() / step["time"].sum(),
-                                                 rel=1e-12)
+    assert row["SM clock (Hz)"] == pytest.approx(
+        (step["sm_clock"] * step["time"]).sum() / step["time"].sum(), rel=1e-12
+    )
     assert row["SM clock (Hz)"] == pytest.approx(1.1593e9, rel=1e-4)
 
 
@@ -120,11 +128,21 @@ def test_nvprof_aggregate_rows_count_their_invocations() -> None:
 
 
 def _run(*launches: dict[str, float]) -> Run:
-    names = {"time": ("gpu__time_duration.sum", "second"), "sp": ("flop_count_sp", "FLOP"),
-             "dram": ("dram__bytes.sum", "byte")}
-    return Run("import", "test", "memory.csv", device={"name": "Tesla V100-SXM2-16GB"},
-               launches=[Launch("k", i, metrics=[Metric(names[k][0], v, names[k][1]) for k, v in launch.items()])
-                         for i, launch in enumerate(launches)])
+    names = {
+        "time": ("gpu__time_duration.sum", "second"),
+        "sp": ("flop_count_sp", "FLOP"),
+        "dram": ("dram__bytes.sum", "byte"),
+    }
+    return Run(
+        "import",
+        "test",
+        "memory.csv",
+        device={"name": "Tesla V100-SXM2-16GB"},
+        launches=[
+            Launch("k", i, metrics=[Metric(names[k][0], v, names[k][1]) for k, v in launch.items()])
+            for i, launch in enumerate(launches)
+        ],
+    )
 
 
 def test_completeness_flags_and_sums_over_the_launches_that_have_a_value() -> None:
@@ -132,8 +150,8 @@ def test_completeness_flags_and_sums_over_the_launches_that_have_a_value() -> No
     (row,) = kernels.kernel_frame([run]).to_dict("records")
     assert row["launches"] == 2 and row["time"] == pytest.approx(4e-3) and row["time_complete"]
     assert row["flops_fp32"] == 4e9 and not row["flops_fp32_complete"] and row["flops_fp32_per_launch"] == 4e9
-    assert row["flop_rate_fp32"] == pytest.approx(4e12)          # over the launch that has both
-    assert row["ai_dram"] == pytest.approx(4e9 / 1e8)             # FLOPs over the bytes of the same launches
+    assert row["flop_rate_fp32"] == pytest.approx(4e12)  # over the launch that has both
+    assert row["ai_dram"] == pytest.approx(4e9 / 1e8)  # FLOPs over the bytes of the same launches
     assert row["dram_bandwidth"] == pytest.approx(4e8 / 4e-3)
     assert row["ai_dram_fp32"] == pytest.approx(4e9 / 1e8) and math.isnan(row["ai_dram_fp64"])
     # the roofline places a kernel only from complete sums
@@ -170,7 +188,14 @@ def test_each_kind_of_work_has_its_own_point() -> None:
 def test_diff_compares_the_same_launch_rows(path: Path) -> None:
     run = gpuprof.read(path)
     rows, compared = gpuprof.launches(run), values.imported(run)
-    for ours, theirs in (("time", "time"), ("flops_total", "flops"), ("dram_bytes", "bytes"), ("l2_bytes", "l2_bytes"),
-                         ("sm_clock", "sm_clock"), ("ai_dram", "intensity"), ("flop_rate_total", "flop_rate")):
+    for ours, theirs in (
+        ("time", "time"),
+        ("flops_total", "flops"),
+        ("dram_bytes", "bytes"),
+        ("l2_bytes", "l2_bytes"),
+        ("sm_clock", "sm_clock"),
+        ("ai_dram", "intensity"),
+        ("flop_rate_total", "flop_rate"),
+    ):
         np.testing.assert_array_equal(rows[ours].to_numpy(dtype=float), compared[theirs].to_numpy(dtype=float))
     assert np.isfinite(compared["time"]).all()

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixture_paths import A100, FIXTURES
 
 from gpuprof import readers
-from gpuprof.readers import joining
 from gpuprof.cli import main
 from gpuprof.derive import counters, tensor
 from gpuprof.importing import import_files, kernel_table, read_file
-from fixture_paths import A100, FIXTURES
+from gpuprof.readers import joining
 
 V100_FILES = sorted(FIXTURES.glob("ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.*.csv"))
 A100_SGEMM = FIXTURES / "ncu_csv_a100_nersc_roofline_metrics_with_duration_sgemm.csv"
@@ -73,7 +73,10 @@ def test_a100_bert_time_is_derived_from_cycles_and_labelled_so() -> None:
     assert sgemm["flops_total"] == flops == 8_847_360
     assert sgemm["flop_rate_total"] == close(flops / (9_523.07 / 991_986_882.72))  # 9.216e11
     assert (sgemm["ai_dram"], sgemm["ai_l2"], sgemm["ai_l1"]) == (
-        close(flops / 303_360), close(flops / 1_952_544), close(flops / 1_015_808))  # 29.16, 4.531, 8.710
+        close(flops / 303_360),
+        close(flops / 1_952_544),
+        close(flops / 1_015_808),
+    )  # 29.16, 4.531, 8.710
     assert softmax["flops_sp"] == 81_920 + 10_240 + 2 * 85_760 == 263_680
     assert softmax["flops_hp"] == 2 * 3_200
 
@@ -107,8 +110,10 @@ def test_v100_files_join_only_where_every_run_names_the_same_kernel(v100) -> Non
     assert len(V100_FILES) == 12
     assert v100.launch_table["index"].tolist() == [122, 123, 124, 125]
     assert v100.launch_table["kernel"].tolist()[1:3] == ["volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn"] * 2
-    assert any(note.startswith("5 of 9 launch IDs name different kernels in different files and were left out")
-               for note in v100.notes)
+    assert any(
+        note.startswith("5 of 9 launch IDs name different kernels in different files and were left out")
+        for note in v100.notes
+    )
     assert len(v100.metric_table) == 4 * 12
 
 
@@ -213,8 +218,11 @@ def test_a100_gemm_total_by_nersc_512_when_the_user_asks(tmp_path: Path) -> None
     assert gemm["total FLOP/launch"] == 107_404_381_388_800
     assert gemm["FLOP/s total"] == close(107_404_381_388_800 / (25_610_472_227.46 / 764_999_999.31))
     assert gemm["AI DRAM (FLOP/byte)"] == close(107_404_381_388_800 / 807_658_682_624)
-    assert "tensor FLOPs = 512 x tensor-pipe warp instructions, the factor given with --tensor-flop-per-inst" in gemm[
-        "basis"] and "an estimate, not a count" in gemm["basis"]
+    assert (
+        "tensor FLOPs = 512 x tensor-pipe warp instructions, the factor given with --tensor-flop-per-inst"
+        in gemm["basis"]
+        and "an estimate, not a count" in gemm["basis"]
+    )
     assert "--tensor-flop-per-inst 512: tensor FLOPs = 512 x tensor-pipe warp instructions" in notes
     assert rows[0]["tensor FLOP/launch"] == 0  # randomInit ran no tensor-pipe instruction: nothing to multiply
     stored = import_files([A100], tmp_path / "s.sqlite")[0]  # without the factor: another run, total left open
@@ -237,7 +245,8 @@ def test_the_given_factor_does_not_override_counted_or_documented_work(tmp_path:
 
 
 def test_tensor_factor_must_be_positive(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["import", "--tensor-flop-per-inst", "0", str(A100), "--store",
-                                       str(tmp_path / "s.sqlite")])
+    result = CliRunner().invoke(
+        main, ["import", "--tensor-flop-per-inst", "0", str(A100), "--store", str(tmp_path / "s.sqlite")]
+    )
     assert result.exit_code == 2 and "0<x<=1000000" in result.output.replace(" ", "")
     assert not (tmp_path / "s.sqlite").exists()

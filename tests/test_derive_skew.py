@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fixture_paths import FIXTURES
+
 from gpuprof import readers
-from gpuprof.readers import joining
 from gpuprof.derive import counters
 from gpuprof.importing import read_file
-from fixture_paths import FIXTURES
+from gpuprof.readers import joining
 
 A100_SGEMM = FIXTURES / "ncu_csv_a100_nersc_roofline_metrics_with_duration_sgemm.csv"
 V100_CYCLES = FIXTURES / "ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.sm__cycles_elapsed.avg.csv"
@@ -20,8 +21,9 @@ def test_cycles_that_disagree_with_the_duration_are_noted_and_the_duration_kept(
     """6b with ID 0's sm__cycles_elapsed.avg edited from 7,556.52 to 755,652.00 (x 100, as an
     instrumented pass would give): the note names the launch and the ratio; time stays 7,488 ns."""
     text = A100_SGEMM.read_text()
-    edited = text.replace('"sm__cycles_elapsed.avg","cycle","7,556.52"',
-                          '"sm__cycles_elapsed.avg","cycle","755,652.00"')
+    edited = text.replace(
+        '"sm__cycles_elapsed.avg","cycle","7,556.52"', '"sm__cycles_elapsed.avg","cycle","755,652.00"'
+    )
     assert edited != text
     path = tmp_path / "skewed.csv"
     path.write_text(edited)
@@ -39,8 +41,9 @@ def test_two_files_of_the_same_launches_that_disagree(tmp_path: Path) -> None:
     """The V100 cycles file joined with a copy of itself whose ID 123 reads 100 x more cycles
     (18,075,890.00 instead of 180,758.90): the join keeps the first and says they disagree."""
     text = V100_CYCLES.read_text()
-    edited = text.replace('"sm__cycles_elapsed.avg","cycle","180758.90"',
-                          '"sm__cycles_elapsed.avg","cycle","18075890.00"')
+    edited = text.replace(
+        '"sm__cycles_elapsed.avg","cycle","180758.90"', '"sm__cycles_elapsed.avg","cycle","18075890.00"'
+    )
     assert edited != text
     copy = tmp_path / "second_pass.csv"
     copy.write_text(edited)

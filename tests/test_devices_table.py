@@ -37,11 +37,38 @@ def test_every_row_has_a_source_and_only_known_flags() -> None:
         assert g.get("peak_clock_mhz") and g.get("sm_count") and g.get("fp32_gflops"), g.key
 
 
-@pytest.mark.parametrize("name", [
-    "GeForce GT 710M", "Tesla K40", "GeForce GTX 980", "K80", "P100 PCIe", "P100 SXM2", "V100 SXM2",
-    "V100 PCIe", "T4", "A100 SXM4 40", "A100 SXM4 80", "A100 PCIe 40", "A100 PCIe 80", "A10", "A30",
-    "A40", "L4", "L40S", "RTX 3090", "RTX 4090", "RTX 5090", "RTX A6000", "H100 SXM", "H100 PCIe",
-    "H200", "B200", "GH200"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GeForce GT 710M",
+        "Tesla K40",
+        "GeForce GTX 980",
+        "K80",
+        "P100 PCIe",
+        "P100 SXM2",
+        "V100 SXM2",
+        "V100 PCIe",
+        "T4",
+        "A100 SXM4 40",
+        "A100 SXM4 80",
+        "A100 PCIe 40",
+        "A100 PCIe 80",
+        "A10",
+        "A30",
+        "A40",
+        "L4",
+        "L40S",
+        "RTX 3090",
+        "RTX 4090",
+        "RTX 5090",
+        "RTX A6000",
+        "H100 SXM",
+        "H100 PCIe",
+        "H200",
+        "B200",
+        "GH200",
+    ],
+)
 def test_the_devices_the_issue_lists_are_in_the_table(name: str) -> None:
     assert gpu_table.match(name).key
 
@@ -64,12 +91,25 @@ def test_unconfirmed_and_derived_values_stay_marked() -> None:
     assert "sm_count is unconfirmed" in notes and "peak_clock_mhz is unconfirmed" in notes
 
 
-@pytest.mark.parametrize(("name", "vendor_tflops"), [
-    # Vendor-rounded FP32 figures quoted in gpu_peaks_notes.md / the research table.
-    ("a100-sxm4-40gb", 19.5), ("v100-sxm2", 15.7), ("v100-pcie", 14.0), ("k40", 4.29), ("gtx-980", 4.98),
-    ("t4", 8.1), ("h100-sxm5", 67.0), ("h100-pcie", 51.0), ("gt-710m", 0.2976), ("l40s", 91.6),
-    ("a40", 37.4), ("rtx-4090", 82.6), ("p100-pcie", 9.3),
-])
+@pytest.mark.parametrize(
+    ("name", "vendor_tflops"),
+    [
+        # Vendor-rounded FP32 figures quoted in gpu_peaks_notes.md / the research table.
+        ("a100-sxm4-40gb", 19.5),
+        ("v100-sxm2", 15.7),
+        ("v100-pcie", 14.0),
+        ("k40", 4.29),
+        ("gtx-980", 4.98),
+        ("t4", 8.1),
+        ("h100-sxm5", 67.0),
+        ("h100-pcie", 51.0),
+        ("gt-710m", 0.2976),
+        ("l40s", 91.6),
+        ("a40", 37.4),
+        ("rtx-4090", 82.6),
+        ("p100-pcie", 9.3),
+    ],
+)
 def test_fp32_formula_gives_the_vendor_figure(name: str, vendor_tflops: float) -> None:
     formula = gpu_table.fp32_formula(gpu(name))
     assert formula == pytest.approx(vendor_tflops * 1e12, rel=0.012)
@@ -77,9 +117,9 @@ def test_fp32_formula_gives_the_vendor_figure(name: str, vendor_tflops: float) -
 
 def test_k40_peak_is_at_base_clock_and_boost_gives_the_volta_table_figure() -> None:
     k40 = gpu("k40")
-    assert gpu_table.fp32_formula(k40) == pytest.approx(4291.2e9)            # 15 x 192 x 2 x 745 MHz
+    assert gpu_table.fp32_formula(k40) == pytest.approx(4291.2e9)  # 15 x 192 x 2 x 745 MHz
     assert gpu_table.fp32_formula(k40, k40.get("boost_clock_mhz")) == pytest.approx(5040e9)
-    assert gpu_table.fp64_formula(k40) == pytest.approx(1430.4e9)            # datasheet 1.43 TF
+    assert gpu_table.fp64_formula(k40) == pytest.approx(1430.4e9)  # datasheet 1.43 TF
 
 
 def test_formulas_agree_with_every_confirmed_table_value() -> None:
@@ -102,16 +142,21 @@ def test_bandwidth_uses_the_cuda_memory_clock_of_the_study() -> None:
     assert gpu_table.bandwidth_formula(gpu("a100-sxm4-40gb")) == pytest.approx(1555.2e9)
 
 
-@pytest.mark.parametrize(("query", "keys"), [
-    ("a100", {"a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-40gb", "a100-pcie-80gb"}),
-    ("A100-SXM4-40GB", {"a100-sxm4-40gb"}),
-    ("NVIDIA A100-SXM4-40GB", {"a100-sxm4-40gb"}),      # NVML's name
-    ("Tesla K40c", {"k40"}),
-    ("a10", {"a10"}),                                    # not the A100s
-    ("GT710M", {"gt-710m"}), ("K40", {"k40"}), ("GTX980", {"gtx-980"}),   # the study's names
-    ("h100", {"h100-sxm5", "h100-pcie"}),
-    ("nothing like it", set()),
-])
+@pytest.mark.parametrize(
+    ("query", "keys"),
+    [
+        ("a100", {"a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-40gb", "a100-pcie-80gb"}),
+        ("A100-SXM4-40GB", {"a100-sxm4-40gb"}),
+        ("NVIDIA A100-SXM4-40GB", {"a100-sxm4-40gb"}),  # NVML's name
+        ("Tesla K40c", {"k40"}),
+        ("a10", {"a10"}),  # not the A100s
+        ("GT710M", {"gt-710m"}),
+        ("K40", {"k40"}),
+        ("GTX980", {"gtx-980"}),  # the study's names
+        ("h100", {"h100-sxm5", "h100-pcie"}),
+        ("nothing like it", set()),
+    ],
+)
 def test_find_matches_names_as_people_and_tools_write_them(query: str, keys: set[str]) -> None:
     assert {g.key for g in gpu_table.find(query)} == keys
 
@@ -165,18 +210,41 @@ class _FakeNvml(types.ModuleType):
         self.shutdown = False
 
     def nvmlInit(self) -> None: ...
-    def nvmlShutdown(self) -> None: self.shutdown = True
-    def nvmlDeviceGetCount(self) -> int: return 1
-    def nvmlDeviceGetHandleByIndex(self, i: int) -> int: return i
-    def nvmlDeviceGetName(self, h: int) -> bytes: return b"NVIDIA A100-SXM4-40GB"
-    def nvmlDeviceGetPciInfo(self, h: int) -> object: return types.SimpleNamespace(busId=b"00000000:07:00.0")
-    def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple[int, int]: return (8, 0)
-    def nvmlDeviceGetNumGpuCores(self, h: int) -> int: return 6912
-    def nvmlDeviceGetMaxClockInfo(self, h: int, c: int) -> int: return {1: 1410, 2: 1215}[c]
-    def nvmlDeviceGetClockInfo(self, h: int, c: int) -> int: raise self.NVMLError("not supported")
-    def nvmlDeviceGetMemoryBusWidth(self, h: int) -> int: return 5120
-    def nvmlDeviceGetMemoryInfo(self, h: int) -> object: return types.SimpleNamespace(total=40 * 2**30)
-    def nvmlSystemGetDriverVersion(self) -> str: return "535.104.05"
+    def nvmlShutdown(self) -> None:
+        self.shutdown = True
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
+        return i
+
+    def nvmlDeviceGetName(self, h: int) -> bytes:
+        return b"NVIDIA A100-SXM4-40GB"
+
+    def nvmlDeviceGetPciInfo(self, h: int) -> object:
+        return types.SimpleNamespace(busId=b"00000000:07:00.0")
+
+    def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple[int, int]:
+        return (8, 0)
+
+    def nvmlDeviceGetNumGpuCores(self, h: int) -> int:
+        return 6912
+
+    def nvmlDeviceGetMaxClockInfo(self, h: int, c: int) -> int:
+        return {1: 1410, 2: 1215}[c]
+
+    def nvmlDeviceGetClockInfo(self, h: int, c: int) -> int:
+        raise self.NVMLError("not supported")
+
+    def nvmlDeviceGetMemoryBusWidth(self, h: int) -> int:
+        return 5120
+
+    def nvmlDeviceGetMemoryInfo(self, h: int) -> object:
+        return types.SimpleNamespace(total=40 * 2**30)
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "535.104.05"
 
 
 def test_runtime_peaks_follow_the_table_formulas(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -198,27 +266,30 @@ def test_runtime_peaks_follow_the_table_formulas(monkeypatch: pytest.MonkeyPatch
 ORIGINS = {gpu_table.PUBLISHED, gpu_table.DERIVED, gpu_table.UNCONFIRMED}
 
 
-@pytest.mark.parametrize(("name", "precision", "kind", "tera"), [
-    # Each value read by hand in the source its row or [sources] entry cites.
-    ("h100-sxm5", "fp16", "tensor", 989.4),            # H100 datasheet (hpctech copy): 1979 sparse
-    ("h100-sxm5", "fp64", "tensor", 67),               # same table
-    ("h100-pcie", "fp64", "tensor", 51),
-    ("a100-sxm4-40gb", "tf32", "tensor", 156),         # A100 whitepaper comparison table
-    ("a100-sxm4-40gb", "fp16", "fma", 78),
-    ("a100-sxm4-40gb", "bf16", "tensor", 312),
-    ("a100-sxm4-40gb", "fp16", "tensor-f16acc", 312),
-    ("a100-sxm4-40gb", "fp64", "tensor", 19.5),
-    ("a100-sxm4-40gb", "int8", "tensor", 624),
-    ("v100-sxm2", "fp16", "fma", 31.4),                # same table, V100 column
-    ("v100-sxm2", "fp16", "tensor-f16acc", 125),
-    ("p100-sxm2", "fp16", "fma", 21.2),                # same table, P100 column
-    ("p100-pcie", "fp16", "fma", 18.7),                # Tom's Hardware P100 PCIe
-    ("a40", "bf16", "tensor", 149.7),                  # A40 datasheet (ecer copy)
-    ("a40", "int8", "tensor", 299.3),
-    ("a30", "fp64", "tensor", 10.3),
-    ("l4", "int8", "tensor", 242.5),                   # 485 TOPS with sparsity
-    ("b200", "fp8", "tensor", 4500),                   # HGX B200: 9 PF FP8 with sparsity
-])
+@pytest.mark.parametrize(
+    ("name", "precision", "kind", "tera"),
+    [
+        # Each value read by hand in the source its row or [sources] entry cites.
+        ("h100-sxm5", "fp16", "tensor", 989.4),  # H100 datasheet (hpctech copy): 1979 sparse
+        ("h100-sxm5", "fp64", "tensor", 67),  # same table
+        ("h100-pcie", "fp64", "tensor", 51),
+        ("a100-sxm4-40gb", "tf32", "tensor", 156),  # A100 whitepaper comparison table
+        ("a100-sxm4-40gb", "fp16", "fma", 78),
+        ("a100-sxm4-40gb", "bf16", "tensor", 312),
+        ("a100-sxm4-40gb", "fp16", "tensor-f16acc", 312),
+        ("a100-sxm4-40gb", "fp64", "tensor", 19.5),
+        ("a100-sxm4-40gb", "int8", "tensor", 624),
+        ("v100-sxm2", "fp16", "fma", 31.4),  # same table, V100 column
+        ("v100-sxm2", "fp16", "tensor-f16acc", 125),
+        ("p100-sxm2", "fp16", "fma", 21.2),  # same table, P100 column
+        ("p100-pcie", "fp16", "fma", 18.7),  # Tom's Hardware P100 PCIe
+        ("a40", "bf16", "tensor", 149.7),  # A40 datasheet (ecer copy)
+        ("a40", "int8", "tensor", 299.3),
+        ("a30", "fp64", "tensor", 10.3),
+        ("l4", "int8", "tensor", 242.5),  # 485 TOPS with sparsity
+        ("b200", "fp8", "tensor", 4500),  # HGX B200: 9 PF FP8 with sparsity
+    ],
+)
 def test_published_ceilings_are_the_cited_figures(name: str, precision: str, kind: str, tera: float) -> None:
     found = gpu_table.ceiling(gpu(name), precision, kind)
     assert found is not None and found.origin == gpu_table.PUBLISHED
@@ -244,11 +315,11 @@ def test_formulas_reproduce_every_published_ceiling() -> None:
 
 def test_derived_ceilings_show_their_formula_and_clock() -> None:
     a30 = gpu("a30")
-    bf16 = gpu_table.ceiling(a30, "bf16", "tensor")          # A30 has no published BF16 figure
+    bf16 = gpu_table.ceiling(a30, "bf16", "tensor")  # A30 has no published BF16 figure
     assert bf16.origin == gpu_table.DERIVED and bf16.value == pytest.approx(56 * 2048 * 1440e6)
     assert bf16.formula == "56 SM x 2048 FLOP x 1440 MHz" and "A100 Tensor Core GPU Architecture" in bf16.source
     assert (bf16.clock_mhz, bf16.clock) == (1440, "boost")
-    fp16 = gpu_table.ceiling(gpu("t4"), "fp16", "fma")         # CUDA guide: 128 FP16 results/clk/SM on 7.x
+    fp16 = gpu_table.ceiling(gpu("t4"), "fp16", "fma")  # CUDA guide: 128 FP16 results/clk/SM on 7.x
     assert fp16.value == pytest.approx(40 * 128 * 2 * 1590e6) and "Arithmetic Instructions" in fp16.source
 
 
@@ -268,7 +339,7 @@ def test_hopper_tensor_ceilings_use_the_tensor_clock_but_dmma_the_boost_clock() 
     h100 = gpu("h100-sxm5")
     fp8 = gpu_table.ceiling(h100, "fp8", "tensor")
     assert (fp8.clock_mhz, fp8.clock) == (1830, "tensor boost")
-    assert fp8.value == pytest.approx(132 * 8192 * 1830e6)    # 1979 TF: the datasheet's 3958 sparse / 2
+    assert fp8.value == pytest.approx(132 * 8192 * 1830e6)  # 1979 TF: the datasheet's 3958 sparse / 2
     dmma = gpu_table.formula_ceiling(h100, "fp64", "tensor")
     assert (dmma.clock_mhz, dmma.clock) == (1980, "boost")
     # NVIDIA's 67 / 51 TF FP64 tensor figures fit 256 FLOP/clk/SM at 1980 / 1755 MHz, not at the
@@ -291,11 +362,18 @@ def test_geforce_boards_run_fp32_accumulate_at_half_rate() -> None:
     assert gpu_table.rates_of(gpu("rtx-3090")).fp64 == gpu_table.load().lanes["8.6"].fp64 == 2
 
 
-@pytest.mark.parametrize(("name", "precision", "kind"), [
-    ("v100-sxm2", "bf16", "tensor"), ("v100-sxm2", "tf32", "tensor"), ("t4", "fp64", "tensor"),
-    ("k40", "fp16", "fma"), ("gtx-980", "fp16", "tensor"), ("a100-sxm4-40gb", "fp8", "tensor"),
-    ("b200", "fp16", "fma"),          # B200's per-SM rates are unknown and NVIDIA gives no figure
-])
+@pytest.mark.parametrize(
+    ("name", "precision", "kind"),
+    [
+        ("v100-sxm2", "bf16", "tensor"),
+        ("v100-sxm2", "tf32", "tensor"),
+        ("t4", "fp64", "tensor"),
+        ("k40", "fp16", "fma"),
+        ("gtx-980", "fp16", "tensor"),
+        ("a100-sxm4-40gb", "fp8", "tensor"),
+        ("b200", "fp16", "fma"),  # B200's per-SM rates are unknown and NVIDIA gives no figure
+    ],
+)
 def test_ceilings_a_gpu_lacks_are_none(name: str, precision: str, kind: str) -> None:
     assert gpu_table.ceiling(gpu(name), precision, kind) is None
 
@@ -313,7 +391,7 @@ def test_l2_bandwidth_is_nvidias_bytes_per_clock_at_the_sm_clock() -> None:
     assert a100.value == pytest.approx(7219.2e9) and v100.value == pytest.approx(3133.44e9)
     assert round(a100.value / v100.value, 2) == 2.30
     assert a100.origin == gpu_table.DERIVED and "5120 Bytes/clk" in a100.source
-    assert gpu_table.memory_ceiling(gpu("h100-sxm5"), "l2") is None     # NVIDIA publishes none
+    assert gpu_table.memory_ceiling(gpu("h100-sxm5"), "l2") is None  # NVIDIA publishes none
 
 
 def test_memory_ceilings_bound_nerscs_measured_v100_roofs() -> None:
@@ -339,7 +417,7 @@ def test_every_ceiling_has_a_value_unit_origin_source_and_clock() -> None:
     for g in table.gpus:
         assert set(g.cite.values()) <= set(table.sources), g.key
         found = gpu_table.ceilings(g)
-        assert len(found) >= 6, g.key                       # FP64/FP32 with and without FMA, L1, DRAM
+        assert len(found) >= 6, g.key  # FP64/FP32 with and without FMA, L1, DRAM
         for c in found:
             assert c.value > 0 and c.unit in ("FLOP/s", "OP/s", "byte/s") and c.origin in ORIGINS, (g.key, c)
             assert c.source and c.clock and (c.clock_mhz or c.kind == "dram"), (g.key, c)
@@ -350,10 +428,10 @@ def test_every_ceiling_has_a_value_unit_origin_source_and_clock() -> None:
 
 
 def test_unconfirmed_inputs_make_a_derived_ceiling_unconfirmed() -> None:
-    assert gpu_table.memory_ceiling(gpu("b200"), "l1").origin == gpu_table.UNCONFIRMED   # SMs, clock
+    assert gpu_table.memory_ceiling(gpu("b200"), "l1").origin == gpu_table.UNCONFIRMED  # SMs, clock
     assert gpu_table.ceiling(gpu("rtx-3090"), "bf16", "tensor").origin == gpu_table.UNCONFIRMED
     assert gpu_table.ceiling(gpu("jetson-agx-orin"), "fp64", "fma").origin == gpu_table.UNCONFIRMED
-    assert gpu_table.ceiling(gpu("l4"), "fp16", "fma").origin == gpu_table.UNCONFIRMED    # Ada FP16 rate
+    assert gpu_table.ceiling(gpu("l4"), "fp16", "fma").origin == gpu_table.UNCONFIRMED  # Ada FP16 rate
     assert gpu_table.memory_ceiling(gpu("gt-710m"), "l1").origin == gpu_table.UNCONFIRMED  # Fermi clock
 
 
@@ -365,8 +443,20 @@ def test_peaks_command_prints_every_ceiling_within_a_terminal_and_whole_as_csv()
     assert overview.exit_code == 0, overview.output
     lines = overview.stdout.splitlines()
     assert len(lines) == 2 + len(gpu_table.load().gpus) and max(map(len, lines)) <= 110
-    assert lines[0].split() == ["key", "FP64", "FP32", "FP16", "TC-FP16", "TC-TF32", "TC-FP64", "TC-INT8",
-                                "TC-FP8", "L1", "L2", "DRAM"]
+    assert lines[0].split() == [
+        "key",
+        "FP64",
+        "FP32",
+        "FP16",
+        "TC-FP16",
+        "TC-TF32",
+        "TC-FP64",
+        "TC-INT8",
+        "TC-FP8",
+        "L1",
+        "L2",
+        "DRAM",
+    ]
     a100 = next(line for line in lines if line.startswith("a100-sxm4-40gb")).split()
     assert a100 == ["a100-sxm4-40gb", "9.75", "19.5", "78", "312", "156", "19.5", "624", "19492*", "7219*", "1555"]
     assert "* derived" in overview.stderr

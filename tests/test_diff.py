@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from fixture_paths import A100, A100_ERRORS, EVENTS_MAXDNN, FIXTURES, K40C, SUMMARY_MS, V100
 
 import gpuprof
 from gpuprof.cli import main
@@ -22,10 +23,9 @@ from gpuprof.derive.stalls import fold_to_nvprof, stall_profiles
 from gpuprof.derive.stats import timing_stats
 from gpuprof.derive.summary import timings
 from gpuprof.diffing import diff
-from gpuprof.model import Run
 from gpuprof.diffing.report import header
+from gpuprof.model import Run
 from gpuprof.store import open_store
-from fixture_paths import A100, A100_ERRORS, EVENTS_MAXDNN, FIXTURES, K40C, SUMMARY_MS, V100
 
 MONTECARLO = FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
 BERT = FIXTURES / "ncu_csv_a100_nersc_rule_columns_unnamed_ns_bert_EXCERPT.csv"
@@ -46,12 +46,16 @@ def rows(frame, kernel: str | None = None) -> dict[str, dict]:
 def ncu_values(path: Path, metric: str) -> dict[int, tuple[str, float]]:
     """ID -> (kernel, value) of one metric, read from an Nsight Compute CSV with the csv module."""
     text = path.read_text()
-    reader = csv.DictReader(text[text.index('"ID"'):].splitlines())
-    return {int(r["ID"]): (r["Kernel Name"], float(r["Metric Value"].replace(",", "")))
-            for r in reader if r.get("Metric Name") == metric}
+    reader = csv.DictReader(text[text.index('"ID"') :].splitlines())
+    return {
+        int(r["ID"]): (r["Kernel Name"], float(r["Metric Value"].replace(",", "")))
+        for r in reader
+        if r.get("Metric Name") == metric
+    }
 
 
 # ---- profiler files -------------------------------------------------------------------------------
+
 
 def test_nvprof_against_ncu_of_the_same_program_matches_kernels_by_function_name() -> None:
     """The same Rodinia cfd run on a V100 under nvprof (summary, names with parameters) and under
@@ -65,12 +69,17 @@ def test_nvprof_against_ncu_of_the_same_program_matches_kernels_by_function_name
     assert (flux["launches"]["A"], flux["launches"]["B"]) == (int(nvprof[4]), len(durations))
     low, high = float(nvprof[6]) * 1e-3, float(nvprof[7]) * 1e-3  # nvprof's Min and Max of the 6000 calls
     assert low <= flux["time"]["B"] <= high
-    assert flux["time"]["verdict"] == (f"single measurement (n=1/{len(durations)}; "
-                                       "B's median within A's min..max of 6000 calls)")
+    assert flux["time"]["verdict"] == (
+        f"single measurement (n=1/{len(durations)}; B's median within A's min..max of 6000 calls)"
+    )
     assert result.matched == 3 and result.only == (4, 0)
     only_a = set(result.frame.loc[result.frame["verdict"] == "only in A", "kernel"])
-    assert only_a == {"[CUDA memcpy DtoD]", "[CUDA memcpy HtoD]", "[CUDA memset]",
-                      "cuda_initialize_variables(int, float*)"}
+    assert only_a == {
+        "[CUDA memcpy DtoD]",
+        "[CUDA memcpy HtoD]",
+        "[CUDA memset]",
+        "cuda_initialize_variables(int, float*)",
+    }
     assert any("without parameter lists" in n for n in result.notes)
     gated = diff(SUMMARY_MS, V100, fail_if=["time:+5%"])
     decided = {r["kernel"].split("(")[0]: r["gate"] for r in gated.frame.to_dict("records") if r["metric"] == "time"}
@@ -98,8 +107,9 @@ def test_order_matching_pairs_the_renamed_kernel() -> None:
     result = diff(A100, A100_ERRORS, match="order")
     gemm = rows(result.frame, "gemm_v1")
     assert "↔" in next(k for k in result.frame["kernel"] if "gemm_v1" in k)
-    b_cycles, b_clock = (ncu_values(A100_ERRORS, m) for m in ("smsp__cycles_elapsed.avg",
-                                                              "smsp__cycles_elapsed.avg.per_second"))
+    b_cycles, b_clock = (
+        ncu_values(A100_ERRORS, m) for m in ("smsp__cycles_elapsed.avg", "smsp__cycles_elapsed.avg.per_second")
+    )
     assert gemm["time"]["B"] == pytest.approx(b_cycles[2][1] / b_clock[2][1])
     assert result.only == (0, 0)
     # gemm_v1 ran the tensor pipe (smsp__inst_executed_pipe_tensor.sum > 0) and no metric counts its
@@ -164,8 +174,9 @@ def test_v100_nersc_join_against_a100_compares_tensor_flops_and_every_level(tmp_
     hand-computed truths these files are checked against."""
     store = tmp_path / "v100.sqlite"
     parts = sorted(FIXTURES.glob("ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.*.csv"))
-    imported = CliRunner().invoke(main, ["import", "--join", "--gpu", "V100-SXM2-16GB", "--store", str(store),
-                                         *map(str, parts)])
+    imported = CliRunner().invoke(
+        main, ["import", "--join", "--gpu", "V100-SXM2-16GB", "--store", str(store), *map(str, parts)]
+    )
     assert imported.exit_code == 0, imported.output
     result = diff(store, NERSC_A100, match="order", gpus=(None, "A100-SXM4-40GB"))
     gemm = rows(result.frame, "volta_fp16_s884gemm")
@@ -178,13 +189,19 @@ def test_v100_nersc_join_against_a100_compares_tensor_flops_and_every_level(tmp_
     total = [t + value("sm__sass_thread_inst_executed_op_fmul_pred_on.sum", i) for t, i in zip(tensor, (123, 124))]
     assert gemm["flops_tensor"]["A"] == pytest.approx(statistics.median(tensor))
     assert gemm["flops"]["A"] == pytest.approx(statistics.median(total))
-    assert gemm["intensity_l2"]["A"] == pytest.approx(statistics.median(
-        [f / value("lts__t_bytes.sum", i) for f, i in zip(total, (123, 124))]))
+    assert gemm["intensity_l2"]["A"] == pytest.approx(
+        statistics.median([f / value("lts__t_bytes.sum", i) for f, i in zip(total, (123, 124))])
+    )
     sgemm = rows(result.frame, "ampere_sgemm_32x32_sliced1x4_tn")
-    flops = sum(w * ncu_values(NERSC_A100, f"sm__sass_thread_inst_executed_op_f{op}_pred_on.sum")[0][1]
-                for op, w in (("add", 1), ("mul", 1), ("fma", 2)))
-    for metric, counter in (("intensity", "dram__bytes.sum"), ("intensity_l2", "lts__t_bytes.sum"),
-                            ("intensity_l1", "l1tex__t_bytes.sum")):
+    flops = sum(
+        w * ncu_values(NERSC_A100, f"sm__sass_thread_inst_executed_op_f{op}_pred_on.sum")[0][1]
+        for op, w in (("add", 1), ("mul", 1), ("fma", 2))
+    )
+    for metric, counter in (
+        ("intensity", "dram__bytes.sum"),
+        ("intensity_l2", "lts__t_bytes.sum"),
+        ("intensity_l1", "l1tex__t_bytes.sum"),
+    ):
         assert sgemm[metric]["B"] == pytest.approx(flops / ncu_values(NERSC_A100, counter)[0][1])
     assert sgemm["peak_bandwidth"]["B"] == pytest.approx(1555e9)  # --gpu-b: the A100's own ceiling
 
@@ -214,6 +231,7 @@ def test_totals_are_time_weighted_over_kernels_with_a_joint_bootstrap() -> None:
 
 # ---- CPU runs measured here ----------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def measured() -> Run:
     """One real CPU run with 60 repeats of a small add (each a few microseconds) that gpuprof calls
@@ -230,8 +248,16 @@ def measured() -> Run:
 def part(run: Run, start: int, slower: float = 1.0) -> Run:
     """Every other timed repeat of ``run`` from ``start``, their times × ``slower``: a run of its own."""
     timed = [launch for launch in run.launches if launch.invocations == 1][start::2]
-    launches = [replace(launch, metrics=[replace(m, value=float(m.value) * slower) if m.canonical == "kernel_duration"
-                                         else m for m in launch.metrics]) for launch in timed]
+    launches = [
+        replace(
+            launch,
+            metrics=[
+                replace(m, value=float(m.value) * slower) if m.canonical == "kernel_duration" else m
+                for m in launch.metrics
+            ],
+        )
+        for launch in timed
+    ]
     return Run(run.kind, run.format, run.source, run.device, run.workload, run.environment, launches)
 
 
@@ -258,8 +284,11 @@ def store(tmp_path_factory: pytest.TempPathFactory, measured: Run) -> Path:
     """A store with three runs: two halves of one measurement, and the second half made 20 % slower."""
     path = tmp_path_factory.mktemp("diff") / "runs.sqlite"
     with open_store(path) as opened:
-        for run_id, run in (("aaaa0001", part(measured, 0)), ("aaaa0002", part(measured, 1)),
-                            ("bbbb0003", part(measured, 1, slower=1.2))):
+        for run_id, run in (
+            ("aaaa0001", part(measured, 0)),
+            ("aaaa0002", part(measured, 1)),
+            ("bbbb0003", part(measured, 1, slower=1.2)),
+        ):
             run.run_id = run_id
             opened.add(run)
     return path
@@ -273,8 +302,10 @@ def test_exit_codes_passed_regressed_inconclusive(store: Path) -> None:
     assert regressed.exit_code == 1 and "gate time:+5%: REGRESSED" in regressed.output
     inconclusive = cli("aaaa0001", "bbbb0003", "--store", store, "--fail-if", "achieved_occupancy:-5%")
     assert inconclusive.exit_code == 2
-    assert "gate achieved_occupancy:-5%: inconclusive: 1 of 1 row(s): add 288x288 float32 numpy: not in A or B" \
-        in inconclusive.output  # a CPU run has no occupancy: the gate cannot pass on it
+    assert (
+        "gate achieved_occupancy:-5%: inconclusive: 1 of 1 row(s): add 288x288 float32 numpy: not in A or B"
+        in inconclusive.output
+    )  # a CPU run has no occupancy: the gate cannot pass on it
 
 
 def test_runs_file_store_and_sweep_inputs(store: Path, tmp_path: Path) -> None:
@@ -287,8 +318,9 @@ def test_runs_file_store_and_sweep_inputs(store: Path, tmp_path: Path) -> None:
     assert sum("2 older run(s) of the same op, shape, dtype and engine left out" in n for n in whole.notes) == 2
     assert rows(whole.frame, "add")["time"]["n A"] == 30  # one run's repeats, not three pooled
     config = tmp_path / "tiny.toml"
-    config.write_text('name = "tiny"\nrepeat = 5\nwarmup = 1\ncounters = false\n'
-                      '[[grid]]\nops = ["add"]\nsizes = ["1MB"]\n')
+    config.write_text(
+        'name = "tiny"\nrepeat = 5\nwarmup = 1\ncounters = false\n[[grid]]\nops = ["add"]\nsizes = ["1MB"]\n'
+    )
     swept = tmp_path / "sweep.sqlite"
     assert CliRunner().invoke(main, ["sweep", str(config), "--device", "cpu", "--store", str(swept)]).exit_code == 0
     result = diff("sweep:tiny", swept, store=swept)
@@ -307,15 +339,18 @@ def test_stores_are_read_without_creating_or_changing_files(store: Path, tmp_pat
     assert cli("aaaa0001", K40C, "--store", absent).exit_code == 2 and not absent.exists()
 
 
-@pytest.mark.parametrize("args,message", [
-    (["no/such/file.csv", K40C], "no/such/file.csv: no such file"),
-    (["deadbeef", K40C], "'deadbeef' is neither a file nor a run id in"),
-    (["aaaa", K40C], "'aaaa' matches 2 runs in"),
-    ([FIXTURES, K40C], "is a folder"),
-    ([FIXTURES / "ncu_err_failed_to_find_metric_QUOTED.log", K40C], "error:"),
-    ([K40C, K40C, "--fail-if", "speed:+5%"], "unknown metric 'speed'"),
-    ([K40C, K40C, "--fail-if", "time>5"], "cannot read the gate 'time>5'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["no/such/file.csv", K40C], "no/such/file.csv: no such file"),
+        (["deadbeef", K40C], "'deadbeef' is neither a file nor a run id in"),
+        (["aaaa", K40C], "'aaaa' matches 2 runs in"),
+        ([FIXTURES, K40C], "is a folder"),
+        ([FIXTURES / "ncu_err_failed_to_find_metric_QUOTED.log", K40C], "error:"),
+        ([K40C, K40C, "--fail-if", "speed:+5%"], "unknown metric 'speed'"),
+        ([K40C, K40C, "--fail-if", "time>5"], "cannot read the gate 'time>5'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(store: Path, args: list, message: str) -> None:
     outcome = cli(*args, "--store", store)
     assert outcome.exit_code == 2, outcome.output
@@ -336,14 +371,22 @@ def test_nothing_matched_lists_both_sides_renders_every_format_and_exits_2() -> 
 
 def test_runs_measured_with_other_settings_are_matched_and_said(measured: Run) -> None:
     warm = part(measured, 0)
-    cold = Run(warm.kind, warm.format, warm.source, warm.device, {**warm.workload, "cache": "cold"},
-               warm.environment, warm.launches)
+    cold = Run(
+        warm.kind,
+        warm.format,
+        warm.source,
+        warm.device,
+        {**warm.workload, "cache": "cold"},
+        warm.environment,
+        warm.launches,
+    )
     result = diff(warm, cold)
     assert result.matched == 1
     assert any("measured differently: A warm cache" in n and "B cold cache" in n for n in result.notes)
 
 
 # ---- output formats -------------------------------------------------------------------------------
+
 
 def test_formats_stay_whole_and_parse(store: Path) -> None:
     result = diff("aaaa0001", "bbbb0003", store=store, fail_if=["time:+5%"])
@@ -407,8 +450,8 @@ def test_counts_are_integers_in_json(tmp_path):
     import json
 
     from click.testing import CliRunner
-
     from fixture_paths import K40C
+
     from gpuprof.cli import main
 
     result = CliRunner().invoke(main, ["diff", str(K40C), str(K40C), "--format", "json"])

@@ -31,7 +31,7 @@ def test_blocks_cpus_and_values_as_in_the_file():
     first = run.launches[0]
     assert (first.kernel, first.device, first.attributes["cpu"]) == ("block 0", "cpu2", "2")
     values = {m.name: m.value for m in first.metrics}
-    assert values["PERF_COUNT_HW_INSTRUCTIONS"] == 193348191211          # line 1
+    assert values["PERF_COUNT_HW_INSTRUCTIONS"] == 193348191211  # line 1
     assert values["fp_arith_inst_retired.512b_packed_single"] == 122693346870  # line 9
     second = run.launches[30]
     assert second.kernel == "block 1"
@@ -62,4 +62,5 @@ def test_a_bad_line_is_one_clear_error(tmp_path):
     bad.write_text(EPOCHS.read_text()[:200] + "garbage line\n")
     with pytest.raises(FormatError, match=r"not a DL-Prof counter line"):
         from gpuprof.readers import dlprof_papi
+
         dlprof_papi.read(bad)

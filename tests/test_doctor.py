@@ -20,8 +20,22 @@ from gpuprof.devices import gpu_detect
 from gpuprof.errors import DeviceError
 from gpuprof.launch import perf
 
-NAMES = ["NVIDIA driver and GPUs", "counter permission", "ncu", "nvprof", "GPU profiler", "nsys", "CuPy", "MIG mode",
-         "container", "perf", "perf_event_paranoid", "CPU PMU", "RAPL energy", "NVML energy"]
+NAMES = [
+    "NVIDIA driver and GPUs",
+    "counter permission",
+    "ncu",
+    "nvprof",
+    "GPU profiler",
+    "nsys",
+    "CuPy",
+    "MIG mode",
+    "container",
+    "perf",
+    "perf_event_paranoid",
+    "CPU PMU",
+    "RAPL energy",
+    "NVML energy",
+]
 
 
 def test_doctor_here_says_what_this_machine_says_and_writes_nothing(tmp_path, monkeypatch):
@@ -35,11 +49,17 @@ def test_doctor_here_says_what_this_machine_says_and_writes_nothing(tmp_path, mo
         gpus = gpu_detect.detect()
     except DeviceError as error:
         gpus = []
-        assert rows["NVIDIA driver and GPUs"] == {"name": "NVIDIA driver and GPUs", "status": "fail",
-                                                  "found": f"NVML: {error.problem}", "fix": rows["NVIDIA driver and GPUs"]["fix"]}
+        assert rows["NVIDIA driver and GPUs"] == {
+            "name": "NVIDIA driver and GPUs",
+            "status": "fail",
+            "found": f"NVML: {error.problem}",
+            "fix": rows["NVIDIA driver and GPUs"]["fix"],
+        }
         assert rows["MIG mode"]["status"] == rows["NVML energy"]["status"] == rows["GPU profiler"]["status"] == "n/a"
     if gpus:
-        assert rows["NVIDIA driver and GPUs"]["status"] == "ok" and gpus[0].name in rows["NVIDIA driver and GPUs"]["found"]
+        assert (
+            rows["NVIDIA driver and GPUs"]["status"] == "ok" and gpus[0].name in rows["NVIDIA driver and GPUs"]["found"]
+        )
     if not Path("/proc/driver/nvidia/params").exists() and not gpus:
         assert rows["counter permission"]["status"] == "n/a"
     assert (rows["perf"]["status"] == "ok") == (shutil.which("perf") is not None)
@@ -61,8 +81,11 @@ def test_for_cpu_exits_by_whether_cpu_counters_can_work_here(tmp_path, monkeypat
     counted = perf.probe(perf.HARDWARE)
     can = shutil.which("perf") is not None and set(perf.HARDWARE) <= set(counted.usable)
     assert result.exit_code == (0 if can else 1)
-    assert result.stderr.strip() == ("--for cpu: can work here" if can else
-                                     f"--for cpu: cannot work here ({'CPU PMU' if shutil.which('perf') else 'perf, CPU PMU'})")
+    assert result.stderr.strip() == (
+        "--for cpu: can work here"
+        if can
+        else f"--for cpu: cannot work here ({'CPU PMU' if shutil.which('perf') else 'perf, CPU PMU'})"
+    )
     checks = [line for line in result.stdout.splitlines() if not line.startswith(" ")]  # wrapped lines indent
     assert len(checks) == len(NAMES)  # one entry per check
 
@@ -87,8 +110,11 @@ def _stand_in_nvml(mig: int) -> types.ModuleType:
 def _stand_in_cupy(runtime: int, driver: int) -> types.ModuleType:
     cupy = types.ModuleType("cupy")
     cupy.__version__ = "13.6.0"
-    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(
-        runtimeGetVersion=lambda: runtime, driverGetVersion=lambda: driver, CUDARuntimeError=RuntimeError))
+    cupy.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(
+            runtimeGetVersion=lambda: runtime, driverGetVersion=lambda: driver, CUDARuntimeError=RuntimeError
+        )
+    )
     return cupy
 
 
@@ -96,8 +122,14 @@ def _stand_in_cupy(runtime: int, driver: int) -> types.ModuleType:
 def elsewhere(tmp_path, monkeypatch):
     """A made-up machine: an A100 with driver 580, a container, paranoid 3, a CPU PMU, a RAPL zone."""
     root = tmp_path / "root"
-    for folder in ("proc/driver/nvidia", "proc/sys/kernel", "proc/1", "sys/bus/event_source/devices/cpu",
-                   "sys/bus/event_source/devices/software", "sys/class/powercap/intel-rapl:0"):
+    for folder in (
+        "proc/driver/nvidia",
+        "proc/sys/kernel",
+        "proc/1",
+        "sys/bus/event_source/devices/cpu",
+        "sys/bus/event_source/devices/software",
+        "sys/class/powercap/intel-rapl:0",
+    ):
         (root / folder).mkdir(parents=True)
     (root / "proc/driver/nvidia/params").write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n")
     (root / "proc/sys/kernel/perf_event_paranoid").write_text("3\n")
@@ -111,8 +143,11 @@ def elsewhere(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", _stand_in_nvml(mig=1))
     monkeypatch.setitem(sys.modules, "cupy", _stand_in_cupy(runtime=13000, driver=12040))
     monkeypatch.setattr(doctor.os, "geteuid", lambda: 1000)  # an ordinary user
-    monkeypatch.setattr(perf, "probe", lambda events, perf_path="perf": perf.PerfProbe("/usr/bin/perf", "perf version 6.8",
-                                                                                  usable=tuple(events)))
+    monkeypatch.setattr(
+        perf,
+        "probe",
+        lambda events, perf_path="perf": perf.PerfProbe("/usr/bin/perf", "perf version 6.8", usable=tuple(events)),
+    )
     use_stand_ins(tmp_path, monkeypatch)
     return root
 
@@ -123,12 +158,14 @@ def _by_name(root: Path) -> dict[str, doctor.Check]:
 
 def test_a_driver_restricting_counters_is_a_failure_with_the_fix(elsewhere):
     found = _by_name(elsewhere)
-    assert found["NVIDIA driver and GPUs"].found == ("driver 580.65.06, 1 GPU(s): GPU 0 NVIDIA A100-SXM4-40GB "
-                                                     "(compute capability 8.0)")
+    assert found["NVIDIA driver and GPUs"].found == (
+        "driver 580.65.06, 1 GPU(s): GPU 0 NVIDIA A100-SXM4-40GB (compute capability 8.0)"
+    )
     permission = found["counter permission"]
     assert permission.status == "fail" and "RmProfilingAdminOnly: 1 in" in permission.found
-    assert permission.fix.startswith("to enable counters run as root or load the nvidia module with "
-                                     "NVreg_RestrictProfilingToAdminUsers=0")
+    assert permission.fix.startswith(
+        "to enable counters run as root or load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0"
+    )
     assert doctor.verdict(list(found.values()), "profile") == (False, ["counter permission"])
 
 
@@ -138,8 +175,10 @@ def test_without_the_setting_an_ncu_trial_reads_the_real_refusal(elsewhere, monk
     record = tmp_path / "calls.jsonl"
     monkeypatch.setenv("GPUPROF_FAKE_RECORD", str(record))
     permission = _by_name(elsewhere)["counter permission"]
-    assert (permission.status, permission.found) == ("fail", "ncu trial: ERR_NVGPUCTRPERM (only admin users may read "
-                                                             "GPU performance counters)")
+    assert (permission.status, permission.found) == (
+        "fail",
+        "ncu trial: ERR_NVGPUCTRPERM (only admin users may read GPU performance counters)",
+    )
     [trial] = [c["argv"] for c in calls(record) if "--metrics" in c["argv"]]
     assert trial[:2] == ["--clock-control", "none"]  # doctor never locks the clocks (ncu's default would)
 
@@ -155,7 +194,9 @@ def test_the_other_checks_on_the_made_up_machine(elsewhere):
     assert "--clock-control none" in found["MIG mode"].fix
     assert found["container"].found.startswith("in a container (/proc/1/cgroup names kubepods")
     assert (found["perf_event_paranoid"].status, found["perf_event_paranoid"].fix) == (
-        "fail", "sudo sysctl kernel.perf_event_paranoid=2 (or run as root)")
+        "fail",
+        "sudo sysctl kernel.perf_event_paranoid=2 (or run as root)",
+    )
     assert found["perf_event_paranoid"].found == "3: no unprivileged events at all"
     assert found["CPU PMU"].status == "ok" and found["CPU PMU"].found.startswith("cpu in ")
     assert found["RAPL energy"].found == f"readable in {elsewhere / 'sys/class/powercap'}: package-0"

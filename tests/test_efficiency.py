@@ -9,11 +9,18 @@ from importlib import resources
 import pandas as pd
 import pytest
 
-from gpuprof.workloads import ops
-from gpuprof.derive.efficiency import (VS_DATASHEET, VS_ROOFLINE, VS_RUN_CLOCK, efficiencies,
-                                       implied_clock_hz, implied_peak, roofline_ceiling)
+from gpuprof.derive.efficiency import (
+    VS_DATASHEET,
+    VS_ROOFLINE,
+    VS_RUN_CLOCK,
+    efficiencies,
+    implied_clock_hz,
+    implied_peak,
+    roofline_ceiling,
+)
 from gpuprof.devices import gpu_table
 from gpuprof.devices.peaks import Peaks
+from gpuprof.workloads import ops
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +52,7 @@ def test_datasheet_and_run_clock_efficiency_of_the_gtx980_dot(study: pd.DataFram
     [at_clock] = by_kind(found, VS_RUN_CLOCK)
     assert at_clock.percent == pytest.approx(row.efficiency_pct)
     assert "scaled to the run clock" in at_clock.basis
-    assert not by_kind(found, VS_ROOFLINE)          # no byte rate: no roofline
+    assert not by_kind(found, VS_ROOFLINE)  # no byte rate: no roofline
 
 
 def test_roofline_says_add_is_memory_bound_and_dot_compute_bound(study: pd.DataFrame) -> None:
@@ -72,7 +79,7 @@ def test_missing_or_meaningless_inputs_give_only_what_can_be_computed(bad: float
     assert efficiencies(bad, bad, "float32", peaks) == []
     assert [e.unit for e in efficiencies(bad, 1e11, "float32", peaks)] == ["byte/second"]
     assert [e.kind for e in efficiencies(1e12, None, "float32", peaks, clock_hz=bad)] == [VS_DATASHEET]
-    assert efficiencies(1e12, 1e11, "bfloat8", peaks)[0].unit == "byte/second"   # no such dtype peak
+    assert efficiencies(1e12, 1e11, "bfloat8", peaks)[0].unit == "byte/second"  # no such dtype peak
     no_clock = Peaks("cpu", {"float32": 1e11}, None, None, "derived", "test")
     [only] = efficiencies(5e10, 1e9, "float32", no_clock, clock_hz=3e9)
     assert only.percent == 50 and "an unstated clock" in only.basis
@@ -91,9 +98,9 @@ def test_gtx980_implied_peak_runs_below_its_base_clock(study: pd.DataFrame) -> N
     dot = study[(study.gpu == "GTX980") & (study.op == "dot")]
     table = gpu_table.match("GTX980")
     first = dot[dot.size_mb == 5].implied.iloc[0]
-    assert first / 1e9 == pytest.approx(4532, abs=1)                     # = 2048 x 2 x 1.106 GHz
+    assert first / 1e9 == pytest.approx(4532, abs=1)  # = 2048 x 2 x 1.106 GHz
     clocks = [implied_clock_hz(i, peaks_of("GTX980"), "float32") / 1e6 for i in dot.implied]
-    assert all(1075 < c < table.get("base_clock_mhz") for c in clocks)    # not 1216 boost, not 1241
+    assert all(1075 < c < table.get("base_clock_mhz") for c in clocks)  # not 1216 boost, not 1241
 
 
 def test_gt710m_implied_peak_is_half_the_datasheet_peak(study: pd.DataFrame) -> None:

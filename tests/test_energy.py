@@ -54,7 +54,9 @@ def _metric(metrics: list, name: str) -> float:
 def test_only_package_and_dram_zones_are_summed(powercap: Path) -> None:
     domains = find_domains(powercap)
     assert [(d.zone, d.label, d.max_range_uj) for d in domains] == [
-        ("intel-rapl:0", "package-0", MAX_RANGE), ("intel-rapl:0:2", "dram-0", 65712999613)]
+        ("intel-rapl:0", "package-0", MAX_RANGE),
+        ("intel-rapl:0:2", "dram-0", 65712999613),
+    ]
 
 
 def test_rapl_energy_across_a_counter_wraparound(powercap: Path) -> None:
@@ -120,8 +122,10 @@ def test_a_step_no_hardware_could_draw_is_dropped_with_a_note(tmp_path: Path) ->
         time.sleep(0.01)
         counter.write_text("4000000\n")
     assert not any(m.unit == "joule" and m.value and m.value > 1 for m in meter.metrics())
-    assert any("implausible energy step on package-0 (5000000 -> 4000000 uJ" in note and "dropped" in note
-               for note in meter.notes)
+    assert any(
+        "implausible energy step on package-0 (5000000 -> 4000000 uJ" in note and "dropped" in note
+        for note in meter.notes
+    )
 
 
 def test_counter_that_does_not_advance_is_flagged(powercap: Path) -> None:
@@ -135,11 +139,15 @@ def test_counter_that_does_not_advance_is_flagged(powercap: Path) -> None:
 
 def test_impossible_readings_are_notes_not_numbers() -> None:
     below = Reading("test", 0.1, duration_s=1.0, energy_j=1.0, powers_w=[2.0, 3.0])
-    assert checked_metrics(below) == ([], ["energy (test) not reported: impossible reading: "
-                                           "average power 1 W is below the lowest sample 2 W"])
+    assert checked_metrics(below) == (
+        [],
+        ["energy (test) not reported: impossible reading: average power 1 W is below the lowest sample 2 W"],
+    )
     above = Reading("test", 0.1, duration_s=1.0, energy_j=9.0, powers_w=[2.0, 3.0])
-    assert checked_metrics(above) == ([], ["energy (test) not reported: impossible reading: "
-                                           "average power 9 W is above the highest sample 3 W"])
+    assert checked_metrics(above) == (
+        [],
+        ["energy (test) not reported: impossible reading: average power 9 W is above the highest sample 3 W"],
+    )
     metrics, notes = checked_metrics(Reading("test", 0.1, duration_s=1.0, energy_j=1.0, powers_w=[]))
     assert metrics == [] and "energy 1 J with no power samples" in notes[0]
     metrics, notes = checked_metrics(Reading("test", 0.1, duration_s=1.0, energy_j=-0.5, powers_w=[1.0]))
@@ -154,8 +162,10 @@ def test_power_samples_integrate_by_trapezoids() -> None:
 
 def test_empty_powercap_folder_means_no_source(tmp_path: Path) -> None:
     meter, notes = open_energy("cpu", powercap_root=tmp_path)
-    assert meter is None and notes == [f"no CPU power source: {tmp_path} has no intel-rapl zones (virtual machines "
-                                       "and containers usually hide RAPL); energy not measured"]
+    assert meter is None and notes == [
+        f"no CPU power source: {tmp_path} has no intel-rapl zones (virtual machines "
+        "and containers usually hide RAPL); energy not measured"
+    ]
 
 
 def test_this_machine_has_no_cpu_power_source() -> None:
@@ -171,19 +181,32 @@ def test_this_machine_has_no_gpu_power_source() -> None:
     meter, notes = open_energy("cuda")
     if meter is not None:
         pytest.skip("NVML reads a GPU's power here")
-    assert notes == ["no GPU power source: NVML did not start (NVML Shared Library Not Found; is the NVIDIA "
-                     "driver installed?); energy not measured"]
+    assert notes == [
+        "no GPU power source: NVML did not start (NVML Shared Library Not Found; is the NVIDIA "
+        "driver installed?); energy not measured"
+    ]
 
 
 def _metered_dot_run() -> Run:
     """A dot 100x200x300 run whose 4 timed repeats took 0.048 J over 0.4 s, through the real metric checks."""
-    metrics, notes = checked_metrics(Reading("RAPL energy_uj (sysfs powercap): package-0", 0.1, duration_s=0.4,
-                                             energy_j=0.048, powers_w=[0.1, 0.12, 0.14, 0.11],
-                                             domains={"package-0": 0.048}))
+    metrics, notes = checked_metrics(
+        Reading(
+            "RAPL energy_uj (sysfs powercap): package-0",
+            0.1,
+            duration_s=0.4,
+            energy_j=0.048,
+            powers_w=[0.1, 0.12, 0.14, 0.11],
+            domains={"package-0": 0.048},
+        )
+    )
     assert notes == []
-    return Run(kind="run", format="cpu-numpy", source="test",
-               workload={"op": "dot", "shape": [100, 200, 300], "dtype": "float32"},
-               launches=[Launch("numpy:dot", 0, invocations=4, metrics=metrics)])
+    return Run(
+        kind="run",
+        format="cpu-numpy",
+        source="test",
+        workload={"op": "dot", "shape": [100, 200, 300], "dtype": "float32"},
+        launches=[Launch("numpy:dot", 0, invocations=4, metrics=metrics)],
+    )
 
 
 def test_energy_per_call_per_flop_and_per_watt() -> None:
@@ -194,15 +217,21 @@ def test_energy_per_call_per_flop_and_per_watt() -> None:
     assert quantities["energy per call"].value == pytest.approx(0.012)
     assert quantities["energy per FLOP"].value == pytest.approx(1000.0)  # 0.012 J / 12e6 = 1e-9 J = 1000 pJ
     assert quantities["energy per FLOP"].unit == "pJ/FLOP"
-    assert quantities["GFLOP/s per watt"].value == pytest.approx(1.0)   # 12e6 FLOP / 0.012 J = 1e9 FLOP/J
-    assert quantities["average power"].value == pytest.approx(0.12)     # 0.048 J / 0.4 s
+    assert quantities["GFLOP/s per watt"].value == pytest.approx(1.0)  # 12e6 FLOP / 0.012 J = 1e9 FLOP/J
+    assert quantities["average power"].value == pytest.approx(0.12)  # 0.048 J / 0.4 s
     assert "samples 0.1-0.14 W" in quantities["average power"].basis
     assert {q.origin for n, q in quantities.items() if n != "energy (timed repeats)"} == {DERIVED}
     assert energy_columns(_metered_dot_run()) == pytest.approx(
-        {"J/call": 0.012, "W": 0.12, "pJ/FLOP": 1000.0, "GFLOP/s/W": 1.0})
+        {"J/call": 0.012, "W": 0.12, "pJ/FLOP": 1000.0, "GFLOP/s/W": 1.0}
+    )
 
 
 def test_unmetered_run_has_no_energy_numbers() -> None:
-    run = Run(kind="run", format="cpu-numpy", source="test", workload={"op": "add", "shape": [10, 10]},
-              launches=[Launch("numpy:add", 0)])
+    run = Run(
+        kind="run",
+        format="cpu-numpy",
+        source="test",
+        workload={"op": "add", "shape": [10, 10]},
+        launches=[Launch("numpy:add", 0)],
+    )
     assert energy_quantities(run) == [] and energy_columns(run) == {}

@@ -21,6 +21,7 @@ from typing import Self
 
 import pytest
 from click.testing import CliRunner, Result
+from extras import PYTENSOR
 from test_energy import _set, _zone
 
 from gpuprof.cli import main
@@ -30,7 +31,6 @@ from gpuprof.energy import from_record, open_energy, to_record
 from gpuprof.energy.sampling import Reading, checked_metrics
 from gpuprof.model import DERIVED, MEASURED, Run
 from gpuprof.store import open_store
-from extras import PYTENSOR
 
 # Powercap trees are built with test_energy's _zone (a zone folder) and _set (a counter update in one step).
 PACKAGE_W, DRAM_W = 20.0, 5.0
@@ -103,17 +103,36 @@ def _repeats_for(seconds: float) -> int:
 
 
 def _run(store: Path, *args: str, engine: str = "numpy", repeat: int = 3) -> Result:
-    return CliRunner().invoke(main, ["run", "--op", "dot", "--shape", f"{M}x{K}x{N}", "--device", "cpu",
-                                     "--engine", engine, "--repeat", str(repeat), "--warmup", "2", "--no-counters",
-                                     "--store", str(store), *args])
+    return CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--op",
+            "dot",
+            "--shape",
+            f"{M}x{K}x{N}",
+            "--device",
+            "cpu",
+            "--engine",
+            engine,
+            "--repeat",
+            str(repeat),
+            "--warmup",
+            "2",
+            "--no-counters",
+            "--store",
+            str(store),
+            *args,
+        ],
+    )
 
 
 @dataclass
 class Metered:
     store: Path
-    rows: dict[str, dict]   # the run's JSON output by quantity
+    rows: dict[str, dict]  # the run's JSON output by quantity
     repeat: int
-    longest_gap: float      # how stale the counters could be when read
+    longest_gap: float  # how stale the counters could be when read
 
 
 @pytest.fixture
@@ -124,8 +143,9 @@ def metered(tmp_path: Path, rapl_root: Path, monkeypatch: pytest.MonkeyPatch) ->
     with PowerWriter(rapl_root / "intel-rapl:0" / "energy_uj", rapl_root / "intel-rapl:0:2" / "energy_uj") as writer:
         result = _run(store, "--format", "json", repeat=repeat)
     assert result.exit_code == 0, result.output
-    return Metered(store, {r["quantity"]: r for r in json.loads(result.stdout)["quantities"]}, repeat,
-                   writer.longest_gap)
+    return Metered(
+        store, {r["quantity"]: r for r in json.loads(result.stdout)["quantities"]}, repeat, writer.longest_gap
+    )
 
 
 def _energy_metrics(store: Path, repeat: int) -> dict[str, float | str]:
@@ -157,28 +177,35 @@ def test_run_reports_energy_from_the_counters_the_thread_advanced(metered: Meter
     assert rows["energy per call"]["value"] == pytest.approx(per_call)
     assert rows["energy per call"]["unit"] == "joule"
     assert rows["average power"]["value"] == pytest.approx(energy / region)
-    assert rows["average power"]["value"] == pytest.approx(PACKAGE_W + DRAM_W, abs=(PACKAGE_W + DRAM_W) * slack / region)
+    assert rows["average power"]["value"] == pytest.approx(
+        PACKAGE_W + DRAM_W, abs=(PACKAGE_W + DRAM_W) * slack / region
+    )
     assert rows["energy per FLOP"]["value"] == pytest.approx(per_call / FLOPS * 1e12)
     assert rows["energy per FLOP"]["unit"] == "pJ/FLOP"
     assert rows["GFLOP/s per watt"]["value"] == pytest.approx(FLOPS / per_call / 1e9)
     assert rows["GFLOP/s per watt"]["unit"] == "GFLOP/s/W"
-    assert {rows[q]["origin"] for q in ("energy per call", "average power", "energy per FLOP",
-                                        "GFLOP/s per watt")} == {DERIVED}
+    assert {rows[q]["origin"] for q in ("energy per call", "average power", "energy per FLOP", "GFLOP/s per watt")} == {
+        DERIVED
+    }
 
 
-def test_run_without_rapl_zones_explains_instead(tmp_path: Path, no_rapl_root: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_without_rapl_zones_explains_instead(
+    tmp_path: Path, no_rapl_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GPUPROF_POWERCAP_ROOT", str(no_rapl_root))
     result = _run(tmp_path / "s.sqlite")
     assert result.exit_code == 0, result.output
-    assert (f"no CPU power source: {no_rapl_root} has no intel-rapl zones (the folder named by "
-            "$GPUPROF_POWERCAP_ROOT); energy not measured") in " ".join(result.output.split())
+    assert (
+        f"no CPU power source: {no_rapl_root} has no intel-rapl zones (the folder named by "
+        "$GPUPROF_POWERCAP_ROOT); energy not measured"
+    ) in " ".join(result.output.split())
     assert "energy per call" not in result.output and "GFLOP/s per watt" not in result.output
 
 
 @PYTENSOR
 def test_compare_shows_energy_columns_and_explains_a_device_without_a_source(
-        metered: Metered, no_rapl_root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    metered: Metered, no_rapl_root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     store, rows = metered.store, metered.rows
     monkeypatch.setenv("GPUPROF_POWERCAP_ROOT", str(no_rapl_root))
     # The same dot measured with PyTensor and no power source: compare labels it as its own column group.
@@ -194,16 +221,20 @@ def test_compare_shows_energy_columns_and_explains_a_device_without_a_source(
     assert float(by_device[with_energy]["J/call"]) == pytest.approx(rows["energy per call"]["value"])
     assert float(by_device[with_energy]["GFLOP/s/W"]) == pytest.approx(rows["GFLOP/s per watt"]["value"])
     assert float(by_device[with_energy]["pJ/FLOP"]) == pytest.approx(rows["energy per FLOP"]["value"])
-    assert by_device[with_energy]["energy basis"].startswith("measured: RAPL energy_uj (sysfs powercap): package-0, "
-                                                             "dram-0")
+    assert by_device[with_energy]["energy basis"].startswith(
+        "measured: RAPL energy_uj (sysfs powercap): package-0, dram-0"
+    )
     assert "sampled every 0.1 s" in by_device[with_energy]["energy basis"]
     assert by_device[without]["J/call"] == "" and by_device[without]["GFLOP/s/W"] == ""
-    reason = (f"no CPU power source: {no_rapl_root} has no intel-rapl zones (the folder named by "
-              "$GPUPROF_POWERCAP_ROOT); energy not measured")
+    reason = (
+        f"no CPU power source: {no_rapl_root} has no intel-rapl zones (the folder named by "
+        "$GPUPROF_POWERCAP_ROOT); energy not measured"
+    )
     assert by_device[without]["energy basis"] == reason
 
-    out = runner.invoke(main, ["compare", "--store", str(store), "--html", str(tmp_path / "c.html"),
-                               "--format", "markdown"])  # Markdown keeps 'device quantity' column names
+    out = runner.invoke(
+        main, ["compare", "--store", str(store), "--html", str(tmp_path / "c.html"), "--format", "markdown"]
+    )  # Markdown keeps 'device quantity' column names
     assert out.exit_code == 0, out.output
     assert "— MFLOP/s, Efic.% (of FLOP peak), roof.% (of roofline), bound, J/call, GFLOP/s/W (energy)" in out.stdout
     header = next(line for line in out.stdout.splitlines() if "MFLOP/s" in line and "size (MB)" in line)
@@ -241,22 +272,45 @@ def _gpu_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, energy: dict) -> R
     monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (None, "NVML: stand-in"))
     monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
     child = tmp_path / "child-stand-in.json"
-    child.write_text(json.dumps({"schema": 1, "times": [0.001, 0.002, 0.003], "energy": energy,
-                                 "device": {"name": "stand-in GPU", "cc": "8.0"}, "engine": "cupy",
-                                 "engine_version": "stand-in", "relative_error": 0.0, "kernel": None,
-                                 "timer": "stand-in"}))
+    child.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "times": [0.001, 0.002, 0.003],
+                "energy": energy,
+                "device": {"name": "stand-in GPU", "cc": "8.0"},
+                "engine": "cupy",
+                "engine_version": "stand-in",
+                "relative_error": 0.0,
+                "kernel": None,
+                "timer": "stand-in",
+            }
+        )
+    )
     monkeypatch.setenv("GPUPROF_FAKE_CHILD", str(child))
     monkeypatch.setenv("GPUPROF_FAKE_LOG", str(FIXTURES / "ncu_csv_err_nvgpuctrperm_no_kernels.txt"))
-    settings = RunSettings(op="dot", shape="64x64x64", repeat=3, warmup=1, command="gpuprof run (test)",
-                           gpu={"reports_dir": tmp_path / "reports", "profiler": "ncu"})
+    settings = RunSettings(
+        op="dot",
+        shape="64x64x64",
+        repeat=3,
+        warmup=1,
+        command="gpuprof run (test)",
+        gpu={"reports_dir": tmp_path / "reports", "profiler": "ncu"},
+    )
     return gpu_session.run_gpu(settings, (64, 64, 64))
 
 
 def test_gpu_run_keeps_the_energy_its_child_metered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # What NvmlMeter hands to the checks after 3 repeats: 0.9 J over 0.03 s (plumbing values).
-    metrics, notes = checked_metrics(Reading("NVML stand-in GPU: energy nvmlDeviceGetTotalEnergyConsumption, "
-                                             "power nvmlDeviceGetPowerUsage; whole board", 0.1, duration_s=0.03,
-                                             energy_j=0.9, powers_w=[29.0, 31.0]))
+    metrics, notes = checked_metrics(
+        Reading(
+            "NVML stand-in GPU: energy nvmlDeviceGetTotalEnergyConsumption, power nvmlDeviceGetPowerUsage; whole board",
+            0.1,
+            duration_s=0.03,
+            energy_j=0.9,
+            powers_w=[29.0, 31.0],
+        )
+    )
     assert notes == []
     run = _gpu_run(tmp_path, monkeypatch, to_record(metrics, []))
     [launch] = [l for l in run.launches if l.attributes["phase"] == "energy"]
@@ -275,4 +329,3 @@ def test_gpu_run_says_why_its_child_had_no_power_source(tmp_path: Path, monkeypa
     run = _gpu_run(tmp_path, monkeypatch, to_record([], notes))
     assert notes[0].startswith("no GPU power source: ") and notes[0] in run.notes
     assert energy_quantities(run) == [] and all(l.attributes["phase"] != "energy" for l in run.launches)
-

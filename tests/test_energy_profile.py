@@ -94,8 +94,9 @@ def _stand_in_nvml() -> types.ModuleType:
     return nvml
 
 
-def test_profile_meters_every_device_per_region_with_and_without_idle_ones(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_profile_meters_every_device_per_region_with_and_without_idle_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     root = tmp_path / "powercap"
@@ -107,9 +108,26 @@ def test_profile_meters_every_device_per_region_with_and_without_idle_ones(tmp_p
     counters = _Counters(package, dram)
     counters.start()
     try:
-        result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--energy", "--interval", "50ms",
-                                           "--torch-hooks", "none", "--label", "one", "--store",
-                                           str(tmp_path / "s.sqlite"), "--", sys.executable, "job.py"])
+        result = CliRunner().invoke(
+            main,
+            [
+                "profile",
+                "--device",
+                "cpu",
+                "--energy",
+                "--interval",
+                "50ms",
+                "--torch-hooks",
+                "none",
+                "--label",
+                "one",
+                "--store",
+                str(tmp_path / "s.sqlite"),
+                "--",
+                sys.executable,
+                "job.py",
+            ],
+        )
     finally:
         counters.halt.set()
         counters.join()
@@ -119,8 +137,17 @@ def test_profile_meters_every_device_per_region_with_and_without_idle_ones(tmp_p
     devices = run.environment["power"]["devices"]
     assert list(devices) == ["package-0", "dram-0", "GPU 0 (Stand-in GPU)", "GPU 1 (Stand-in GPU)"]
     assert [d["in_use"] for d in devices.values()] == [True, True, True, False]
-    frame = region_frame(run, ("energy package-0", "energy dram-0", "energy GPU 0 (Stand-in GPU)",
-                               "energy GPU 1 (Stand-in GPU)", "energy (all devices)", "energy (devices in use)"))
+    frame = region_frame(
+        run,
+        (
+            "energy package-0",
+            "energy dram-0",
+            "energy GPU 0 (Stand-in GPU)",
+            "energy GPU 1 (Stand-in GPU)",
+            "energy (all devices)",
+            "energy (devices in use)",
+        ),
+    )
     for name, seconds in (("train", 0.8), ("test", 0.4)):
         row = frame[frame["name"] == name].iloc[0]
         wall = row["wall time (s)"]
@@ -131,12 +158,18 @@ def test_profile_meters_every_device_per_region_with_and_without_idle_ones(tmp_p
         assert row["energy GPU 0 (Stand-in GPU)"] == pytest.approx(GPU0_W * wall, rel=0.05)  # counter
         assert row["energy GPU 1 (Stand-in GPU)"] == pytest.approx(GPU1_W * wall, rel=0.01)  # integrated
         assert row["energy (all devices)"] == pytest.approx(
-            row[["energy package-0", "energy dram-0", "energy GPU 0 (Stand-in GPU)", "energy GPU 1 (Stand-in GPU)"]].sum())
-        assert row["energy (devices in use)"] == pytest.approx(row["energy (all devices)"] - row["energy GPU 1 (Stand-in GPU)"])
+            row[
+                ["energy package-0", "energy dram-0", "energy GPU 0 (Stand-in GPU)", "energy GPU 1 (Stand-in GPU)"]
+            ].sum()
+        )
+        assert row["energy (devices in use)"] == pytest.approx(
+            row["energy (all devices)"] - row["energy GPU 1 (Stand-in GPU)"]
+        )
     command = run.environment["energy"]
     wall = run.environment["wall_time"]["value"]
-    assert command["all_j"] == pytest.approx((PACKAGE_W + DRAM_W + GPU0_W + GPU1_W) * wall, rel=0.1,
-                                             abs=(PACKAGE_W + DRAM_W) * 2 * counters.longest_gap)
+    assert command["all_j"] == pytest.approx(
+        (PACKAGE_W + DRAM_W + GPU0_W + GPU1_W) * wall, rel=0.1, abs=(PACKAGE_W + DRAM_W) * 2 * counters.longest_gap
+    )
     assert command["devices"]["GPU 1 (Stand-in GPU)"]["method"] == INTEGRATED
     entries = {row["phase"]: row for row in phase_entries(run)}
     assert entries["train"]["energy_in_use_j"] < entries["train"]["energy_j"]
@@ -147,15 +180,30 @@ def test_profile_meters_every_device_per_region_with_and_without_idle_ones(tmp_p
     assert "idle devices (no process of the command on them): GPU 1 (Stand-in GPU)" in result.stderr
 
 
-def test_without_a_meter_regions_and_times_still_work_and_the_output_says_why(tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_meter_regions_and_times_still_work_and_the_output_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.setenv("GPUPROF_POWERCAP_ROOT", str(tmp_path))  # no intel-rapl zone in it
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails: nvidia-ml-py missing
     (tmp_path / "job.py").write_text(JOB)
-    result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--energy", "--torch-hooks", "none",
-                                       "--store", str(tmp_path / "s.sqlite"), "--", sys.executable, "job.py"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "profile",
+            "--device",
+            "cpu",
+            "--energy",
+            "--torch-hooks",
+            "none",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--",
+            sys.executable,
+            "job.py",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"no CPU power source: {tmp_path} has no intel-rapl zones" in result.stderr
     assert "no GPU meter: nvidia-ml-py is not installed" in result.stderr
@@ -170,8 +218,10 @@ def test_a_process_under_the_command_counts_even_in_its_own_session() -> None:
     """torchrun starts each rank with start_new_session: the parent chain, not the process group, ties it to the command."""
     import subprocess
 
-    spawn = ("import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(30)'], "
-             "start_new_session=True)")
+    spawn = (
+        "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(30)'], "
+        "start_new_session=True)"
+    )
     outer = subprocess.Popen([sys.executable, "-c", spawn])
     try:
         deadline = time.monotonic() + 20

@@ -14,8 +14,15 @@ from gpuprof.store import runfile as export
 
 def test_append_load_and_partial_line(tmp_path):
     path = tmp_path / "runs.jsonl"
-    first = Run("run", "cpu-numpy", "gpuprof run", {"name": "cpu"}, {"op": "add"}, {},
-                [Launch("numpy:add", 0, "cpu", 1, {}, [Metric("wall_time", 0.5, "second", "kernel_duration", "timed")])])
+    first = Run(
+        "run",
+        "cpu-numpy",
+        "gpuprof run",
+        {"name": "cpu"},
+        {"op": "add"},
+        {},
+        [Launch("numpy:add", 0, "cpu", 1, {}, [Metric("wall_time", 0.5, "second", "kernel_duration", "timed")])],
+    )
     second = Run("import", "x", "f", {}, None, {}, [])
     export.append(path, first)
     export.append(path, second)
@@ -51,7 +58,9 @@ def test_parquet_and_csv_export_are_the_metrics_table(tmp_path):
         assert list(back.columns) == list(expected.columns)
         assert len(back) == len(expected) > 1000
         for column in ("run_id", "device", "kernel", "metric", "unit", "origin"):
-            assert back[column].astype(object).fillna("").astype(str).tolist() == expected[column].astype(str).tolist(), column
+            assert (
+                back[column].astype(object).fillna("").astype(str).tolist() == expected[column].astype(str).tolist()
+            ), column
         pd.testing.assert_series_equal(back["value"], expected["value"], check_exact=fmt == "parquet", rtol=1e-15)
         assert back["launch"].tolist() == expected["launch"].tolist()
     polars = pytest.importorskip("polars", reason="polars is not installed (optional reader check)")
@@ -60,8 +69,9 @@ def test_parquet_and_csv_export_are_the_metrics_table(tmp_path):
     assert frame["value"].sum() == pytest.approx(expected["value"].sum())
     # the per-launch table names the same runs, devices and kernels, so the two join
     launches = gpuprof.launches(gpuprof.runs(store))
-    assert set(zip(launches["run_id"], launches["kernel"], launches["index"])) == \
-        set(zip(expected["run_id"], expected["kernel"], expected["launch"]))
+    assert set(zip(launches["run_id"], launches["kernel"], launches["index"])) == set(
+        zip(expected["run_id"], expected["kernel"], expected["launch"])
+    )
 
 
 def test_table_export_refuses_append_and_keeps_the_file(tmp_path):

@@ -10,15 +10,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # distribution -> the module gpuprof imports from it (PyPI names differ from import names)
-IMPORT_NAME = {"cupy-cuda12x": "cupy", "cupy-cuda13x": "cupy", "nvidia-ml-py": "pynvml",
-               "ncu-report": "ncu_report", "pytensor": "pytensor", "submitit": "submitit", "nvtx": "nvtx",
-               "jax": "jax", "torch": "torch"}
+IMPORT_NAME = {
+    "cupy-cuda12x": "cupy",
+    "cupy-cuda13x": "cupy",
+    "nvidia-ml-py": "pynvml",
+    "ncu-report": "ncu_report",
+    "pytensor": "pytensor",
+    "submitit": "submitit",
+    "nvtx": "nvtx",
+    "jax": "jax",
+    "torch": "torch",
+}
 
 
 def _extras() -> dict[str, list[str]]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {name: [re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0] for req in reqs]
-            for name, reqs in project["optional-dependencies"].items()}
+    return {
+        name: [re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0] for req in reqs]
+        for name, reqs in project["optional-dependencies"].items()
+    }
 
 
 def _imported_modules() -> set[str]:

@@ -46,19 +46,25 @@ def test_self_check_runs_every_case_and_says_no_gpu_ran(self_check) -> None:
         verdicts = [verdict for _, verdict, _ in result["checks"]]
         assert verdicts[0] == "pass" and set(verdicts[1:]) <= {acceptance.NOT_EVALUATED}  # no GPU check passes
     assert "0 FAIL" in summary and "0 not run" in summary
-    assert "- gpuprof_commit: " in summary and "- packages: " in summary and "- ncu_metrics: ncu metric list: " in summary
+    assert (
+        "- gpuprof_commit: " in summary and "- packages: " in summary and "- ncu_metrics: ncu metric list: " in summary
+    )
     assert "- nvidia_smi: " in summary
 
 
 def test_self_check_runs_the_direct_ncu_sweep_compare_and_stalls(self_check) -> None:
     _, out = self_check
-    other = {name: (verdict, detail) for name, verdict, detail in json.loads((out / "results.json").read_text())["other"]}
+    other = {
+        name: (verdict, detail) for name, verdict, detail in json.loads((out / "results.json").read_text())["other"]
+    }
     assert other["sweep (4 points x 2 engines)"][0] == other["compare"][0] == other["stalls"][0] == "pass (plumbing)"
     assert other["doctor --for profile"][0] == other["profile of the add as a command"][0] == "pass (plumbing)"
     assert "analytic 4194304" in other["profile of the add as a command"][1]
     # the stand-in replays the converted RTX 3080 page: both readings are its 70 MFLOP, and no verdict is given
-    assert other["direct ncu: add-cuda-kernels-float32-2048x2048"] == (acceptance.NOT_EVALUATED,
-                                                                       "direct 70000000.0, gpuprof 70000000.0")
+    assert other["direct ncu: add-cuda-kernels-float32-2048x2048"] == (
+        acceptance.NOT_EVALUATED,
+        "direct 70000000.0, gpuprof 70000000.0",
+    )
     argv = json.loads((out / "direct-ncu" / "add-cuda-kernels-float32-2048x2048" / "command.json").read_text())
     assert argv[argv.index("--clock-control") + 1] == "none" and argv[argv.index("--page") + 1] == "raw"
     assert "add" in (out / "compare.md").read_text()
@@ -66,22 +72,33 @@ def test_self_check_runs_the_direct_ncu_sweep_compare_and_stalls(self_check) -> 
 
 
 def _result(case, **rows) -> object:
-    names = {"ratio": "FLOPs counted / analytic", "event": "time (median)", "profiler": "time (profiler)",
-             "bandwidth": "efficiency: bandwidth, datasheet peak", "compile": "compile + first call",
-             "kernels": "kernels per call", "analytic": "FLOPs", "fp32": "FLOPs counted (FP32)",
-             "fp16": "FLOPs counted (FP16)", "fp64": "FLOPs counted (FP64)"}
+    names = {
+        "ratio": "FLOPs counted / analytic",
+        "event": "time (median)",
+        "profiler": "time (profiler)",
+        "bandwidth": "efficiency: bandwidth, datasheet peak",
+        "compile": "compile + first call",
+        "kernels": "kernels per call",
+        "analytic": "FLOPs",
+        "fp32": "FLOPs counted (FP32)",
+        "fp16": "FLOPs counted (FP16)",
+        "fp64": "FLOPs counted (FP64)",
+    }
     return acceptance.Result(case, 0, rows={names[k]: {"value": v} for k, v in rows.items()}, run_id="abc")
 
 
-@pytest.mark.parametrize(("case", "rows", "expected"), [
-    (acceptance._case("add", "cuda-kernels", "float32"), {"analytic": 4e6, "fp32": 4.0016e6}, "pass"),
-    (acceptance._case("dot", "cuda-kernels", "float16"), {"analytic": 1e9, "fp32": 1.002e9}, "FAIL"),
-    (acceptance._case("add", "cuda-kernels", "float16"), {"analytic": 4e6, "fp16": 4e6, "fp32": 4e6}, "pass"),
-    (acceptance._case("scalar", "cuda-kernels", "float64"), {"analytic": 4e6}, "FAIL"),  # no counted FLOPs at all
-    (acceptance._case("sigmoid", "cuda-kernels", "float32"), {"ratio": 2.9}, "pass"),
-    (acceptance._case("tanh", "cuda-kernels", "float32"), {"ratio": 6.0}, "FAIL"),
-    (acceptance._case("tanh", "cuda-kernels", "float64"), {"ratio": 12.0}, "pass"),
-])
+@pytest.mark.parametrize(
+    ("case", "rows", "expected"),
+    [
+        (acceptance._case("add", "cuda-kernels", "float32"), {"analytic": 4e6, "fp32": 4.0016e6}, "pass"),
+        (acceptance._case("dot", "cuda-kernels", "float16"), {"analytic": 1e9, "fp32": 1.002e9}, "FAIL"),
+        (acceptance._case("add", "cuda-kernels", "float16"), {"analytic": 4e6, "fp16": 4e6, "fp32": 4e6}, "pass"),
+        (acceptance._case("scalar", "cuda-kernels", "float64"), {"analytic": 4e6}, "FAIL"),  # no counted FLOPs at all
+        (acceptance._case("sigmoid", "cuda-kernels", "float32"), {"ratio": 2.9}, "pass"),
+        (acceptance._case("tanh", "cuda-kernels", "float32"), {"ratio": 6.0}, "FAIL"),
+        (acceptance._case("tanh", "cuda-kernels", "float64"), {"ratio": 12.0}, "pass"),
+    ],
+)
 def test_flop_ratio_checks(case, rows, expected) -> None:
     verdicts = [verdict for _, verdict, _ in acceptance.checks(_result(case, **rows), self_check=False)[1:]]
     assert verdicts[0] == expected and set(verdicts[1:]) <= {acceptance.INFO}
@@ -96,8 +113,9 @@ def test_exact_counts_are_judged_on_the_precision_that_does_the_work() -> None:
     idioms = m * n * (2 + 2 * k / 16)
     assert (2 * m * n * k + idioms) / (2 * m * n * k) == pytest.approx(1.0635, abs=1e-4)
     case = acceptance._case("dot", "cuda-kernels", "float16")
-    found = acceptance.checks(_result(case, analytic=2 * m * n * k, fp32=2 * m * n * k, fp16=idioms,
-                                      ratio=1.0635), self_check=False)
+    found = acceptance.checks(
+        _result(case, analytic=2 * m * n * k, fp32=2 * m * n * k, fp16=idioms, ratio=1.0635), self_check=False
+    )
     assert found[1] == ("counted FP32 / analytic = 1.000", "pass", "1.00000")
     assert found[2][:2] == ("idiom FP16", "info")
     assert found[2][2].startswith(f"counted {idioms:.6g}, SASS predicts {idioms:.6g}: HFMA2.MMA R, -RZ, RZ, 0, 0 ")
@@ -106,10 +124,14 @@ def test_exact_counts_are_judged_on_the_precision_that_does_the_work() -> None:
     assert acceptance.idiom_flops("add", "float16", "2048x2048") == []
 
 
-@pytest.mark.parametrize(("dtype", "ratio", "verdict", "detail"), [
-    ("float16", 1.02, "pass", "1.0200"),
-    ("float64", 0.5, "FAIL", "0.5000 (about half: ncu's sm__ops_path_tensor_* count FMAs, not FLOPs)"),
-    ("float16", None, "FAIL", "no FLOPs counted / analytic row")])
+@pytest.mark.parametrize(
+    ("dtype", "ratio", "verdict", "detail"),
+    [
+        ("float16", 1.02, "pass", "1.0200"),
+        ("float64", 0.5, "FAIL", "0.5000 (about half: ncu's sm__ops_path_tensor_* count FMAs, not FLOPs)"),
+        ("float16", None, "FAIL", "no FLOPs counted / analytic row"),
+    ],
+)
 def test_tensor_core_dot_gets_a_verdict_band(dtype, ratio, verdict, detail) -> None:
     case = acceptance._case("dot", "cupy", dtype)
     rows = {"ratio": ratio} if ratio is not None else {}
@@ -118,12 +140,20 @@ def test_tensor_core_dot_gets_a_verdict_band(dtype, ratio, verdict, detail) -> N
     assert len(acceptance.checks(_result(acceptance._case("dot", "cupy", "float32"), ratio=0.0), False)) == 1
 
 
-@pytest.mark.parametrize(("op", "dtype", "rows", "expected"), [
-    ("add", "float32", {"compile": 1.2, "kernels": 1, "ratio": 1.0}, ["pass", "pass", "pass"]),
-    ("add", "float32", {"kernels": 0, "ratio": 1.2}, ["FAIL", "FAIL", "FAIL"]),  # nothing caught in the NVTX range
-    ("dot", "float32", {"compile": 0.4, "kernels": 2}, ["pass", "pass"]),        # cuBLAS + a reduction: both counted
-    ("mul", "float16", {"compile": 0.4, "kernels": 1, "ratio": 0.5}, ["pass", "pass"]),  # packed halves: no ratio check
-])
+@pytest.mark.parametrize(
+    ("op", "dtype", "rows", "expected"),
+    [
+        ("add", "float32", {"compile": 1.2, "kernels": 1, "ratio": 1.0}, ["pass", "pass", "pass"]),
+        ("add", "float32", {"kernels": 0, "ratio": 1.2}, ["FAIL", "FAIL", "FAIL"]),  # nothing caught in the NVTX range
+        ("dot", "float32", {"compile": 0.4, "kernels": 2}, ["pass", "pass"]),  # cuBLAS + a reduction: both counted
+        (
+            "mul",
+            "float16",
+            {"compile": 0.4, "kernels": 1, "ratio": 0.5},
+            ["pass", "pass"],
+        ),  # packed halves: no ratio check
+    ],
+)
 @pytest.mark.parametrize("engine", ["pytensor-jax", "pytensor-torch"])
 def test_framework_checks(engine, op, dtype, rows, expected) -> None:
     found = acceptance.checks(_result(acceptance._case(op, engine, dtype), **rows), self_check=False)[1:]
@@ -137,8 +167,9 @@ def test_large_add_checks_time_and_bandwidth() -> None:
     bad = acceptance.checks(_result(case, event=0.013, profiler=0.0100, bandwidth=60.0), self_check=False)
     assert [v for _, v, _ in good] == ["pass", "pass", "pass"] and [v for _, v, _ in bad] == ["pass", "FAIL", "FAIL"]
     failed = acceptance.Result(case, 5, error="error: --device cuda: no usable NVIDIA GPU")
-    assert acceptance.checks(failed, self_check=False) == [("ran", "FAIL", "exit 5: error: --device cuda: no usable "
-                                                                           "NVIDIA GPU")]
+    assert acceptance.checks(failed, self_check=False) == [
+        ("ran", "FAIL", "exit 5: error: --device cuda: no usable NVIDIA GPU")
+    ]
 
 
 def test_parts_merge_into_one_summary(tmp_path) -> None:
@@ -146,11 +177,18 @@ def test_parts_merge_into_one_summary(tmp_path) -> None:
     for part, op in (("a", "add"), ("b", "mul")):
         (tmp_path / part).mkdir()
         result = _result(acceptance._case(op, "cuda-kernels", "float32"), analytic=4e6, fp32=4e6)
-        acceptance.write_summary(tmp_path / part, env, [result], {result.case.name: acceptance.checks(result, False)},
-                                 [(f"other {part}", "pass", "")])
+        acceptance.write_summary(
+            tmp_path / part,
+            env,
+            [result],
+            {result.case.name: acceptance.checks(result, False)},
+            [(f"other {part}", "pass", "")],
+        )
     text, bad = acceptance.merge(tmp_path / "all", [tmp_path / "a", tmp_path / "b"])
     assert bad == 0 and "add-cuda-kernels-float32-2048x2048" in text and "mul-cuda-kernels-float32-2048x2048" in text
-    assert "| other a | pass |" in text and "| other b | pass |" in text and "6 pass, 0 FAIL" in text  # 2 x (ran, ratio) + 2 others
+    assert (
+        "| other a | pass |" in text and "| other b | pass |" in text and "6 pass, 0 FAIL" in text
+    )  # 2 x (ran, ratio) + 2 others
 
 
 def test_the_pack_fits_what_an_offline_gpu_node_hands_back(self_check, tmp_path, monkeypatch) -> None:
@@ -169,7 +207,8 @@ def test_the_pack_fits_what_an_offline_gpu_node_hands_back(self_check, tmp_path,
     acceptance.pack(tmp_path / "run", tmp_path / "packed")
     assert (tmp_path / "packed" / "packed.txt").read_text() == (
         "ncu-rep.tar.gz: reports/a/report.ncu-rep\nncu-rep.tar.gz: reports/b/report.ncu-rep\n"
-        "left out (over 0 MiB): reports/c/report.ncu-rep\n")
+        "left out (over 0 MiB): reports/c/report.ncu-rep\n"
+    )
 
 
 HANGING_GPUPROF = """
@@ -250,8 +289,14 @@ def test_quick_self_check_never_holds_more_than_8_files_2_folders_deep_in_the_pa
     printed = capsys.readouterr().out.splitlines()
     assert code == 0
     assert len(seen) > 10 and max(files for files, _ in seen) <= 8 and max(depth for _, depth in seen) <= 2
-    assert sorted(p.name for p in into.iterdir()) == ["ncu-rep.tar.gz", "packed.txt", "raw.tar.gz", "results.json",
-                                                      "summary.csv", "summary.md"]
+    assert sorted(p.name for p in into.iterdir()) == [
+        "ncu-rep.tar.gz",
+        "packed.txt",
+        "raw.tar.gz",
+        "results.json",
+        "summary.csv",
+        "summary.md",
+    ]
     import tarfile
 
     with tarfile.open(into / "raw.tar.gz") as archive:
@@ -271,11 +316,22 @@ def test_quick_self_check_never_holds_more_than_8_files_2_folders_deep_in_the_pa
 
 def test_quick_plan_and_deadline(tmp_path, capsys) -> None:
     """No case starts once the deadline minus a case's time-out has passed: each is listed as not run."""
-    code = acceptance.main([str(tmp_path / "out"), "--self-check", "--quick", "--deadline-s", "0",
-                            "--cases", "add-cuda-kernels-float32-2048"])
+    code = acceptance.main(
+        [
+            str(tmp_path / "out"),
+            "--self-check",
+            "--quick",
+            "--deadline-s",
+            "0",
+            "--cases",
+            "add-cuda-kernels-float32-2048",
+        ]
+    )
     results = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
     assert code == 1 and [r["code"] for r in results] == [None]
-    assert results[0]["checks"][0][:2] == ["ran", "not run"] and "left before the deadline" in results[0]["checks"][0][2]
+    assert (
+        results[0]["checks"][0][:2] == ["ran", "not run"] and "left before the deadline" in results[0]["checks"][0][2]
+    )
 
 
 def test_without_a_gpu_it_says_so_first_and_exits_within_10_s(tmp_path) -> None:
@@ -284,9 +340,20 @@ def test_without_a_gpu_it_says_so_first_and_exits_within_10_s(tmp_path) -> None:
     if gpu_session.probe_gpu()[0]:
         pytest.skip("a GPU is usable here")
     began = time.monotonic()
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_acceptance.py"), str(tmp_path / "out"),
-                           "--quick", "--pack", str(tmp_path / "pack")], capture_output=True, text=True, timeout=60,
-                          check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu_acceptance.py"),
+            str(tmp_path / "out"),
+            "--quick",
+            "--pack",
+            str(tmp_path / "pack"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     took = time.monotonic() - began
     assert done.returncode == 2 and took < 10
     assert done.stdout.splitlines()[0].startswith("no usable NVIDIA GPU here, nothing was measured: ")
@@ -295,9 +362,22 @@ def test_without_a_gpu_it_says_so_first_and_exits_within_10_s(tmp_path) -> None:
 
 def test_sigterm_writes_the_summary_and_the_pack(tmp_path) -> None:
     out, into = tmp_path / "out", tmp_path / "pack"
-    child = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "gpu_acceptance.py"), str(out), "--self-check",
-                              "--quick", "--pack", str(into), "--cases", QUICK_CASES],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu_acceptance.py"),
+            str(out),
+            "--self-check",
+            "--quick",
+            "--pack",
+            str(into),
+            "--cases",
+            QUICK_CASES,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         first = next(line for line in child.stdout if line.startswith("[1/7] "))
         child.send_signal(signal.SIGTERM)
@@ -328,6 +408,7 @@ def test_the_live_framework_tests_skip_where_pytensor_is_absent(tmp_path) -> Non
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     for engine in ("pytensor-jax", "pytensor-torch"):
         assert test_gpu_live.backend_missing(engine, env) == (
-            f"{engine} cannot run on the GPU here: ModuleNotFoundError: No module named 'pytensor'")
+            f"{engine} cannot run on the GPU here: ModuleNotFoundError: No module named 'pytensor'"
+        )
     (tmp_path / "pytensor.py").write_text("")
     assert test_gpu_live.backend_missing("pytensor-torch", env) is None

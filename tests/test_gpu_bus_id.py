@@ -16,9 +16,22 @@ from gpuprof.devices.gpu_detect import GpuInfo, same_bus
 from gpuprof.energy.nvml_power import open_nvml
 from gpuprof.launch import gpu_session
 
-FIRST = GpuInfo(index=0, name="NVIDIA A100-SXM4-40GB", pci_bus_id="00000000:07:00.0", cc="8.0", sm_count=108,
-                sm_count_source="nvml", cores=None, max_sm_clock_hz=1.41e9, sm_clock_hz=None,
-                max_memory_clock_hz=None, bus_width_bits=None, memory_bytes=None, l2_bytes=None, driver=None)
+FIRST = GpuInfo(
+    index=0,
+    name="NVIDIA A100-SXM4-40GB",
+    pci_bus_id="00000000:07:00.0",
+    cc="8.0",
+    sm_count=108,
+    sm_count_source="nvml",
+    cores=None,
+    max_sm_clock_hz=1.41e9,
+    sm_clock_hz=None,
+    max_memory_clock_hz=None,
+    bus_width_bits=None,
+    memory_bytes=None,
+    l2_bytes=None,
+    driver=None,
+)
 SECOND = dataclasses.replace(FIRST, index=1, name="NVIDIA H100 80GB HBM3", pci_bus_id="00000000:3B:00.0", cc="9.0")
 
 
@@ -88,5 +101,6 @@ def test_a_bus_id_nvml_does_not_know_is_one_line(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(sys.modules, "pynvml", _stand_in_pynvml([]))
     meter, notes = open_nvml(0, 60, pci_bus_id="0000:99:00.0")
     assert meter is None
-    assert notes == ["no GPU power source: NVML cannot read power of the GPU at PCI 0000:99:00.0 (Not Found); "
-                     "energy not measured"]
+    assert notes == [
+        "no GPU power source: NVML cannot read power of the GPU at PCI 0000:99:00.0 (Not Found); energy not measured"
+    ]

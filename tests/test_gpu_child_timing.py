@@ -12,13 +12,16 @@ import pytest
 from gpuprof.launch.child import BATCH_TARGET_S, MAX_BATCH, batch_launcher, batch_size
 
 
-@pytest.mark.parametrize(("requested", "one_call_s", "expected"), [
-    (7, 1e-3, 7),                        # asked for: kept
-    (0, 2e-6, MAX_BATCH),                # a 2 µs add: 1000 calls (capped)
-    (0, 40e-6, 50),                      # 2 ms / 40 µs
-    (0, 0.5, 1),                         # one long call is its own batch
-    (0, 0.0, MAX_BATCH),                 # an event pair that read 0 s
-])
+@pytest.mark.parametrize(
+    ("requested", "one_call_s", "expected"),
+    [
+        (7, 1e-3, 7),  # asked for: kept
+        (0, 2e-6, MAX_BATCH),  # a 2 µs add: 1000 calls (capped)
+        (0, 40e-6, 50),  # 2 ms / 40 µs
+        (0, 0.5, 1),  # one long call is its own batch
+        (0, 0.0, MAX_BATCH),  # an event pair that read 0 s
+    ],
+)
 def test_batch_size(requested, one_call_s, expected):
     assert batch_size(requested, one_call_s) == expected
     assert BATCH_TARGET_S == 2e-3
@@ -70,9 +73,11 @@ def test_a_call_that_cannot_be_captured_is_timed_in_a_loop_that_says_so():
     issued.clear()
     launch()
     assert issued == [False] * 3
-    assert how == ("3 back-to-back launch(es) issued from Python (CUDA graph capture failed: RuntimeError: "
-                   "cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing), time per "
-                   "launch = batch / 3, launch latency included where it exceeds the kernel")
+    assert how == (
+        "3 back-to-back launch(es) issued from Python (CUDA graph capture failed: RuntimeError: "
+        "cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing), time per "
+        "launch = batch / 3, launch latency included where it exceeds the kernel"
+    )
 
 
 @pytest.mark.parametrize(("profiled", "preset", "expected"), [(1, None, "false"), (0, None, None), (1, "true", "true")])
@@ -84,15 +89,43 @@ def test_jax_does_not_preallocate_the_gpu_under_a_profiler(tmp_path, profiled, p
     import subprocess
     import sys
 
-    script = ("import os, sys; from gpuprof.launch import child; child.main(sys.argv[1:]); "
-              "print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))")
+    script = (
+        "import os, sys; from gpuprof.launch import child; child.main(sys.argv[1:]); "
+        "print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "XLA_PYTHON_CLIENT_PREALLOCATE"}
     if preset:
         env["XLA_PYTHON_CLIENT_PREALLOCATE"] = preset
-    done = subprocess.run([sys.executable, "-c", script, "--op", "add", "--shape", "16x16", "--dtype", "float32",
-                           "--engine", "cuda-kernels", "--repeat", "1", "--warmup", "0", "--profiled", str(profiled),
-                           "--range", "r", "--result", str(tmp_path / "child.json")],
-                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            "--op",
+            "add",
+            "--shape",
+            "16x16",
+            "--dtype",
+            "float32",
+            "--engine",
+            "cuda-kernels",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--profiled",
+            str(profiled),
+            "--range",
+            "r",
+            "--result",
+            str(tmp_path / "child.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
     assert done.stdout.strip().splitlines()[-1] == str(expected), done.stderr
 
 
@@ -116,8 +149,9 @@ class _Nvtx:
         self.calls.append(("pop",))
 
 
-@pytest.mark.parametrize(("kind", "expected"), [("start-end", [("start", "r"), ("end", 7)] * 2),
-                                                ("push-pop", [("push", "r"), ("pop",)] * 2)])
+@pytest.mark.parametrize(
+    ("kind", "expected"), [("start-end", [("start", "r"), ("end", 7)] * 2), ("push-pop", [("push", "r"), ("pop",)] * 2)]
+)
 def test_profiled_calls_open_a_start_end_range_by_default(kind, expected) -> None:
     """A start/end range holds kernels launched from any thread (XLA and TorchInductor may launch from
     worker threads); ncu's filter for it has no trailing '/'. Push/pop stays for gpuprof profile's
@@ -127,11 +161,33 @@ def test_profiled_calls_open_a_start_end_range_by_default(kind, expected) -> Non
     from gpuprof.launch import child, ncu
 
     nvtx = _Nvtx()
-    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(
-        nvtx=nvtx, runtime=types.SimpleNamespace(deviceSynchronize=lambda: None),
-        profiler=types.SimpleNamespace(start=lambda: None, stop=lambda: None)))
-    argv = ["--op", "add", "--shape", "8x8", "--dtype", "float32", "--engine", "cupy", "--repeat", "1",
-            "--warmup", "0", "--profiled", "2", "--range", "r", "--result", "x.json"]
+    cp = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(
+            nvtx=nvtx,
+            runtime=types.SimpleNamespace(deviceSynchronize=lambda: None),
+            profiler=types.SimpleNamespace(start=lambda: None, stop=lambda: None),
+        )
+    )
+    argv = [
+        "--op",
+        "add",
+        "--shape",
+        "8x8",
+        "--dtype",
+        "float32",
+        "--engine",
+        "cupy",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+        "--profiled",
+        "2",
+        "--range",
+        "r",
+        "--result",
+        "x.json",
+    ]
     args = child.parse(argv + (["--range-kind", kind] if kind == "push-pop" else []))
     child._profile(cp, lambda: None, args)
     assert nvtx.calls == expected

@@ -12,10 +12,10 @@ import re
 import pytest
 from fakes.environment import FAKES, FIXTURES, calls, isolate_discovery, search_path, use_stand_ins
 
-from gpuprof.model import catalog
 from gpuprof.errors import InputError, ProfilerError
 from gpuprof.launch import discovery, ncu, nvprof, profilers
 from gpuprof.launch.profilers import ProfileOptions
+from gpuprof.model import catalog
 
 CHILD = ["/usr/bin/python3", "-m", "gpuprof.launch.child", "--op", "dot"]
 # Documented values (Nsight Compute CLI, "Profile" options table).
@@ -37,11 +37,26 @@ def test_ncu_argv_is_exact(tmp_path):
     options = ProfileOptions("gpuprof:dot:707x707x707:float32", "base", "all", "kernel")
     argv = ncu.command("/opt/ncu", CHILD, tmp_path, options)
     assert argv == [
-        "/opt/ncu", "--nvtx", "--nvtx-include", "gpuprof:dot:707x707x707:float32/",
-        "--metrics", ",".join(ncu.metrics()),
-        "--clock-control", "base", "--cache-control", "all", "--replay-mode", "kernel",
-        "--export", str(tmp_path / "report"), "--force-overwrite",
-        "--csv", "--page", "raw", "--log-file", str(tmp_path / "ncu.csv"),
+        "/opt/ncu",
+        "--nvtx",
+        "--nvtx-include",
+        "gpuprof:dot:707x707x707:float32/",
+        "--metrics",
+        ",".join(ncu.metrics()),
+        "--clock-control",
+        "base",
+        "--cache-control",
+        "all",
+        "--replay-mode",
+        "kernel",
+        "--export",
+        str(tmp_path / "report"),
+        "--force-overwrite",
+        "--csv",
+        "--page",
+        "raw",
+        "--log-file",
+        str(tmp_path / "ncu.csv"),
         *CHILD,
     ]
     for option, allowed in NCU_DOCUMENTED.items():
@@ -55,8 +70,12 @@ def test_ncu_metrics_come_from_the_catalog_and_are_metric_names():
     # the FLOP counters NVIDIA maps flop_count_sp/dp/hp to, DRAM bytes, time and SM clock are all asked for
     for entry in ("flop_count_sp", "flop_count_dp", "flop_count_hp"):
         assert set(catalog.entries()[entry].ncu_sum) <= set(names)
-    for name in ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
-                 "smsp__cycles_elapsed.avg.per_second"):
+    for name in (
+        "gpu__time_duration.sum",
+        "dram__bytes_read.sum",
+        "dram__bytes_write.sum",
+        "smsp__cycles_elapsed.avg.per_second",
+    ):
         assert name in names
     assert any(n.startswith("smsp__warp_issue_stalled_") for n in names)
     # the FMA-pipe ceilings that make efficiency at the measured clock possible (derive.counters.peak_flop_rate)
@@ -75,9 +94,17 @@ def test_nvprof_argv_is_exact(tmp_path, profiler_calls):
     argv = nvprof.command(str(FAKES / "nvprof"), CHILD, tmp_path, options)
     wanted = nvprof.metrics()
     assert argv == [
-        str(FAKES / "nvprof"), "--profile-from-start", "off",
-        "--csv", "--log-file", str(tmp_path / "nvprof.csv"),
-        "--metrics", ",".join(wanted), "--replay-mode", "application", *CHILD,
+        str(FAKES / "nvprof"),
+        "--profile-from-start",
+        "off",
+        "--csv",
+        "--log-file",
+        str(tmp_path / "nvprof.csv"),
+        "--metrics",
+        ",".join(wanted),
+        "--replay-mode",
+        "application",
+        *CHILD,
     ]
     nvprof_names = {n for e in catalog.entries().values() for n in e.nvprof}
     assert set(wanted) <= nvprof_names
@@ -94,8 +121,10 @@ def test_profile_options_reject_undocumented_values():
         ProfileOptions("r", replay_mode="range")
 
 
-@pytest.mark.parametrize(("cc", "expected"), [((3, 5), "nvprof"), ((6, 1), "nvprof"), ((7, 0), "ncu"),
-                                              ((8, 0), "ncu"), ((10, 0), "ncu"), (None, "ncu")])
+@pytest.mark.parametrize(
+    ("cc", "expected"),
+    [((3, 5), "nvprof"), ((6, 1), "nvprof"), ((7, 0), "ncu"), ((8, 0), "ncu"), ((10, 0), "ncu"), (None, "ncu")],
+)
 def test_auto_picks_by_compute_capability(profiler_calls, cc, expected):
     choice = profilers.choose(None, cc)
     assert choice.backend == expected and not choice.fallback
@@ -121,8 +150,11 @@ def test_explicit_profiler_errors(profiler_calls, monkeypatch):
     with pytest.raises(ProfilerError, match="does not support compute capability 6.1"):
         profilers.choose("ncu", (6, 1))
     monkeypatch.setenv("PATH", search_path())
-    with pytest.raises(ProfilerError, match=r"ncu not found \(searched PATH, .*nsight-compute/<version>/ncu, "
-                                            r"\$CUDA_HOME/bin \(\$CUDA_HOME unset\), .*/usr/local/cuda/bin\)") as error:
+    with pytest.raises(
+        ProfilerError,
+        match=r"ncu not found \(searched PATH, .*nsight-compute/<version>/ncu, "
+        r"\$CUDA_HOME/bin \(\$CUDA_HOME unset\), .*/usr/local/cuda/bin\)",
+    ) as error:
         profilers.choose("ncu", (8, 0))
     assert "--profiler none" in str(error.value) and "--profiler /path/to/ncu" in str(error.value)
     assert profilers.choose("none", (8, 0)).backend == "none"
@@ -232,7 +264,8 @@ A100_QUERY = FIXTURES / "ncu_query_metrics_a100_EXCERPT.txt"  # two real rows: d
 
 
 def test_ncu_metric_list_falls_back_to_the_chip_query_when_the_device_query_lists_nothing(
-        tmp_path, profiler_calls, monkeypatch):
+    tmp_path, profiler_calls, monkeypatch
+):
     """The device query prints nothing (as without counter permission): before, every catalog name went
     to ncu, which refuses the run for one unknown name; now ncu is asked for the chip of the compute
     capability (ga100 for 8.0), which needs no GPU."""
@@ -249,7 +282,9 @@ def test_ncu_metric_list_falls_back_to_the_chip_query_when_the_device_query_list
     assert queries == [["--devices", "0", "--query-metrics"], ["--query-metrics", "--chips", "ga100"]]
     [source] = [n for n in ncu.notes(options, exe) if n.startswith("ncu metric list:")]
     assert source == "ncu metric list: 2 names from ncu --query-metrics --chips ga100"
-    assert ncu_metrics.chip((9, 0)) == "gh100" and ncu_metrics.chip((8, 6)) == "ga102" and ncu_metrics.chip(None) is None
+    assert (
+        ncu_metrics.chip((9, 0)) == "gh100" and ncu_metrics.chip((8, 6)) == "ga102" and ncu_metrics.chip(None) is None
+    )
 
 
 def test_ncu_metric_list_falls_back_to_a_shipped_list_then_to_every_name(tmp_path, profiler_calls, monkeypatch):
@@ -259,13 +294,16 @@ def test_ncu_metric_list_falls_back_to_a_shipped_list_then_to_every_name(tmp_pat
     shipped = tmp_path / "ncu_metrics"
     shipped.mkdir()
     names = sorted(set(re.findall(ncu_metrics.LISTED, A100_QUERY.read_text(), re.MULTILINE)))
-    (shipped / "ga100.txt").write_text("# generated from ncu --query-metrics-mode all --chips ga100\n" +
-                                       "\n".join(names) + "\n")
+    (shipped / "ga100.txt").write_text(
+        "# generated from ncu --query-metrics-mode all --chips ga100\n" + "\n".join(names) + "\n"
+    )
     monkeypatch.setattr(ncu_metrics, "SHIPPED", shipped)
     found = ncu_metrics.query(exe, (8, 0))
     assert found.names == {"dram__bytes", "dram__bytes_read"}
-    assert found.source.startswith("gpuprof's shipped list for ga100 (ncu --devices 0 --query-metrics; "
-                                   "ncu --query-metrics --chips ga100 listed nothing)")
+    assert found.source.startswith(
+        "gpuprof's shipped list for ga100 (ncu --devices 0 --query-metrics; "
+        "ncu --query-metrics --chips ga100 listed nothing)"
+    )
     nothing = ncu_metrics.query(exe, (9, 0))  # no gh100 list shipped here
     assert nothing.names is None and nothing.source.endswith("listed nothing; no shipped list for gh100")
     assert ncu.to_collect(exe, cc=(9, 0)) == (ncu.metrics(), [])
@@ -279,12 +317,15 @@ def test_ncu_metric_list_is_cached_per_ncu_and_version_across_processes(tmp_path
 
     monkeypatch.setenv("GPUPROF_FAKE_QUERY", str(A100_QUERY))
     exe = str(FAKES / "ncu")
-    script = ("import sys; from gpuprof.launch import ncu_metrics as m; "
-              "found = m.query(sys.argv[1], (8, 0)); print(len(found.names or ()) or None, found.source)")
+    script = (
+        "import sys; from gpuprof.launch import ncu_metrics as m; "
+        "found = m.query(sys.argv[1], (8, 0)); print(len(found.names or ()) or None, found.source)"
+    )
 
     def one_process() -> str:
-        done = subprocess.run([sys.executable, "-c", script, exe], capture_output=True, text=True, timeout=120,
-                              check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", script, exe], capture_output=True, text=True, timeout=120, check=True
+        )
         return done.stdout.strip()
 
     first = one_process()

@@ -35,9 +35,22 @@ def profiler_calls(tmp_path, monkeypatch):
 
 
 def _gpu(name: str, cc: str) -> GpuInfo:
-    return GpuInfo(index=0, name=name, pci_bus_id=None, cc=cc, sm_count=None, sm_count_source="unknown",
-                   cores=None, max_sm_clock_hz=None, sm_clock_hz=None, max_memory_clock_hz=None,
-                   bus_width_bits=None, memory_bytes=None, l2_bytes=None, driver=None)
+    return GpuInfo(
+        index=0,
+        name=name,
+        pci_bus_id=None,
+        cc=cc,
+        sm_count=None,
+        sm_count_source="unknown",
+        cores=None,
+        max_sm_clock_hz=None,
+        sm_clock_hz=None,
+        max_memory_clock_hz=None,
+        bus_width_bits=None,
+        memory_bytes=None,
+        l2_bytes=None,
+        driver=None,
+    )
 
 
 @pytest.fixture
@@ -48,19 +61,37 @@ def stand_in(tmp_path, monkeypatch, profiler_calls):
         monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (_gpu(name, cc), f"NVML: {name} (stand-in)"))
         monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
         child = tmp_path / "child-stand-in.json"
-        child.write_text(json.dumps({
-            "schema": 1, "times": STAND_IN_TIMES, "device": {"name": name, "cc": cc}, "engine": "cupy",
-            "engine_version": "stand-in", "relative_error": 0.0, "kernel": None, "timer": "stand-in"}))
+        child.write_text(
+            json.dumps(
+                {
+                    "schema": 1,
+                    "times": STAND_IN_TIMES,
+                    "device": {"name": name, "cc": cc},
+                    "engine": "cupy",
+                    "engine_version": "stand-in",
+                    "relative_error": 0.0,
+                    "kernel": None,
+                    "timer": "stand-in",
+                }
+            )
+        )
         monkeypatch.setenv("GPUPROF_FAKE_CHILD", str(child))
         for variable, fixture in (("GPUPROF_FAKE_LOG", log), ("GPUPROF_FAKE_REPORT", report)):
             if fixture:
                 monkeypatch.setenv(variable, str(FIXTURES / fixture))
+
     return use
 
 
 def _settings(tmp_path, op="add", shape="256x256", **gpu) -> RunSettings:
-    return RunSettings(op=op, shape=shape, repeat=3, warmup=1, command="gpuprof run (test)",
-                       gpu={"reports_dir": tmp_path / "reports", **gpu})
+    return RunSettings(
+        op=op,
+        shape=shape,
+        repeat=3,
+        warmup=1,
+        command="gpuprof run (test)",
+        gpu={"reports_dir": tmp_path / "reports", **gpu},
+    )
 
 
 def _profiling_call(record) -> list[str]:
@@ -69,24 +100,48 @@ def _profiling_call(record) -> list[str]:
 
 def test_ncu_run_end_to_end(tmp_path, stand_in, profiler_calls):
     # the B200 raw page was produced by `ncu --csv --page raw --log-file X --metrics ...`, our layout
-    stand_in("NVIDIA B200", "10.0", "ncu_csv_raw_page_b200_flashattn.csv",
-             "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep")
+    stand_in(
+        "NVIDIA B200", "10.0", "ncu_csv_raw_page_b200_flashattn.csv", "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
+    )
     run = gpu_session.run_gpu(_settings(tmp_path), (256, 256))
 
     folder = tmp_path / "reports" / run.run_id
     argv = _profiling_call(profiler_calls)
     child = gpu_session.child_command(_settings(tmp_path), (256, 256), "cupy", 3, folder / "child.json")
-    options = profilers.ProfileOptions("gpuprof:add:256x256:float32", "base", "all", "kernel", cc=(10, 0),
-                                       nvtx_start_end=True)
+    options = profilers.ProfileOptions(
+        "gpuprof:add:256x256:float32", "base", "all", "kernel", cc=(10, 0), nvtx_start_end=True
+    )
     command = run.environment["profiler_command"]
     assert command == ncu.command(run.environment["profiler_path"], child, folder, options)
     # a start/end range (no trailing '/'): it holds kernels XLA or TorchInductor launch from other threads
     assert command[command.index("--nvtx-include") + 1] == "gpuprof:add:256x256:float32"
     assert command[1:] == argv and command[0].endswith("/fakes/ncu")
-    assert child[1:] == ["-m", "gpuprof.launch.child", "--op", "add", "--shape", "256x256", "--dtype", "float32",
-                         "--engine", "cupy", "--repeat", "3", "--warmup", "1", "--profiled", "3", "--batch", "0",
-                         "--range", "gpuprof:add:256x256:float32", "--seed", "0", "--result",
-                         str(folder / "child.json")]
+    assert child[1:] == [
+        "-m",
+        "gpuprof.launch.child",
+        "--op",
+        "add",
+        "--shape",
+        "256x256",
+        "--dtype",
+        "float32",
+        "--engine",
+        "cupy",
+        "--repeat",
+        "3",
+        "--warmup",
+        "1",
+        "--profiled",
+        "3",
+        "--batch",
+        "0",
+        "--range",
+        "gpuprof:add:256x256:float32",
+        "--seed",
+        "0",
+        "--result",
+        str(folder / "child.json"),
+    ]
     assert [c["argv"] for c in calls(profiler_calls)][:2] == [["--version"], ["--devices", "0", "--query-metrics"]]
     assert {p.name for p in folder.iterdir()} >= {"ncu.csv", "report.ncu-rep", "child.json", "stdout.txt", "stderr.txt"}
 
@@ -186,8 +241,10 @@ def test_a_metric_the_gpu_lacks_keeps_the_event_timing(tmp_path, stand_in, monke
     assert [launch.value("kernel_duration") for launch in run.launches] == STAND_IN_TIMES
     assert run.environment["profiler_outcome"] == f"failed: {QUOTED_METRIC_ERROR}"
     [note] = [n for n in run.notes if "measured nothing usable" in n]
-    assert note == (f"ncu measured nothing usable ({QUOTED_METRIC_ERROR}), so time is from CUDA events and FLOPs "
-                    f"are analytic; see {tmp_path / 'reports' / run.run_id / 'ncu.csv'}")
+    assert note == (
+        f"ncu measured nothing usable ({QUOTED_METRIC_ERROR}), so time is from CUDA events and FLOPs "
+        f"are analytic; see {tmp_path / 'reports' / run.run_id / 'ncu.csv'}"
+    )
 
 
 def test_a_profiler_that_stops_the_workload_is_followed_by_a_run_without_it(tmp_path, stand_in, monkeypatch):
@@ -203,8 +260,10 @@ def test_a_profiler_that_stops_the_workload_is_followed_by_a_run_without_it(tmp_
     assert argv[argv.index("--profiled") + 1] == "0" and argv[-1] == str(folder / "without-profiler" / "child.json")
     assert [launch.value("kernel_duration") for launch in run.launches] == STAND_IN_TIMES
     assert run.environment["profiler_outcome"] == "failed: stopped before the workload finished"
-    assert (f"ncu stopped before the workload finished ({QUOTED_METRIC_ERROR}); measured again without a profiler, "
-            f"so time is from CUDA events and FLOPs are analytic (files in {folder})") in run.notes
+    assert (
+        f"ncu stopped before the workload finished ({QUOTED_METRIC_ERROR}); measured again without a profiler, "
+        f"so time is from CUDA events and FLOPs are analytic (files in {folder})"
+    ) in run.notes
     assert (folder / "ncu.csv").is_file()  # the profiler's log is kept beside the second run's files
 
 
@@ -252,8 +311,24 @@ def test_device_cuda_without_gpu_says_what_was_tried(tmp_path):
     if usable:
         pytest.skip(f"a GPU is usable here ({reason})")
     assert "NVML" in reason and "CuPy" in reason
-    done = subprocess.run([sys.executable, "-m", "gpuprof", "run", "--op", "add", "--size", "1MB", "--device",
-                           "cuda", "--store", str(tmp_path / "s.sqlite")], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuprof",
+            "run",
+            "--op",
+            "add",
+            "--size",
+            "1MB",
+            "--device",
+            "cuda",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == DeviceError.exit_code
     assert done.stderr.startswith("error: --device cuda: no usable NVIDIA GPU (")
     assert "use --device cpu" in done.stderr and "Traceback" not in done.stderr

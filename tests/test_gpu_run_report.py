@@ -46,21 +46,53 @@ def test_the_raw_page_holds_the_reports_values() -> None:
 @pytest.fixture
 def rtx3080_run(tmp_path, monkeypatch):
     use_stand_ins(tmp_path, monkeypatch)
-    monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (stand_in_gpu("NVIDIA GeForce RTX 3080", "8.6"), "NVML: stand-in"))
+    monkeypatch.setattr(
+        gpu_session, "_nvml_gpu", lambda: (stand_in_gpu("NVIDIA GeForce RTX 3080", "8.6"), "NVML: stand-in")
+    )
     monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
     child = tmp_path / "child-stand-in.json"
-    child.write_text(json.dumps({"schema": 1, "times": [EVENT_TIME] * 3, "batch": 1, "engine": "cupy",
-                                 "device": {"name": "NVIDIA GeForce RTX 3080", "cc": "8.6"},
-                                 "engine_version": "stand-in", "relative_error": 0.0, "kernel": None,
-                                 "timer": "stand-in"}))
+    child.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "times": [EVENT_TIME] * 3,
+                "batch": 1,
+                "engine": "cupy",
+                "device": {"name": "NVIDIA GeForce RTX 3080", "cc": "8.6"},
+                "engine_version": "stand-in",
+                "relative_error": 0.0,
+                "kernel": None,
+                "timer": "stand-in",
+            }
+        )
+    )
     monkeypatch.setenv("GPUPROF_FAKE_CHILD", str(child))
     monkeypatch.setenv("GPUPROF_FAKE_LOG", str(RAW))
     monkeypatch.chdir(tmp_path)
 
     def run(fmt: str) -> str:
-        result = CliRunner().invoke(main, ["run", "--op", "add", "--shape", "4096x4096", "--device", "cuda",
-                                           "--profiler", "ncu", "--profiled", "1", "--repeat", "3",
-                                           "--format", fmt, "--store", str(tmp_path / "s.sqlite")])
+        result = CliRunner().invoke(
+            main,
+            [
+                "run",
+                "--op",
+                "add",
+                "--shape",
+                "4096x4096",
+                "--device",
+                "cuda",
+                "--profiler",
+                "ncu",
+                "--profiled",
+                "1",
+                "--repeat",
+                "3",
+                "--format",
+                fmt,
+                "--store",
+                str(tmp_path / "s.sqlite"),
+            ],
+        )
         assert result.exit_code == 0, result.output
         run.stored = result.stderr.split("stored as run ")[1].split()[0]
         return result.stdout
@@ -107,7 +139,9 @@ def test_run_prints_counted_flops_their_ratio_the_clock_and_three_efficiencies(r
     assert rows["time (median)"]["value"] == pytest.approx(EVENT_TIME)
 
     # the store keeps what these rows are derived from: 'gpuprof show' prints the same
-    shown = CliRunner().invoke(main, ["show", rtx3080_run.stored, "--format", "json", "--store", str(rtx3080_run.store)])
+    shown = CliRunner().invoke(
+        main, ["show", rtx3080_run.stored, "--format", "json", "--store", str(rtx3080_run.store)]
+    )
     assert {row["quantity"]: row for row in json.loads(shown.stdout)["quantities"]} == rows
 
 
@@ -115,9 +149,15 @@ def test_the_table_names_the_profiler_and_every_counted_row(rtx3080_run, monkeyp
     monkeypatch.setenv("COLUMNS", "200")  # the labels on one line each (an 80-column table wraps the longest)
     text = rtx3080_run("table")
     assert "note:     profiler: ncu 0.0.0-fake (" in text and "found by PATH)" in text
-    for label in ("time (profiler)", "FLOPs counted (FP32)", "FLOPs counted / analytic", "SM clock (profiled)",
-                  "efficiency: counted FLOP/s vs peak at run clock", "efficiency: counted FLOP/s vs peak ",
-                  "efficiency: counted roofline ("):
+    for label in (
+        "time (profiler)",
+        "FLOPs counted (FP32)",
+        "FLOPs counted / analytic",
+        "SM clock (profiled)",
+        "efficiency: counted FLOP/s vs peak at run clock",
+        "efficiency: counted FLOP/s vs peak ",
+        "efficiency: counted roofline (",
+    ):
         assert label in text
     assert "70 MFLOP" in text and "1.442 GHz" in text and "85.28 ms" in text
 
@@ -129,14 +169,42 @@ def test_nvprof_counts_reach_the_report_with_event_time(tmp_path, monkeypatch) -
     monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (stand_in_gpu("Tesla K40c", "3.5"), "NVML: stand-in"))
     monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
     child = tmp_path / "child.json"
-    child.write_text(json.dumps({"schema": 1, "times": [EVENT_TIME] * 3, "batch": 1, "engine": "cupy",
-                                 "device": {"name": "Tesla K40c", "cc": "3.5"}, "engine_version": "stand-in",
-                                 "relative_error": 0.0, "kernel": None, "timer": "stand-in"}))
+    child.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "times": [EVENT_TIME] * 3,
+                "batch": 1,
+                "engine": "cupy",
+                "device": {"name": "Tesla K40c", "cc": "3.5"},
+                "engine_version": "stand-in",
+                "relative_error": 0.0,
+                "kernel": None,
+                "timer": "stand-in",
+            }
+        )
+    )
     monkeypatch.setenv("GPUPROF_FAKE_CHILD", str(child))
     monkeypatch.setenv("GPUPROF_FAKE_LOG", str(FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"))
     monkeypatch.chdir(tmp_path)  # the profiler's files go to reports/<run>/ below the working directory
-    result = CliRunner().invoke(main, ["run", "--op", "dot", "--shape", "1024", "--device", "cuda", "--repeat", "3",
-                                       "--format", "json", "--store", str(tmp_path / "s.sqlite")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--op",
+            "dot",
+            "--shape",
+            "1024",
+            "--device",
+            "cuda",
+            "--repeat",
+            "3",
+            "--format",
+            "json",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = {row["quantity"]: row for row in json.loads(result.stdout)["quantities"]}
     counted = 25264160800.0  # flop_count_sp, Avg per invocation; 3 invocations = the 3 profiled calls
@@ -155,12 +223,25 @@ def test_nvprofs_own_efficiency_is_the_run_clock_one() -> None:
     from gpuprof.derive import profiled
     from gpuprof.model import Launch, Metric, Run
 
-    launch = Launch("sgemm", 3, "Tesla V100", 3, {"phase": "profiled"},
-                    [Metric("flop_count_sp", 2.0e9, "FLOP", "flop_count_sp"),
-                     Metric("flop_sp_efficiency", 61.25, "%", "flop_sp_efficiency")])
-    run = Run(kind="run", format="cuda-cupy", source="test", environment={"kernels_per_call": 1, "profiler": "nvprof"},
-              workload={"op": "dot", "dtype": "float32", "shape": [1000, 1000, 1000], "profiled": 3},
-              launches=[launch])
+    launch = Launch(
+        "sgemm",
+        3,
+        "Tesla V100",
+        3,
+        {"phase": "profiled"},
+        [
+            Metric("flop_count_sp", 2.0e9, "FLOP", "flop_count_sp"),
+            Metric("flop_sp_efficiency", 61.25, "%", "flop_sp_efficiency"),
+        ],
+    )
+    run = Run(
+        kind="run",
+        format="cuda-cupy",
+        source="test",
+        environment={"kernels_per_call": 1, "profiler": "nvprof"},
+        workload={"op": "dot", "dtype": "float32", "shape": [1000, 1000, 1000], "profiled": 3},
+        launches=[launch],
+    )
     [row] = [q for q in profiled.quantities(run, 2e9, 12e6, 1e-3) if "run clock" in q.name]
     assert (row.value, row.origin) == (61.25, "measured")
     assert row.basis.startswith("nvprof flop_sp_efficiency: achieved / peak FP32 FLOP/s at the clock")
@@ -173,19 +254,40 @@ def _tensor_run(cc: str, metrics: list) -> object:
     (docs/tensor-cores.md) and the counts are chosen here, each as the formula says it must be."""
     from gpuprof.model import Launch, Metric, Run
 
-    launch = Launch("sm80_xmma_gemm_f16f16_f16f32", 0, "GPU", 1, {"phase": "profiled"},
-                    [Metric("gpu__time_duration.sum", 1.0e-4, "second", "kernel_duration"),
-                     *(Metric(f"smsp__sass_thread_inst_executed_op_h{op}_pred_on.sum", 0.0, "inst")
-                       for op in ("add", "mul", "fma")), *metrics])
-    return Run(kind="run", format="gpu-cupy", source="gpuprof run", device={"name": "GPU", "cc": cc},
-               workload={"op": "dot", "shape": [1024, 1024, 1024], "dtype": "float16", "profiled": 1},
-               environment={"kernels_per_call": 1, "profiler": "ncu"}, launches=[launch])
+    launch = Launch(
+        "sm80_xmma_gemm_f16f16_f16f32",
+        0,
+        "GPU",
+        1,
+        {"phase": "profiled"},
+        [
+            Metric("gpu__time_duration.sum", 1.0e-4, "second", "kernel_duration"),
+            *(
+                Metric(f"smsp__sass_thread_inst_executed_op_h{op}_pred_on.sum", 0.0, "inst")
+                for op in ("add", "mul", "fma")
+            ),
+            *metrics,
+        ],
+    )
+    return Run(
+        kind="run",
+        format="gpu-cupy",
+        source="gpuprof run",
+        device={"name": "GPU", "cc": cc},
+        workload={"op": "dot", "shape": [1024, 1024, 1024], "dtype": "float16", "profiled": 1},
+        environment={"kernels_per_call": 1, "profiler": "ncu"},
+        launches=[launch],
+    )
 
 
-@pytest.mark.parametrize("cc, metrics", [
-    ("8.0", [("sm__ops_path_tensor_src_fp16_dst_fp32.sum", 2 * 1024**3, "")]),  # Ampere: ops counted as such
-    ("7.0", [("sm__inst_executed_pipe_tensor.sum", 2 * 1024**3 / 512, "inst")]),  # Volta: 512 per HMMA.884
-], ids=["ampere-ops-path", "volta-512-per-instruction"])
+@pytest.mark.parametrize(
+    "cc, metrics",
+    [
+        ("8.0", [("sm__ops_path_tensor_src_fp16_dst_fp32.sum", 2 * 1024**3, "")]),  # Ampere: ops counted as such
+        ("7.0", [("sm__inst_executed_pipe_tensor.sum", 2 * 1024**3 / 512, "inst")]),  # Volta: 512 per HMMA.884
+    ],
+    ids=["ampere-ops-path", "volta-512-per-instruction"],
+)
 def test_tensor_core_flops_count_toward_the_ratio_to_analytic(cc: str, metrics: list) -> None:
     from gpuprof.derive.profiled import quantities
     from gpuprof.model import Metric

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from gpuprof.cli import main
 from gpuprof.compare import comparison
+from gpuprof.compare.html_report import Limits, build
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import MEASURED, TIMED, Launch, Metric, Run
-from gpuprof.compare.html_report import Limits, build
 from gpuprof.store import open_store
 
 HOSTILE = "void f<float>(T*) <script>alert(1)</script>"
@@ -23,19 +23,36 @@ PEAKS = Peaks("Test CPU", {"float32": 100e9}, None, 2e9, "derived", "2 cores x 2
 
 def cpu_run(op: str, requested: str, seconds: float) -> Run:
     shape = [500, 500, 500] if op == "dot" else [1000, 1000]
-    return Run(kind="run", format="cpu-numpy", source="test",
-               device={"name": "Test CPU", "kind": "cpu", "peaks": [asdict(PEAKS)]},
-               workload={"op": op, "dtype": "float32", "shape": shape, "size_bytes": 0, "requested": requested,
-                         "engine": "numpy"},
-               environment={"host": "h"},
-               launches=[Launch(f"numpy:{op}", 0, metrics=[Metric("wall_time", seconds, "second", "kernel_duration", TIMED)])])
+    return Run(
+        kind="run",
+        format="cpu-numpy",
+        source="test",
+        device={"name": "Test CPU", "kind": "cpu", "peaks": [asdict(PEAKS)]},
+        workload={
+            "op": op,
+            "dtype": "float32",
+            "shape": shape,
+            "size_bytes": 0,
+            "requested": requested,
+            "engine": "numpy",
+        },
+        environment={"host": "h"},
+        launches=[Launch(f"numpy:{op}", 0, metrics=[Metric("wall_time", seconds, "second", "kernel_duration", TIMED)])],
+    )
 
 
 def hostile_import() -> Run:
-    metrics = [Metric("gpu__time_duration.sum", 2e-3, "second", "kernel_duration", MEASURED),
-               Metric("flop_count_sp", 4e9, "FLOP", "flop_count_sp", MEASURED)]
-    return Run(kind="import", format="ncu-csv", source="/data/<b>evil.csv",
-               device={"name": "GPU <i>x</i>"}, launches=[Launch(HOSTILE, 0, "GPU <i>x</i>", 1, {}, metrics)])
+    metrics = [
+        Metric("gpu__time_duration.sum", 2e-3, "second", "kernel_duration", MEASURED),
+        Metric("flop_count_sp", 4e9, "FLOP", "flop_count_sp", MEASURED),
+    ]
+    return Run(
+        kind="import",
+        format="ncu-csv",
+        source="/data/<b>evil.csv",
+        device={"name": "GPU <i>x</i>"},
+        launches=[Launch(HOSTILE, 0, "GPU <i>x</i>", 1, {}, metrics)],
+    )
 
 
 def runs() -> list[Run]:
@@ -74,16 +91,36 @@ def test_cli_writes_the_report_and_reports_trimming_on_stderr(tmp_path):
     with open_store(store) as opened:
         for run in runs():
             opened.add(run)
-    out = CliRunner().invoke(main, ["compare", "--store", str(store), "--reference", "paper",
-                                    "--html", str(tmp_path / "r.html"), "--max-series", "3"])
+    out = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--store",
+            str(store),
+            "--reference",
+            "paper",
+            "--html",
+            str(tmp_path / "r.html"),
+            "--max-series",
+            "3",
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert "trimmed: devices: showing 3 of 4" in out.stderr and "--max-series" in out.stderr
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+BROWSER_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
@@ -91,12 +128,18 @@ def test_chromium_renders_tables_and_images(tmp_path):
     page = tmp_path / "report.html"
     page.write_text(build(comparison(runs(), reference=True), "gpuprof comparison", ["s"]).html)
     argv = [CHROMIUM, *BROWSER_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([*argv, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    dom = subprocess.run(
+        [*argv, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     assert dom.count("<table>") >= 4 and dom.count("<img ") >= 4
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<script>alert" not in dom
     shot = tmp_path / "shot.png"
-    subprocess.run([*argv, f"--screenshot={shot}", "--window-size=1400,2000", page.as_uri()],
-                   capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [*argv, f"--screenshot={shot}", "--window-size=1400,2000", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     from matplotlib.image import imread
 
     pixels = imread(shot)
@@ -114,7 +157,9 @@ def test_study_tables_group_each_devices_columns_under_its_name():
 def test_imported_kernels_with_flops_bytes_and_time_get_a_roofline():
     from gpuprof.importing import read_file
 
-    ncu = read_file(Path(__file__).parent / "fixtures" / "profiler-outputs" / "ncu_csv_details_a100_roofline_printfp.csv")
+    ncu = read_file(
+        Path(__file__).parent / "fixtures" / "profiler-outputs" / "ncu_csv_details_a100_roofline_printfp.csv"
+    )
     without = build(comparison(runs()), "t", ["s"]).html.count(">Roofline: ")
     with_import = build(comparison([*runs(), ncu]), "t", ["s"]).html
     assert with_import.count(">Roofline: ") == without + 1

@@ -33,8 +33,10 @@ def test_import_stores_each_file_as_one_run(tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
     result = invoke(store, K40C, SRAD, "--format", "json")
     assert result.exit_code == 0, result.output
-    assert stored_runs(store) == [("import", "nvprof-csv-metrics", str(K40C)),
-                                  ("import", "nvprof-text-metrics", str(SRAD))]
+    assert stored_runs(store) == [
+        ("import", "nvprof-csv-metrics", str(K40C)),
+        ("import", "nvprof-text-metrics", str(SRAD)),
+    ]
     with open_store(store) as reopened:  # read back from the file, not from memory
         metrics_run, text_run = reopened.runs()
     kernel, invocations = metrics_run.launch_table.loc[0, ["kernel", "invocations"]]
@@ -93,11 +95,14 @@ def _garbage(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("make, fragment", [
-    (lambda d: d / "empty.csv", "the file is empty"),
-    (lambda d: _garbage(d / "garbage.bin"), "not a profiler output gpuprof recognises"),
-    (lambda d: d / "other-tool.csv", "not a profiler output gpuprof recognises"),
-])
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        (lambda d: d / "empty.csv", "the file is empty"),
+        (lambda d: _garbage(d / "garbage.bin"), "not a profiler output gpuprof recognises"),
+        (lambda d: d / "other-tool.csv", "not a profiler output gpuprof recognises"),
+    ],
+)
 def test_unreadable_file_one_line_nothing_stored(tmp_path: Path, make, fragment: str) -> None:
     (tmp_path / "empty.csv").write_text("")
     (tmp_path / "other-tool.csv").write_text("timestamp,cpu_percent,rss_mb\n2024-01-01T00:00:00,12.5,300\n")
@@ -135,8 +140,10 @@ def test_importing_a_file_twice_stores_it_once(tmp_path: Path) -> None:
     first = invoke(store, K40C)
     again = invoke(store, K40C, SRAD)
     assert first.exit_code == again.exit_code == 0
-    assert stored_runs(store) == [("import", "nvprof-csv-metrics", str(K40C)),
-                                  ("import", "nvprof-text-metrics", str(SRAD))]
+    assert stored_runs(store) == [
+        ("import", "nvprof-csv-metrics", str(K40C)),
+        ("import", "nvprof-text-metrics", str(SRAD)),
+    ]
     assert f"{K40C} was already in the store" in again.stderr
     assert FORMA in invoke(store, K40C, "--wide").stdout  # still shown
 

@@ -7,9 +7,9 @@ import sqlite3
 from pathlib import Path
 
 from click.testing import CliRunner
+from fixture_paths import A100, B200, FIXTURES, K40C, SRAD
 
 from gpuprof.cli import main
-from fixture_paths import A100, B200, FIXTURES, K40C, SRAD
 
 NERSC = sorted(FIXTURES.glob("ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.*.csv"))
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixture_paths import K40C, NSYS_SQLITE
 
 from gpuprof.cli import main
 from gpuprof.importing import nvtx_matches
 from gpuprof.store import open_store
-from fixture_paths import K40C, NSYS_SQLITE
 
 FUSION = "<unnamed>::nvfuser_none_f0_c0_r0_g0("
 
@@ -35,8 +35,9 @@ def test_nvtx_include_keeps_the_launches_made_inside_the_range(tmp_path: Path) -
 
 def test_nested_ranges_written_outer_slash_inner(tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
-    result = invoke(store, NSYS_SQLITE, "--nvtx-include",
-                    "KernelExecutor::runFusion/fusion_executor::allocations::allocateOutputs")
+    result = invoke(
+        store, NSYS_SQLITE, "--nvtx-include", "KernelExecutor::runFusion/fusion_executor::allocations::allocateOutputs"
+    )
     assert result.exit_code == 0, result.output
     with open_store(store) as reopened:
         (run,) = reopened.runs()

@@ -8,8 +8,9 @@ import csv
 import io
 from pathlib import Path
 
-from gpuprof.importing import kernel_table, read_file
 from fixture_paths import A100
+
+from gpuprof.importing import kernel_table, read_file
 
 
 def with_nan_action(tmp_path: Path) -> Path:
@@ -31,10 +32,14 @@ def test_all_nan_action_keeps_its_launch_with_a_note(tmp_path: Path) -> None:
     run = read_file(with_nan_action(tmp_path))
     assert [launch.index for launch in run.launches] == [0, 1, 2]
     assert all(metric.value is None for metric in run.launches[1].metrics)
-    assert run.notes[-1] == ("1 launch(es) with every counter NaN or n/a, kept with nothing to derive: "
-                             "1 (void randomInit<float>(T1 *, int, int, unsigned int))")
-    assert kernel_table([run]).set_index("kernel").loc[
-        "void randomInit<float>(T1 *, int, int, unsigned int)", "launches"] == 2
+    assert run.notes[-1] == (
+        "1 launch(es) with every counter NaN or n/a, kept with nothing to derive: "
+        "1 (void randomInit<float>(T1 *, int, int, unsigned int))"
+    )
+    assert (
+        kernel_table([run]).set_index("kernel").loc["void randomInit<float>(T1 *, int, int, unsigned int)", "launches"]
+        == 2
+    )
 
 
 def test_the_original_file_has_no_such_note() -> None:

@@ -23,8 +23,20 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_study_configs_load() -> None:
     resnet = load_jobs(ROOT / "configs" / "resnet-study.toml")
     assert [(j.label, j.devices) for j in resnet.jobs] == [("cpu", 1), ("1gpu", 1), ("1gpu-ddp", 1), ("2gpu", 2)]
-    assert resnet.jobs[3].command[1:] == ("-m", "gpuprof.workloads.training", "--model", "resnet34", "--setup", "ddp:2",
-                                          "--epochs", "1", "--batch-size", "16", "--train-batches", "20")
+    assert resnet.jobs[3].command[1:] == (
+        "-m",
+        "gpuprof.workloads.training",
+        "--model",
+        "resnet34",
+        "--setup",
+        "ddp:2",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--train-batches",
+        "20",
+    )
     keras = load_jobs(ROOT / "configs" / "keras-study.toml")
     assert len(keras.jobs) == 7 * 3 + 3  # every pyramid at every batch size, the CNN at three
     assert "mlp-6400x3200x1664-b256" in [j.label for j in keras.jobs]
@@ -46,8 +58,10 @@ def test_sweep_profiles_each_job_and_compare_reads_them(tmp_path: Path, monkeypa
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     config = tmp_path / "tiny.toml"
-    config.write_text("name = 'tiny'\nenergy = false\n[[jobs]]\nmodel = 'mlp'\nhidden = [[8]]\nbatch_size = [4]\n"
-                      "train_batches = 2\ninference_sizes = [1]\nrepeats = 1\n")
+    config.write_text(
+        "name = 'tiny'\nenergy = false\n[[jobs]]\nmodel = 'mlp'\nhidden = [[8]]\nbatch_size = [4]\n"
+        "train_batches = 2\ninference_sizes = [1]\nrepeats = 1\n"
+    )
     store = str(tmp_path / "s.sqlite")
     result = CliRunner().invoke(main, ["sweep", str(config), "--store", store])
     assert result.exit_code == 0, result.output
@@ -58,8 +72,9 @@ def test_sweep_profiles_each_job_and_compare_reads_them(tmp_path: Path, monkeypa
     assert all(r.workload["sweep"] == {"config": "tiny", "job": r.environment["label"]} for r in runs)
     again = CliRunner().invoke(main, ["sweep", str(config), "--store", store, "--resume"])
     assert "0 stored, 1 already stored" in again.stderr
-    table = CliRunner().invoke(main, ["compare", "--scaling", "--baseline", "mlp-8-b4", "--store", store,
-                                      "--format", "csv"])
+    table = CliRunner().invoke(
+        main, ["compare", "--scaling", "--baseline", "mlp-8-b4", "--store", store, "--format", "csv"]
+    )
     assert table.exit_code == 0, table.output
     frame = pd.read_csv(io.StringIO(table.stdout))
     assert set(frame["phase"]) >= {"program", "train", "test", "inference"}

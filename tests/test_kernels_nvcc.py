@@ -49,8 +49,11 @@ SASS = {
     "mul": {"f32": {"FMUL"}, "f64": {"DMUL"}, "f16": {"HMUL2"}},
     "scalar": {"f32": {"FMUL"}, "f64": {"DMUL"}, "f16": {"HMUL2"}},
     "dot": {"f32": {"FFMA"}, "f64": {"DFMA"}, "f16": {"FFMA"}},
-    "sigmoid": {"f32": {"MUFU.EX2", "MUFU.RCP", "FFMA"}, "f64": {"DFMA", "MUFU.RCP64H"},
-                "f16": {"MUFU.EX2", "MUFU.RCP"}},
+    "sigmoid": {
+        "f32": {"MUFU.EX2", "MUFU.RCP", "FFMA"},
+        "f64": {"DFMA", "MUFU.RCP64H"},
+        "f16": {"MUFU.EX2", "MUFU.RCP"},
+    },
     "tanh": {"f32": {"MUFU.EX2", "FFMA"}, "f64": {"DFMA", "MUFU.RCP64H"}, "f16": {"MUFU.EX2"}},
 }
 PTX = {
@@ -58,13 +61,18 @@ PTX = {
     "mul": {"f32": {"mul.f32"}, "f64": {"mul.f64"}, "f16": {"mul.f16"}},
     "scalar": {"f32": {"mul.f32"}, "f64": {"mul.f64"}, "f16": {"mul.f16"}},
     "dot": {"f32": {"fma.rn.f32"}, "f64": {"fma.rn.f64"}, "f16": {"fma.rn.f32"}},
-    "sigmoid": {"f32": {"ex2.approx.ftz.f32", "rcp.rn.f32"}, "f64": {"fma.rn.f64", "rcp.rn.f64"},
-                "f16": {"ex2.approx.ftz.f32"}},
+    "sigmoid": {
+        "f32": {"ex2.approx.ftz.f32", "rcp.rn.f32"},
+        "f64": {"fma.rn.f64", "rcp.rn.f64"},
+        "f16": {"ex2.approx.ftz.f32"},
+    },
     "tanh": {"f32": {"ex2.approx.ftz.f32", "fma.rn.f32"}, "f64": {"fma.rn.f64"}, "f16": {"ex2.approx.ftz.f32"}},
 }
 # The fully unrolled dot inner loop (16 FMAs over one tile) and add's single addition, per listing.
-UNROLLED = {"SASS": {"gpuprof_dot_f32": "FFMA", "gpuprof_dot_f64": "DFMA", "gpuprof_add_f32": "FADD"},
-            "PTX": {"gpuprof_dot_f32": "fma.rn.f32", "gpuprof_dot_f64": "fma.rn.f64", "gpuprof_add_f32": "add.f32"}}
+UNROLLED = {
+    "SASS": {"gpuprof_dot_f32": "FFMA", "gpuprof_dot_f64": "DFMA", "gpuprof_add_f32": "FADD"},
+    "PTX": {"gpuprof_dot_f32": "fma.rn.f32", "gpuprof_dot_f64": "fma.rn.f64", "gpuprof_add_f32": "add.f32"},
+}
 UNROLLED_COUNT = {"gpuprof_dot_f32": 16, "gpuprof_dot_f64": 16, "gpuprof_add_f32": 1}
 # Half-precision arithmetic needs compute capability 5.3; below it cuda_fp16.h's __hadd/__hmul convert
 # to float, add or multiply there and round back, so sm_52 executes the float32 instruction.
@@ -159,8 +167,12 @@ def _sass_listing(cubin: Path) -> dict[str, collections.Counter] | None:
 
 def _nvcc_build(folder: Path, arch: str) -> Build:
     cubin = folder / f"{arch}.cubin"
-    done = subprocess.run([NVCC, f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-o", str(cubin), str(SOURCE_PATH)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [NVCC, f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-o", str(cubin), str(SOURCE_PATH)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     sass = _sass_listing(cubin)
     listing, instructions = ("SASS", sass) if sass else ("PTX", _nvcc_ptx(folder, arch))
     return Build(arch, "nvcc", *parse_ptxas(done.stderr + done.stdout), instructions, listing)
@@ -178,8 +190,9 @@ def nvrtc_compile(library: Path, source: str, options: list[str], output: str = 
     program = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), SOURCE.encode(), 0, None, None) == 0
     try:
-        status = lib.nvrtcCompileProgram(program, len(options), (ctypes.c_char_p * len(options))(
-            *(option.encode() for option in options)))
+        status = lib.nvrtcCompileProgram(
+            program, len(options), (ctypes.c_char_p * len(options))(*(option.encode() for option in options))
+        )
         size = ctypes.c_size_t()
         lib.nvrtcGetProgramLogSize(program, ctypes.byref(size))
         log = ctypes.create_string_buffer(size.value)
@@ -190,7 +203,7 @@ def nvrtc_compile(library: Path, source: str, options: list[str], output: str = 
         assert getattr(lib, f"nvrtcGet{output}")(program, found) == 0
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(program))
-    return found.raw[:size.value]
+    return found.raw[: size.value]
 
 
 def nvrtc12_ptx(source: str, arch: str) -> str:
@@ -203,8 +216,12 @@ def _cuda12_build(folder: Path, arch: str) -> Build:
     ptx = nvrtc12_ptx(SOURCE_PATH.read_text(), arch)
     ptx_file, cubin = folder / f"{arch}.ptx", folder / f"{arch}.cubin"
     ptx_file.write_text(ptx)
-    done = subprocess.run([str(PTXAS12), f"-arch={arch}", "-v", "-o", str(cubin), str(ptx_file)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [str(PTXAS12), f"-arch={arch}", "-v", "-o", str(cubin), str(ptx_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     sass = _sass_listing(cubin)
     listing, instructions = ("SASS", sass) if sass else ("PTX", _ptx_listing(ptx))
     return Build(arch, "NVRTC 12 + ptxas 12", *parse_ptxas(done.stderr + done.stdout), instructions, listing)
@@ -227,7 +244,11 @@ def builds(tmp_path_factory) -> dict[str, Build]:
 
 def _build(builds: dict[str, Build], arch: str) -> Build:
     if arch not in builds:
-        nvcc = "no nvcc found" if NVCC is None else "this nvcc cannot target it (CUDA 13 dropped Maxwell, Pascal and Volta)"
+        nvcc = (
+            "no nvcc found"
+            if NVCC is None
+            else "this nvcc cannot target it (CUDA 13 dropped Maxwell, Pascal and Volta)"
+        )
         pytest.skip(f"{arch}: {nvcc}, and CUDA 12.9 from PyPI is missing: pip install {CUDA12_WHEELS}")
     return builds[arch]
 
@@ -254,7 +275,9 @@ def test_kernels_contain_the_ops_instructions(builds, arch, op):
     for suffix in SUFFIX.values():
         needed = expected(table, op, suffix, arch)
         found = build.instructions[f"gpuprof_{op}_{suffix}"]
-        assert needed <= set(found), f"{op}_{suffix} on {arch} ({build.compiler}, {build.listing}) lacks {needed - set(found)}"
+        assert needed <= set(found), (
+            f"{op}_{suffix} on {arch} ({build.compiler}, {build.listing}) lacks {needed - set(found)}"
+        )
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -303,21 +326,32 @@ def test_kernels_compile_with_nvrtc_and_the_engines_options():
 # The sm_90 SASS the cuda-kernels engine gets: NVRTC 13 (nvidia-cuda-nvrtc) with the engine's options,
 # listed by cuobjdump; cuda_fp16.h from a CUDA toolkit, else from the CUDA 12.9 runtime wheel.
 NVRTC13 = _wheel_file("*/lib/libnvrtc.so.13")
-FP16_HEADERS = next((str(p) for p in (Path("/usr/local/cuda/include"), HEADERS12)
-                     if p is not None and (p / "cuda_fp16.h").is_file()), None)
+FP16_HEADERS = next(
+    (str(p) for p in (Path("/usr/local/cuda/include"), HEADERS12) if p is not None and (p / "cuda_fp16.h").is_file()),
+    None,
+)
 _SASS_LINE = re.compile(r"/\*([0-9a-f]{4})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)([^;]*);")
 # ncu's FLOP formula per thread instruction: add and mul 1, fma 2, by the precision of the opcode.
-FLOP_WEIGHT = {"FADD": ("FP32", 1), "FMUL": ("FP32", 1), "FFMA": ("FP32", 2), "HADD2": ("FP16", 1),
-               "HMUL2": ("FP16", 1), "HFMA2": ("FP16", 2), "DADD": ("FP64", 1), "DMUL": ("FP64", 1),
-               "DFMA": ("FP64", 2)}
+FLOP_WEIGHT = {
+    "FADD": ("FP32", 1),
+    "FMUL": ("FP32", 1),
+    "FFMA": ("FP32", 2),
+    "HADD2": ("FP16", 1),
+    "HMUL2": ("FP16", 1),
+    "HFMA2": ("FP16", 2),
+    "DADD": ("FP64", 1),
+    "DMUL": ("FP64", 1),
+    "DFMA": ("FP64", 2),
+}
 
 
 def _acceptance():
     import importlib.util
     import sys
 
-    spec = importlib.util.spec_from_file_location("gpu_acceptance", KERNELS_DIR.parent.parent / "benchmarks" /
-                                                  "gpu_acceptance.py")
+    spec = importlib.util.spec_from_file_location(
+        "gpu_acceptance", KERNELS_DIR.parent.parent / "benchmarks" / "gpu_acceptance.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("gpu_acceptance", module)
     spec.loader.exec_module(module)
@@ -329,11 +363,16 @@ def sm90_sass(tmp_path_factory) -> dict[str, list[tuple[int, str, str]]]:
     """(address, opcode, operands) per kernel of the sm_90 cubin NVRTC 13 builds with the engine's options."""
     cuobjdump = _tool("cuobjdump")
     if NVRTC13 is None or cuobjdump is None or FP16_HEADERS is None:
-        pytest.skip("needs NVRTC 13, cuobjdump and cuda_fp16.h: pip install nvidia-cuda-nvrtc nvidia-cuda-cuobjdump "
-                    "nvidia-cuda-runtime-cu12")
+        pytest.skip(
+            "needs NVRTC 13, cuobjdump and cuda_fp16.h: pip install nvidia-cuda-nvrtc nvidia-cuda-cuobjdump "
+            "nvidia-cuda-runtime-cu12"
+        )
     cubin = tmp_path_factory.mktemp("sm90") / "gpuprof_ops.cubin"
-    cubin.write_bytes(nvrtc_compile(NVRTC13, SOURCE_PATH.read_text(),
-                                    ["--gpu-architecture=sm_90", "-std=c++17", f"-I{FP16_HEADERS}"], "CUBIN"))
+    cubin.write_bytes(
+        nvrtc_compile(
+            NVRTC13, SOURCE_PATH.read_text(), ["--gpu-architecture=sm_90", "-std=c++17", f"-I{FP16_HEADERS}"], "CUBIN"
+        )
+    )
     done = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True)
     found = {}
     for chunk in re.split(r"\n\s*Function : ", done.stdout)[1:]:
@@ -346,8 +385,11 @@ def flops_per_thread(listing: list[tuple[int, str, str]]) -> dict[str, tuple[int
     """Per precision, (FLOPs a thread executes once, FLOPs per trip of the kernel's one loop), every
     predicate taken as true (shapes are multiples of 16, so no thread is out of bounds): the loop is
     the range from a backward branch's target to the branch."""
-    loops = [(int(rest.split("0x")[1], 16), address) for address, op, rest in listing
-             if op == "BRA" and "0x" in rest and int(rest.split("0x")[1], 16) < address]
+    loops = [
+        (int(rest.split("0x")[1], 16), address)
+        for address, op, rest in listing
+        if op == "BRA" and "0x" in rest and int(rest.split("0x")[1], 16) < address
+    ]
     assert len(loops) == 1, loops
     start, end = loops[0]
     counts: dict[str, list[int]] = {}
@@ -373,6 +415,7 @@ def test_sm90_sass_work_and_idiom_counts_match_what_the_acceptance_run_expects(s
     assert counts == idioms
     if idioms:
         [(_, flops, reason)] = acceptance.idiom_flops(op, dtype, "1024x1024x1024")
-        assert (2 * 1024**3 + flops) / (2 * 1024**3) == pytest.approx(1.0635 if dtype == "float16" else 1 + 2 / 2048,
-                                                                    abs=1e-4)
+        assert (2 * 1024**3 + flops) / (2 * 1024**3) == pytest.approx(
+            1.0635 if dtype == "float16" else 1 + 2 / 2048, abs=1e-4
+        )
         assert "HFMA2.MMA" in reason and ("HADD2.F32" in reason) == (dtype == "float16")

@@ -17,11 +17,29 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gpuprof"
 
-QUESTIONS = ("importing", "compare", "diffing", "stalls", "profile", "doctor", "sweep", "calibrate", "merge", "measure",
-             "tracing", "job_sweep", "simulate")
+QUESTIONS = (
+    "importing",
+    "compare",
+    "diffing",
+    "stalls",
+    "profile",
+    "doctor",
+    "sweep",
+    "calibrate",
+    "merge",
+    "measure",
+    "tracing",
+    "job_sweep",
+    "simulate",
+)
 STAGES: list[tuple[str, ...]] = [
     ("errors", "outputs", "inputs"),  # outputs: how every writer writes a file (regular, symlink, device or FIFO)
-    ("model", "data", "regions", "counting"),  # regions and counting: what a user's program records, standard library only
+    (
+        "model",
+        "data",
+        "regions",
+        "counting",
+    ),  # regions and counting: what a user's program records, standard library only
     ("readers", "workloads", "devices", "energy", "regions_torch", "regions_keras"),
     ("launch",),
     ("derive",),

@@ -65,8 +65,9 @@ def test_the_package_says_its_version():
     import gpuprof
 
     assert gpuprof.__version__ == version("gpuprof-hpc")
-    shown = subprocess.run([sys.executable, "-m", "gpuprof", "--version"], capture_output=True, text=True,
-                           timeout=120, check=True).stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "gpuprof", "--version"], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     assert shown.strip() == f"gpuprof, version {gpuprof.__version__}"
 
 

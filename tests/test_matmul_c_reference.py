@@ -27,4 +27,4 @@ def test_profile_the_c_matmul(tmp_path, monkeypatch):
         run = opened.runs()[-1]
     assert run.device["kind"] == "cpu"
     stdout = next(tmp_path.glob("reports/*/stdout.txt")).read_text()
-    assert stdout.strip() == f"n=128 sum={2 * 128 ** 3}"  # 2n³: every C[i][j] is 2n
+    assert stdout.strip() == f"n=128 sum={2 * 128**3}"  # 2n³: every C[i][j] is 2n

@@ -6,22 +6,26 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from fixture_paths import K40C
 
-from gpuprof.store import runfile as export
 from gpuprof.cli import main
 from gpuprof.errors import StoreError
 from gpuprof.merge import collect, merge
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.store import open_store
-from fixture_paths import K40C
-
+from gpuprof.store import runfile as export
 
 
 def make_run(host: str, seconds: float = 1e-3) -> Run:
-    return Run(kind="run", format="cpu-numpy", source="test", device={"name": f"cpu of {host}", "kind": "cpu"},
-               workload={"op": "add", "dtype": "float32", "shape": [100, 100], "size_bytes": 120_000},
-               environment={"host": host},
-               launches=[Launch("numpy:add", 0, metrics=[Metric("wall_time", seconds, "second", "kernel_duration", TIMED)])])
+    return Run(
+        kind="run",
+        format="cpu-numpy",
+        source="test",
+        device={"name": f"cpu of {host}", "kind": "cpu"},
+        workload={"op": "add", "dtype": "float32", "shape": [100, 100], "size_bytes": 120_000},
+        environment={"host": host},
+        launches=[Launch("numpy:add", 0, metrics=[Metric("wall_time", seconds, "second", "kernel_duration", TIMED)])],
+    )
 
 
 def test_merge_combines_stores_run_files_and_profiler_outputs_once(tmp_path):
@@ -97,7 +101,8 @@ def test_a_run_file_with_no_readable_line_fails_after_merging_the_rest(tmp_path)
     assert result.exit_code == 3, result.output
     assert result.output.strip().splitlines()[-1] == (
         f"error: no line of {bad} is a gpuprof run, so nothing was added from it. "
-        "give run files written by 'gpuprof export' or 'gpuprof sweep --slurm'")
+        "give run files written by 'gpuprof export' or 'gpuprof sweep --slurm'"
+    )
     assert f"{bad}:1: skipped, not a whole gpuprof run (a: not a field of a run)" in result.output
     assert "TypeError" not in result.output  # no Python exception text in a note
     with open_store(out) as store:
@@ -113,7 +118,8 @@ def test_an_output_that_is_not_a_store_is_named_as_merge_names_it(tmp_path):
     assert result.exit_code == StoreError.exit_code
     assert result.output.strip().splitlines() == [
         f"error: cannot open results store {text}: file is not a database. "
-        "give another OUT_STORE: a gpuprof results store or a new file"]
+        "give another OUT_STORE: a gpuprof results store or a new file"
+    ]
     assert "--store" not in result.output and text.read_text() == "hello\n"
 
 
@@ -128,8 +134,9 @@ def test_export_replaces_its_file_unless_asked_to_append(tmp_path):
         done = runner.invoke(main, ["export", str(out), "--store", str(store)])
         assert done.exit_code == 0, done.output
     assert len(export.load(out)[0]) == 2
-    assert done.stderr.strip() == (f"2 run(s) from {store} written to {out} "
-                                   "(replacing its contents; --append adds instead)")
+    assert done.stderr.strip() == (
+        f"2 run(s) from {store} written to {out} (replacing its contents; --append adds instead)"
+    )
     done = runner.invoke(main, ["export", str(out), "--store", str(store), "--append"])
     assert done.exit_code == 0 and done.stderr.strip() == f"2 run(s) from {store} appended to {out}"
     assert len(export.load(out)[0]) == 4
@@ -156,5 +163,7 @@ def test_compare_store_that_is_not_a_store_says_so(tmp_path, given):
         path.write_bytes(bytes(range(256)) * 8)
     result = CliRunner().invoke(main, ["compare", "--store", str(path)])
     assert result.exit_code == 6, result.output
-    assert result.output == (f"error: {path} is not a gpuprof results store (not an SQLite file). give a store "
-                             "written by gpuprof with --store; profiler outputs go to --import\n")
+    assert result.output == (
+        f"error: {path} is not a gpuprof results store (not an SQLite file). give a store "
+        "written by gpuprof with --store; profiler outputs go to --import\n"
+    )

@@ -59,8 +59,10 @@ def tool(name: str) -> str:
     found = discovery.locate(name)
     if found:
         return found.path
-    pytest.skip(f"NVIDIA's {name} not found (${env}, {unpacked}, {discovery.searched(name)}); "
-                "run .ci/nvidia-tools.sh to unpack it")
+    pytest.skip(
+        f"NVIDIA's {name} not found (${env}, {unpacked}, {discovery.searched(name)}); "
+        "run .ci/nvidia-tools.sh to unpack it"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +89,7 @@ def _generator():
 
 
 # --- metric names -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("chip", sorted(CHIPS))
 def test_every_metric_gpuprof_requests_exists_on_the_chip(chip, ncu_exe, tmp_path):
@@ -145,6 +148,7 @@ def test_chips_this_ncu_does_not_know_are_reported(ncu_exe, capsys, tmp_path):
 
 # --- argv ---------------------------------------------------------------------------------------
 
+
 def refusal(exe: str, argv: list[str], cwd: Path) -> str | None:
     """ncu's own complaint about ``argv`` (its option parsing, no GPU needed), or None when it accepts
     it: the program is replaced by /bin/true, so an accepted argv ends with 'No kernels were profiled'."""
@@ -165,15 +169,26 @@ def _argvs(exe: str, run_dir: Path) -> dict[str, list[str]]:
     for clock in CLOCK_CONTROLS:
         for cache in CACHE_CONTROLS:
             for replay in REPLAY_MODES:
-                options = ProfileOptions("gpuprof:dot:256x256x256:float32", clock, cache, replay, cc=(9, 0),
-                                         nvtx_start_end=True)
+                options = ProfileOptions(
+                    "gpuprof:dot:256x256x256:float32", clock, cache, replay, cc=(9, 0), nvtx_start_end=True
+                )
                 made[f"run {clock} {cache} {replay}"] = ncu.command(exe, child, run_dir, options)
     for name, metric_set in catalog.metric_sets().items():
-        options = ProfileOptions("user range", "none", metrics=metric_set.ncu, kernel="gemm|dot",
-                                 launch_skip=2, launch_count=3, target_processes="all", cc=(8, 0))
+        options = ProfileOptions(
+            "user range",
+            "none",
+            metrics=metric_set.ncu,
+            kernel="gemm|dot",
+            launch_skip=2,
+            launch_count=3,
+            target_processes="all",
+            cc=(8, 0),
+        )
         made[f"profile --set {name}"] = ncu.command(exe, child, run_dir, options)
-    made["profile, no filters"] = ncu.command(exe, child, run_dir, ProfileOptions(None, "base", metrics=("kernel_duration",)))
-    return {label: argv[1:argv.index("CHILD")] for label, argv in made.items()}
+    made["profile, no filters"] = ncu.command(
+        exe, child, run_dir, ProfileOptions(None, "base", metrics=("kernel_duration",))
+    )
+    return {label: argv[1 : argv.index("CHILD")] for label, argv in made.items()}
 
 
 def test_every_ncu_argv_gpuprof_builds_is_accepted_by_ncu(ncu_exe, tmp_path):
@@ -192,6 +207,7 @@ def test_the_argv_check_catches_what_ncu_refuses(wrong, ncu_exe, tmp_path):
 
 
 # --- .ncu-rep -----------------------------------------------------------------------------------
+
 
 def _raw_page(exe: str, report: Path, cwd: Path) -> list[dict[str, tuple[str, str]]]:
     """ncu --import REPORT --csv --page raw --print-units base: per launch, metric -> (unit, value)."""
@@ -258,10 +274,12 @@ def test_nsys_rep_kernels_equal_nsys_stats(nsys_on_path, tmp_path):
     assert sorted(p.name for p in report.parent.iterdir()) == ["cupy.qdrep"]
     copy = tmp_path / "copy.nsys-rep"
     copy.write_bytes(QDREP.read_bytes())
-    done = _run([nsys_on_path, "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv", "--output", "-",
-                 str(copy)], tmp_path)
+    done = _run(
+        [nsys_on_path, "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv", "--output", "-", str(copy)],
+        tmp_path,
+    )
     lines = done.stdout.splitlines()
-    rows = list(csv.DictReader(lines[next(i for i, line in enumerate(lines) if line.startswith("Time")):]))
+    rows = list(csv.DictReader(lines[next(i for i, line in enumerate(lines) if line.startswith("Time")) :]))
     kernels = [launch for launch in run.launches if launch.attributes["kind"] == "kernel"]
     assert len(kernels) == sum(int(row["Instances"]) for row in rows) == 15
     for row in rows:
@@ -286,6 +304,7 @@ def test_a_report_newer_than_nsys_is_one_clear_error(nsys_on_path, tmp_path):
 
 
 # --- doctor -------------------------------------------------------------------------------------
+
 
 def test_doctor_reports_the_real_tools_and_where(ncu_exe, monkeypatch):
     nsys = tool("nsys")

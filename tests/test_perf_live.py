@@ -13,8 +13,11 @@ import pytest
 from gpuprof.launch import perf as live
 
 PERF = shutil.which("perf")
-needs_perf = pytest.mark.skipif(PERF is None, reason="perf is not installed here (Debian: apt-get install "
-                                 "linux-perf); test_missing_perf_degrades covers this machine")
+needs_perf = pytest.mark.skipif(
+    PERF is None,
+    reason="perf is not installed here (Debian: apt-get install "
+    "linux-perf); test_missing_perf_degrades covers this machine",
+)
 
 
 def _busy(seconds: float) -> None:
@@ -25,8 +28,12 @@ def _busy(seconds: float) -> None:
 
 def _perf_accepts(event: str) -> tuple[bool, bool]:
     """(perf knows the event, perf can count it) asked of perf directly, as the oracle."""
-    done = subprocess.run([PERF or "perf", "stat", "-x,", "-e", event, "--", "true"], capture_output=True,
-                          text=True, env={**os.environ, "LC_ALL": "C"})
+    done = subprocess.run(
+        [PERF or "perf", "stat", "-x,", "-e", event, "--", "true"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LC_ALL": "C"},
+    )
     return done.returncode == 0, done.returncode == 0 and "<not supported>" not in done.stderr
 
 
@@ -115,16 +122,20 @@ def test_permission_refusal_is_one_line(tmp_path) -> None:
     # A stand-in perf that answers as perf 6.1 does when perf_event_paranoid forbids counting
     # (message text from perf's evsel__open_strerror for EACCES).
     fake = tmp_path / "perf"
-    fake.write_text("#!/bin/sh\n"
-                    "if [ \"$1\" = --version ]; then echo 'perf version 6.1.187'; exit 0; fi\n"
-                    "printf 'Error:\\nAccess to performance monitoring and observability operations is limited.\\n"
-                    "Consider adjusting /proc/sys/kernel/perf_event_paranoid setting to open\\n' >&2\n"
-                    "exit 255\n")
+    fake.write_text(
+        "#!/bin/sh\n"
+        "if [ \"$1\" = --version ]; then echo 'perf version 6.1.187'; exit 0; fi\n"
+        "printf 'Error:\\nAccess to performance monitoring and observability operations is limited.\\n"
+        "Consider adjusting /proc/sys/kernel/perf_event_paranoid setting to open\\n' >&2\n"
+        "exit 255\n"
+    )
     fake.chmod(0o755)
     counters, notes = live.open_counters(("cycles",), perf=str(fake))
     assert counters is None
-    assert notes == ["CPU hardware counters unavailable: perf stat failed: Access to performance monitoring "
-                     "and observability operations is limited; FLOPs are analytic"]
+    assert notes == [
+        "CPU hardware counters unavailable: perf stat failed: Access to performance monitoring "
+        "and observability operations is limited; FLOPs are analytic"
+    ]
 
 
 def test_old_perf_without_control_fifo(tmp_path) -> None:
@@ -132,8 +143,10 @@ def test_old_perf_without_control_fifo(tmp_path) -> None:
     fake.write_text("#!/bin/sh\necho 'perf version 5.4.233'\n")
     fake.chmod(0o755)
     found = live.probe(("cycles",), perf=str(fake))
-    assert found.error == "perf version 5.4.233 is older than 5.10 and cannot count only the timed region " \
-                          "(no --control fifo)"
+    assert (
+        found.error == "perf version 5.4.233 is older than 5.10 and cannot count only the timed region "
+        "(no --control fifo)"
+    )
 
 
 @needs_perf
@@ -144,10 +157,27 @@ def test_ctrl_c_during_a_run_leaves_no_perf_folder(tmp_path) -> None:
 
     temp = tmp_path / "tmp"
     temp.mkdir()
-    argv = [sys.executable, "-m", "gpuprof", "run", "--op", "add", "--size", "60MB", "--repeat", "400",
-            "--warmup", "0", "--device", "cpu", "--store", str(tmp_path / "s.sqlite")]
-    child = subprocess.Popen(argv, env={**os.environ, "TMPDIR": str(temp)}, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "gpuprof",
+        "run",
+        "--op",
+        "add",
+        "--size",
+        "60MB",
+        "--repeat",
+        "400",
+        "--warmup",
+        "0",
+        "--device",
+        "cpu",
+        "--store",
+        str(tmp_path / "s.sqlite"),
+    ]
+    child = subprocess.Popen(
+        argv, env={**os.environ, "TMPDIR": str(temp)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 60
     while not list(temp.glob("gpuprof-perf-*")) and child.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -11,14 +11,15 @@ from gpuprof.errors import FormatError
 from gpuprof.readers import detect, perf_stat, read_head
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cpu-counters"
-SUANPAN = FIXTURES / "perf-stat-human-fp512-i7-1185G7-suanpan.txt"           # 1a
-CPUBOPS = FIXTURES / "perf-stat-csv-interval-cgroup-fp-cpubops.csv"          # 1b
+SUANPAN = FIXTURES / "perf-stat-human-fp512-i7-1185G7-suanpan.txt"  # 1a
+CPUBOPS = FIXTURES / "perf-stat-csv-interval-cgroup-fp-cpubops.csv"  # 1b
 LECTURE = FIXTURES / "perf-stat-human-fp-multiplexed-intel-simd-lecture.txt"  # 1e
-ITMO = FIXTURES / "perf-stat-o-pid-hybrid-not-counted-itmo-linreg.txt"       # 1f
+ITMO = FIXTURES / "perf-stat-o-pid-hybrid-not-counted-itmo-linreg.txt"  # 1f
 TILED = FIXTURES / "perf-stat-o-hybrid-locale-de-comma-decimal-tiled-matmul.profile"  # 1g
 TOPDOWN = sorted(FIXTURES.glob("perf-stat-topdown-*")) + [
     FIXTURES / "perf-stat-default-TopdownL1-cpu_core-intel-perfbook.txt",
-    FIXTURES / "perf-stat-M-PipelineL1-L2-amd-zen4-7950X-perfbook.txt"]
+    FIXTURES / "perf-stat-M-PipelineL1-L2-amd-zen4-7950X-perfbook.txt",
+]
 
 
 def _values(path: Path, launch: int = 0) -> dict[str, object]:
@@ -32,8 +33,7 @@ def test_counting_fixtures_are_mine(path: Path) -> None:
     assert detect(path) is perf_stat
 
 
-@pytest.mark.parametrize("path", TOPDOWN + [FIXTURES / "papi_avail-5.4.1-amd-a6-5350m.txt"],
-                         ids=lambda p: p.name[:30])
+@pytest.mark.parametrize("path", TOPDOWN + [FIXTURES / "papi_avail-5.4.1-amd-a6-5350m.txt"], ids=lambda p: p.name[:30])
 def test_topdown_and_papi_are_not_mine(path: Path) -> None:
     assert not perf_stat.sniff(path, read_head(path))
 
@@ -105,15 +105,18 @@ def test_1g_de_locale_decimal_comma() -> None:
     assert perf_stat.read(TILED).environment["started"] == "Fri May 16 23:04:11 2025"
 
 
-@pytest.mark.parametrize(("text", "decimal", "value"), [
-    ("3.642.649.330", ",", 3642649330),    # de_DE
-    ("1.101,01", ",", 1101.01),
-    ("1’234’567", ".", 1234567),            # de_CH
-    ("1'234'567.89", ".", 1234567.89),
-    ("1,23,45,678", ".", 12345678),         # en_IN lakh grouping
-    ("1\u202f234\u202f567,5", ",", 1234567.5),  # fr_FR narrow no-break space
-    ("563,539,901,688", ".", 563539901688),
-])
+@pytest.mark.parametrize(
+    ("text", "decimal", "value"),
+    [
+        ("3.642.649.330", ",", 3642649330),  # de_DE
+        ("1.101,01", ",", 1101.01),
+        ("1’234’567", ".", 1234567),  # de_CH
+        ("1'234'567.89", ".", 1234567.89),
+        ("1,23,45,678", ".", 12345678),  # en_IN lakh grouping
+        ("1\u202f234\u202f567,5", ",", 1234567.5),  # fr_FR narrow no-break space
+        ("563,539,901,688", ".", 563539901688),
+    ],
+)
 def test_locale_numbers(text: str, decimal: str, value: float) -> None:
     assert perf_stat.perf_number(text, decimal) == value
 

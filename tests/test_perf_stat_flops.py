@@ -44,11 +44,14 @@ def test_no_fp_events_gives_none() -> None:
     assert flops_from_events(_launch("perf-stat-o-pid-hybrid-not-counted-itmo-linreg.txt")) is None
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("cpu_core/FP_ARITH_INST_RETIRED.256B_PACKED_DOUBLE/", "fp_arith_inst_retired.256b_packed_double"),
-    ("fp_arith_inst_retired.scalar_single:u", "fp_arith_inst_retired.scalar_single"),
-    ("FP_ARITH:512B_PACKED_SINGLE", "fp_arith:512b_packed_single"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("cpu_core/FP_ARITH_INST_RETIRED.256B_PACKED_DOUBLE/", "fp_arith_inst_retired.256b_packed_double"),
+        ("fp_arith_inst_retired.scalar_single:u", "fp_arith_inst_retired.scalar_single"),
+        ("FP_ARITH:512B_PACKED_SINGLE", "fp_arith:512b_packed_single"),
+    ],
+)
 def test_event_spellings(name: str, expected: str) -> None:
     assert normalise_event(name) == expected
 

@@ -22,8 +22,8 @@ import pytest
 
 ITMO = Path(__file__).parent / "fixtures" / "cpu-counters" / "perf-stat-o-pid-hybrid-not-counted-itmo-linreg.txt"
 SIZE = 600_000
-LIMIT_S = 5.0        # the fixed reader takes well under 0.5 s on each input
-TIMEOUT_S = 30.0     # the child (interpreter start included) is killed after this
+LIMIT_S = 5.0  # the fixed reader takes well under 0.5 s on each input
+TIMEOUT_S = 30.0  # the child (interpreter start included) is killed after this
 
 _CHILD = r"""
 import json, sys, time
@@ -56,7 +56,7 @@ def _insert_line(text: str, after: str, line: str) -> str:
     lines = text.splitlines(keepends=True)
     at = [i for i, old in enumerate(lines) if after in old]
     assert len(at) == 1, after
-    return "".join(lines[:at[0] + 1] + [line + "\n"] + lines[at[0] + 1:])
+    return "".join(lines[: at[0] + 1] + [line + "\n"] + lines[at[0] + 1 :])
 
 
 # Each shape is one kind of huge line the fuzzer made (or that makes the same pattern backtrack).
@@ -65,30 +65,31 @@ SHAPES: dict[str, Callable[[str], str]] = {
     # 'A's grown into the task-clock shadow words ('CPUs utilized').
     "case-2828": lambda text: _replace_once(
         _replace_once(text, "CPUs utilized", "CPUs u" + "A" * 140_000 + "tilized"),
-        "cpu_core/cycles/ ", "cpu_core/cycles/ " + "9" * SIZE + "#" + "9" * SIZE),
+        "cpu_core/cycles/ ",
+        "cpu_core/cycles/ " + "9" * SIZE + "#" + "9" * SIZE,
+    ),
     "shadow-digits-then-hash": lambda text: _insert_line(
-        text, "cpu_atom/cycles/",
-        "         1      cpu_core/branches/               # 1" + "9" * SIZE + " x #"),
+        text, "cpu_atom/cycles/", "         1      cpu_core/branches/               # 1" + "9" * SIZE + " x #"
+    ),
     "shadow-words-blanks-then-hash": lambda text: _insert_line(
-        text, "cpu_atom/cycles/",
-        "         1      cpu_core/branches/               # 1 x" + " " * SIZE + "y #"),
-    "value-no-break-spaces": lambda text: _insert_line(
-        text, "cpu_atom/cycles/", "1" + "\u00a0" * SIZE + "!"),
-    "value-narrow-no-break-spaces": lambda text: _insert_line(
-        text, "cpu_atom/cycles/", "  1" + "\u202f" * SIZE),
-    "started-on-blanks": lambda text: _insert_line(
-        text, "seconds time elapsed", "# started on x" + " " * SIZE + "y"),
+        text, "cpu_atom/cycles/", "         1      cpu_core/branches/               # 1 x" + " " * SIZE + "y #"
+    ),
+    "value-no-break-spaces": lambda text: _insert_line(text, "cpu_atom/cycles/", "1" + "\u00a0" * SIZE + "!"),
+    "value-narrow-no-break-spaces": lambda text: _insert_line(text, "cpu_atom/cycles/", "  1" + "\u202f" * SIZE),
+    "started-on-blanks": lambda text: _insert_line(text, "seconds time elapsed", "# started on x" + " " * SIZE + "y"),
     # Blanks under 64 KiB: the counter lines must stay in the head the format is detected from.
     "header-blanks": lambda text: _replace_once(
-        text, "process id '378972':", "process id '378972' (3 runs)" + " " * 50_000 + "x:"),
+        text, "process id '378972':", "process id '378972' (3 runs)" + " " * 50_000 + "x:"
+    ),
     "blank-lines-after-the-table": lambda text: text + "\n" * SIZE,
     "blank-indented-lines": lambda text: text + " \n" * (SIZE // 2),
 }
 
 
 def _read_in_child(path: Path) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 

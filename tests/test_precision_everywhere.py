@@ -22,13 +22,26 @@ from gpuprof.workloads import ops
 def _run(op: str, dtype: str, seconds: list[float]) -> Run:
     device = parse(CPUINFO, LSCPU)
     shape = ops.shape_for_size(op, 12 * 10**6, dtype)
-    return Run(kind="run", format="cpu-numpy", source="test", created="2026-01-01T00:00:00+00:00",
-               device={**device, "kind": "cpu", "peaks": [vars(theoretical_peaks(device))]},
-               workload={"op": op, "dtype": dtype, "shape": list(shape), "size_bytes": ops.footprint(op, shape, dtype),
-                         "requested": "12MB", "engine": "numpy"},
-               environment={"host": "vm"},
-               launches=[Launch(f"numpy:{op}", i, metrics=[Metric("wall_time", t, "second", "kernel_duration", TIMED)])
-                         for i, t in enumerate(seconds)])
+    return Run(
+        kind="run",
+        format="cpu-numpy",
+        source="test",
+        created="2026-01-01T00:00:00+00:00",
+        device={**device, "kind": "cpu", "peaks": [vars(theoretical_peaks(device))]},
+        workload={
+            "op": op,
+            "dtype": dtype,
+            "shape": list(shape),
+            "size_bytes": ops.footprint(op, shape, dtype),
+            "requested": "12MB",
+            "engine": "numpy",
+        },
+        environment={"host": "vm"},
+        launches=[
+            Launch(f"numpy:{op}", i, metrics=[Metric("wall_time", t, "second", "kernel_duration", TIMED)])
+            for i, t in enumerate(seconds)
+        ],
+    )
 
 
 @pytest.fixture
@@ -48,8 +61,9 @@ def test_compare_float64_lists_float64_ceilings(store: tuple[Path, Run, Run]) ->
     ceilings = result.stdout.split("Ceilings behind the efficiencies")[1]
     assert "peak GFLOP/s (float64)" in ceilings and "peak GFLOP/s (float32)" not in ceilings
     assert "166.4" in ceilings and "332.8" not in ceilings
-    rows = json.loads(CliRunner().invoke(main, ["compare", "--store", str(path), "--dtype", "float64",
-                                                "--format", "json"]).stdout)
+    rows = json.loads(
+        CliRunner().invoke(main, ["compare", "--store", str(path), "--dtype", "float64", "--format", "json"]).stdout
+    )
     assert [r["run"] for r in rows] == [double.run_id[:8]]
 
 

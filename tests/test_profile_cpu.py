@@ -48,7 +48,7 @@ def test_a_numpy_command_is_counted_as_far_as_this_machine_allows_timed_and_stor
     assert shown.exit_code == 0 and "CPU profile (perf stat around the whole command)" in shown.stdout
     assert "wall time" in shown.stdout  # the stored run prints the same table again
     expected = plan_cpu()
-    assert tuple(run.notes[:len(expected.notes)]) == expected.notes  # each thing perf cannot count here, said once
+    assert tuple(run.notes[: len(expected.notes)]) == expected.notes  # each thing perf cannot count here, said once
     for line in expected.notes:
         assert f"plan: {line}" in result.stderr
     if expected.perf is None:
@@ -66,8 +66,9 @@ def test_a_numpy_command_is_counted_as_far_as_this_machine_allows_timed_and_stor
 def test_gpu_filters_are_refused_for_a_cpu_profile(tmp_path):
     result = invoke(tmp_path, "--kernel", "gemm", "--", *NUMPY_WORK)
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: --kernel choose GPU kernel launches, and this profile runs on the CPU "
-                                    "(--device cpu). leave them out")
+    assert result.stderr.startswith(
+        "error: --kernel choose GPU kernel launches, and this profile runs on the CPU (--device cpu). leave them out"
+    )
 
 
 def test_a_failing_command_is_one_line_and_its_counts_are_kept(tmp_path, monkeypatch):
@@ -78,14 +79,19 @@ def test_a_failing_command_is_one_line_and_its_counts_are_kept(tmp_path, monkeyp
         [run] = store.runs()
     assert result.stderr.splitlines()[-1] == (
         f"error: {sys.executable} exited with code 1 (stderr: no input file); its wall time and perf's counts so far "
-        f"were kept; files in reports/{run.run_id}. see reports/{run.run_id}/stderr.txt")
+        f"were kept; files in reports/{run.run_id}. see reports/{run.run_id}/stderr.txt"
+    )
     assert run.environment["exit_code"] == 1 and run.launches[0].value("wall time") > 0
 
 
 def test_ctrl_c_stops_perf_and_the_command_and_keeps_the_counts_so_far(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     pid_file = tmp_path / "command.pid"
-    hanging = (sys.executable, "-c", f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)")
+    hanging = (
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)",
+    )
     plan = profile.plan(profile.ProfileSettings(command=hanging, device="cpu"))
 
     def press_ctrl_c() -> None:
@@ -114,9 +120,15 @@ def _profile_of(fixture: str, tmp_path: Path, topdown: str | None = None) -> Run
     plan = CpuPlan("perf", "perf version (recorded)", ("fp_arith_inst_retired.scalar_double",), topdown)
     metrics, notes = counted(plan, tmp_path, Finished(0, 39.5))
     peaks = {"flops": {"float64": 480e9}, "source": "a stated peak for the test"}
-    return Run(kind="profile", format="perf-stat", source="test", device={"kind": "cpu", "peaks": [peaks]},
-               environment={"wall_time": {"basis": "test"}, "profiler_version": plan.version},
-               launches=[Launch("cmd", 0, metrics=metrics)], notes=notes)
+    return Run(
+        kind="profile",
+        format="perf-stat",
+        source="test",
+        device={"kind": "cpu", "peaks": [peaks]},
+        environment={"wall_time": {"basis": "test"}, "profiler_version": plan.version},
+        launches=[Launch("cmd", 0, metrics=metrics)],
+        notes=notes,
+    )
 
 
 def test_counted_fp_events_give_flops_and_flop_rate(tmp_path):

@@ -23,19 +23,19 @@ from click.testing import CliRunner, Result
 from fakes.environment import FIXTURES, calls, stand_in_gpu, use_stand_ins
 
 from gpuprof import profile
-from gpuprof.model import catalog
 from gpuprof.cli import main
 from gpuprof.devices import gpu_detect
 from gpuprof.errors import Interrupted, ProfilerError
 from gpuprof.launch import gpu_profile
+from gpuprof.model import catalog
 from gpuprof.readers import read
 from gpuprof.store import open_store
 
 B200_PAGE = FIXTURES / "ncu_csv_raw_page_b200_flashattn.csv"  # 16 launches of process 233787, 11 passes each
 REFUSED = FIXTURES / "ncu_csv_err_nvgpuctrperm_no_kernels.txt"
 NO_MATCH = FIXTURES / "ncu_console_no_kernels_matched_rtx40_CUDAX365_EXCERPT.txt"
-K40C = FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"     # process 21206
-SRAD = FIXTURES / "nvprof_text_metrics_gtx1070_srad.txt"        # process 12830
+K40C = FIXTURES / "nvprof_csv_metrics_k40c_flop_stall.csv"  # process 21206
+SRAD = FIXTURES / "nvprof_text_metrics_gtx1070_srad.txt"  # process 12830
 TRACE = FIXTURES / "nvprof_csv_gpu_trace_titanxp_um_HEAD300.csv"
 QUIET = [sys.executable, "-c", "print('the command ran')"]
 
@@ -53,6 +53,7 @@ def gpu(tmp_path, monkeypatch):
         if log is not None:
             monkeypatch.setenv("GPUPROF_FAKE_LOG", str(log))
         return record
+
     return use
 
 
@@ -78,16 +79,57 @@ def test_ncu_profile_runs_the_command_stores_the_run_and_prints_the_kernels(tmp_
     folder = tmp_path / "reports" / run.run_id
     [argv] = profiling_calls(record)
     metrics = ",".join(catalog.ncu_metrics_of(catalog.metric_sets()["roofline"].ncu))
-    assert argv == ["--kernel-name", "regex:flash", "--kernel-name-base", "demangled", "--launch-count", "20",
-                    "--target-processes", "all", "--metrics", metrics, "--clock-control", "base",
-                    "--cache-control", "all", "--replay-mode", "kernel", "--export", f"reports/{run.run_id}/report",
-                    "--force-overwrite", "--csv", "--page", "raw", "--log-file", f"reports/{run.run_id}/ncu.csv", *QUIET]
+    assert argv == [
+        "--kernel-name",
+        "regex:flash",
+        "--kernel-name-base",
+        "demangled",
+        "--launch-count",
+        "20",
+        "--target-processes",
+        "all",
+        "--metrics",
+        metrics,
+        "--clock-control",
+        "base",
+        "--cache-control",
+        "all",
+        "--replay-mode",
+        "kernel",
+        "--export",
+        f"reports/{run.run_id}/report",
+        "--force-overwrite",
+        "--csv",
+        "--page",
+        "raw",
+        "--log-file",
+        f"reports/{run.run_id}/ncu.csv",
+        *QUIET,
+    ]
     assert (folder / "stdout.txt").read_text() == "the command ran\n"  # the command really ran, as given
     assert (folder / "ncu.csv").read_bytes() == B200_PAGE.read_bytes()
     assert run.kind == "profile" and run.format == "ncu-raw"
-    assert run.source == shlex.join(["gpuprof", "profile", "--store", str(tmp_path / "s.sqlite"), "--kernel", "flash",
-                                     "--launch-count", "20", "--format", "json", "--", *QUIET])
-    assert run.workload == {"command": QUIET, "metric_set": "roofline", "filters": {"kernel": "flash", "launch-count": 20}}
+    assert run.source == shlex.join(
+        [
+            "gpuprof",
+            "profile",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--kernel",
+            "flash",
+            "--launch-count",
+            "20",
+            "--format",
+            "json",
+            "--",
+            *QUIET,
+        ]
+    )
+    assert run.workload == {
+        "command": QUIET,
+        "metric_set": "roofline",
+        "filters": {"kernel": "flash", "launch-count": 20},
+    }
     assert run.environment["replay_passes"] == [11] * 16 and run.environment["process"] == "233787"
     assert run.environment["wall_time"]["origin"] == "timed" and run.environment["wall_time"]["value"] > 0
     assert run.device["name"] == "NVIDIA B200" and len(run.launches) == 16
@@ -107,25 +149,33 @@ def test_dry_run_prints_the_exact_command_and_runs_nothing(tmp_path, gpu):
     argv = shlex.split(line)
     assert argv[0].endswith("/fakes/ncu") and argv[1:4] == ["--nvtx", "--nvtx-include", "step 3/"]
     assert argv[argv.index("--metrics") + 1].split(",") == catalog.ncu_metrics_of(catalog.metric_sets()["stalls"].ncu)
-    assert argv[-len(QUIET):] == QUIET
-    assert profiling_calls(record) == [] and not (tmp_path / "reports").exists() and not (tmp_path / "s.sqlite").exists()
+    assert argv[-len(QUIET) :] == QUIET
+    assert (
+        profiling_calls(record) == [] and not (tmp_path / "reports").exists() and not (tmp_path / "s.sqlite").exists()
+    )
 
 
 def test_no_filter_warns_and_the_next_plan_knows_the_passes_measured(tmp_path, gpu):
     gpu("NVIDIA B200", "10.0", B200_PAGE)
     first = invoke(tmp_path, "--", *QUIET)
     assert first.exit_code == 0, first.output
-    assert "warning: no --kernel, --nvtx, --launch-count: every kernel launch of the command is profiled" in first.stderr
+    assert (
+        "warning: no --kernel, --nvtx, --launch-count: every kernel launch of the command is profiled" in first.stderr
+    )
     assert "plan: replay passes: not known before ncu has profiled set roofline on this GPU" in first.stderr
     assert "plan: overhead: each profiled launch runs once per pass" in first.stderr
     [run] = stored(tmp_path)
     wall = run.environment["wall_time"]["value"]
 
     again = invoke(tmp_path, "--launch-count", "4", "--dry-run", "--", *QUIET)
-    assert (f"plan: replay passes: 11 per profiled launch (measured by ncu for set roofline on this GPU, "
-            f"run {run.run_id[:8]} of {run.created})") in again.stderr
-    assert (f"plan: overhead: about {wall / 16:.3g} s per profiled launch (run {run.run_id[:8]}: 16 launch(es) in "
-            f"{wall:.3g} s, timed); with --launch-count 4, about {wall / 16 * 4:.3g} s") in again.stderr
+    assert (
+        f"plan: replay passes: 11 per profiled launch (measured by ncu for set roofline on this GPU, "
+        f"run {run.run_id[:8]} of {run.created})"
+    ) in again.stderr
+    assert (
+        f"plan: overhead: about {wall / 16:.3g} s per profiled launch (run {run.run_id[:8]}: 16 launch(es) in "
+        f"{wall:.3g} s, timed); with --launch-count 4, about {wall / 16 * 4:.3g} s"
+    ) in again.stderr
     assert "warning:" not in again.stderr
 
 
@@ -133,8 +183,10 @@ def test_a_command_that_does_not_exist_is_one_line_and_nothing_runs(tmp_path, gp
     record = gpu("NVIDIA B200", "10.0", B200_PAGE)
     result = invoke(tmp_path, "--", "no-such-program-here", "--flag")
     assert result.exit_code == 2
-    assert result.stderr == ("error: command not found: no-such-program-here (not found on PATH). check the name and "
-                             "PATH, or give the program's path; the command goes after '--'\n")
+    assert result.stderr == (
+        "error: command not found: no-such-program-here (not found on PATH). check the name and "
+        "PATH, or give the program's path; the command goes after '--'\n"
+    )
     assert calls(record) == [] and not (tmp_path / "s.sqlite").exists()
 
 
@@ -146,27 +198,44 @@ def test_a_failing_command_keeps_its_exit_code_stderr_and_the_partial_report(tmp
     [run] = stored(tmp_path)
     folder = tmp_path / "reports" / run.run_id
     error = result.stderr.splitlines()[-1]
-    assert error == (f"error: {sys.executable} exited with code 3 (stderr: out of memory at step 7); the partial "
-                     f"report was read (16 kernel launch(es) read and kept; files in reports/{run.run_id}). "
-                     f"see reports/{run.run_id}/stderr.txt")
+    assert error == (
+        f"error: {sys.executable} exited with code 3 (stderr: out of memory at step 7); the partial "
+        f"report was read (16 kernel launch(es) read and kept; files in reports/{run.run_id}). "
+        f"see reports/{run.run_id}/stderr.txt"
+    )
     assert len(run.launches) == 16 and run.environment["exit_code"] == 3
     assert (folder / "stderr.txt").read_text() == "out of memory at step 7\n"
     assert any(note.startswith("problem: ") and "exited with code 3" in note for note in run.notes)
     assert "flash_fwd_kernel" in result.stdout  # the table of what was read is still printed
 
 
-@pytest.mark.parametrize("gpu_name, cc, log, args, error", [
-    ("NVIDIA A100-SXM4-40GB", "8.0", REFUSED, ("--launch-count", "1"),
-     "error: counters refused (ERR_NVGPUCTRPERM: the driver lets only admin users read GPU performance counters); "
-     "only the command's wall time was kept. to enable counters run as root or load the nvidia module with "
-     "NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"),
-    ("NVIDIA GeForce RTX 4090", "8.9", NO_MATCH, ("--kernel", "::wmma_gemm_kernel"),
-     "error: no kernel matched the filters (--kernel ::wmma_gemm_kernel); kernels ncu saw: Kernel2, "
-     "wmma_gemm_kernel. --kernel is a regular expression on the demangled kernel name; check the filters "
-     "against the names, or drop them"),
-], ids=["counters refused", "no kernel matched"])
-def test_a_profile_without_kernels_says_why_in_one_line_and_keeps_the_wall_time(tmp_path, gpu, gpu_name, cc, log,
-                                                                                 args, error):
+@pytest.mark.parametrize(
+    "gpu_name, cc, log, args, error",
+    [
+        (
+            "NVIDIA A100-SXM4-40GB",
+            "8.0",
+            REFUSED,
+            ("--launch-count", "1"),
+            "error: counters refused (ERR_NVGPUCTRPERM: the driver lets only admin users read GPU performance counters); "
+            "only the command's wall time was kept. to enable counters run as root or load the nvidia module with "
+            "NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)",
+        ),
+        (
+            "NVIDIA GeForce RTX 4090",
+            "8.9",
+            NO_MATCH,
+            ("--kernel", "::wmma_gemm_kernel"),
+            "error: no kernel matched the filters (--kernel ::wmma_gemm_kernel); kernels ncu saw: Kernel2, "
+            "wmma_gemm_kernel. --kernel is a regular expression on the demangled kernel name; check the filters "
+            "against the names, or drop them",
+        ),
+    ],
+    ids=["counters refused", "no kernel matched"],
+)
+def test_a_profile_without_kernels_says_why_in_one_line_and_keeps_the_wall_time(
+    tmp_path, gpu, gpu_name, cc, log, args, error
+):
     gpu(gpu_name, cc, log)
     result = invoke(tmp_path, *args, "--", *QUIET)
     assert result.exit_code == ProfilerError.exit_code
@@ -196,7 +265,11 @@ def _gone(pid: int, seconds: float = 5) -> bool:
 
 
 def _hanging(pid_file: Path) -> list[str]:
-    return [sys.executable, "-c", f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"]
+    return [
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)",
+    ]
 
 
 def test_ctrl_c_stops_profiler_and_command_as_a_group_and_keeps_the_partial_report(tmp_path, gpu):
@@ -214,8 +287,10 @@ def test_ctrl_c_stops_profiler_and_command_as_a_group_and_keeps_the_partial_repo
     outcome = profile.execute(plan)
     assert time.monotonic() - began < 30
     assert isinstance(outcome.problem, Interrupted) and outcome.problem.exit_code == 130
-    assert str(outcome.problem).startswith("interrupted: ncu and the command were stopped as one process group; "
-                                           "the partial report was read (16 kernel launch(es) read and kept")
+    assert str(outcome.problem).startswith(
+        "interrupted: ncu and the command were stopped as one process group; "
+        "the partial report was read (16 kernel launch(es) read and kept"
+    )
     [run] = outcome.runs
     assert len(run.launches) == 16 and run.environment["stopped"] == "interrupted"
     [profiler_call] = [c for c in calls(record) if "--metrics" in c["argv"]]
@@ -232,7 +307,8 @@ def test_the_timeout_stops_both_and_keeps_the_partial_report(tmp_path, gpu):
     assert result.stderr.splitlines()[-1] == (
         f"error: ncu did not finish within 3 s and was stopped with the command; the partial report was read "
         f"(16 kernel launch(es) read and kept; files in reports/{run.run_id}). narrow the profile with --kernel, "
-        "--nvtx or --launch-count, or give a longer --timeout")
+        "--nvtx or --launch-count, or give a longer --timeout"
+    )
     assert run.environment["stopped"] == "timeout" and len(run.launches) == 16
     assert _gone(int(pid_file.read_text()))
 
@@ -245,11 +321,28 @@ def test_nvprof_runs_the_trace_then_the_metrics_one_log_per_process(tmp_path, gp
     assert result.exit_code == 0, result.output
     [run] = stored(tmp_path)
     trace, metrics = profiling_calls(record)
-    assert trace == ["--profile-child-processes", "--csv", "--print-gpu-trace", "--log-file",
-                     f"reports/{run.run_id}/trace.%p.csv", *QUIET]
+    assert trace == [
+        "--profile-child-processes",
+        "--csv",
+        "--print-gpu-trace",
+        "--log-file",
+        f"reports/{run.run_id}/trace.%p.csv",
+        *QUIET,
+    ]
     roofline = ",".join(catalog.nvprof_metrics(catalog.metric_sets()["roofline"].nvprof))
-    assert metrics == ["--profile-child-processes", "--csv", "--log-file", f"reports/{run.run_id}/nvprof.%p.csv",
-                       "--kernels", "::forma:", "--metrics", roofline, "--replay-mode", "kernel", *QUIET]
+    assert metrics == [
+        "--profile-child-processes",
+        "--csv",
+        "--log-file",
+        f"reports/{run.run_id}/nvprof.%p.csv",
+        "--kernels",
+        "::forma:",
+        "--metrics",
+        roofline,
+        "--replay-mode",
+        "kernel",
+        *QUIET,
+    ]
     assert run.format == "nvprof-csv-metrics" and run.environment["process"] == "21206"
     assert "plan: replay passes: nvprof does not report them" in result.stderr
     [launch] = run.launches
@@ -272,23 +365,27 @@ def test_several_processes_give_one_run_each_or_one_merged_run(tmp_path, gpu, mo
     assert {row["process"] for row in json.loads(split.stdout)} == {"12830", "21206"}
     # nvprof's stall percentages of the K40c kernel, ranked, in the table
     forma = next(row for row in json.loads(split.stdout) if row["kernel"].startswith("__kernel___forma"))
-    assert forma["top stall reasons (share)"] == ("Synchronization 28.1%, Execution dependency 27.4%, "
-                                                   "Memory dependency 9.2% (of all stalls)")
+    assert forma["top stall reasons (share)"] == (
+        "Synchronization 28.1%, Execution dependency 27.4%, Memory dependency 9.2% (of all stalls)"
+    )
 
     merged = invoke(tmp_path, "--set", "stalls", "--processes", "merge", "--", *QUIET)
     assert merged.exit_code == 0, merged.output
     run = stored(tmp_path)[-1]
     assert run.environment["process"] == ["12830", "21206"] and len(run.launches) == 7
-    assert ("2 processes profiled (pids 12830, 21206): merged into one run (--processes split for one run per "
-            "process)") in run.notes
+    assert (
+        "2 processes profiled (pids 12830, 21206): merged into one run (--processes split for one run per process)"
+    ) in run.notes
 
 
 def test_nvprof_has_no_nvtx_or_launch_filters(tmp_path, gpu):
     gpu("Tesla K40c", "3.5")
     result = invoke(tmp_path, "--nvtx", "step", "--launch-count", "3", "--", *QUIET)
     assert result.exit_code == 2
-    assert result.stderr == ("error: nvprof has no --nvtx, --launch-count filter. use --kernel REGEX with nvprof, "
-                             "or ncu (compute capability 7.0 and newer)\n")
+    assert result.stderr == (
+        "error: nvprof has no --nvtx, --launch-count filter. use --kernel REGEX with nvprof, "
+        "or ncu (compute capability 7.0 and newer)\n"
+    )
 
 
 def test_traced_durations_are_the_mean_of_each_kernels_traced_launches():
@@ -315,13 +412,23 @@ def test_each_metric_set_names_catalog_entries_and_what_roofline_asks_ncu_for():
     assert sets["full"].ncu is None and sets["full"].nvprof is None  # the whole catalog, as gpuprof run
     names = catalog.ncu_metrics_of(sets["roofline"].ncu)
     assert names[:17] == [
-        "gpu__time_duration.sum", "smsp__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second",
+        "gpu__time_duration.sum",
+        "smsp__cycles_elapsed.avg.per_second",
+        "sm__cycles_elapsed.avg.per_second",
         "gpc__cycles_elapsed.avg.per_second",
         *(f"smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum" for p in "fdh" for op in ("add", "mul", "fma")),
-        "dram__bytes.sum", "l1tex__t_bytes.sum", "lts__t_bytes.sum", "sm__inst_executed_pipe_tensor.sum"]
+        "dram__bytes.sum",
+        "l1tex__t_bytes.sum",
+        "lts__t_bytes.sum",
+        "sm__inst_executed_pipe_tensor.sum",
+    ]
     assert names[-3:] == [f"sm__sass_thread_inst_executed_op_{p}fma_pred_on.sum.peak_sustained" for p in "fdh"]
     tensor = names[17:-3]  # every chip's spelling; ncu is asked only for those its GPU offers
     assert len(set(tensor)) == len(tensor) and all(n.startswith("sm__ops_path_tensor_src_") for n in tensor)
-    assert {"sm__ops_path_tensor_src_fp16_dst_fp32.sum", "sm__ops_path_tensor_src_fp64.sum",
-            "sm__ops_path_tensor_src_tf32_dst_fp32.sum", "sm__ops_path_tensor_src_int8.sum"} <= set(tensor)
+    assert {
+        "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
+        "sm__ops_path_tensor_src_fp64.sum",
+        "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+        "sm__ops_path_tensor_src_int8.sum",
+    } <= set(tensor)
     assert catalog.nvprof_metrics(sets["stalls"].nvprof) == list(sets["stalls"].nvprof)  # stall_* are nvprof's names

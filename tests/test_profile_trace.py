@@ -44,8 +44,22 @@ def _profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, framework: str, sc
     path = tmp_path / "train.py"
     path.write_text(textwrap.dedent(script))
     store = tmp_path / "s.sqlite"
-    result = CliRunner().invoke(main, ["profile", "--trace", framework, "--store", str(store), "--format", "csv",
-                                       "--", sys.executable, str(path), *args])
+    result = CliRunner().invoke(
+        main,
+        [
+            "profile",
+            "--trace",
+            framework,
+            "--store",
+            str(store),
+            "--format",
+            "csv",
+            "--",
+            sys.executable,
+            str(path),
+            *args,
+        ],
+    )
     return result, store
 
 

@@ -39,8 +39,9 @@ def venv_and_decoy(tmp_path) -> tuple[Path, Path]:
 
 def _profile(tmp_path: Path, *options: str) -> tuple[str, str]:
     ran = tmp_path / "ran.txt"
-    result = CliRunner().invoke(main, ["profile", *options, "--store", str(tmp_path / "s.sqlite"),
-                                       "--", "python3", "-c", SCRIPT, str(ran)])
+    result = CliRunner().invoke(
+        main, ["profile", *options, "--store", str(tmp_path / "s.sqlite"), "--", "python3", "-c", SCRIPT, str(ran)]
+    )
     assert result.exit_code == 0, result.output
     return ran.read_text(), result.output
 
@@ -57,11 +58,17 @@ def test_perf_runs_the_virtual_environments_python(tmp_path, venv_and_decoy, mon
     assert f"running: {shutil.which('perf')} stat" in output and f"-- {venv}/bin/python3 -c" in output
 
 
-@pytest.mark.parametrize(("gpu", "cc", "log"), [("NVIDIA B200", "10.0", "ncu_csv_raw_page_b200_flashattn.csv"),
-                                                ("Tesla K40c", "3.5", "nvprof_csv_metrics_k40c_flop_stall.csv")],
-                         ids=["ncu", "nvprof"])
-def test_stand_in_gpu_profilers_run_the_virtual_environments_python(tmp_path, venv_and_decoy, monkeypatch,
-                                                                     gpu, cc, log):
+@pytest.mark.parametrize(
+    ("gpu", "cc", "log"),
+    [
+        ("NVIDIA B200", "10.0", "ncu_csv_raw_page_b200_flashattn.csv"),
+        ("Tesla K40c", "3.5", "nvprof_csv_metrics_k40c_flop_stall.csv"),
+    ],
+    ids=["ncu", "nvprof"],
+)
+def test_stand_in_gpu_profilers_run_the_virtual_environments_python(
+    tmp_path, venv_and_decoy, monkeypatch, gpu, cc, log
+):
     venv, decoy = venv_and_decoy
     use_stand_ins(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", os.pathsep.join([str(venv / "bin"), search_path(Path(__file__).parent / "fakes")]))

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from extras import BACKENDS
 
 from gpuprof import workloads
 from gpuprof.cli import main
@@ -33,8 +34,6 @@ from gpuprof.store import open_store
 from gpuprof.sweep import load_config
 from gpuprof.workloads.reference import TOLERANCE
 
-from extras import BACKENDS
-
 pytestmark = BACKENDS  # PyTensor with both its JAX and PyTorch backends
 
 OPS = ("add", "mul", "dot", "scalar", "sigmoid", "tanh")
@@ -43,8 +42,9 @@ BACKENDS = {"pytensor-jax": "jax.jit", "pytensor-torch": "torch.compile"}
 
 
 def _run(tmp_path, *args: str):
-    return CliRunner().invoke(main, ["run", "--device", "cpu", "--no-counters", "--store", str(tmp_path / "s.sqlite"),
-                                     *args])
+    return CliRunner().invoke(
+        main, ["run", "--device", "cpu", "--no-counters", "--store", str(tmp_path / "s.sqlite"), *args]
+    )
 
 
 def _stored(tmp_path):
@@ -59,8 +59,23 @@ def _stored(tmp_path):
 @pytest.mark.parametrize("op", OPS)
 def test_every_op_and_dtype_is_checked_and_compiles_outside_the_repeats(tmp_path, engine, dtype, op):
     shape = "24x40x16" if op == "dot" else "24x40"  # not square: a transposed operand would fail the check
-    result = _run(tmp_path, "--op", op, "--shape", shape, "--dtype", dtype, "--engine", engine,
-                  "--repeat", "3", "--warmup", "1", "--format", "json")
+    result = _run(
+        tmp_path,
+        "--op",
+        op,
+        "--shape",
+        shape,
+        "--dtype",
+        dtype,
+        "--engine",
+        engine,
+        "--repeat",
+        "3",
+        "--warmup",
+        "1",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
     rows = {row["quantity"]: row for row in json.loads(result.stdout)["quantities"]}
     run = _stored(tmp_path)
@@ -110,6 +125,7 @@ def _stand_in(name: str, first_s: float = 0.0, ready_s: float = 0.0, fail: Excep
             if state["calls"] == 1:
                 time.sleep(first_s)
             return inputs[0] + inputs[1]
+
         return dispatch
 
     def block(result):
@@ -150,20 +166,24 @@ def test_a_dtype_a_backend_cannot_compute_is_one_line(tmp_path, monkeypatch):
     _use(monkeypatch, _stand_in("picky", fail=TypeError("float16 matmul is not supported on this device\nmore")))
     result = _run(tmp_path, "--op", "add", "--shape", "8", "--dtype", "float16")
     assert result.exit_code == EngineError.exit_code and "Traceback" not in result.output
-    assert result.output.strip() == ("error: engine picky cannot compute add in float16 on cpu: TypeError: float16 "
-                                     "matmul is not supported on this device. try another --dtype or --engine "
-                                     "(docs/theano-gpu.md lists what each backend supports)")
+    assert result.output.strip() == (
+        "error: engine picky cannot compute add in float16 on cpu: TypeError: float16 "
+        "matmul is not supported on this device. try another --dtype or --engine "
+        "(docs/theano-gpu.md lists what each backend supports)"
+    )
 
 
-@pytest.mark.parametrize(("engine", "module", "extra"), [("pytensor-jax", "jax", "jax"),
-                                                          ("pytensor-torch", "torch", "torch")])
+@pytest.mark.parametrize(
+    ("engine", "module", "extra"), [("pytensor-jax", "jax", "jax"), ("pytensor-torch", "torch", "torch")]
+)
 def test_a_missing_backend_names_its_extra(tmp_path, monkeypatch, engine, module, extra):
     monkeypatch.setitem(sys.modules, module, None)
     monkeypatch.delitem(sys.modules, f"gpuprof.workloads.{engine.replace('-', '_')}", raising=False)
     result = _run(tmp_path, "--op", "add", "--shape", "8", "--engine", engine)
     assert result.exit_code == EngineError.exit_code
-    assert result.output.strip() == (f"error: engine '{engine}' is not installed ({module}). "
-                                     f'pip install "gpuprof-hpc[{extra}]"')
+    assert result.output.strip() == (
+        f"error: engine '{engine}' is not installed ({module}). pip install \"gpuprof-hpc[{extra}]\""
+    )
 
 
 def test_theano_on_a_gpu_means_pytensor_on_a_gpu_backend_and_says_so():
@@ -182,15 +202,19 @@ def test_pytensor_on_a_gpu_takes_the_first_backend_installed(monkeypatch):
     monkeypatch.delitem(sys.modules, "gpuprof.workloads.pytensor_torch", raising=False)
     with pytest.raises(EngineError) as caught:
         workloads.resolve("pytensor", "cuda")
-    assert caught.value.problem == ("engine pytensor needs a GPU backend on --device cuda (pytensor-jax: jax not "
-                                    "installed; pytensor-torch: torch not installed)")
+    assert caught.value.problem == (
+        "engine pytensor needs a GPU backend on --device cuda (pytensor-jax: jax not "
+        "installed; pytensor-torch: torch not installed)"
+    )
     assert '"gpuprof-hpc[jax]"' in caught.value.fix and '"gpuprof-hpc[torch]"' in caught.value.fix
 
 
 def test_pytensor_on_the_cpu_is_numba_and_says_so():
     engine, notes = workloads.resolve("pytensor", "cpu")
-    assert engine.MODE == "NUMBA" and notes == ["engine pytensor on the CPU: Numba, PyTensor's default backend "
-                                                "(--engine pytensor-jax or pytensor-torch for the others)"]
+    assert engine.MODE == "NUMBA" and notes == [
+        "engine pytensor on the CPU: Numba, PyTensor's default backend "
+        "(--engine pytensor-jax or pytensor-torch for the others)"
+    ]
 
 
 @pytest.mark.parametrize(("engine", "said"), [("pytensor-jax", "JAX 0."), ("pytensor-torch", "a CPU-only build")])
@@ -217,8 +241,19 @@ def test_the_gpu_child_times_a_framework_engine_with_its_own_clock(tmp_path, mon
     engine.batch_seconds = batch_seconds
     monkeypatch.setattr(workloads, "resolve", lambda name, device: (engine, [f"{name} resolved (stand-in)"]))
     monkeypatch.setattr(child, "_device", lambda cp: {"name": "stand-in GPU", "pci_bus_id": None})
-    args = argparse.Namespace(op="add", shape="8x8", dtype="float32", engine="theano", repeat=3, warmup=2,
-                              profiled=0, batch=0, range="gpuprof:test", seed=0, result=tmp_path / "child.json")
+    args = argparse.Namespace(
+        op="add",
+        shape="8x8",
+        dtype="float32",
+        engine="theano",
+        repeat=3,
+        warmup=2,
+        profiled=0,
+        batch=0,
+        range="gpuprof:test",
+        seed=0,
+        result=tmp_path / "child.json",
+    )
     record = child.measure(args)
     assert batches == [1, 1, 1, 1, 1]  # one to size the batch (4 ms > 2 ms: 1 call), one untimed, three timed
     assert record["times"] == [4e-3] * 3 and record["batch"] == 1
@@ -239,18 +274,49 @@ def test_a_gpu_run_of_theano_stores_the_backend_compile_time_and_kernels(tmp_pat
     monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (stand_in_gpu("NVIDIA GeForce RTX 3080", "8.6"), "stand-in"))
     monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
     note = "engine theano: legacy Theano ran on GPUs through pygpu/libgpuarray (stand-in note)"
-    record = {"schema": 1, "times": [0.09] * 3, "batch": 1, "engine": "pytensor-torch", "notes": [note],
-              "device": {"name": "NVIDIA GeForce RTX 3080", "cc": "8.6"}, "engine_version": "stand-in",
-              "relative_error": 0.0, "kernel": None, "timer": "stand-in",
-              "compile": {"compiler": "stand-in compiler", "prepare_s": 0.25, "first_call_s": 1.5}}
+    record = {
+        "schema": 1,
+        "times": [0.09] * 3,
+        "batch": 1,
+        "engine": "pytensor-torch",
+        "notes": [note],
+        "device": {"name": "NVIDIA GeForce RTX 3080", "cc": "8.6"},
+        "engine_version": "stand-in",
+        "relative_error": 0.0,
+        "kernel": None,
+        "timer": "stand-in",
+        "compile": {"compiler": "stand-in compiler", "prepare_s": 0.25, "first_call_s": 1.5},
+    }
     (tmp_path / "child.json").write_text(json.dumps(record))
     monkeypatch.setenv("GPUPROF_FAKE_CHILD", str(tmp_path / "child.json"))
-    monkeypatch.setenv("GPUPROF_FAKE_LOG", str(FIXTURES.parent / "converted" /
-                                               "ncu_raw_page_rtx3080_montecarlo_FROM_REPORT.csv"))
+    monkeypatch.setenv(
+        "GPUPROF_FAKE_LOG", str(FIXTURES.parent / "converted" / "ncu_raw_page_rtx3080_montecarlo_FROM_REPORT.csv")
+    )
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, ["run", "--op", "add", "--shape", "4096x4096", "--device", "cuda",
-                                       "--engine", "theano", "--profiler", "ncu", "--profiled", "1", "--repeat", "3",
-                                       "--format", "json", "--store", str(tmp_path / "s.sqlite")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--op",
+            "add",
+            "--shape",
+            "4096x4096",
+            "--device",
+            "cuda",
+            "--engine",
+            "theano",
+            "--profiler",
+            "ncu",
+            "--profiled",
+            "1",
+            "--repeat",
+            "3",
+            "--format",
+            "json",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = {row["quantity"]: row for row in json.loads(result.stdout)["quantities"]}
     assert rows["compile + first call"]["value"] == pytest.approx(1.75)
@@ -259,7 +325,8 @@ def test_a_gpu_run_of_theano_stores_the_backend_compile_time_and_kernels(tmp_pat
     assert rows["kernels per call"]["basis"] == (
         "ncu: launches inside NVTX range gpuprof:add:4096x4096:float32 per profiled call, all counted below: "
         "initRNG(curandStateXORWOW*, unsigned int); void computeValue<float>(unsigned int*, curandStateXORWOW*, "
-        "unsigned int)")
+        "unsigned int)"
+    )
     run = _stored(tmp_path)
     assert run.format == "cuda-pytensor-torch" and run.workload["requested_engine"] == "theano"
     assert run.notes[0] == note
@@ -273,15 +340,18 @@ def test_the_paper_sweep_measures_the_device_default_and_both_backends():
 
 def test_a_small_paper_sweep_on_the_cpu_sits_beside_the_published_rows(tmp_path):
     config = tmp_path / "small-paper.toml"
-    config.write_text('name = "small-paper"\nrepeat = 2\nwarmup = 1\ncounters = false\n'
-                      'engines = ["default", "pytensor-jax", "pytensor-torch"]\n'
-                      '[[grid]]\nops = ["add"]\nsizes = ["6MB"]\n')
+    config.write_text(
+        'name = "small-paper"\nrepeat = 2\nwarmup = 1\ncounters = false\n'
+        'engines = ["default", "pytensor-jax", "pytensor-torch"]\n'
+        '[[grid]]\nops = ["add"]\nsizes = ["6MB"]\n'
+    )
     store = str(tmp_path / "s.sqlite")
     swept = CliRunner().invoke(main, ["sweep", str(config), "--device", "cpu", "--store", store])
     assert swept.exit_code == 0, swept.output
     assert "3 point(s) stored" in swept.output
-    compared = CliRunner().invoke(main, ["compare", "--store", store, "--reference", "paper", "--op", "add",
-                                         "--format", "csv"])
+    compared = CliRunner().invoke(
+        main, ["compare", "--store", store, "--reference", "paper", "--op", "add", "--format", "csv"]
+    )
     assert compared.exit_code == 0, compared.output
     rows = [row for row in csv.DictReader(io.StringIO(compared.stdout)) if float(row["size_MB"]) == 6]
     measured = {row["engine"]: row for row in rows if row["run"]}
@@ -291,8 +361,22 @@ def test_a_small_paper_sweep_on_the_cpu_sits_beside_the_published_rows(tmp_path)
 
 
 def test_a_backend_on_a_gpu_this_machine_lacks_points_back_to_the_cpu(tmp_path):
-    result = CliRunner().invoke(main, ["run", "--op", "add", "--shape", "8", "--engine", "pytensor-jax",
-                                       "--device", "cuda", "--store", str(tmp_path / "s.sqlite")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--op",
+            "add",
+            "--shape",
+            "8",
+            "--engine",
+            "pytensor-jax",
+            "--device",
+            "cuda",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+        ],
+    )
     assert result.exit_code == DeviceError.exit_code and "Traceback" not in result.output
     assert result.output.startswith("error: --device cuda: no usable NVIDIA GPU (")
     assert result.output.strip().endswith(". use --device cpu")
@@ -308,10 +392,35 @@ def test_pytensor_jax_float64_is_float64_in_a_fresh_process(tmp_path, op) -> Non
     import subprocess
 
     shape = "64x64x64" if op == "dot" else "256x256"
-    done = subprocess.run([sys.executable, "-m", "gpuprof", "run", "--op", op, "--shape", shape, "--dtype", "float64",
-                           "--engine", "pytensor-jax", "--device", "cpu", "--repeat", "3", "--format", "json",
-                           "--store", str(tmp_path / "s.sqlite")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuprof",
+            "run",
+            "--op",
+            op,
+            "--shape",
+            shape,
+            "--dtype",
+            "float64",
+            "--engine",
+            "pytensor-jax",
+            "--device",
+            "cpu",
+            "--repeat",
+            "3",
+            "--format",
+            "json",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     error = json.loads(done.stdout)["relative_error"]
     assert 0 <= error < 1e-13  # float64 rounding, not float32's ~3e-8

@@ -22,29 +22,54 @@ def test_ikj_product_matches_numpy():
 
 
 def _run(metrics: list[Metric], notes: list[str]) -> Run:
-    return Run(kind="measure", format="cpu-python-loop", source="", device={"kind": "cpu"},
-               workload={"op": "dot", "shape": [512, 512, 512], "engine": "python-loop"},
-               launches=[Launch("dot", 0, "cpu", 1, {}, metrics)], notes=notes)
+    return Run(
+        kind="measure",
+        format="cpu-python-loop",
+        source="",
+        device={"kind": "cpu"},
+        workload={"op": "dot", "shape": [512, 512, 512], "engine": "python-loop"},
+        launches=[Launch("dot", 0, "cpu", 1, {}, metrics)],
+        notes=notes,
+    )
 
 
 def test_validation_row_with_counted_events():
     # 512³ scalar double multiplies + adds: what the study counted for its pure-Python product
-    scalar = 2 * 512 ** 3
-    row = matmul_validation(_run([Metric("fp_arith_inst_retired.scalar_double", scalar, "event", origin=MEASURED)],
-                                 [])).iloc[0]
+    scalar = 2 * 512**3
+    row = matmul_validation(
+        _run([Metric("fp_arith_inst_retired.scalar_double", scalar, "event", origin=MEASURED)], [])
+    ).iloc[0]
     assert (row["n"], row["2n³ (analytic)"], row["n²(2n−1) (analytic)"]) == (512, "268,435,456", "268,173,312")
     assert row["counted FLOPs"] == "268,435,456"
     assert row["basis"].startswith("measured: FP_ARITH_INST_RETIRED")
 
 
 def test_validation_row_without_a_pmu():
-    row = matmul_validation(_run([Metric("wall_time", 1.0, "second")], ["perf reports instructions <not supported>"])).iloc[0]
+    row = matmul_validation(
+        _run([Metric("wall_time", 1.0, "second")], ["perf reports instructions <not supported>"])
+    ).iloc[0]
     assert row["counted FLOPs"] == "not counted: no PMU"
 
 
 def test_run_python_loop_prints_the_validation_table(tmp_path):
-    result = CliRunner().invoke(main, ["run", "--op", "dot", "--shape", "24x24x24", "--engine", "python-loop",
-                                       "--repeat", "1", "--warmup", "0", "--store", str(tmp_path / "s.db")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--op",
+            "dot",
+            "--shape",
+            "24x24x24",
+            "--engine",
+            "python-loop",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--store",
+            str(tmp_path / "s.db"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     line = next(line for line in result.output.splitlines() if line.startswith("python-loop"))
     assert line.split()[1:4] == ["24", "27,648", "27,072"]

@@ -8,12 +8,12 @@ import hashlib
 from pathlib import Path
 
 import pytest
+import read_only
 from click.testing import CliRunner
+from test_compare import measured
 
 from gpuprof.cli import main
 from gpuprof.store import open_store
-import read_only
-from test_compare import measured
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
@@ -76,7 +76,8 @@ def test_show_turns_no_file_into_a_store(tmp_path):
     assert result.exit_code == 6 and "Traceback" not in result.output
     assert result.output.strip().splitlines() == [
         f"error: {empty} is an empty file, not a gpuprof results store. "
-        "give a store written by gpuprof with --store or $GPUPROF_STORE"]
+        "give a store written by gpuprof with --store or $GPUPROF_STORE"
+    ]
     assert empty.stat().st_size == 0 and _snapshot(tmp_path) == {"empty.csv": hashlib.sha256(b"").hexdigest()}
 
 

@@ -104,21 +104,48 @@ def test_kineto_2021_resnet50_v100_six_steps() -> None:
     assert (ops["self"] <= ops["duration"] + 1e-12).all() and (ops["self"] >= 0).all()
     steps = traces.step_table(run)
     raw_steps = {e["name"]: e["dur"] for e in raw if e.get("name", "").startswith("ProfilerStep#")}
-    assert steps["host time (s)"].tolist() == pytest.approx([raw_steps[f"ProfilerStep#{n}"] * 1e-6 for n in range(5, 11)])
+    assert steps["host time (s)"].tolist() == pytest.approx(
+        [raw_steps[f"ProfilerStep#{n}"] * 1e-6 for n in range(5, 11)]
+    )
     assert (steps["GPU activities"] > 1000).all()
     table = traces.op_table(run).set_index("op")
     assert table.loc["aten::cudnn_convolution", "GPU time (s)"] > 0
     assert table["share of GPU time (%)"].sum() <= 100.0 + 1e-9
 
 
-@pytest.mark.parametrize(("path", "rank", "expected"), [
-    (RANKS[0], 0, {"kernel time (us)": 600058, "idle (us)": 321378, "compute (us)": 106252,
-                   "non-compute (us)": 172428, "idle (%)": 53.56, "compute (%)": 17.71, "non-compute (%)": 28.74,
-                   "comm-compute overlap (%)": 11.81}),
-    (RANKS[1], 1, {"kernel time (us)": 600674, "idle (us)": 328671, "compute (us)": 135548,
-                   "non-compute (us)": 136455, "idle (%)": 54.72, "compute (%)": 22.57, "non-compute (%)": 22.72,
-                   "comm-compute overlap (%)": 20.05}),
-])
+@pytest.mark.parametrize(
+    ("path", "rank", "expected"),
+    [
+        (
+            RANKS[0],
+            0,
+            {
+                "kernel time (us)": 600058,
+                "idle (us)": 321378,
+                "compute (us)": 106252,
+                "non-compute (us)": 172428,
+                "idle (%)": 53.56,
+                "compute (%)": 17.71,
+                "non-compute (%)": 28.74,
+                "comm-compute overlap (%)": 11.81,
+            },
+        ),
+        (
+            RANKS[1],
+            1,
+            {
+                "kernel time (us)": 600674,
+                "idle (us)": 328671,
+                "compute (us)": 135548,
+                "non-compute (us)": 136455,
+                "idle (%)": 54.72,
+                "compute (%)": 22.57,
+                "non-compute (%)": 22.72,
+                "comm-compute overlap (%)": 20.05,
+            },
+        ),
+    ],
+)
 def test_current_kineto_spelling_reproduces_htas_breakdown_and_overlap(path: Path, rank: int, expected: dict) -> None:
     run = readers.read(path)
     assert run.environment["rank"] == rank and run.environment["world_size"] == 128
@@ -142,19 +169,28 @@ def test_jax_trace_json_steps_and_host_ops() -> None:
         traces.breakdown(run)
 
 
-@pytest.mark.parametrize(("name", "shapes", "flops"), [
-    ("aten::mm", {"inputs": [[64, 32], [32, 16]]}, 2 * 64 * 32 * 16),
-    ("aten::addmm", {"inputs": [[16], [64, 32], [32, 16], [], []]}, 2 * 64 * 32 * 16),
-    ("aten::bmm", {"inputs": [[4, 64, 32], [4, 32, 16]]}, 2 * 4 * 64 * 32 * 16),
-    ("aten::linear", {"inputs": [[8, 10, 32], [16, 32], [16]]}, 2 * 80 * 32 * 16),
-    ("aten::matmul", {"inputs": [[3, 1, 64, 32], [5, 32, 16]]}, 2 * 15 * 64 * 32 * 16),
-    ("aten::conv2d", {"inputs": [[2, 3, 32, 32], [8, 3, 3, 3], [8], [], [], [], []],
-                      "concrete": ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"]}, 2 * 2 * 8 * 32 * 32 * 3 * 9),
-    ("aten::conv2d", {"inputs": [[2, 3, 32, 32], [8, 3, 3, 3]]}, None),  # no stride/padding recorded
-    ("MatMul", {"inputs": [[1000, 6400], [6400, 3200]]}, 2 * 1000 * 6400 * 3200),
-    ("Conv2D", {"inputs": [[1, 28, 28, 1], [5, 5, 1, 32]], "outputs": [[1, 28, 28, 32]]}, 2 * 28 * 28 * 32 * 25),
-    ("aten::relu", {"inputs": [[4, 4]]}, None),
-])
+@pytest.mark.parametrize(
+    ("name", "shapes", "flops"),
+    [
+        ("aten::mm", {"inputs": [[64, 32], [32, 16]]}, 2 * 64 * 32 * 16),
+        ("aten::addmm", {"inputs": [[16], [64, 32], [32, 16], [], []]}, 2 * 64 * 32 * 16),
+        ("aten::bmm", {"inputs": [[4, 64, 32], [4, 32, 16]]}, 2 * 4 * 64 * 32 * 16),
+        ("aten::linear", {"inputs": [[8, 10, 32], [16, 32], [16]]}, 2 * 80 * 32 * 16),
+        ("aten::matmul", {"inputs": [[3, 1, 64, 32], [5, 32, 16]]}, 2 * 15 * 64 * 32 * 16),
+        (
+            "aten::conv2d",
+            {
+                "inputs": [[2, 3, 32, 32], [8, 3, 3, 3], [8], [], [], [], []],
+                "concrete": ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"],
+            },
+            2 * 2 * 8 * 32 * 32 * 3 * 9,
+        ),
+        ("aten::conv2d", {"inputs": [[2, 3, 32, 32], [8, 3, 3, 3]]}, None),  # no stride/padding recorded
+        ("MatMul", {"inputs": [[1000, 6400], [6400, 3200]]}, 2 * 1000 * 6400 * 3200),
+        ("Conv2D", {"inputs": [[1, 28, 28, 1], [5, 5, 1, 32]], "outputs": [[1, 28, 28, 32]]}, 2 * 28 * 28 * 32 * 25),
+        ("aten::relu", {"inputs": [[4, 4]]}, None),
+    ],
+)
 def test_analytic_flops_from_recorded_shapes(name: str, shapes: dict, flops: float | None) -> None:
     got = traces.op_flops(name, json.dumps(shapes))
     assert math.isnan(got) if flops is None else got == flops
@@ -173,17 +209,32 @@ def _stored(store: Path) -> int:
         return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (lambda: gzip.compress(KINETO.read_bytes()[:0] + gzip.decompress(KINETO.read_bytes()))[:50_000],
-     "gzip stream is cut or corrupt"),
-    (lambda: gzip.decompress(KINETO.read_bytes())[:200_000], "not valid JSON"),
-    (lambda: b'{"traceEvents": [{"ph": "X", "name": "draw", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}',
-     "from no framework profiler"),
-    (lambda: json.dumps({"schemaVersion": 1, "traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]}).encode(),
-     "step window"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            lambda: gzip.compress(KINETO.read_bytes()[:0] + gzip.decompress(KINETO.read_bytes()))[:50_000],
+            "gzip stream is cut or corrupt",
+        ),
+        (lambda: gzip.decompress(KINETO.read_bytes())[:200_000], "not valid JSON"),
+        (
+            lambda: b'{"traceEvents": [{"ph": "X", "name": "draw", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}',
+            "from no framework profiler",
+        ),
+        (
+            lambda: json.dumps(
+                {
+                    "schemaVersion": 1,
+                    "traceEvents": [
+                        {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+                        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+                    ],
+                }
+            ).encode(),
+            "step window",
+        ),
+    ],
+)
 def test_bad_traces_get_one_line_and_store_nothing(tmp_path: Path, content, message: str) -> None:
     path = tmp_path / "bad.pt.trace.json"
     path.write_bytes(content())
@@ -222,8 +273,21 @@ def test_trace_command_tables_and_two_traces_side_by_side_with_a_gate(tmp_path: 
     assert "compute (%)" in header and ",17.7" in row
     same = runner.invoke(main, ["trace", str(RANKS[0]), "--against", str(RANKS[0]), "--fail-if", "op:+1%"])
     assert same.exit_code == 0, same.output
-    both = runner.invoke(main, ["trace", str(RANKS[0]), "--against", str(RANKS[1]), "--format", "csv",
-                                "--fail-if", "op:+50%", "--fail-if", "step:+50%"])
+    both = runner.invoke(
+        main,
+        [
+            "trace",
+            str(RANKS[0]),
+            "--against",
+            str(RANKS[1]),
+            "--format",
+            "csv",
+            "--fail-if",
+            "op:+50%",
+            "--fail-if",
+            "step:+50%",
+        ],
+    )
     assert both.exit_code == 1  # some ops of rank 1 take more than 1.5x rank 0's time
     table = tracing.side_by_side(readers.read(RANKS[0]), readers.read(RANKS[1])).set_index("op")
     broken = tracing.gate(readers.read(RANKS[0]), readers.read(RANKS[1]), [tracing.Gate("op", 50.0)])
@@ -251,7 +315,8 @@ def test_xplane_through_xprof_matches_the_trace_json_and_writes_nothing_beside(t
     same_capture = readers.read(JAX)  # the trace.json.gz written in the same session
     ops = traces.op_table(run).set_index("op")
     assert ops.loc["PjitFunction(<lambda>)", "total (s)"] == pytest.approx(
-        traces.op_table(same_capture).set_index("op").loc["PjitFunction(<lambda>)", "total (s)"])
+        traces.op_table(same_capture).set_index("op").loc["PjitFunction(<lambda>)", "total (s)"]
+    )
     assert "op-stats" in kinds(run)
 
 
@@ -288,8 +353,15 @@ def test_kineto_read_whole_when_its_keys_follow_the_events(tmp_path: Path) -> No
 def test_streamed_chunks_never_cut_inside_an_event(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gpuprof.readers import _trace_events
 
-    nested = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "dur": 5,
-              "args": {"Input Dims": [[4, 8], [8, 2]], "note": "a },{ inside a string", "list": [{"a": 1}, {"b": 2}]}}
+    nested = {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": "aten::mm",
+        "pid": 1,
+        "tid": 1,
+        "dur": 5,
+        "args": {"Input Dims": [[4, 8], [8, 2]], "note": "a },{ inside a string", "list": [{"a": 1}, {"b": 2}]},
+    }
     events = [{**nested, "ts": 10 * i} for i in range(200)]
     path = tmp_path / "t.pt.trace.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, "distributedInfo": {"rank": 3}}))

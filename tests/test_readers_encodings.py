@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixture_paths import FIXTURES, K40C, README, SRAD, TEXT_TRACE
 
 from gpuprof import readers
-from fixture_paths import FIXTURES, K40C, README, SRAD, TEXT_TRACE
 
 RAW = FIXTURES / "ncu_csv_raw_page_b200_flashattn.csv"
 B200 = FIXTURES / "ncu_csv_details_b200_setfull_with_rule_columns.log"

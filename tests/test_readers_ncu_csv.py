@@ -6,13 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixture_paths import A100, A100_ERRORS, B200, NO_PERMISSION, V100
 
 from gpuprof import readers
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.readers import ncu_csv
 from gpuprof.readers._text import ToolLog, quick_split, tool_message
-from fixture_paths import A100, A100_ERRORS, B200, V100, NO_PERMISSION
-
 
 
 def test_a100_roofline_values_in_base_units() -> None:
@@ -130,8 +129,7 @@ def test_file_cut_mid_row_keeps_complete_rows(tmp_path: Path) -> None:
     path.write_text(text[:cut])
     run = ncu_csv.read(path)
     assert len(run.launches) == 1
-    assert [m.name for m in run.launches[0].metrics] == [
-        "dram__bytes.sum", "l1tex__t_bytes.sum", "lts__t_bytes.sum"]
+    assert [m.name for m in run.launches[0].metrics] == ["dram__bytes.sum", "l1tex__t_bytes.sum", "lts__t_bytes.sum"]
     assert any("truncated" in note for note in run.notes)
 
 
@@ -158,8 +156,11 @@ def test_quoted_quotes_commas_and_line_breaks_in_fields(tmp_path: Path) -> None:
     odd_name = 'void f<"x", 2>(int,\nchar)'
     quoted = '"' + odd_name.replace('"', '""') + '"'
     text = text.replace('"void gemm_v1<float>(float *, float *, float *, int, int, int)"', quoted)
-    text = text.replace('"l1tex__t_bytes.sum","byte","16,840,298,332,000.00"',
-                        '"l1tex__t_bytes.sum","byte","a ""quoted"" ,"","" word"', 1)
+    text = text.replace(
+        '"l1tex__t_bytes.sum","byte","16,840,298,332,000.00"',
+        '"l1tex__t_bytes.sum","byte","a ""quoted"" ,"","" word"',
+        1,
+    )
     path = tmp_path / "odd.csv"
     path.write_text(text)
     run = ncu_csv.read(path)
@@ -173,7 +174,11 @@ def test_quoted_quotes_commas_and_line_breaks_in_fields(tmp_path: Path) -> None:
 
 def test_tool_message_lines_of_both_profilers() -> None:
     ncu = tool_message('==ERROR== Failed to profile "gemm_shared_tile" in process 3301344\n')
-    assert (ncu.level, ncu.tag, ncu.text) == ("error", "ERROR", 'Failed to profile "gemm_shared_tile" in process 3301344')
+    assert (ncu.level, ncu.tag, ncu.text) == (
+        "error",
+        "ERROR",
+        'Failed to profile "gemm_shared_tile" in process 3301344',
+    )
     nvprof = tool_message("==21206== Warning: Some kernel(s) will be replayed on device 0\n")
     assert (nvprof.level, nvprof.tag) == ("warning", "21206")
     assert tool_message("======== Error: application not found\n").level == "error"

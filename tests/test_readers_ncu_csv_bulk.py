@@ -21,13 +21,21 @@ FAST = _ncu_csv_bulk.read
 
 def _contents(run: Run) -> tuple:
     """Everything a reader decides, with NaN made comparable."""
+
     def value(v: object) -> object:
         return "nan" if isinstance(v, float) and math.isnan(v) else v
 
-    launches = [(launch.kernel, launch.index, launch.device, launch.invocations, launch.attributes,
-                 [(m.name, value(m.value), m.unit, m.canonical, m.origin, m.minimum, m.maximum)
-                  for m in launch.metrics])
-                for launch in run.launches]
+    launches = [
+        (
+            launch.kernel,
+            launch.index,
+            launch.device,
+            launch.invocations,
+            launch.attributes,
+            [(m.name, value(m.value), m.unit, m.canonical, m.origin, m.minimum, m.maximum) for m in launch.metrics],
+        )
+        for launch in run.launches
+    ]
     return launches, run.notes, run.device
 
 
@@ -87,31 +95,61 @@ def _with_line_after_row(text: str, row: int, line: str) -> str:
 # (name, the file's text, whether the fast path may take it)
 VARIANTS = [
     ("windows line ends and BOM", lambda: "\ufeff" + _a100().replace("\n", "\r\n"), True),
-    ("blank lines and messages before the header",
-     lambda: "\n==PROF== Connected to process 1\n\nprogram output, with a comma\n" + _a100(), True),
-    ("launch rows out of order", lambda: _with_line_after_row(
-        _a100(), 2, '"2","1961118","profile","127.0.0.1","void f<float>(float *, int)","1","7","(1, 1, 1)",'
-        '"(1, 1, 1)","0","8.0","Command line profiler metrics","dram__bytes.sum","byte","1.00"\n'), False),
-    ("string-valued and percent metrics", lambda: _a100().replace('"5,323,503,232.00"', '"PolicySpread"', 1)
-     .replace('"693,482,995,584.00"', '"28.05%"', 1), True),
-    ("a tool message between rows", lambda: _with_line_after_row(
-        _a100(), 20, "==PROF== Disconnected from process 1961118\n"), False),
+    (
+        "blank lines and messages before the header",
+        lambda: "\n==PROF== Connected to process 1\n\nprogram output, with a comma\n" + _a100(),
+        True,
+    ),
+    (
+        "launch rows out of order",
+        lambda: _with_line_after_row(
+            _a100(),
+            2,
+            '"2","1961118","profile","127.0.0.1","void f<float>(float *, int)","1","7","(1, 1, 1)",'
+            '"(1, 1, 1)","0","8.0","Command line profiler metrics","dram__bytes.sum","byte","1.00"\n',
+        ),
+        False,
+    ),
+    (
+        "string-valued and percent metrics",
+        lambda: (
+            _a100().replace('"5,323,503,232.00"', '"PolicySpread"', 1).replace('"693,482,995,584.00"', '"28.05%"', 1)
+        ),
+        True,
+    ),
+    (
+        "a tool message between rows",
+        lambda: _with_line_after_row(_a100(), 20, "==PROF== Disconnected from process 1961118\n"),
+        False,
+    ),
     ("program output after the table", lambda: _a100() + "Done.\n", False),
     ("a row cut short", lambda: _with_line_after_row(_a100(), 5, '"0","1961118","profile"\n'), False),
     ("an odd quote before the header", lambda: 'said "hello\n' + _a100(), False),
-    ("a quoted line break in a kernel name", lambda: _a100().replace(
-        '"void gemm_v1<float>(float *, float *, float *, int, int, int)"', '"void f<\n2>(int)"'), True),
+    (
+        "a quoted line break in a kernel name",
+        lambda: _a100().replace(
+            '"void gemm_v1<float>(float *, float *, float *, int, int, int)"', '"void f<\n2>(int)"'
+        ),
+        True,
+    ),
     ("a file cut mid-row", lambda: _a100()[:-20], False),
-    ("a row longer than the header", lambda: _a100().replace('"5,323,503,232.00"', '"5,323,503,232.00",' + ',x' * 5000, 1),
-     False),
-    ("a first row longer than the header", lambda: _with_line_after_row(_a100(), 0, '"0"' + "," * 140_000 + "\n"),
-     False),
+    (
+        "a row longer than the header",
+        lambda: _a100().replace('"5,323,503,232.00"', '"5,323,503,232.00",' + ",x" * 5000, 1),
+        False,
+    ),
+    (
+        "a first row longer than the header",
+        lambda: _with_line_after_row(_a100(), 0, '"0"' + "," * 140_000 + "\n"),
+        False,
+    ),
 ]
 
 
 @pytest.mark.parametrize("name, make, fast_expected", VARIANTS, ids=[v[0] for v in VARIANTS])
-def test_variants_read_the_same_either_way(name: str, make, fast_expected: bool, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_variants_read_the_same_either_way(
+    name: str, make, fast_expected: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fast, run, lines = _read_both(_variant(tmp_path, make()), monkeypatch)
     assert fast == fast_expected
     assert _contents(run) == _contents(lines)
@@ -128,17 +166,45 @@ def test_data_start_counts_lines_and_refuses_what_pandas_reads_otherwise(tmp_pat
     assert _ncu_csv_bulk.data_start(path, len(b'a "b\n"ID","x"\n'), 2) is None
 
 
-UNITS = ["", "%", "byte", "Kbyte", "nsecond", "usecond", "cycle/second", "cycle/nsecond", "byte/second",
-         "Gbyte/second", "register/thread", "warp"]
-TEXTS = ["0", "38560", "5,323,503,232.00", "1.3746e+11", "28.05%", "n/a", "", " 7 ", "PolicySpread",
-         "nan", "-inf", "1_000", "0.00040624"]
+UNITS = [
+    "",
+    "%",
+    "byte",
+    "Kbyte",
+    "nsecond",
+    "usecond",
+    "cycle/second",
+    "cycle/nsecond",
+    "byte/second",
+    "Gbyte/second",
+    "register/thread",
+    "warp",
+]
+TEXTS = [
+    "0",
+    "38560",
+    "5,323,503,232.00",
+    "1.3746e+11",
+    "28.05%",
+    "n/a",
+    "",
+    " 7 ",
+    "PolicySpread",
+    "nan",
+    "-inf",
+    "1_000",
+    "0.00040624",
+]
 
 
-@pytest.mark.parametrize(("units", "base", "values"), [
-    (["second", "usecond"], "second", [2.0, 2e-6]),
-    (["usecond", "second"], "second", [2e-6, 2.0]),
-    (["byte/second", "Gbyte/second"], "byte/second", [2.0, 2e9]),
-])
+@pytest.mark.parametrize(
+    ("units", "base", "values"),
+    [
+        (["second", "usecond"], "second", [2.0, 2e-6]),
+        (["usecond", "second"], "second", [2e-6, 2.0]),
+        (["byte/second", "Gbyte/second"], "byte/second", [2.0, 2e9]),
+    ],
+)
 def test_every_row_gets_its_base_unit_whatever_order_the_units_come_in(units, base, values) -> None:
     # Hypothesis found ('byte/second', 'Gbyte/second'): the second row's value was converted but its
     # unit kept; with sorted categories the same befell 'usecond' after 'second'.
@@ -146,8 +212,16 @@ def test_every_row_gets_its_base_unit_whatever_order_the_units_come_in(units, ba
     assert list(columns["unit"]) == [base, base] and list(columns["value"]) == pytest.approx(values)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["Duration", "dram__bytes.sum", "SM Frequency", "x"]),
-                          st.sampled_from(UNITS), st.sampled_from(TEXTS)), max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Duration", "dram__bytes.sum", "SM Frequency", "x"]),
+            st.sampled_from(UNITS),
+            st.sampled_from(TEXTS),
+        ),
+        max_size=40,
+    )
+)
 def test_column_conversion_equals_the_row_by_row_one(rows: list[tuple[str, str, str]]) -> None:
     """metric_columns (both paths' converter) gives exactly metric_maker's Metrics, but for a NaN
     value, which the columnar model holds as no value."""
@@ -159,8 +233,10 @@ def test_column_conversion_equals_the_row_by_row_one(rows: list[tuple[str, str, 
 
 
 def _comparable(metrics) -> list[tuple]:
-    return [(m.name, None if isinstance(m.value, float) and math.isnan(m.value) else m.value, m.unit, m.canonical,
-             m.origin) for m in metrics]
+    return [
+        (m.name, None if isinstance(m.value, float) and math.isnan(m.value) else m.value, m.unit, m.canonical, m.origin)
+        for m in metrics
+    ]
 
 
 # The NERSC-method fixtures of SOURCES.md section 6, and byte-level variants of them: no public ncu
@@ -180,8 +256,9 @@ BYTE_VARIANTS = {
 
 @pytest.mark.parametrize("variant", BYTE_VARIANTS)
 @pytest.mark.parametrize("fixture", [V100_TENSOR, A100_BERT, A100_SGEMM], ids=lambda p: p.name[:40])
-def test_nersc_files_and_their_byte_variants_read_the_same_either_way(fixture: Path, variant: str, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nersc_files_and_their_byte_variants_read_the_same_either_way(
+    fixture: Path, variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / fixture.name
     path.write_bytes(BYTE_VARIANTS[variant](fixture.read_bytes()))
     fast, run, lines = _read_both(path, monkeypatch)
@@ -198,13 +275,17 @@ def test_nersc_v100_program_output_before_the_header_is_no_launch(monkeypatch: p
     assert run.launch_table["index"].tolist() == [104, 110, 116, 120, 121, 122, 123, 124, 125]
     gemm = run.launches[6]
     assert gemm.kernel == "volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn"
-    assert (gemm.value("sm__inst_executed_pipe_tensor.sum"), gemm.metric("sm__inst_executed_pipe_tensor.sum").canonical,
-            gemm.attributes["time"]) == (7_077_888, "tensor_inst", "2020-Jun-09 11:54:24")
+    assert (
+        gemm.value("sm__inst_executed_pipe_tensor.sum"),
+        gemm.metric("sm__inst_executed_pipe_tensor.sum").canonical,
+        gemm.attributes["time"],
+    ) == (7_077_888, "tensor_inst", "2020-Jun-09 11:54:24")
 
 
 @pytest.mark.parametrize("spelling", ["<unnamed>::", "unnamed>::"])
-def test_anonymous_namespace_names_and_empty_units_are_kept(spelling: str, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_anonymous_namespace_names_and_empty_units_are_kept(
+    spelling: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """6c's softmax kernel keeps ncu's spelling of its anonymous namespace, either one; counts with
     an empty unit ('Block Size', 'Grid Size') read as plain numbers; rule rows become the launch's
     rules."""
@@ -212,18 +293,22 @@ def test_anonymous_namespace_names_and_empty_units_are_kept(spelling: str, tmp_p
     path.write_bytes(A100_BERT.read_bytes().replace(b"<unnamed>::", spelling.encode()))
     _, run, _ = _read_both(path, monkeypatch)
     softmax = run.launches[1]
-    assert softmax.kernel == (f"void {spelling}softmax_warp_forward<float, float, float, (int)5, (bool)0, (bool)0>"
-                              "(T2 *, const T1 *, int, int, int, const bool *, int, bool)")
+    assert softmax.kernel == (
+        f"void {spelling}softmax_warp_forward<float, float, float, (int)5, (bool)0, (bool)0>"
+        "(T2 *, const T1 *, int, int, int, const bool *, int, bool)"
+    )
     assert (softmax.value("Block Size"), softmax.metric("Block Size").unit, softmax.value("Grid Size")) == (128, "", 40)
     assert softmax.value("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum") == 0
-    assert softmax.attributes["rules"].startswith("LaunchConfiguration [WRN]: The grid for this launch is configured "
-                                                  "to execute only 40 blocks")
+    assert softmax.attributes["rules"].startswith(
+        "LaunchConfiguration [WRN]: The grid for this launch is configured to execute only 40 blocks"
+    )
 
 
 @pytest.mark.parametrize("fixture", [A100, B200, V100], ids=lambda p: p.name)
 @pytest.mark.parametrize("chunk", [1, 7, 500])
-def test_chunked_read_stores_the_same_run_as_a_whole_file_read(fixture: Path, chunk: int, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_chunked_read_stores_the_same_run_as_a_whole_file_read(
+    fixture: Path, chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Files larger than memory are parsed CHUNK_ROWS rows at a time; launches cut by a chunk's
     end go on in the next, and the stored run is the whole-file read's, row for row."""
     from gpuprof.store import open_store
@@ -243,17 +328,18 @@ def test_chunked_read_stores_the_same_run_as_a_whole_file_read(fixture: Path, ch
     assert frames[0].equals(frames[1])
 
 
-def test_a_launch_split_across_chunks_by_another_goes_line_by_line(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_launch_split_across_chunks_by_another_goes_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A launch whose rows come back after another launch's, in a later chunk, is a launch in
     pieces: the chunked fast path refuses it as the whole-file one does, and nothing of it is kept."""
     lines = V100.read_text().splitlines(keepends=True)
     header = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
-    rows = lines[header + 1:]
+    rows = lines[header + 1 :]
     first_id = rows[0].split(",")[0]
     first = [row for row in rows if row.split(",")[0] == first_id]
     path = tmp_path / "pieces.csv"
-    path.write_text("".join(lines[:header + 1] + rows + first[:3]))
+    path.write_text("".join(lines[: header + 1] + rows + first[:3]))
     monkeypatch.setattr(_ncu_csv_bulk, "CHUNK_ROWS", 50)
     fast, run, lines_run = _read_both(path, monkeypatch)
     assert not fast

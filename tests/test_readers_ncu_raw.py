@@ -12,8 +12,10 @@ from gpuprof.errors import FormatError
 from gpuprof.readers import ncu_raw
 
 RAW = Path(__file__).parent / "fixtures" / "profiler-outputs" / "ncu_csv_raw_page_b200_flashattn.csv"
-FLASH = ("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t, "
-         "Flash_kernel_traits<128, 128, 64, 4, bfloat16_t>>, 0, 0, 0, 0, 0, 1, 0, 0>(Flash_fwd_params)")
+FLASH = (
+    "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t, "
+    "Flash_kernel_traits<128, 128, 64, 4, bfloat16_t>>, 0, 0, 0, 0, 0, 1, 0, 0>(Flash_fwd_params)"
+)
 
 
 def test_one_launch_per_row_with_units_from_the_second_row() -> None:
@@ -30,7 +32,9 @@ def test_one_launch_per_row_with_units_from_the_second_row() -> None:
     assert first.metric("gpu__time_duration.sum").unit == "second"
     assert (first.value("ipc"), first.metric("ipc").unit) == (1.63, "inst/cycle")
     assert (first.value("launch__shared_mem_per_block"), first.metric("launch__shared_mem_per_block").unit) == (
-        66560, "byte/block")
+        66560,
+        "byte/block",
+    )
     assert first.value("launch__grid_size") == 512
     assert first.value("launch__cluster_scheduling_policy") == "PolicySpread"
     assert first.value("device__attribute_display_name") == "NVIDIA B200"

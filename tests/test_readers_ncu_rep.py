@@ -34,7 +34,8 @@ def test_two_kernels_with_their_demangled_names(run) -> None:
     assert run.format == "ncu-rep"
     assert [launch.kernel for launch in run.launches] == [
         "initRNG(curandStateXORWOW*, unsigned int)",
-        "void computeValue<float>(unsigned int*, curandStateXORWOW*, unsigned int)"]
+        "void computeValue<float>(unsigned int*, curandStateXORWOW*, unsigned int)",
+    ]
     assert [launch.attributes["function"] for launch in run.launches] == ["initRNG", "computeValue"]
     assert run.device == {"name": "GeForce RTX 3080", "index": "0", "cc": "8.6"}
     assert run.launches[1].attributes["block"] == "(128, 1, 1)"
@@ -57,8 +58,9 @@ def test_every_measurement_is_kept(run, actions) -> None:
     for launch, action in zip(run.launches, actions, strict=True):
         names = list(action.metric_names())
         assert len(names) == 621
-        measurements = [n for n in names if not n.startswith(("group:", "breakdown:"))
-                        and action.metric_by_name(n).has_value()]
+        measurements = [
+            n for n in names if not n.startswith(("group:", "breakdown:")) and action.metric_by_name(n).has_value()
+        ]
         # 9 group:/breakdown: entries; memory_access_size_type, memory_access_type, memory_type have
         # instance values only
         assert len(names) - len(measurements) == 9 + 3
@@ -88,8 +90,21 @@ def test_truncated_report_is_a_format_error(tmp_path: Path) -> None:
 
 # Byte offsets and XOR masks (13 bits) that make the report lose both kernels' names: found by
 # flipping random bits of REP (random.Random(0)); ncu_report then returns no name for either action.
-NAMELESS = [(309298, 32), (397749, 16), (1085975, 128), (1182113, 4), (1300853, 2), (1483908, 64), (1698416, 16),
-            (1764005, 1), (1980310, 2), (1998992, 32), (2116810, 4), (2233733, 4), (2446881, 8)]
+NAMELESS = [
+    (309298, 32),
+    (397749, 16),
+    (1085975, 128),
+    (1182113, 4),
+    (1300853, 2),
+    (1483908, 64),
+    (1698416, 16),
+    (1764005, 1),
+    (1980310, 2),
+    (1998992, 32),
+    (2116810, 4),
+    (2233733, 4),
+    (2446881, 8),
+]
 
 
 def test_a_launch_without_a_kernel_name_keeps_a_placeholder_and_a_note(tmp_path: Path) -> None:
@@ -135,12 +150,16 @@ def test_reading_a_report_that_aborts_ncu_report_is_one_line(aborting_report: Pa
 def child_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The reading child, with ``ncu_report.load_report`` replaced by the given code (the child is a
     new interpreter: a monkeypatch in this process cannot reach it)."""
+
     def use(load: str, before: str = "") -> None:
         script = tmp_path / "child.py"
-        script.write_text(f"import runpy, sys\n{before}\nsys.path.insert(0, sys.argv[3])\nimport ncu_report\n"
-                          f"ncu_report.load_report = {load}\n"
-                          f"runpy.run_path({str(ncu_rep._CHILD)!r}, run_name='__main__')\n")
+        script.write_text(
+            f"import runpy, sys\n{before}\nsys.path.insert(0, sys.argv[3])\nimport ncu_report\n"
+            f"ncu_report.load_report = {load}\n"
+            f"runpy.run_path({str(ncu_rep._CHILD)!r}, run_name='__main__')\n"
+        )
         monkeypatch.setattr(ncu_rep, "_CHILD", script)
+
     return use
 
 
@@ -168,8 +187,10 @@ def test_the_reader_goes_on_once_the_answer_is_complete(child_with) -> None:
     import signal
     import time
 
-    child_with("ncu_report.load_report", "import os, time\nexit_now = os._exit\n"
-               "os._exit = lambda code: (time.sleep(20), exit_now(code))")
+    child_with(
+        "ncu_report.load_report",
+        "import os, time\nexit_now = os._exit\nos._exit = lambda code: (time.sleep(20), exit_now(code))",
+    )
     started = time.monotonic()
     status, answer = ncu_rep._in_child(REP, "read")
     assert status == 0 and answer[0] == "ok" and len(answer[1]["kernels"]) == 2
@@ -186,13 +207,15 @@ def test_reading_starts_no_fork_in_a_process_with_threads() -> None:
     import subprocess
     import sys
 
-    code = ("import os, threading, time, warnings\n"
-            "warnings.simplefilter('error')\n"
-            "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
-            "def no_fork(*a, **k):\n    raise AssertionError('forked')\n"
-            "os.fork = no_fork\n"
-            "from gpuprof.readers import read\n"
-            f"run = read({str(REP)!r})\n"
-            "print(len(run.launch_table))\n")
+    code = (
+        "import os, threading, time, warnings\n"
+        "warnings.simplefilter('error')\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "def no_fork(*a, **k):\n    raise AssertionError('forked')\n"
+        "os.fork = no_fork\n"
+        "from gpuprof.readers import read\n"
+        f"run = read({str(REP)!r})\n"
+        "print(len(run.launch_table))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and done.stdout == "2\n", done.stderr

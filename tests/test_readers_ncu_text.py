@@ -11,7 +11,9 @@ from gpuprof import readers
 from gpuprof.errors import FormatError
 from gpuprof.readers import ncu_text
 
-LOG = Path(__file__).parent / "fixtures" / "profiler-outputs" / "ncu_text_print_summary_per_gpu_a100_roofline_EXCERPT.log"
+LOG = (
+    Path(__file__).parent / "fixtures" / "profiler-outputs" / "ncu_text_print_summary_per_gpu_a100_roofline_EXCERPT.log"
+)
 
 
 def test_sections_of_one_kernel_become_one_launch() -> None:
@@ -23,8 +25,9 @@ def test_sections_of_one_kernel_become_one_launch() -> None:
     assert launch.invocations == 1
     assert launch.attributes["block"] == "256" and launch.attributes["grid"] == "8192"
     assert launch.attributes["process"] == "raytrace-cuda" and launch.attributes["pid"] == "1146135"
-    assert launch.attributes["sections"] == ("Compute Workload Analysis; GPU Speed Of Light Roofline Chart; "
-                                             "Source Counters; Warp State Statistics")
+    assert launch.attributes["sections"] == (
+        "Compute Workload Analysis; GPU Speed Of Light Roofline Chart; Source Counters; Warp State Statistics"
+    )
     # 19 + 17 + 10 + 19 rows in the four tables present
     assert len(launch.metrics) == 65
     assert run.device == {"index": "0"}
@@ -54,8 +57,9 @@ def test_min_max_average_and_empty_unit_cells() -> None:
 
 def test_omitted_lines_are_noted() -> None:
     run = readers.read(LOG)
-    assert run.notes == ["the file marks 2 place(s) where lines were left out ([...]); "
-                         "only the lines present were read"]
+    assert run.notes == [
+        "the file marks 2 place(s) where lines were left out ([...]); only the lines present were read"
+    ]
 
 
 def test_log_without_tables_is_a_format_error(tmp_path: Path) -> None:

@@ -26,8 +26,14 @@ def test_one_launch_with_its_launch_line() -> None:
     assert launch.kernel == "ampere_sgemm_32x128_nn"
     assert launch.invocations == 1
     assert {k: launch.attributes[k] for k in ("grid", "block", "context", "stream", "device", "cc", "pid")} == {
-        "grid": "13, 2, 2", "block": "256, 1, 1", "context": "1", "stream": "7", "device": "0",
-        "cc": "8.9", "pid": "75876"}
+        "grid": "13, 2, 2",
+        "block": "256, 1, 1",
+        "context": "1",
+        "stream": "7",
+        "device": "0",
+        "cc": "8.9",
+        "pid": "75876",
+    }
     assert launch.attributes["sections"] == "GPU Speed Of Light Throughput; Launch Statistics; Occupancy"
     assert len(launch.metrics) == 10 + 10 + 8
     assert run.device == {"index": "0"}
@@ -35,13 +41,13 @@ def test_one_launch_with_its_launch_line() -> None:
 
 def test_units_become_base_units() -> None:
     launch = readers.read(LOG).launches[0]
-    duration = launch.metric("kernel_duration")                   # Duration  usecond  24.54
+    duration = launch.metric("kernel_duration")  # Duration  usecond  24.54
     assert (duration.name, duration.value, duration.unit) == ("Duration", pytest.approx(24.54e-6), "second")
-    assert launch.metric("sm_clock").value == pytest.approx(1.58e9)      # cycle/nsecond 1.58
-    assert launch.metric("dram_clock").value == pytest.approx(6.86e9)    # cycle/nsecond 6.86
-    shared = launch.metric("Shared Memory Configuration Size")          # Kbyte 102.40
+    assert launch.metric("sm_clock").value == pytest.approx(1.58e9)  # cycle/nsecond 1.58
+    assert launch.metric("dram_clock").value == pytest.approx(6.86e9)  # cycle/nsecond 6.86
+    shared = launch.metric("Shared Memory Configuration Size")  # Kbyte 102.40
     assert (shared.value, shared.unit) == (pytest.approx(102400), "byte")
-    driver = launch.metric("Driver Shared Memory Per Block")            # Kbyte/block 1.02
+    driver = launch.metric("Driver Shared Memory Per Block")  # Kbyte/block 1.02
     assert (driver.value, driver.unit) == (pytest.approx(1020), "byte/block")
     assert launch.value("Elapsed Cycles") == 38921
     assert launch.value("SM Active Cycles") == 29279.62
@@ -67,10 +73,12 @@ def test_rule_advice_is_kept_per_launch() -> None:
 def _spanish(text: str) -> str:
     """The same page as ncu prints it under es_ES: '.' groups thousands, ',' is the decimal mark.
     Only the value column (the last field of a table row) is rewritten."""
+
     def value(match: re.Match[str]) -> str:
         whole, _, fraction = match.group(2).partition(".")
         grouped = f"{int(whole):,}".replace(",", ".")
         return match.group(1) + grouped + ("," + fraction if fraction else "")
+
     return re.sub(r"(?m)^(    \S.*?\s)(\d+(?:\.\d+)?)$", value, text)
 
 
@@ -89,14 +97,17 @@ def test_spanish_locale_numbers(tmp_path: Path) -> None:
     assert "numbers use ',' as decimal mark (ncu follows the locale)" in run.notes
 
 
-@pytest.mark.parametrize(("line", "mark"), [
-    ("    Elapsed Cycles                  cycle   39.173.590", ","),
-    ("    SM Active Cycles                cycle 1.085.222,61", ","),
-    ("    DRAM Frequency          cycle/nsecond         6,86", ","),
-    ("    Elapsed Cycles                  cycle       14,059", "."),  # C locale grouping
-    ("    SM Active Cycles                cycle    12,480.75", "."),
-    ("    SM Frequency            cycle/nsecond        1.096", "."),
-    ("    Elapsed Cycles                  cycle       38.921", "."),  # alone, not enough to decide
-])
+@pytest.mark.parametrize(
+    ("line", "mark"),
+    [
+        ("    Elapsed Cycles                  cycle   39.173.590", ","),
+        ("    SM Active Cycles                cycle 1.085.222,61", ","),
+        ("    DRAM Frequency          cycle/nsecond         6,86", ","),
+        ("    Elapsed Cycles                  cycle       14,059", "."),  # C locale grouping
+        ("    SM Active Cycles                cycle    12,480.75", "."),
+        ("    SM Frequency            cycle/nsecond        1.096", "."),
+        ("    Elapsed Cycles                  cycle       38.921", "."),  # alone, not enough to decide
+    ],
+)
 def test_decimal_mark(line: str, mark: str) -> None:
     assert ncu_text.decimal_mark([line]) == mark

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from fixture_paths import NCU_TEXT_RULE_SEPARATORS
 
 from gpuprof import readers
 from gpuprof.readers import ncu_text
-from fixture_paths import NCU_TEXT_RULE_SEPARATORS
 
 
 def test_every_rule_paragraph_after_a_separator_is_kept_whole() -> None:
@@ -15,9 +15,11 @@ def test_every_rule_paragraph_after_a_separator_is_kept_whole() -> None:
     (launch,) = readers.read(NCU_TEXT_RULE_SEPARATORS).launches
     rules = launch.attributes["rules"].split("\n")
     assert len(rules) == 6
-    assert rules[4] == ("OPT: Est. Speedup: 22.11% One or more SMSPs have a much higher number of active cycles "
-                        "than the average number of active cycles. Maximum instance value is 33.12% above the "
-                        "average, while the minimum instance value is 15.31% below the average.")
+    assert rules[4] == (
+        "OPT: Est. Speedup: 22.11% One or more SMSPs have a much higher number of active cycles "
+        "than the average number of active cycles. Maximum instance value is 33.12% above the "
+        "average, while the minimum instance value is 15.31% below the average."
+    )
     assert rules[5].startswith("OPT: Est. Speedup: 22.08% One or more L1 Slices")
     assert rules[5].endswith("15.39% below the average.")
 

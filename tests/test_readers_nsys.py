@@ -21,8 +21,13 @@ def test_stats_text_one_launch_per_kernel_table_with_its_session() -> None:
     assert readers.detect(README) is nsys_stats
     run = readers.read(README)
     assert run.format == "nsys-stats" and run.device == {"name": "NVIDIA GA100"}
-    sessions = ["vector_add_profile_v3", "vector_add_profile_v4", "vector_add_profile_v5_N50M",
-                "vector_add_profile_serial", "vector_add_profile_streamed"]
+    sessions = [
+        "vector_add_profile_v3",
+        "vector_add_profile_v4",
+        "vector_add_profile_v5_N50M",
+        "vector_add_profile_serial",
+        "vector_add_profile_streamed",
+    ]
     assert run.environment == {"tool": "nsys", "reports": sessions}
     # Kernels, memory operations and NVTX ranges; no OS runtime or CUDA API row.
     kernels = [launch for launch in run.launches if launch.attributes["kind"] == "kernel"]
@@ -35,8 +40,9 @@ def test_stats_text_one_launch_per_kernel_table_with_its_session() -> None:
 
 
 def test_stats_text_thousands_separators_and_nanoseconds() -> None:
-    first, _, n50m, _, streamed = [launch for launch in readers.read(README).launches
-                                   if launch.attributes["kind"] == "kernel"]
+    first, _, n50m, _, streamed = [
+        launch for launch in readers.read(README).launches if launch.attributes["kind"] == "kernel"
+    ]
     #  100.0  1,831,281  1,010  1,813.1  1,823.0  1,791  4,705  93.3  vectorAdd(...)
     duration = first.metric("kernel_duration")
     assert duration.unit == "second"
@@ -56,7 +62,8 @@ def test_stats_csv_output_as_gpuprof_tells_users_to_produce(tmp_path: Path) -> N
         "Generating SQLite file vector_add_profile_v3.sqlite from vector_add_profile_v3.nsys-rep\n"
         "Processing [vector_add_profile_v3.sqlite] with [/opt/nvidia/nsight-systems/reports/cuda_gpu_kern_sum.py]... \n"
         '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)","Name"\n'
-        f'100.0,1831281,1010,1813.1,1823.0,1791,4705,93.3,"{VECTOR_ADD}"\n')
+        f'100.0,1831281,1010,1813.1,1823.0,1791,4705,93.3,"{VECTOR_ADD}"\n'
+    )
     assert readers.detect(path) is nsys_stats
     [launch] = readers.read(path).launches
     assert launch.kernel == VECTOR_ADD and launch.invocations == 1010
@@ -70,11 +77,15 @@ def test_stats_old_gpukernsum_column_names(tmp_path: Path) -> None:
     path.write_text(
         " Time(%)  Total Time (ns)  Instances   Average   Minimum  Maximum                          Name\n"
         " -------  ---------------  ---------  ---------  -------  -------  ----------------------------------------------------\n"
-        f"   100.0        1,831,281      1,010    1,813.1    1,791    4,705  {VECTOR_ADD}\n")
+        f"   100.0        1,831,281      1,010    1,813.1    1,791    4,705  {VECTOR_ADD}\n"
+    )
     [launch] = readers.read(path).launches
     duration = launch.metric("kernel_duration")
-    assert (launch.invocations, duration.minimum, duration.maximum) == (1010, pytest.approx(1791e-9),
-                                                                        pytest.approx(4705e-9))
+    assert (launch.invocations, duration.minimum, duration.maximum) == (
+        1010,
+        pytest.approx(1791e-9),
+        pytest.approx(4705e-9),
+    )
     assert launch.value("Time (%)") == 100.0
 
 
@@ -99,8 +110,15 @@ def test_stats_without_kernel_rows(tmp_path: Path) -> None:
     # all there is to import.
     run = readers.read(path)
     assert [launch.kernel for launch in run.launches] == [
-        "cudaMalloc", "cudaLaunchKernel", "cudaFree", "cudaMemcpy", "cudaDeviceSynchronize",
-        "cuModuleGetLoadingMode", "Profile_Loop", "Warmup"]
+        "cudaMalloc",
+        "cudaLaunchKernel",
+        "cudaFree",
+        "cudaMemcpy",
+        "cudaDeviceSynchronize",
+        "cuModuleGetLoadingMode",
+        "Profile_Loop",
+        "Warmup",
+    ]
     assert [launch.attributes["kind"] for launch in run.launches] == ["api"] * 6 + ["nvtx"] * 2
     malloc = run.launches[0]
     #  96.9  106,912,410  3  35,637,470.0  6,584.0  4,697  106,901,129  61,716,139.1  cudaMalloc
@@ -111,7 +129,9 @@ def test_stats_without_kernel_rows(tmp_path: Path) -> None:
     nvtx.write_text(text[: text.index("[4/8]")])
     ranges = readers.read(nvtx).launches  # an NVTX range summary only: its ranges (host side)
     assert [(r.kernel, r.attributes["kind"], r.attributes["style"]) for r in ranges] == [
-        ("Profile_Loop", "nvtx", "PushPop"), ("Warmup", "nvtx", "PushPop")]
+        ("Profile_Loop", "nvtx", "PushPop"),
+        ("Warmup", "nvtx", "PushPop"),
+    ]
     #  95.0  3,481,709  1  3,481,709.0  3,481,709.0  3,481,709  3,481,709  0.0  PushPop  Profile_Loop
     assert ranges[0].value("Total Time") == pytest.approx(3_481_709e-9) and ranges[0].invocations == 1
     assert ranges[0].metric("kernel_duration") is None
@@ -119,7 +139,8 @@ def test_stats_without_kernel_rows(tmp_path: Path) -> None:
     skipped.write_text(
         "Processing [r.sqlite] with [/opt/nvidia/nsight-systems/reports/cuda_gpu_kern_sum.py]... \n"
         " Time (%)  Total Time (ns)  Instances  Avg (ns)  Med (ns)  Min (ns)  Max (ns)  StdDev (ns)  Name\n"
-        "SKIPPED: r.sqlite does not contain CUDA kernel data.\n")
+        "SKIPPED: r.sqlite does not contain CUDA kernel data.\n"
+    )
     with pytest.raises(ProfilerError, match="does not contain CUDA kernel data"):
         readers.read(skipped)
 
@@ -130,7 +151,7 @@ def test_stats_row_that_does_not_fit_its_header(tmp_path: Path) -> None:
     start = lines.index("[6/8] Executing 'cuda_gpu_kern_sum' stats report")
     # the first kernel table with its row's last columns (StdDev, Name) cut away by hand
     row = lines[start + 4]
-    path.write_text("\n".join(lines[start:start + 4] + [row[: row.index("4,705") + 5]]) + "\n")
+    path.write_text("\n".join(lines[start : start + 4] + [row[: row.index("4,705") + 5]]) + "\n")
     with pytest.raises(FormatError, match="line 5 does not fit the summary table"):
         readers.read(path)
 
@@ -152,16 +173,23 @@ def test_nsys_rep_recognised_by_content_with_the_command_to_run(tmp_path: Path, 
 
 def test_stats_text_memory_operations_by_time_and_size_merged() -> None:
     run = readers.read(README)
-    n50m = [launch for launch in run.launches if launch.attributes["report"] == "vector_add_profile_v5_N50M"
-            and launch.attributes["kind"] != "nvtx"]
+    n50m = [
+        launch
+        for launch in run.launches
+        if launch.attributes["report"] == "vector_add_profile_v5_N50M" and launch.attributes["kind"] != "nvtx"
+    ]
     assert [(launch.kernel, launch.attributes["kind"]) for launch in n50m] == [
-        (VECTOR_ADD, "kernel"), ("[CUDA memcpy DtoH]", "memcpy"), ("[CUDA memcpy HtoD]", "memcpy")]
+        (VECTOR_ADD, "kernel"),
+        ("[CUDA memcpy DtoH]", "memcpy"),
+        ("[CUDA memcpy HtoD]", "memcpy"),
+    ]
     htod = n50m[2]
     # by time:  30.7  42,069,868  2  21,034,934.0  21,034,934.0  20,909,527  21,160,341  177,352.3
     duration = htod.metric("kernel_duration")
     assert htod.invocations == 2 and duration.unit == "second"
     assert (duration.value, duration.minimum, duration.maximum) == pytest.approx(
-        (21_034_934.0e-9, 20_909_527e-9, 21_160_341e-9))
+        (21_034_934.0e-9, 20_909_527e-9, 21_160_341e-9)
+    )
     assert htod.value("Total Time") == pytest.approx(42_069_868e-9)
     # by size:  400.000  2  200.000  200.000  200.000  200.000  0.000  (MB = 10**6 bytes)
     size = htod.metric("Avg Size")
@@ -175,14 +203,18 @@ def test_stats_2020_layout_average_columns_and_sizes_in_kib() -> None:
     assert run.notes == ["skipped 13 CUDA API rows (host side)"]
     gpu = [launch for launch in run.launches if launch.attributes["kind"] != "nvtx"]
     assert [(launch.kernel.split("<")[0], launch.invocations) for launch in gpu] == [
-        ("void VectorOperation", 15), ("void VectorOperation", 15), ("[CUDA memcpy DtoH]", 30),
-        ("[CUDA memcpy HtoD]", 30)]
+        ("void VectorOperation", 15),
+        ("void VectorOperation", 15),
+        ("[CUDA memcpy DtoH]", 30),
+        ("[CUDA memcpy HtoD]", 30),
+    ]
     add = run.launches[0]
     #  50.4  67,362,653  15  4,490,843.5  4,469,005  4,518,252  void VectorOperation<Add<float>, float>(...)
     assert add.kernel == "void VectorOperation<Add<float>, float>(int, float, float*, Add<float>)"
     duration = add.metric("kernel_duration")
     assert (duration.value, duration.minimum, duration.maximum) == pytest.approx(
-        (4_490_843.5e-9, 4_469_005e-9, 4_518_252e-9))
+        (4_490_843.5e-9, 4_469_005e-9, 4_518_252e-9)
+    )
     assert add.value("Time (%)") == 50.4 and add.value("Total Time") == pytest.approx(67_362_653e-9)
     dtoh = run.launches[2]
     #  by time: 50.8  5,314,309,114  30  177,143,637.1  162,980,699  191,320,991  [CUDA memcpy DtoH]
@@ -217,7 +249,9 @@ def test_stats_2022_old_report_names_and_grid_columns_with_spaces() -> None:
     #  18.3  43,518,576  100  435,185.8  435,581.5  420,702  446,877  3,654.1   256    1    1   1024    1    1  void dot_kernel<double>(...)
     assert dot.kernel == "void dot_kernel<double>(const T1 *, const T1 *, T1 *, int)"
     assert (dot.attributes["grid"], dot.attributes["block"]) == ("(256, 1, 1)", "(1024, 1, 1)")
-    assert dot.value("Med") == pytest.approx(435_581.5e-9) and dot.value("kernel_duration") == pytest.approx(435_185.8e-9)
+    assert dot.value("Med") == pytest.approx(435_581.5e-9) and dot.value("kernel_duration") == pytest.approx(
+        435_185.8e-9
+    )
     dtoh = run.launches[-1]  # gpumemtimesum and gpumemsizesum
     assert dtoh.kernel == "[CUDA memcpy DtoH]" and dtoh.value("Med") == pytest.approx(2_401.0e-9)
     assert dtoh.value("Med Size") == pytest.approx(0.002e6)
@@ -230,36 +264,45 @@ def test_stats_csv_reports_with_old_and_new_names(tmp_path: Path) -> None:
     old.write_text(
         "Running [/opt/nvidia/nsight-systems/2021.3.1/target-linux-x64/reports/gpukernsum.py r.sqlite]... \n"
         '"Time(%)","Total Time (ns)","Instances","Average","Minimum","Maximum","StdDev","Name"\n'
-        '24.5,"5841,5138",100,"58,4151.4","58,2522","58,5817",543.0,"void add_kernel<double>(const T1 *, const T1 *, T1 *)"\n')
+        '24.5,"5841,5138",100,"58,4151.4","58,2522","58,5817",543.0,"void add_kernel<double>(const T1 *, const T1 *, T1 *)"\n'
+    )
     [add] = readers.read(old).launches
     assert add.kernel == "void add_kernel<double>(const T1 *, const T1 *, T1 *)" and add.invocations == 100
     assert add.value("Total Time") == pytest.approx(58_415_138e-9)
     assert add.metric("kernel_duration").minimum == pytest.approx(582_522e-9)
     sizes = tmp_path / "cuda_gpu_mem_size_sum.csv"
-    sizes.write_text("Total (MB),Count,Avg (MB),Med (MB),Min (MB),Max (MB),StdDev (MB),Operation\n"
-                     "805.511,103,7.820,0.002,0.002,268.435,45.361,[CUDA memcpy DtoH]\n")
+    sizes.write_text(
+        "Total (MB),Count,Avg (MB),Med (MB),Min (MB),Max (MB),StdDev (MB),Operation\n"
+        "805.511,103,7.820,0.002,0.002,268.435,45.361,[CUDA memcpy DtoH]\n"
+    )
     assert readers.detect(sizes) is nsys_stats
     [dtoh] = readers.read(sizes).launches
     assert (dtoh.kernel, dtoh.invocations, dtoh.attributes["kind"]) == ("[CUDA memcpy DtoH]", 103, "memcpy")
     assert dtoh.value("Total Size") == pytest.approx(805.511e6) and dtoh.metric("kernel_duration") is None
     times = tmp_path / "gpumemtimesum.csv"
-    times.write_text('"Time (%)","Total Time (ns)","Count","Avg (ns)","Med (ns)","Min (ns)","Max (ns)",'
-                     '"StdDev (ns)","Operation"\n'
-                     '100.0,"6138,1882",103,"59,5940.6","2,401.0","2,048","2046,7582","344,3386.5",'
-                     '"[CUDA memcpy DtoH]"\n')
+    times.write_text(
+        '"Time (%)","Total Time (ns)","Count","Avg (ns)","Med (ns)","Min (ns)","Max (ns)",'
+        '"StdDev (ns)","Operation"\n'
+        '100.0,"6138,1882",103,"59,5940.6","2,401.0","2,048","2046,7582","344,3386.5",'
+        '"[CUDA memcpy DtoH]"\n'
+    )
     [dtoh] = readers.read(times).launches
     assert dtoh.value("kernel_duration") == pytest.approx(595_940.6e-9)
     assert dtoh.metric("kernel_duration").maximum == pytest.approx(20_467_582e-9)
     api = tmp_path / "cuda_api_sum.csv"  # no report name in the file: the 'cu' names say CUDA API
-    api.write_text("Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
-                   "42.4,197136841,401,491613.1,529743.0,384591,601517,97227.2,cudaDeviceSynchronize\n"
-                   "34.1,158470102,4,39617525.5,312771.5,150142,157694417,78717966.1,cudaMalloc\n")
+    api.write_text(
+        "Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+        "42.4,197136841,401,491613.1,529743.0,384591,601517,97227.2,cudaDeviceSynchronize\n"
+        "34.1,158470102,4,39617525.5,312771.5,150142,157694417,78717966.1,cudaMalloc\n"
+    )
     sync, malloc = readers.read(api).launches
     assert (sync.kernel, sync.invocations, sync.attributes["kind"]) == ("cudaDeviceSynchronize", 401, "api")
     assert malloc.value("Avg") == pytest.approx(39_617_525.5e-9) and malloc.value("Med") == pytest.approx(312_771.5e-9)
     osrt = tmp_path / "osrt_sum.csv"  # the OS runtime summary has the same columns: not read
-    osrt.write_text("Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
-                    "85.4,600324911,20,30016245.6,2954740.5,1874,100153187,42448177.7,poll\n")
+    osrt.write_text(
+        "Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+        "85.4,600324911,20,30016245.6,2954740.5,1874,100153187,42448177.7,poll\n"
+    )
     with pytest.raises(FormatError, match="no kernel, memory or CUDA API summary rows"):
         readers.read(osrt)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixture_paths import NSYS_SQLITE
 
 from gpuprof import readers
 from gpuprof.cli import main
@@ -16,7 +17,6 @@ from gpuprof.errors import FormatError
 from gpuprof.importing import kernel_table
 from gpuprof.merge import load_runs
 from gpuprof.readers import nsys_sqlite
-from fixture_paths import NSYS_SQLITE
 
 STORE = Path(__file__).parent / "fixtures" / "stores" / "schema1.sqlite"
 NVFUSER = "<unnamed>::nvfuser_none_f0_c0_r0_g0("
@@ -35,9 +35,19 @@ def test_kernels_one_launch_each_with_grid_block_stream_registers_shared_memory(
     assert len(kernels) == 19 and all(launch.invocations == 1 for launch in kernels)
     first = kernels[0]  # start 770742793, end 770783434, grid 1056x1x1, block 256x1x1, 40 registers
     assert first.kernel.startswith("void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel")
-    assert first.attributes.items() >= {"grid": "(1056, 1, 1)", "block": "(256, 1, 1)", "registers": "40",
-                                     "stream": "7", "correlation_id": "158", "static_smem_bytes": "0",
-                                     "dynamic_smem_bytes": "0", "api": "cudaLaunchKernel_v7000"}.items()
+    assert (
+        first.attributes.items()
+        >= {
+            "grid": "(1056, 1, 1)",
+            "block": "(256, 1, 1)",
+            "registers": "40",
+            "stream": "7",
+            "correlation_id": "158",
+            "static_smem_bytes": "0",
+            "dynamic_smem_bytes": "0",
+            "api": "cudaLaunchKernel_v7000",
+        }.items()
+    )
     assert first.metric("kernel_duration").value == pytest.approx(40641e-9)
     fusion = next(launch for launch in kernels if launch.kernel.startswith(NVFUSER))
     assert fusion.attributes["dynamic_smem_bytes"] == "114816" and fusion.attributes["registers"] == "156"
@@ -72,8 +82,9 @@ def test_runtime_api_calls_are_launches_of_kind_api_never_kernels() -> None:
 def test_nvtx_ranges_named_from_the_file_are_each_launch_path() -> None:
     run = readers.read(NSYS_SQLITE)
     fusion = next(launch for launch in run.launches if launch.kernel.startswith(NVFUSER))
-    assert fusion.attributes["nvtx"] == ("KernelExecutor::runFusion/KernelExecutor::runFusion::execute_kernel/"
-                                         "ExecutorRunFusion::cuLaunchKernel")
+    assert fusion.attributes["nvtx"] == (
+        "KernelExecutor::runFusion/KernelExecutor::runFusion::execute_kernel/ExecutorRunFusion::cuLaunchKernel"
+    )
     assert "nvtx" not in gpu(run)[0].attributes  # launched outside any range
     assert "652 NVTX ranges" in run.notes[1]
 

@@ -5,11 +5,11 @@ of the summaries. Real console output pasted in READMEs (RTX 3060, three A100 se
 from __future__ import annotations
 
 import pytest
+from fixture_paths import API_TRACE_CSV, GPU_TRACE_CSV, GPU_TRACE_SESSIONS, GPU_TRACE_TEXT, KERN_SUM_CUT_NAMES
 
 from gpuprof import readers
 from gpuprof.importing import kernel_table
 from gpuprof.readers import nsys_stats, nsys_trace
-from fixture_paths import API_TRACE_CSV, GPU_TRACE_CSV, GPU_TRACE_SESSIONS, GPU_TRACE_TEXT, KERN_SUM_CUT_NAMES
 
 
 def test_gpu_trace_text_one_launch_per_row_kernels_and_copies() -> None:
@@ -17,16 +17,30 @@ def test_gpu_trace_text_one_launch_per_row_kernels_and_copies() -> None:
     run = readers.read(GPU_TRACE_TEXT)
     assert run.format == "nsys-trace" and run.device == {"name": "NVIDIA GeForce RTX 3060"}
     assert [(launch.kernel, launch.attributes["kind"]) for launch in run.launches] == [
-        ("[CUDA memcpy Host-to-Device]", "memcpy"), ("[CUDA memcpy Host-to-Device]", "memcpy"),
-        ("kernel(int *)", "kernel"), ("kernel2(int2 *)", "kernel"),
-        ("[CUDA memcpy Device-to-Host]", "memcpy"), ("[CUDA memcpy Device-to-Host]", "memcpy")]
+        ("[CUDA memcpy Host-to-Device]", "memcpy"),
+        ("[CUDA memcpy Host-to-Device]", "memcpy"),
+        ("kernel(int *)", "kernel"),
+        ("kernel2(int2 *)", "kernel"),
+        ("[CUDA memcpy Device-to-Host]", "memcpy"),
+        ("[CUDA memcpy Device-to-Host]", "memcpy"),
+    ]
     # 291,545,786  137,633  132  1 1 1  16 1 1  32  0.000  0.000 ... 1  7  kernel2(int2 *)
     kernel2 = run.launches[3]
     assert kernel2.value("kernel_duration") == pytest.approx(137_633e-9)
-    assert kernel2.attributes.items() >= {"grid": "(1, 1, 1)", "block": "(16, 1, 1)", "registers": "32",
-                                          "correlation_id": "132", "stream": "7", "context": "1",
-                                          "static_smem_bytes": "0", "dynamic_smem_bytes": "0",
-                                          "start_s": "0.291545786"}.items()
+    assert (
+        kernel2.attributes.items()
+        >= {
+            "grid": "(1, 1, 1)",
+            "block": "(16, 1, 1)",
+            "registers": "32",
+            "correlation_id": "132",
+            "stream": "7",
+            "context": "1",
+            "static_smem_bytes": "0",
+            "dynamic_smem_bytes": "0",
+            "start_s": "0.291545786",
+        }.items()
+    )
     # 288,835,691  352  130 ... 0.000  363.636  Pageable  Device
     copy = run.launches[1]
     assert copy.value("kernel_duration") == pytest.approx(352e-9)
@@ -64,13 +78,19 @@ def test_api_trace_csv_calls_of_kind_api_never_kernel_durations() -> None:
     assert readers.detect(API_TRACE_CSV) is nsys_trace
     run = readers.read(API_TRACE_CSV)
     assert [launch.kernel for launch in run.launches] == [
-        "cuModuleGetLoadingMode", "cudaMalloc", "cudaMalloc", "cudaMemcpy"]
+        "cuModuleGetLoadingMode",
+        "cudaMalloc",
+        "cudaMalloc",
+        "cudaMemcpy",
+    ]
     assert {launch.attributes["kind"] for launch in run.launches} == {"api"}
     malloc = run.launches[1]  # 459348415,170736162,cudaMalloc,0,118,811552,811552,20,saxpy
     assert malloc.metric("kernel_duration") is None
     assert malloc.value("API Duration") == pytest.approx(170_736_162e-9)
-    assert malloc.attributes.items() >= {"correlation_id": "118", "result": "0", "pid": "811552",
-                                         "tid": "811552", "thread": "saxpy"}.items()
+    assert (
+        malloc.attributes.items()
+        >= {"correlation_id": "118", "result": "0", "pid": "811552", "tid": "811552", "thread": "saxpy"}.items()
+    )
     assert run.notes == ["only CUDA API calls: host-side, imported as launches of kind 'api'"]
 
 
@@ -78,8 +98,11 @@ def test_summary_rows_whose_names_nsys_cut_alike_stay_distinct_launches() -> Non
     assert readers.detect(KERN_SUM_CUT_NAMES) is nsys_stats
     run = readers.read(KERN_SUM_CUT_NAMES)
     assert [(launch.kernel, launch.invocations) for launch in run.launches] == [
-        ("VectorOperation", 15), ("VectorOperation", 15)]
+        ("VectorOperation", 15),
+        ("VectorOperation", 15),
+    ]
     assert [launch.value("kernel_duration") for launch in run.launches] == pytest.approx(
-        [4_490_843.5e-9, 4_426_606.9e-9])
+        [4_490_843.5e-9, 4_426_606.9e-9]
+    )
     assert [launch.value("Total Time") for launch in run.launches] == pytest.approx([67_362_653e-9, 66_399_104e-9])
     assert any("nsys cut different names to the same text" in note for note in run.notes)

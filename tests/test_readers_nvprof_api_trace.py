@@ -4,11 +4,11 @@ format nvprof prints (SOURCES.md). Calls are launches of kind api, never kernels
 from __future__ import annotations
 
 import pytest
+from fixture_paths import API_TRACE_NVPROF_CSV, API_TRACE_NVPROF_TEXT
 
 from gpuprof import readers
 from gpuprof.importing import kernel_table
 from gpuprof.readers import nvprof_api_trace
-from fixture_paths import API_TRACE_NVPROF_CSV, API_TRACE_NVPROF_TEXT
 
 
 def test_text_api_trace_one_api_launch_per_call() -> None:
@@ -32,10 +32,23 @@ def test_csv_api_trace_with_units_row_and_correlation_ids() -> None:
     assert readers.detect(API_TRACE_NVPROF_CSV) is nvprof_api_trace
     run = readers.read(API_TRACE_NVPROF_CSV)
     assert [launch.kernel for launch in run.launches] == [
-        "cuDeviceGetPCIBusId", "cuDeviceGetCount", "cudaMalloc", "cudaMemcpy", "cudaLaunchKernel",
-        "cudaMemcpy", "cudaFree"]
+        "cuDeviceGetPCIBusId",
+        "cuDeviceGetCount",
+        "cudaMalloc",
+        "cudaMemcpy",
+        "cudaLaunchKernel",
+        "cudaMemcpy",
+        "cudaFree",
+    ]
     assert [launch.attributes["correlation_id"] for launch in run.launches] == [
-        "1", "2", "108", "111", "112", "113", "114"]
+        "1",
+        "2",
+        "108",
+        "111",
+        "112",
+        "113",
+        "114",
+    ]
     assert run.launches[2].value("API Duration") == pytest.approx(219400.117e-6)  # us units row
     assert run.launches[1].attributes["start_s"] == "0.035863518"
     assert run.environment["command"] == "./vector-add"

@@ -4,10 +4,10 @@ GTX 1080 Ti matrixMul output (SOURCES.md): one kernel launched 301 times is one 
 from __future__ import annotations
 
 import pytest
+from fixture_paths import TRACE_OLD_CORRELATION
 
 from gpuprof import readers
 from gpuprof.importing import kernel_table
-from fixture_paths import TRACE_OLD_CORRELATION
 
 MATRIX_MUL = "void matrixMulCUDA<int=32>(float*, float*, float*, int, int)"
 
@@ -23,8 +23,9 @@ def test_correlation_suffix_stripped_so_one_kernel_has_all_its_launches() -> Non
 
 
 def test_kernel_row_units_from_the_units_row() -> None:
-    first = next(launch for launch in readers.read(TRACE_OLD_CORRELATION).launches
-                 if launch.attributes["kind"] == "kernel")
+    first = next(
+        launch for launch in readers.read(TRACE_OLD_CORRELATION).launches if launch.attributes["kind"] == "kernel"
+    )
     # 587.796940,0.077602,20,10,1,32,32,1,27,8.000000,0,...   units: ms,ms,...,KB,B,KB,MB/s
     assert first.value("kernel_duration") == pytest.approx(0.077602e-3)
     assert first.attributes["grid"] == "(20, 10, 1)" and first.attributes["block"] == "(32, 32, 1)"

@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fixture_paths import DRAM, EVENTS_CSV, EVENTS_FLASH, EVENTS_MAXDNN, K40C, PYRUP, SRAD, TWO_RUNS
 
 from gpuprof import readers
 from gpuprof.errors import FormatError, ProfilerError
 from gpuprof.readers import nvprof_csv_metrics, nvprof_text_metrics
-from fixture_paths import K40C, SRAD, DRAM, PYRUP, TWO_RUNS, EVENTS_CSV, EVENTS_MAXDNN, EVENTS_FLASH
 
 MiB, GiB = 2.0**20, 2.0**30
 FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
@@ -56,9 +56,16 @@ def test_text_metrics_srad_six_kernels_with_invocations() -> None:
     assert run.device == {"name": "GeForce GTX 1070", "index": 0}
     assert run.environment["command"] == "./srad.out 100 0.5 502 458"
     assert [(launch.kernel.split("(")[0], launch.invocations) for launch in run.launches] == [
-        ("compress", 1), ("reduce", 200), ("srad2", 100), ("extract", 1), ("prepare", 100), ("srad", 100)]
-    assert run.launches[2].kernel == ("srad2(float, int, int, long, int*, int*, int*, int*, float*, "
-                                      "float*, float*, float*, float*, float*)")
+        ("compress", 1),
+        ("reduce", 200),
+        ("srad2", 100),
+        ("extract", 1),
+        ("prepare", 100),
+        ("srad", 100),
+    ]
+    assert run.launches[2].kernel == (
+        "srad2(float, int, int, long, int*, int*, int*, int*, float*, float*, float*, float*, float*, float*)"
+    )
     assert all(len(launch.metrics) == 7 for launch in run.launches)
 
 
@@ -93,8 +100,9 @@ def test_text_metrics_mb_b_and_gb_in_one_column() -> None:
 
 def test_text_metrics_template_kernel_name_with_commas() -> None:
     [launch] = readers.read(PYRUP).launches
-    assert launch.kernel == ("void cv::cuda::device::imgproc::pyrUp<unsigned char>"
-                             "(cv::cuda::PtrStepSz<unsigned char>, unsigned char)")
+    assert launch.kernel == (
+        "void cv::cuda::device::imgproc::pyrUp<unsigned char>(cv::cuda::PtrStepSz<unsigned char>, unsigned char)"
+    )
     assert launch.metric("shared_efficiency").value == 74.40
     assert launch.metric("achieved_occupancy").value == pytest.approx(90.3492)
     assert launch.metric("dram_read_throughput").value == pytest.approx(565.53 * MiB)
@@ -151,12 +159,14 @@ def test_truncated_text_table(tmp_path: Path) -> None:
 def test_nvprof_no_data_message_becomes_a_profiler_error(tmp_path: Path) -> None:
     # What nvprof prints (and nothing else) when the application launched no kernel.
     path = tmp_path / "nodata.txt"
-    path.write_text("==4242== NVPROF is profiling process 4242, command: ./app\n"
-                    "==4242== Profiling application: ./app\n"
-                    "==4242== Profiling result:\n"
-                    "==4242== Metric result:\n"
-                    '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\n'
-                    "======== Warning: No profile data collected.\n")
+    path.write_text(
+        "==4242== NVPROF is profiling process 4242, command: ./app\n"
+        "==4242== Profiling application: ./app\n"
+        "==4242== Profiling result:\n"
+        "==4242== Metric result:\n"
+        '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\n'
+        "======== Warning: No profile data collected.\n"
+    )
     with pytest.raises(ProfilerError, match="No profile data collected") as error:
         readers.read(path)
     assert "cudaDeviceReset" in str(error.value)
@@ -189,14 +199,17 @@ def test_csv_events_then_metrics_in_one_file(tmp_path: Path) -> None:
     # (Giotyp/GPU-Roofline-Python example/: events_transpose.csv and metrics_transpose.csv).
     path = tmp_path / "both.csv"
     path.write_text(
-        "==1234== Profiling result:\n==1234== Event result:\n" + EVENTS_CSV.read_text() +
-        "\n==1234== Metric result:\n"
+        "==1234== Profiling result:\n==1234== Event result:\n" + EVENTS_CSV.read_text() + "\n==1234== Metric result:\n"
         '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\n'
         '"Tesla V100S-PCIE-32GB (0)","transposeNaive(float*, float*, int, int)",101,"gld_transactions",'
-        '"Global Load Transactions",131072,131072,131072\n')
+        '"Global Load Transactions",131072,131072,131072\n'
+    )
     [launch] = readers.read(path).launches
     assert [m.name for m in launch.metrics] == [
-        "thread_inst_executed", "thread_inst_executed (total)", "gld_transactions"]
+        "thread_inst_executed",
+        "thread_inst_executed (total)",
+        "gld_transactions",
+    ]
     assert launch.value("gld_transactions") == 131072 and launch.invocations == 101
 
 

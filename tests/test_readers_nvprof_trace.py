@@ -6,12 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixture_paths import (
+    BABEL,
+    SUMMARY,
+    SUMMARY_MS,
+    SUMMARY_TWO_RUNS,
+    TEXT_TRACE,
+    TEXT_TRACE_FENCED,
+    TEXT_TRACE_U_MS,
+    TEXT_TRACE_U_US,
+    TEXT_TRACE_UM,
+    TRACE,
+)
 
 from gpuprof import readers
 from gpuprof.errors import FormatError
 from gpuprof.readers import nvprof_csv_trace, nvprof_text_summary, nvprof_text_trace
-from fixture_paths import (TRACE, SUMMARY, BABEL, SUMMARY_MS, SUMMARY_TWO_RUNS, TEXT_TRACE, TEXT_TRACE_FENCED,
-                           TEXT_TRACE_UM, TEXT_TRACE_U_MS, TEXT_TRACE_U_US)
 
 MiB, GiB = 2.0**20, 2.0**30
 FLUX = "cuda_compute_flux(int, int*, float*, float*, float*)"
@@ -72,7 +82,14 @@ def test_summary_csv_per_column_units() -> None:
     step = run.launches[1].metric("kernel_duration")
     assert step.maximum == pytest.approx(16e-6) and step.value == pytest.approx(14.68e-6)
     assert [launch.attributes["kind"] for launch in run.launches] == [
-        "kernel", "kernel", "memcpy", "kernel", "kernel", "memcpy", "memset"]
+        "kernel",
+        "kernel",
+        "memcpy",
+        "kernel",
+        "kernel",
+        "memcpy",
+        "memset",
+    ]
     assert run.launches[-1].invocations == 1
 
 
@@ -90,8 +107,14 @@ def test_text_summary_gpu_activities_only() -> None:
     assert run.format == "nvprof-text-summary" and run.environment["command"] == "./cuda-stream"
     assert run.notes == ["skipped 17 API call rows (host side)"]
     assert [launch.kernel.split("<")[0] for launch in run.launches] == [
-        "[CUDA memcpy DtoH]", "void add_kernel", "void triad_kernel", "void mul_kernel",
-        "void copy_kernel", "void dot_kernel", "void init_kernel"]
+        "[CUDA memcpy DtoH]",
+        "void add_kernel",
+        "void triad_kernel",
+        "void mul_kernel",
+        "void copy_kernel",
+        "void dot_kernel",
+        "void init_kernel",
+    ]
     dtoh = run.launches[0]
     assert dtoh.invocations == 103 and dtoh.attributes["kind"] == "memcpy"
     assert dtoh.metric("kernel_duration").minimum == pytest.approx(928e-9)  # "928ns"
@@ -186,11 +209,13 @@ def test_text_summary_table_closed_by_a_code_fence(tmp_path: Path) -> None:
     # Lines of 'nvprof ./a.out' output pasted in a README (GeForce GT 1030; profiler-outputs/SOURCES.md,
     # "Tables closed by a code fence"): the fence follows the last row.
     path = tmp_path / "summary.md"
-    path.write_text("```\n==15105== Profiling result:\n"
-                    "            Type  Time(%)      Time     Calls       Avg       Min       Max  Name\n"
-                    " GPU activities:   49.13%  169.63us         1  169.63us  169.63us  169.63us  [CUDA memcpy HtoD]\n"
-                    "                   45.01%  155.39us         1  155.39us  155.39us  155.39us  [CUDA memcpy DtoH]\n"
-                    "```\n")
+    path.write_text(
+        "```\n==15105== Profiling result:\n"
+        "            Type  Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+        " GPU activities:   49.13%  169.63us         1  169.63us  169.63us  169.63us  [CUDA memcpy HtoD]\n"
+        "                   45.01%  155.39us         1  155.39us  155.39us  155.39us  [CUDA memcpy DtoH]\n"
+        "```\n"
+    )
     run = readers.read(path)
     assert [launch.kernel for launch in run.launches] == ["[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]"]
     assert run.launches[1].value("kernel_duration") == pytest.approx(155.39e-6)
@@ -219,7 +244,8 @@ def test_text_trace_with_units_row_of_u_ms_and_u_us(path: Path) -> None:
     duration = init.metric("kernel_duration")
     assert duration.unit == "second" and duration.value == pytest.approx(1.678208e-3)
     assert [launch.value("kernel_duration") for launch in run.launches[1:6]] == pytest.approx(
-        [1.239587e-3, 1.237634e-3, 1.843201e-3, 1.841728e-3, 1.230469e-3])
+        [1.239587e-3, 1.237634e-3, 1.843201e-3, 1.841728e-3, 1.230469e-3]
+    )
     assert dot.attributes["static_smem_bytes"] == "8192"  # '8192' under 'B'
     # '1.76e-03' ms / '1.760000' us, '2.000000' under 'KB', '1.083721' under 'GB/s'
     size, duration, rate = (copy.value(k) for k in ("Size", "Duration", "Throughput"))
@@ -277,9 +303,12 @@ def test_text_summary_before_cuda_9_without_a_type_column(tmp_path: Path) -> Non
         "\n"
         "==27964== API calls:\n"
         "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
-        " 49.81%  285.17ms         3  95.055ms  153.32us  284.86ms  cudaMalloc\n")
+        " 49.81%  285.17ms         3  95.055ms  153.32us  284.86ms  cudaMalloc\n"
+    )
     run = readers.read(path)
     assert [(launch.kernel[:16], launch.invocations) for launch in run.launches] == [
-        ("void matrixMulCU", 301), ("[CUDA memcpy Hto", 2)]
+        ("void matrixMulCU", 301),
+        ("[CUDA memcpy Hto", 2),
+    ]
     assert run.launches[0].value("kernel_duration") == pytest.approx(3.7051e-3)
     assert run.notes == ["skipped 1 API call rows (host side)"]

@@ -4,10 +4,10 @@ two Python builds one after another (SOURCES.md). Each run is its own launch, na
 from __future__ import annotations
 
 import pytest
+from fixture_paths import FIXTURES
 
 from gpuprof import readers
 from gpuprof.readers import perf_stat
-from fixture_paths import FIXTURES
 
 FOUR_RUNS = FIXTURES.parent / "cpu-counters" / "perf-stat-four-runs-in-one-file-python-slow-fast-EXCERPT.txt"
 
@@ -16,7 +16,11 @@ def test_one_launch_per_run_named_by_its_command_never_merged() -> None:
     assert readers.detect(FOUR_RUNS) is perf_stat
     run = readers.read(FOUR_RUNS)
     assert [launch.kernel for launch in run.launches] == [
-        "./python-slow (...)", "./python-fast (...)", "./python-fast", "./python-slow"]
+        "./python-slow (...)",
+        "./python-fast (...)",
+        "./python-fast",
+        "./python-slow",
+    ]
     assert [launch.attributes["perf_run"] for launch in run.launches] == ["1", "2", "3", "4"]
     slow, fast = run.launches[:2]
     #     10,753,371,258 L1-icache-loads / 848,511,308 L1-icache-load-misses / 6.020490449 seconds

@@ -16,12 +16,12 @@ from gpuprof.errors import FormatError
 from gpuprof.readers import detect, perf_stat, perf_topdown, read
 
 CPU = Path(__file__).parent / "fixtures" / "cpu-counters"
-GFLOPS = CPU / "perf-stat-M-GFLOPS-no-header-hpl-openblas-jliberma.txt"                      # 1h
-AMD = CPU / "perf-stat-amd-zen3-fp-ret-all-and-mac-flops-multiplexed-5600X-gemm.txt"         # 1i
-PER_CORE = CPU / "perf-stat-topdown-per-core-metric-only-intel-6c12t.txt"                  # 2g
-PER_SOCKET_STAT = CPU / "perf-stat-per-socket-2s-224t-system-wide-sglang-notes.txt"            # 1j
-PER_CPU = CPU / "perf-stat-topdown-A-per-cpu-metric-only-written-from-docs.txt"             # 2i (written)
-PER_SOCKET = CPU / "perf-stat-topdown-per-socket-metric-only-written-from-docs.txt"         # 2j (written)
+GFLOPS = CPU / "perf-stat-M-GFLOPS-no-header-hpl-openblas-jliberma.txt"  # 1h
+AMD = CPU / "perf-stat-amd-zen3-fp-ret-all-and-mac-flops-multiplexed-5600X-gemm.txt"  # 1i
+PER_CORE = CPU / "perf-stat-topdown-per-core-metric-only-intel-6c12t.txt"  # 2g
+PER_SOCKET_STAT = CPU / "perf-stat-per-socket-2s-224t-system-wide-sglang-notes.txt"  # 1j
+PER_CPU = CPU / "perf-stat-topdown-A-per-cpu-metric-only-written-from-docs.txt"  # 2i (written)
+PER_SOCKET = CPU / "perf-stat-topdown-per-socket-metric-only-written-from-docs.txt"  # 2j (written)
 
 
 def test_1h_metric_group_block_without_header_is_perf_stat() -> None:
@@ -83,23 +83,43 @@ def test_2g_topdown_per_core_rows() -> None:
     run = read(PER_CORE)
     cores = {b.scope: {s.key: s.percent for s in b.shares} for b in topdown_breakdowns(run)}
     assert list(cores) == [f"S0-D0-C{i}" for i in range(6)]
-    assert cores["S0-D0-C0"] == {"bad_speculation": 6.1, "backend_bound": 41.1, "retiring": 10.5,
-                                 "frontend_bound": 42.3}
+    assert cores["S0-D0-C0"] == {
+        "bad_speculation": 6.1,
+        "backend_bound": 41.1,
+        "retiring": 10.5,
+        "frontend_bound": 42.3,
+    }
     assert cores["S0-D0-C2"]["backend_bound"] == 64.5
     assert cores["S0-D0-C5"]["frontend_bound"] == 30.8
     assert {launch.attributes["cpus"] for launch in run.launches} == {"2"}
     assert run.launches[0].kernel == "./lab"
 
 
-@pytest.mark.parametrize(("path", "rows", "workload", "elapsed"), [
-    # -A: 'CPU0' and no count of CPUs (perf prints none for a single CPU)
-    (PER_CPU, {"CPU0": ({}, (31.2, 44.9, 19.6, 4.3)), "CPU1": ({}, (12.0, 20.5, 55.1, 12.4)),
-               "CPU2": ({}, (9.8, 18.7, 60.3, 11.2)), "CPU3": ({}, (10.6, 19.9, 58.0, 11.5))},
-     "taskset -c 0 ./lab", 1.003484615),
-    # --per-socket: 'S0' then the 16 CPUs perf summed on that socket
-    (PER_SOCKET, {"S0": ({"cpus": "16"}, (28.4, 41.7, 22.5, 7.4)), "S1": ({"cpus": "16"}, (14.9, 23.6, 50.2, 11.3))},
-     "./lab", 2.004713360),
-], ids=["A", "per-socket"])
+@pytest.mark.parametrize(
+    ("path", "rows", "workload", "elapsed"),
+    [
+        # -A: 'CPU0' and no count of CPUs (perf prints none for a single CPU)
+        (
+            PER_CPU,
+            {
+                "CPU0": ({}, (31.2, 44.9, 19.6, 4.3)),
+                "CPU1": ({}, (12.0, 20.5, 55.1, 12.4)),
+                "CPU2": ({}, (9.8, 18.7, 60.3, 11.2)),
+                "CPU3": ({}, (10.6, 19.9, 58.0, 11.5)),
+            },
+            "taskset -c 0 ./lab",
+            1.003484615,
+        ),
+        # --per-socket: 'S0' then the 16 CPUs perf summed on that socket
+        (
+            PER_SOCKET,
+            {"S0": ({"cpus": "16"}, (28.4, 41.7, 22.5, 7.4)), "S1": ({"cpus": "16"}, (14.9, 23.6, 50.2, 11.3))},
+            "./lab",
+            2.004713360,
+        ),
+    ],
+    ids=["A", "per-socket"],
+)
 def test_2i_2j_topdown_one_launch_per_cpu_or_socket(path: Path, rows: dict, workload: str, elapsed: float) -> None:
     assert detect(path) is perf_topdown and not perf_stat.sniff(path, path.read_text())
     run = read(path)
@@ -112,12 +132,15 @@ def test_2i_2j_topdown_one_launch_per_cpu_or_socket(path: Path, rows: dict, work
     assert run.launches[-1].value("seconds time elapsed") == pytest.approx(elapsed)
 
 
-@pytest.mark.parametrize(("line", "command"), [
-    ("$ OMP_NUM_THREADS=16 perf stat -M GFLOPS ./xhpl", "./xhpl"),
-    ("$ perf stat --topdown --per-core -a ./lab", "./lab"),
-    ("$ sudo perf stat -e cycles -- taskset -c 0 ./lab b", "taskset -c 0 ./lab b"),
-    ("$ perf record ./lab", None),
-])
+@pytest.mark.parametrize(
+    ("line", "command"),
+    [
+        ("$ OMP_NUM_THREADS=16 perf stat -M GFLOPS ./xhpl", "./xhpl"),
+        ("$ perf stat --topdown --per-core -a ./lab", "./lab"),
+        ("$ sudo perf stat -e cycles -- taskset -c 0 ./lab b", "taskset -c 0 ./lab b"),
+        ("$ perf record ./lab", None),
+    ],
+)
 def test_prompt_command(line: str, command: str | None) -> None:
     assert perf_stat.prompt_command([line]) == command
 

@@ -25,8 +25,9 @@ TABLE = FIXTURES / "energy_model.txt"
 
 
 def gpuprof(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuprof", *args], check=False, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuprof", *args], check=False, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_folder_reads_as_one_run_with_the_layer_paired_across_timestamps() -> None:
@@ -64,8 +65,9 @@ def test_energy_matches_stonnes_own_script_as_the_study_recorded_it() -> None:
     assert int(recorded["cycles"]) == 6200
     row = simulated.layer_table(read_file(RUN), energy_table=TABLE).iloc[0]
     assert row["energy (table units)"] == pytest.approx(float(recorded["energy"]), rel=1e-12)
-    assert row["static energy (table units)"] == pytest.approx(6200 * (
-        256 * 0.001614 + 255 * 0.001505 + 0.0101 + _switches() * 0.000157), rel=1e-12)
+    assert row["static energy (table units)"] == pytest.approx(
+        6200 * (256 * 0.001614 + 255 * 0.001505 + 0.0101 + _switches() * 0.000157), rel=1e-12
+    )
 
 
 def _switches() -> int:

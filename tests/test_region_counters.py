@@ -31,7 +31,7 @@ def test_mix_of_one_block_and_cpu_from_the_file_lines():
     assert row["FLOPs 128b"] == 4 * p128
     assert row["FLOPs scalar"] == sd + ss
     assert row["FLOPs"] == sd + ss + 4 * p128 + 8 * p256 + 16 * p512
-    assert pd.isna(row["IPC"])          # DL-Prof counted no cycles: not counted, not zero
+    assert pd.isna(row["IPC"])  # DL-Prof counted no cycles: not counted, not zero
     assert pd.isna(row["retiring (%)"])
 
 
@@ -42,7 +42,7 @@ def _blocks(path: Path) -> pd.DataFrame:
 
 
 def test_consistency_of_epochs_against_the_whole_fit():
-    epochs = _blocks(HERE / "mnist_train_callback-single_thread.csv")   # 5 epochs, summed over CPUs
+    epochs = _blocks(HERE / "mnist_train_callback-single_thread.csv")  # 5 epochs, summed over CPUs
     fit = _blocks(HERE / "mnist_train_papi-single_thread.csv").sum().to_frame("fit").T
     counts = pd.concat([fit, epochs], ignore_index=True)
     counts.insert(0, "parent", pd.array([pd.NA] + [0] * len(epochs), dtype="Int64"))
@@ -55,11 +55,19 @@ def test_consistency_of_epochs_against_the_whole_fit():
 
 
 def test_topdown_level1_from_slot_counts():
-    counts = pd.DataFrame({"name": ["a", "b"], "parent": pd.array([pd.NA, 0], dtype="Int64"),
-                           "slots": [1000.0, 400.0], "topdown-retiring": [400.0, 100.0],
-                           "topdown-bad-spec": [100.0, 0.0], "topdown-fe-bound": [200.0, 100.0],
-                           "topdown-be-bound": [300.0, 200.0], "instructions": [800.0, 300.0],
-                           "cycles": [250.0, 100.0]})
+    counts = pd.DataFrame(
+        {
+            "name": ["a", "b"],
+            "parent": pd.array([pd.NA, 0], dtype="Int64"),
+            "slots": [1000.0, 400.0],
+            "topdown-retiring": [400.0, 100.0],
+            "topdown-bad-spec": [100.0, 0.0],
+            "topdown-fe-bound": [200.0, 100.0],
+            "topdown-be-bound": [300.0, 200.0],
+            "instructions": [800.0, 300.0],
+            "cycles": [250.0, 100.0],
+        }
+    )
     mix = region_counters.mix_frame(counts)
     assert list(mix["retiring (%)"]) == [40.0, 25.0]
     assert list(mix["backend bound (%)"]) == [30.0, 50.0]
@@ -71,26 +79,47 @@ def test_topdown_level1_from_slot_counts():
 
 
 def test_old_topdown_events():
-    counts = pd.DataFrame({"name": ["a"], "parent": pd.array([pd.NA], dtype="Int64"),
-                           "topdown-total-slots": [1000.0], "topdown-slots-issued": [600.0],
-                           "topdown-slots-retired": [500.0], "topdown-fetch-bubbles": [150.0],
-                           "topdown-recovery-bubbles": [50.0]})
+    counts = pd.DataFrame(
+        {
+            "name": ["a"],
+            "parent": pd.array([pd.NA], dtype="Int64"),
+            "topdown-total-slots": [1000.0],
+            "topdown-slots-issued": [600.0],
+            "topdown-slots-retired": [500.0],
+            "topdown-fetch-bubbles": [150.0],
+            "topdown-recovery-bubbles": [50.0],
+        }
+    )
     row = region_counters.topdown_level1(counts).iloc[0]
-    assert (row["retiring (%)"], row["bad speculation (%)"], row["frontend bound (%)"],
-            row["backend bound (%)"]) == (50.0, 15.0, 15.0, 20.0)
+    assert (row["retiring (%)"], row["bad speculation (%)"], row["frontend bound (%)"], row["backend bound (%)"]) == (
+        50.0,
+        15.0,
+        15.0,
+        20.0,
+    )
 
 
 def test_interval_fallback_on_real_perf_intervals():
     """perf stat -I 1000 (real file: two 1 s intervals, -x, cgroup) shared among regions by overlap."""
     run = read(FIXTURE_INTERVALS)
-    rows = [{"end (s)": float(launch.attributes["time_s"]),
-             **{m.name: m.value for m in launch.metrics if m.unit == "event"}} for launch in run.launches]
+    rows = [
+        {
+            "end (s)": float(launch.attributes["time_s"]),
+            **{m.name: m.value for m in launch.metrics if m.unit == "event"},
+        }
+        for launch in run.launches
+    ]
     intervals = pd.DataFrame(rows)
     first, second = (row["mem_inst_retired.all_loads"] for row in rows)
     assert first == 3532382411  # line 3 of the file
-    regions = pd.DataFrame({"name": ["run", "a", "b"], "parent": pd.array([pd.NA, 0, 0], dtype="Int64"),
-                            "begin (s)": [0.0, 0.502034594, 1.002034594],
-                            "end (s)": [2.003076967, 1.002034594, 1.5025557805]})
+    regions = pd.DataFrame(
+        {
+            "name": ["run", "a", "b"],
+            "parent": pd.array([pd.NA, 0, 0], dtype="Int64"),
+            "begin (s)": [0.0, 0.502034594, 1.002034594],
+            "end (s)": [2.003076967, 1.002034594, 1.5025557805],
+        }
+    )
     counts = region_counters.counts_from_intervals(intervals, regions, 1.001042373)
     assert counts.loc[0, "mem_inst_retired.all_loads"] == pytest.approx(first + second, rel=1e-9)
     assert counts.loc[1, "mem_inst_retired.all_loads"] == pytest.approx(first * 0.5 / 1.001042373, rel=1e-9)

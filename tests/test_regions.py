@@ -51,8 +51,15 @@ gpuprof.begin("left open")
 
 
 def _python(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], check=False, env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-                          cwd=cwd, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _record(tmp_path: Path, script: str, run_id: str = "run-1") -> Path:
@@ -177,8 +184,9 @@ def test_profile_sets_the_variable_and_stores_each_region(tmp_path: Path, monkey
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(NESTED))
-    result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--store", str(tmp_path / "s.sqlite"), "--",
-                                       sys.executable, str(script)])
+    result = CliRunner().invoke(
+        main, ["profile", "--device", "cpu", "--store", str(tmp_path / "s.sqlite"), "--", sys.executable, str(script)]
+    )
     assert result.exit_code == 0, result.output
     with open_store(tmp_path / "s.sqlite") as store:
         [run] = store.runs()
@@ -191,14 +199,18 @@ def test_profile_sets_the_variable_and_stores_each_region(tmp_path: Path, monkey
     assert process.value("wall time") >= frame["wall time (s)"].max()
 
 
-def test_profile_keeps_its_measurements_when_the_regions_file_is_from_another_run(tmp_path: Path,
-                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_profile_keeps_its_measurements_when_the_regions_file_is_from_another_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     script = tmp_path / "rewrite.py"
-    script.write_text("import os, json\npath = os.environ['GPUPROF_REGIONS']\n"
-                      "open(path, 'w').write(json.dumps({'format': 'gpuprof-regions', 'version': 1, 'run': 'old'}) + '\\n')\n")
-    result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--store", str(tmp_path / "s.sqlite"), "--",
-                                       sys.executable, str(script)])
+    script.write_text(
+        "import os, json\npath = os.environ['GPUPROF_REGIONS']\n"
+        "open(path, 'w').write(json.dumps({'format': 'gpuprof-regions', 'version': 1, 'run': 'old'}) + '\\n')\n"
+    )
+    result = CliRunner().invoke(
+        main, ["profile", "--device", "cpu", "--store", str(tmp_path / "s.sqlite"), "--", sys.executable, str(script)]
+    )
     assert result.exit_code == 0, result.output
     with open_store(tmp_path / "s.sqlite") as store:
         [run] = store.runs()
@@ -206,19 +218,52 @@ def test_profile_keeps_its_measurements_when_the_regions_file_is_from_another_ru
     assert run.launches[0].value("wall time") > 0
 
 
-@pytest.mark.parametrize(("script", "timeout", "mark", "said"), [
-    (("import gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\ngpuprof.begin('epoch', index=1)\n"
-      "with gpuprof.region('step'):\n    raise RuntimeError('diverged')\n"), "60", "exit", "exited with code 1"),
-    (("import time, gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\nwith gpuprof.region('epoch', index=1):\n"
-      "    time.sleep(600)\n"), "4", "", "did not finish within 4 s"),
-])
-def test_a_crashing_or_hanging_program_keeps_its_regions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str,
-                                                         timeout: str, mark: str, said: str) -> None:
+@pytest.mark.parametrize(
+    ("script", "timeout", "mark", "said"),
+    [
+        (
+            (
+                "import gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\ngpuprof.begin('epoch', index=1)\n"
+                "with gpuprof.region('step'):\n    raise RuntimeError('diverged')\n"
+            ),
+            "60",
+            "exit",
+            "exited with code 1",
+        ),
+        (
+            (
+                "import time, gpuprof\nwith gpuprof.region('epoch', index=0):\n    pass\nwith gpuprof.region('epoch', index=1):\n"
+                "    time.sleep(600)\n"
+            ),
+            "4",
+            "",
+            "did not finish within 4 s",
+        ),
+    ],
+)
+def test_a_crashing_or_hanging_program_keeps_its_regions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, timeout: str, mark: str, said: str
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     (tmp_path / "job.py").write_text(script)
-    result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--torch-hooks", "none", "--timeout", timeout,
-                                       "--store", str(tmp_path / "s.sqlite"), "--", sys.executable, "job.py"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "profile",
+            "--device",
+            "cpu",
+            "--torch-hooks",
+            "none",
+            "--timeout",
+            timeout,
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--",
+            sys.executable,
+            "job.py",
+        ],
+    )
     assert result.exit_code != 0 and said in result.output
     with open_store(tmp_path / "s.sqlite") as store:
         [run] = store.runs()

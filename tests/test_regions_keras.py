@@ -36,19 +36,30 @@ model.predict(x[:8], batch_size=4, verbose=0, callbacks=[callback()])
 def test_fit_evaluate_and_predict_regions(tmp_path: Path) -> None:
     path = tmp_path / "regions.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GPUPROF_REGIONS": str(path), "GPUPROF_RUN_ID": "k"}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(FIT)], env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FIT)], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0, done.stderr
     found = reader.parse(path, "k").regions
     by_id = {r.ident: r for r in found}
     parent = {r.ident: by_id[r.parent].name if r.parent else None for r in found}
     assert [(r.name, r.index, parent[r.ident]) for r in found] == [
         ("train", None, None),
-        ("epoch", 0, "train"), ("batch", 0, "epoch"), ("batch", 1, "epoch"), ("batch", 2, "epoch"),
-        ("test", None, "epoch"), ("test batch", 0, "test"),
-        ("epoch", 1, "train"), ("batch", 0, "epoch"), ("batch", 1, "epoch"), ("batch", 2, "epoch"),
-        ("test", None, "epoch"), ("test batch", 0, "test"),
-        ("predict", None, None), ("predict batch", 0, "predict"), ("predict batch", 1, "predict"),
+        ("epoch", 0, "train"),
+        ("batch", 0, "epoch"),
+        ("batch", 1, "epoch"),
+        ("batch", 2, "epoch"),
+        ("test", None, "epoch"),
+        ("test batch", 0, "test"),
+        ("epoch", 1, "train"),
+        ("batch", 0, "epoch"),
+        ("batch", 1, "epoch"),
+        ("batch", 2, "epoch"),
+        ("test", None, "epoch"),
+        ("test batch", 0, "test"),
+        ("predict", None, None),
+        ("predict batch", 0, "predict"),
+        ("predict batch", 1, "predict"),
     ]
     assert all(r.unclosed is None and r.end_ns >= r.begin_ns for r in found)
     epochs = [r for r in found if r.name == "epoch"]

@@ -43,8 +43,21 @@ def test_steps_and_layers_of_an_unchanged_script(tmp_path: Path, monkeypatch: py
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     (tmp_path / "train.py").write_text(textwrap.dedent(SCRIPT))
-    result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--torch-hooks", "steps,layers", "--store",
-                                       str(tmp_path / "s.sqlite"), "--", sys.executable, "train.py"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "profile",
+            "--device",
+            "cpu",
+            "--torch-hooks",
+            "steps,layers",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--",
+            sys.executable,
+            "train.py",
+        ],
+    )
     assert result.exit_code == 0, result.output
     with open_store(tmp_path / "s.sqlite") as store:
         [run] = store.runs()
@@ -69,15 +82,38 @@ def test_the_shadowed_sitecustomize_still_runs_and_no_torch_means_no_hooks(tmp_p
     other = tmp_path / "other"
     other.mkdir()
     (other / "sitecustomize.py").write_text("import builtins\nbuiltins.CHAINED = True\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(INJECT), str(other), str(ROOT)]),
-           "GPUPROF_TORCH_HOOKS": "steps"}
-    done = subprocess.run([sys.executable, "-c", "import sys; print(CHAINED, 'torch' in sys.modules)"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(INJECT), str(other), str(ROOT)]),
+        "GPUPROF_TORCH_HOOKS": "steps",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; print(CHAINED, 'torch' in sys.modules)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False"] and done.stderr == ""  # torch is not imported for the program
 
 
 def test_an_unknown_hook_kind_is_one_line(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--torch-hooks", "steps,blocks", "--store",
-                                       str(tmp_path / "s.sqlite"), "--", sys.executable, "-c", "pass"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "profile",
+            "--device",
+            "cpu",
+            "--torch-hooks",
+            "steps,blocks",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+        ],
+    )
     assert result.exit_code != 0 and "--torch-hooks blocks is not a hook kind" in result.output

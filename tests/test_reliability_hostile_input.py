@@ -14,10 +14,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from fixture_paths import A100, FIXTURES, SRAD
+
 from gpuprof import readers
-from gpuprof.errors import FormatError
 
 ROOT = Path(__file__).resolve().parent.parent
 MB = 1 << 20
@@ -27,14 +26,26 @@ BABEL = FIXTURES / "nvprof_text_summary_titanxp_babelstream.txt"
 
 
 def _python(code: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
 
 
 def _gpuprof(*args: str, timeout: float = 30, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuprof", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd or ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuprof", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd or ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _widened(path: Path, old: str, new: str) -> bytes:
@@ -48,14 +59,25 @@ SPACES = " " * MB
 LONG_LINES = [
     ("nvprof tool message", lambda: _widened(SRAD, "NVPROF is profiling", "NVPROF" + SPACES + "x is profiling")),
     ("nvprof Kernel: line", lambda: _widened(SRAD, "Kernel: compress", "Kernel: compress" + SPACES + "x")),
-    ("nvprof device index", lambda: _widened(SRAD, 'GeForce GTX 1070 (0)', "GeForce GTX 1070" + SPACES + "x (0)")),
+    ("nvprof device index", lambda: _widened(SRAD, "GeForce GTX 1070 (0)", "GeForce GTX 1070" + SPACES + "x (0)")),
     ("ncu tool message", lambda: b"==PROF== Connected" + SPACES.encode() + b"x\n" + A100.read_bytes()),
     ("ncu summary section", lambda: _widened(SUMMARY_TEXT, "Section: Compute", "Section: C" + SPACES + "x")),
-    ("ncu summary process", lambda: _widened(SUMMARY_TEXT, "raytrace-cuda@", "raytrace-cuda" + "a@" * (MB // 2) + " x")),
-    ("ncu summary kernel", lambda: _widened(SUMMARY_TEXT, "PathTracer(int, Pixel *, int), Block",
-                                            "PathTracer" + ", Block Size " * (MB // 13) + "x, Block")),
-    ("nsys device line", lambda: _widened(README, "General Metrics for NVIDIA GA100",
-                                          "General Metrics for NVIDIA" + SPACES + "x")),
+    (
+        "ncu summary process",
+        lambda: _widened(SUMMARY_TEXT, "raytrace-cuda@", "raytrace-cuda" + "a@" * (MB // 2) + " x"),
+    ),
+    (
+        "ncu summary kernel",
+        lambda: _widened(
+            SUMMARY_TEXT,
+            "PathTracer(int, Pixel *, int), Block",
+            "PathTracer" + ", Block Size " * (MB // 13) + "x, Block",
+        ),
+    ),
+    (
+        "nsys device line",
+        lambda: _widened(README, "General Metrics for NVIDIA GA100", "General Metrics for NVIDIA" + SPACES + "x"),
+    ),
     ("nvprof summary name", lambda: _widened(BABEL, "GPU activities:", "GPU activities:") + b"\n"),
 ]
 
@@ -67,7 +89,8 @@ def test_a_one_megabyte_line_reads_in_under_a_second(tmp_path: Path, name: str) 
     assert max(len(line) for line in data.splitlines()) > MB - 100 or name == "nvprof summary name"
     path = tmp_path / "long.txt"
     path.write_bytes(data)
-    result = _python(f"""
+    result = _python(
+        f"""
         import time
         from gpuprof import readers
         from gpuprof.errors import GpuprofError
@@ -80,7 +103,9 @@ def test_a_one_megabyte_line_reads_in_under_a_second(tmp_path: Path, name: str) 
         except GpuprofError as error:
             outcome = f"error: {{str(error)[:80]}}"
         print(f"{{time.perf_counter() - start:.3f}} {{outcome}}")
-    """, timeout=60)
+    """,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     seconds = float(result.stdout.split()[0])
     assert seconds < 1.0, result.stdout
@@ -88,14 +113,17 @@ def test_a_one_megabyte_line_reads_in_under_a_second(tmp_path: Path, name: str) 
 
 def test_nsys_header_cell_unit_is_linear() -> None:
     """The nsys header cell ``Total Time (ns)``: a CSV cell may hold any whitespace run."""
-    result = _python("""
+    result = _python(
+        """
         import time
         from gpuprof.readers.nsys_stats import _column
         start = time.perf_counter()
         found = _column("Total" + " " * (1 << 20) + "x (ns)")
         assert _column("Total Time (ns)") == ("Total Time", "ns")
         print(f"{time.perf_counter() - start:.3f}")
-    """, timeout=60)
+    """,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert float(result.stdout) < 1.0
 
@@ -107,8 +135,11 @@ def test_long_line_patterns_still_read_the_real_files() -> None:
     from gpuprof.readers.nsys_stats import _device_name
 
     assert _nvprof.split_device("GeForce GTX 1070 (0)") == ("GeForce GTX 1070", 0)
-    assert _process("[1146135] raytrace-cuda@127.0.0.1") == {"pid": "1146135", "process": "raytrace-cuda",
-                                                               "host": "127.0.0.1"}
+    assert _process("[1146135] raytrace-cuda@127.0.0.1") == {
+        "pid": "1146135",
+        "process": "raytrace-cuda",
+        "host": "127.0.0.1",
+    }
     assert _device_name("NVIDIA GA100 (any frequency)") == "NVIDIA GA100"
     run = readers.read(SUMMARY_TEXT)
     assert {launch.kernel for launch in run.launches} == {"PathTracer(int, Pixel *, int)"}
@@ -208,10 +239,19 @@ def test_perf_count_that_is_no_number_is_missing_with_a_note(tmp_path: Path, cou
     assert any(f"line 6: '{count}' is not a count" in note and "instructions" in note for note in run.notes)
 
 
-@pytest.mark.parametrize(("text", "decimal", "value"), [
-    ("2,84.766,97", ".", None), ("1,2,3", ".", None), ("nan", ".", None), ("inf", ".", None),
-    ("12,34,567", ".", 1234567), ("1.234,5", ",", 1234.5), ("1,5", ",", 1.5), ("14,059", ".", 14059),
-])
+@pytest.mark.parametrize(
+    ("text", "decimal", "value"),
+    [
+        ("2,84.766,97", ".", None),
+        ("1,2,3", ".", None),
+        ("nan", ".", None),
+        ("inf", ".", None),
+        ("12,34,567", ".", 1234567),
+        ("1.234,5", ",", 1234.5),
+        ("1,5", ",", 1.5),
+        ("14,059", ".", 14059),
+    ],
+)
 def test_locale_numbers_are_whole_tokens(text: str, decimal: str, value: float | None) -> None:
     from gpuprof.model.units import parse_locale_number
 
@@ -228,15 +268,28 @@ def test_ncu_csv_value_that_is_no_number_is_missing_with_a_note(tmp_path: Path, 
     assert any(f"dram__bytes.sum = '{cell}'" in note and "kept as missing" in note for note in run.notes)
 
 
-@pytest.mark.parametrize(("label", "old", "new", "expected"), [
-    # spaces collapsed by a copy-paste: the row reads by its tokens
-    ("collapsed", f"{XU}             %           13.043705 13.043705 13.043705", f"{XU} % 13.043705 13.043705 13.043705",
-     (13.043705, 13.043705, 13.043705)),
-    # a minimum wider than its column: its digits do not spill into the next one (was 13.043705 / 10 ...)
-    ("wider", "13.043705 13.043705 13.043705", "1013.043705 13.043705 13.043705", (13.043705, 1013.043705, 13.043705)),
-])
-def test_ncu_print_summary_reads_whole_tokens(tmp_path: Path, label: str, old: str, new: str,
-                                              expected: tuple[float, float, float]) -> None:
+@pytest.mark.parametrize(
+    ("label", "old", "new", "expected"),
+    [
+        # spaces collapsed by a copy-paste: the row reads by its tokens
+        (
+            "collapsed",
+            f"{XU}             %           13.043705 13.043705 13.043705",
+            f"{XU} % 13.043705 13.043705 13.043705",
+            (13.043705, 13.043705, 13.043705),
+        ),
+        # a minimum wider than its column: its digits do not spill into the next one (was 13.043705 / 10 ...)
+        (
+            "wider",
+            "13.043705 13.043705 13.043705",
+            "1013.043705 13.043705 13.043705",
+            (13.043705, 1013.043705, 13.043705),
+        ),
+    ],
+)
+def test_ncu_print_summary_reads_whole_tokens(
+    tmp_path: Path, label: str, old: str, new: str, expected: tuple[float, float, float]
+) -> None:
     """Failed before: fixed columns sliced the wider value and its neighbour into wrong digits."""
     run = _read_text(tmp_path, SUMMARY_TEXT.read_text().replace(old, new, 1), "summary.log")
     table = run.metric_table
@@ -245,8 +298,11 @@ def test_ncu_print_summary_reads_whole_tokens(tmp_path: Path, label: str, old: s
 
 
 def test_ncu_print_summary_nan_minimum_is_noted(tmp_path: Path) -> None:
-    run = _read_text(tmp_path, SUMMARY_TEXT.read_text().replace("13.043705 13.043705 13.043705",
-                                                                "NaN       13.043705 13.043705", 1), "s.log")
+    run = _read_text(
+        tmp_path,
+        SUMMARY_TEXT.read_text().replace("13.043705 13.043705 13.043705", "NaN       13.043705 13.043705", 1),
+        "s.log",
+    )
     assert any(XU in note and "minimum 'NaN'" in note for note in run.notes), run.notes
 
 
@@ -258,8 +314,11 @@ def test_sass_source_sample_that_is_no_count_is_not_zero(tmp_path: Path, cell: s
 
     rows = list(csv.reader(io.StringIO(SOURCE_CSV.read_text())))
     header = rows[1]
-    column = next(i for i, name in enumerate(header) if name == "stall_barrier") if "stall_barrier" in header \
+    column = (
+        next(i for i, name in enumerate(header) if name == "stall_barrier")
+        if "stall_barrier" in header
         else next(i for i, name in enumerate(header) if name.startswith("stall_") and "(" not in name)
+    )
     original = readers.read(SOURCE_CSV)
     rows[2][column] = cell
     out = io.StringIO()
@@ -280,7 +339,7 @@ def test_a100_csv_cut_after_the_last_launchs_first_metric_says_truncated(tmp_pat
     whole = readers.read(A100)
     per_launch = whole.metric_table.groupby("launch").size()
     assert per_launch.nunique() == 1 and per_launch.iloc[0] == 15  # every launch: 15 metric rows
-    cut = lines[:1 + 15 * (len(whole.launch_table) - 1) + 1]  # header, all launches but the last, one row
+    cut = lines[: 1 + 15 * (len(whole.launch_table) - 1) + 1]  # header, all launches but the last, one row
     run = _read_text(tmp_path, "".join(cut), "cut.csv")
     assert len(run.launch_table) == len(whole.launch_table)
     notes = [note for note in run.notes if "looks truncated" in note]
@@ -292,7 +351,7 @@ def test_ncu_details_table_without_its_closing_rule_says_truncated(tmp_path: Pat
     """Failed before: the page cut inside a table read as a shorter table, no note."""
     lines = DETAILS.read_text().splitlines(keepends=True)
     row = next(i for i, line in enumerate(lines) if "SM Active Cycles" in line)
-    run = _read_text(tmp_path, "".join(lines[:row + 1]), "cut.log")
+    run = _read_text(tmp_path, "".join(lines[: row + 1]), "cut.log")
     assert any("looks truncated" in note for note in run.notes), run.notes
     assert not any("truncated" in note for note in readers.read(DETAILS).notes)
 
@@ -305,9 +364,11 @@ def test_a_sweep_name_that_is_not_one_folder_name_is_refused(tmp_path: Path, nam
     from gpuprof.sweep import load_config
 
     config = tmp_path / "c.toml"
-    config.write_text(f'name = {name!r}\n[[grid]]\nops = ["add"]\nsizes = ["1KB"]\n'.replace("'", '"')
-                      if "\\" not in name and "\n" not in name else
-                      f'name = """{name}"""\n[[grid]]\nops = ["add"]\nsizes = ["1KB"]\n'.replace("\\", "\\\\"))
+    config.write_text(
+        f'name = {name!r}\n[[grid]]\nops = ["add"]\nsizes = ["1KB"]\n'.replace("'", '"')
+        if "\\" not in name and "\n" not in name
+        else f'name = """{name}"""\n[[grid]]\nops = ["add"]\nsizes = ["1KB"]\n'.replace("\\", "\\\\")
+    )
     with pytest.raises(InputError, match="key 'name' .* is not one folder name"):
         load_config(config)
 
@@ -364,8 +425,9 @@ COMMANDS_READING = [
 ]
 
 
-@pytest.mark.parametrize("case", ["name too long", "symlink loop", "file as a folder", "missing",
-                                  "newline in the name"])
+@pytest.mark.parametrize(
+    "case", ["name too long", "symlink loop", "file as a folder", "missing", "newline in the name"]
+)
 @pytest.mark.parametrize("args", COMMANDS_READING, ids=lambda args: " ".join(args[:3]))
 def test_os_errors_on_input_paths_are_one_line_naming_the_case(tmp_path: Path, case: str, args: list[str]) -> None:
     """Failed before: ENAMETOOLONG and ELOOP were tracebacks in several commands, a symlink loop read as

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from fixture_paths import K40C
-from gpuprof.render.text import _csv_safe
 from terminal_pty import in_terminal
+
+from gpuprof.render.text import _csv_safe
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
@@ -30,8 +30,15 @@ def hostile_profile(tmp_path: Path) -> Path:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*GPUPROF, *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*GPUPROF, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _clean(text: str) -> None:
@@ -41,11 +48,13 @@ def _clean(text: str) -> None:
 def test_import_show_diff_compare_write_escape_sequences_out(tmp_path: Path, hostile_profile: Path) -> None:
     """Failed before: the kernel and file names reached stdout and stderr with their ESC bytes."""
     store = str(tmp_path / "s.sqlite")
-    outputs = [_run("import", str(hostile_profile), "--store", store),
-               _run("show", "--store", store),
-               _run("diff", str(hostile_profile), str(K40C), "--store", store),
-               _run("compare", "--import", str(hostile_profile), "--store", store),
-               _run("import", str(hostile_profile), "--store", store, "--format", "markdown")]
+    outputs = [
+        _run("import", str(hostile_profile), "--store", store),
+        _run("show", "--store", store),
+        _run("diff", str(hostile_profile), str(K40C), "--store", store),
+        _run("compare", "--import", str(hostile_profile), "--store", store),
+        _run("import", str(hostile_profile), "--store", store, "--format", "markdown"),
+    ]
     for result in outputs:
         assert "Traceback" not in result.stderr, result.stderr[-2000:]
         _clean(result.stdout + result.stderr)
@@ -54,7 +63,8 @@ def test_import_show_diff_compare_write_escape_sequences_out(tmp_path: Path, hos
 
 
 def test_csv_to_a_terminal_writes_escapes_out_and_piped_csv_stays_whole(
-        tmp_path: Path, hostile_profile: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, hostile_profile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = str(tmp_path / "s.sqlite")
     argv = [*GPUPROF, "import", str(hostile_profile), "--store", store, "--format", "csv"]
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
@@ -65,8 +75,21 @@ def test_csv_to_a_terminal_writes_escapes_out_and_piped_csv_stays_whole(
     assert "evil\x1b]0;pwned\x07" in piped  # data for a program keeps the name as the reader read it
 
 
-@pytest.mark.parametrize("cell", ["=1+1", " =1+1", "\t=1+1", "  +cmd|' /C calc'!A0", "\u3000=HYPERLINK(\"x\")",
-                                  "＝1+1", " ＋1", "－1", "＠SUM(A1)", "\n=1"])
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "=1+1",
+        " =1+1",
+        "\t=1+1",
+        "  +cmd|' /C calc'!A0",
+        '\u3000=HYPERLINK("x")',
+        "＝1+1",
+        " ＋1",
+        "－1",
+        "＠SUM(A1)",
+        "\n=1",
+    ],
+)
 def test_formula_neutralisation_reads_the_cell_as_a_spreadsheet_does(cell: str) -> None:
     """Failed before for leading blanks and full-width signs."""
     assert _csv_safe(cell) == "'" + cell

@@ -21,11 +21,20 @@ from test_compare import THEORY, _calibration_of, measured  # noqa: E402
 
 
 def _sweep_run(number: int, host: str = "h1") -> Run:
-    return Run(kind="run", format="cpu-numpy", source="test", device={"name": "cpu", "kind": "cpu"},
-               workload={"op": "add", "dtype": "float32", "shape": [8, 8], "sweep": {
-                   "config": "tiny", "point": f"p{number}", "device": "cpu", "host": host}},
-               environment={"host": host},
-               launches=[Launch("numpy:add", 0, metrics=[Metric("wall_time", 1e-3, "second", "kernel_duration", TIMED)])])
+    return Run(
+        kind="run",
+        format="cpu-numpy",
+        source="test",
+        device={"name": "cpu", "kind": "cpu"},
+        workload={
+            "op": "add",
+            "dtype": "float32",
+            "shape": [8, 8],
+            "sweep": {"config": "tiny", "point": f"p{number}", "device": "cpu", "host": host},
+        },
+        environment={"host": host},
+        launches=[Launch("numpy:add", 0, metrics=[Metric("wall_time", 1e-3, "second", "kernel_duration", TIMED)])],
+    )
 
 
 @pytest.fixture
@@ -72,8 +81,15 @@ def test_the_kind_index_is_in_new_stores_and_added_to_older_ones_on_write(tmp_pa
     path = tmp_path / "s.sqlite"
     with open_store(path) as store:
         store.add(_sweep_run(0))
-    indexes = lambda: {r[0] for r in sqlite3.connect(path).execute(  # noqa: E731
-        "SELECT name FROM sqlite_master WHERE type='index' AND name NOT LIKE 'sqlite_%'")}
+
+    def indexes():
+        return {
+            r[0]
+            for r in sqlite3.connect(path).execute(  # noqa: E731
+                "SELECT name FROM sqlite_master WHERE type='index' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+
     assert indexes() == {"runs_by_kind"}
     db = sqlite3.connect(path)
     db.execute("DROP INDEX runs_by_kind")  # a store written before the index existed
@@ -119,8 +135,15 @@ ROOT = Path(__file__).resolve().parent.parent
 def _gpuprof(*args: str) -> subprocess.CompletedProcess[str]:
     import os
 
-    return subprocess.run([sys.executable, "-m", "gpuprof", *args], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuprof", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _good() -> dict:
@@ -132,7 +155,7 @@ def _hostile_lines() -> dict[str, tuple[str, str]]:
     lines = {}
     lines["deep nesting"] = ('{"kind": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply")
     huge = _good()
-    huge["launches"][0]["index"] = 10 ** 30
+    huge["launches"][0]["index"] = 10**30
     lines["huge integer"] = (json.dumps(huge), "launches[0].index: int expected")
     digits = json.dumps(_good()).replace('"index": 0', '"index": ' + "9" * 5000)
     lines["5,000-digit integer"] = (digits, "ValueError")
@@ -171,15 +194,19 @@ def test_hostile_run_file_lines_are_refused_naming_the_field_and_the_good_ones_m
     assert compared.returncode == 0 and "Traceback" not in compared.stderr, compared.stderr[-2000:]
 
 
-@pytest.mark.parametrize(("column", "value", "expected"), [
-    ("device", "{not json", "JSONDecodeError"),
-    ("environment", "[1, 2]", "environment: object expected"),
-    ("notes", '"a string"', "notes: list of text expected"),
-    ("workload", "[" * 50_000 + "]" * 50_000, "RecursionError"),
-    ("workload", "[" * 100 + "]" * 100, "workload: object or null expected"),
-])
-def test_a_damaged_store_row_is_left_out_and_every_reading_command_works(tmp_path: Path, column: str, value: str,
-                                                                         expected: str) -> None:
+@pytest.mark.parametrize(
+    ("column", "value", "expected"),
+    [
+        ("device", "{not json", "JSONDecodeError"),
+        ("environment", "[1, 2]", "environment: object expected"),
+        ("notes", '"a string"', "notes: list of text expected"),
+        ("workload", "[" * 50_000 + "]" * 50_000, "RecursionError"),
+        ("workload", "[" * 100 + "]" * 100, "workload: object or null expected"),
+    ],
+)
+def test_a_damaged_store_row_is_left_out_and_every_reading_command_works(
+    tmp_path: Path, column: str, value: str, expected: str
+) -> None:
     """Failed before: one undecodable row made show, compare, export, merge and roofline tracebacks."""
     path = tmp_path / "s.sqlite"
     with open_store(path) as store:
@@ -193,8 +220,14 @@ def test_a_damaged_store_row_is_left_out_and_every_reading_command_works(tmp_pat
     with open_store(path, read_only=True) as store:
         assert len(store.runs()) == 2
         assert len(store.skipped) == 1 and broken[:12] in store.skipped[0] and expected in store.skipped[0]
-    for args in (["show"], ["show", "--format", "json"], ["compare"], ["export", str(tmp_path / "out.jsonl")],
-                 ["merge", str(tmp_path / "m.sqlite"), str(path)], ["roofline", "--out", str(tmp_path / "r")]):
+    for args in (
+        ["show"],
+        ["show", "--format", "json"],
+        ["compare"],
+        ["export", str(tmp_path / "out.jsonl")],
+        ["merge", str(tmp_path / "m.sqlite"), str(path)],
+        ["roofline", "--out", str(tmp_path / "r")],
+    ):
         store_args = [] if args[0] == "merge" else ["--store", str(path)]
         result = _gpuprof(*args, *store_args)
         assert "Traceback" not in result.stderr, (args, result.stderr[-2000:])

@@ -73,7 +73,7 @@ def _import(path: Path, fmt: str, store: Path) -> str:
 
 def test_markdown_escapes_kernel_names(hostile_file, tmp_path):
     text = _import(hostile_file, "markdown", tmp_path / "s.sqlite")
-    assert "void f&lt;float&gt;(T*) &lt;script&gt;alert(\"x\")&lt;/script&gt; \\| &lt;img src=x" in text
+    assert 'void f&lt;float&gt;(T*) &lt;script&gt;alert("x")&lt;/script&gt; \\| &lt;img src=x' in text
     assert _parse(text).tags == []  # Markdown passes inline HTML through: there must be none
     rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert len({line.count(" | ") for line in rows}) == 1  # the '|' in the name did not add a column
@@ -89,8 +89,9 @@ def test_csv_cells_cannot_start_a_formula(hostile_file, tmp_path):
 
 
 def test_csv_prefixes_every_formula_start_and_leaves_numbers_alone():
-    frame = pd.DataFrame({"name": ["=1+2", "+SUM(A1)", "-2+3", "@cmd", "\tx", "plain"],
-                          "value": [-1.5, 2.0, -3.0, 0.0, 1e-9, -2e9]})
+    frame = pd.DataFrame(
+        {"name": ["=1+2", "+SUM(A1)", "-2+3", "@cmd", "\tx", "plain"], "value": [-1.5, 2.0, -3.0, 0.0, 1e-9, -2e9]}
+    )
     records = list(csv.reader(io.StringIO(emit(frame, "csv"))))
     assert [r[0] for r in records[1:]] == ["'=1+2", "'+SUM(A1)", "'-2+3", "'@cmd", "'\tx", "plain"]
     assert [float(r[1]) for r in records[1:]] == [-1.5, 2.0, -3.0, 0.0, 1e-9, -2e9]
@@ -106,8 +107,9 @@ def test_html_report_escapes_kernel_and_file_names(hostile_file, tmp_path):
     report, store = tmp_path / "report.html", tmp_path / "empty.sqlite"
     with open_store(store) as opened:
         opened._db  # noqa: B018 - created now, with no run (a store is otherwise created by its first write)
-    result = CliRunner().invoke(main, ["compare", "--import", str(hostile_file), "--html", str(report),
-                                       "--store", str(store)])
+    result = CliRunner().invoke(
+        main, ["compare", "--import", str(hostile_file), "--html", str(report), "--store", str(store)]
+    )
     assert result.exit_code == 0, result.output
     document = report.read_text()
     parsed = _parse(document)

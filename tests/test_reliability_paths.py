@@ -14,12 +14,12 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
-
 import read_only
+from click.testing import CliRunner
+from fixture_paths import K40C
+
 from gpuprof.cli import COMMANDS, main
 from gpuprof.store import open_store
-from fixture_paths import K40C
 
 # (command, parameter name, arguments) with {missing} a folder that does not exist, {ro} a folder
 # this process cannot write (holding results.sqlite and notes.txt), {dir} an existing folder,
@@ -149,9 +149,18 @@ def places(tmp_path_factory):
         (folder / "notes.txt").write_text("not a run file\n")
 
     with read_only.read_only_folder(root / "ro", fill) as ro:
-        yield {"missing": str(root / "no-such-folder"), "ro": str(ro), "dir": str(root / "folder"),
-               "bin": str(root / "binary.bin"), "store": str(store), "k40": str(K40C), "quick": str(quick),
-               "fifo": str(root / "fifo"), "null": str(null), "dangling": str(root / "dangling.jsonl")}
+        yield {
+            "missing": str(root / "no-such-folder"),
+            "ro": str(ro),
+            "dir": str(root / "folder"),
+            "bin": str(root / "binary.bin"),
+            "store": str(store),
+            "k40": str(K40C),
+            "quick": str(quick),
+            "fifo": str(root / "fifo"),
+            "null": str(null),
+            "dangling": str(root / "dangling.jsonl"),
+        }
 
 
 @pytest.mark.parametrize(("command", "parameter", "args"), CASES, ids=[" ".join(a) for _, _, a in CASES])
@@ -171,7 +180,8 @@ def test_run_refuses_an_unwritable_store_before_measuring(places, monkeypatch):
         raise AssertionError("measured although the result could not be stored")
 
     monkeypatch.setattr(gpuprof.measure, "measure", measured)
-    result = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "6MB", "--device", "cpu",
-                                       "--store", f"{places['ro']}/new.sqlite"])
+    result = CliRunner().invoke(
+        main, ["run", "--op", "dot", "--size", "6MB", "--device", "cpu", "--store", f"{places['ro']}/new.sqlite"]
+    )
     assert result.exit_code == 6
     assert result.output.startswith(f"error: cannot create results store {places['ro']}/new.sqlite")

@@ -30,9 +30,15 @@ METRICS = 4
 
 
 def _run(tag: str, launches: int = LAUNCHES, metrics: int = METRICS, source: str = "") -> Run:
-    return Run(kind="import", format="reliability", source=source or tag, launches=[
-        Launch(f"kernel {i}", i, metrics=[Metric(f"m{j}", float(i * 100 + j), "second") for j in range(metrics)])
-        for i in range(launches)])
+    return Run(
+        kind="import",
+        format="reliability",
+        source=source or tag,
+        launches=[
+            Launch(f"kernel {i}", i, metrics=[Metric(f"m{j}", float(i * 100 + j), "second") for j in range(metrics)])
+            for i in range(launches)
+        ],
+    )
 
 
 def _counts(path: Path) -> tuple[int, int, int, str]:
@@ -45,12 +51,12 @@ def _counts(path: Path) -> tuple[int, int, int, str]:
         db.close()
     with open_store(path) as store:
         stored = store.runs()
-    return (runs, sum(len(r.launch_table) for r in stored), sum(len(r.metric_table) for r in stored),
-            integrity)
+    return (runs, sum(len(r.launch_table) for r in stored), sum(len(r.metric_table) for r in stored), integrity)
 
 
-def _writer(path: str, tag: int, barrier: multiprocessing.synchronize.Barrier,
-            done: multiprocessing.queues.Queue) -> None:
+def _writer(
+    path: str, tag: int, barrier: multiprocessing.synchronize.Barrier, done: multiprocessing.queues.Queue
+) -> None:
     barrier.wait()  # all eight open the (new) store at the same moment
     ids = []
     try:
@@ -81,8 +87,12 @@ def test_eight_concurrent_writers_lose_nothing_and_never_fail_on_a_lock(tmp_path
     assert len(committed) == WRITERS * RUNS_EACH
     with open_store(path) as store:
         assert set(store.run_ids()) == committed
-    assert _counts(path) == (WRITERS * RUNS_EACH, WRITERS * RUNS_EACH * LAUNCHES,
-                             WRITERS * RUNS_EACH * LAUNCHES * METRICS, "ok")
+    assert _counts(path) == (
+        WRITERS * RUNS_EACH,
+        WRITERS * RUNS_EACH * LAUNCHES,
+        WRITERS * RUNS_EACH * LAUNCHES * METRICS,
+        "ok",
+    )
 
 
 # A writer that prints each run id once add() has returned (committed), until it is killed.
@@ -107,8 +117,7 @@ def test_sigkill_mid_write_keeps_every_committed_run_whole(tmp_path):
     rng = random.Random(20261122)
     committed: list[str] = []
     for _kill in range(5):
-        writer = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(path)], stdout=subprocess.PIPE,
-                                  text=True)
+        writer = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(path)], stdout=subprocess.PIPE, text=True)
         assert writer.stdout is not None
         for _line in range(rng.randint(2, 6)):
             committed.append(writer.stdout.readline().strip())
@@ -148,13 +157,16 @@ def _store_with_one_run(path: Path) -> str:
     return run.run_id
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("UPDATE meta SET value='99' WHERE key='schema_version'", "written by a newer gpuprof .schema 99"),
-    ("UPDATE meta SET value='0' WHERE key='schema_version'", "written by an older gpuprof .schema 0"),
-    ("DELETE FROM meta", "has no schema version"),
-    ("DROP TABLE columns", "table columns is missing"),
-    ("ALTER TABLE runs DROP COLUMN notes", "table runs has other columns"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("UPDATE meta SET value='99' WHERE key='schema_version'", "written by a newer gpuprof .schema 99"),
+        ("UPDATE meta SET value='0' WHERE key='schema_version'", "written by an older gpuprof .schema 0"),
+        ("DELETE FROM meta", "has no schema version"),
+        ("DROP TABLE columns", "table columns is missing"),
+        ("ALTER TABLE runs DROP COLUMN notes", "table runs has other columns"),
+    ],
+)
 def test_store_of_another_version_is_refused_untouched(tmp_path, damage, message):
     path = tmp_path / "old.sqlite"
     run_id = _store_with_one_run(path)
@@ -174,8 +186,10 @@ def test_other_sqlite_and_non_sqlite_files_are_refused_untouched(tmp_path):
     _execute(other, "CREATE TABLE customers (name TEXT)")
     junk = tmp_path / "results.csv"
     junk.write_text("kernel,time\nf,1.0\n" * 200)
-    for path, message in ((other, "not a gpuprof results store .its tables: customers"),
-                          (junk, "file is not a database")):
+    for path, message in (
+        (other, "not a gpuprof results store .its tables: customers"),
+        (junk, "file is not a database"),
+    ):
         before = _digest(path)
         with pytest.raises(StoreError, match=message):
             open_store(path)
@@ -200,7 +214,8 @@ def test_cli_reports_a_refused_store_in_one_line(tmp_path):
     assert result.exit_code == StoreError.exit_code
     assert result.output.strip().splitlines() == [
         f"error: results store {path} was written by a newer gpuprof (schema 7, this one reads 1 to 2). "
-        "upgrade gpuprof or use another --store"]
+        "upgrade gpuprof or use another --store"
+    ]
 
 
 @pytest.fixture
@@ -208,8 +223,9 @@ def small_mount(tmp_path):
     """A 256 KiB tmpfs (room for an empty store and its WAL, little more)."""
     mount = tmp_path / "small"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if done.returncode:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
     yield mount
@@ -224,8 +240,10 @@ def test_disk_full_is_a_one_line_store_error_and_keeps_earlier_runs(small_mount)
             run = _run(f"filler {n}", launches=10, metrics=20, source="x" * 2000)
             store.add(run)
             stored.append(run.run_id)
-    assert str(full.value) == (f"cannot write results store {path}: database or disk is full. "
-                               "check free disk space and write permission, or use another --store")
+    assert str(full.value) == (
+        f"cannot write results store {path}: database or disk is full. "
+        "check free disk space and write permission, or use another --store"
+    )
     assert len(stored) >= 1
     assert _counts(path)[0] == len(stored) and _counts(path)[3] == "ok"
     with open_store(path) as store:
@@ -237,8 +255,10 @@ def test_new_store_on_a_full_disk_is_a_store_error(small_mount):
     filler = small_mount / "filler"
     with open(filler, "wb") as handle, pytest.raises(OSError):
         handle.write(b"\0" * 512 * 1024)
-    with pytest.raises(StoreError, match="database or disk is full|unable to open"), \
-            open_store(small_mount / "new.sqlite") as store:  # a new store is created by its first write
+    with (
+        pytest.raises(StoreError, match="database or disk is full|unable to open"),
+        open_store(small_mount / "new.sqlite") as store,
+    ):  # a new store is created by its first write
         store.add(_run("full"))
 
 
@@ -254,5 +274,7 @@ def test_read_only_mount_reads_the_store_and_refuses_writes_clearly(small_mount)
     assert str(refused.value).startswith(f"cannot write results store {path}: attempt to write a readonly database.")
     with pytest.raises(StoreError) as nowhere:
         open_store(small_mount / "sub" / "new.sqlite")
-    assert str(nowhere.value) == (f"cannot create results store {small_mount / 'sub' / 'new.sqlite'}: "
-                                  "Read-only file system. give a writable path with --store or $GPUPROF_STORE")
+    assert str(nowhere.value) == (
+        f"cannot create results store {small_mount / 'sub' / 'new.sqlite'}: "
+        "Read-only file system. give a writable path with --store or $GPUPROF_STORE"
+    )

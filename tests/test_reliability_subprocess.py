@@ -24,16 +24,24 @@ from gpuprof.measure import RunSettings
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gpuprof"
 HOSTILE = "dir with spaces; 'single' \"double\" $(touch PWNED) `touch PWNED` & | *"
-SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
-               ("subprocess", "getstatusoutput"), ("asyncio", "create_subprocess_shell")}
+SHELL_CALLS = {
+    ("os", "system"),
+    ("os", "popen"),
+    ("subprocess", "getoutput"),
+    ("subprocess", "getstatusoutput"),
+    ("asyncio", "create_subprocess_shell"),
+}
 
 
 def _calls(tree: ast.AST) -> list[tuple[ast.Call, str, str]]:
     """(call, module name, function name) of every ``module.function(...)`` call in ``tree``."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
             found.append((node, node.func.value.id, node.func.attr))
     return found
 
@@ -46,8 +54,11 @@ def test_no_subprocess_goes_through_a_shell_and_every_run_has_a_timeout():
         tree = ast.parse(path.read_text(), str(path))
         where = path.relative_to(PACKAGE.parent)
         for node in ast.walk(tree):
-            if isinstance(node, ast.keyword) and node.arg == "shell" and not (
-                    isinstance(node.value, ast.Constant) and node.value.value is False):
+            if (
+                isinstance(node, ast.keyword)
+                and node.arg == "shell"
+                and not (isinstance(node.value, ast.Constant) and node.value.value is False)
+            ):
                 shell.append(f"{where}:{node.value.lineno} shell=")
         for call, module, function in _calls(tree):
             if (module, function) in SHELL_CALLS:
@@ -62,9 +73,22 @@ def test_no_subprocess_goes_through_a_shell_and_every_run_has_a_timeout():
 
 
 def _gpu() -> GpuInfo:
-    return GpuInfo(index=0, name="NVIDIA B200", pci_bus_id=None, cc="10.0", sm_count=None,
-                   sm_count_source="unknown", cores=None, max_sm_clock_hz=None, sm_clock_hz=None,
-                   max_memory_clock_hz=None, bus_width_bits=None, memory_bytes=None, l2_bytes=None, driver=None)
+    return GpuInfo(
+        index=0,
+        name="NVIDIA B200",
+        pci_bus_id=None,
+        cc="10.0",
+        sm_count=None,
+        sm_count_source="unknown",
+        cores=None,
+        max_sm_clock_hz=None,
+        sm_clock_hz=None,
+        max_memory_clock_hz=None,
+        bus_width_bits=None,
+        memory_bytes=None,
+        l2_bytes=None,
+        driver=None,
+    )
 
 
 @pytest.fixture
@@ -73,16 +97,33 @@ def no_gpu_needed(tmp_path, monkeypatch):
     monkeypatch.setattr(gpu_session, "_nvml_gpu", lambda: (_gpu(), "NVML: stand-in"))
     monkeypatch.setattr(gpu_session, "_cupy_state", lambda: (True, "CuPy: stand-in"))
     child = tmp_path / "child-stand-in.json"
-    child.write_text(json.dumps({"schema": 1, "times": [0.001], "device": {"name": "NVIDIA B200", "cc": "10.0"},
-                                 "engine": "cupy", "engine_version": "stand-in", "relative_error": 0.0,
-                                 "kernel": None, "timer": "stand-in"}))
+    child.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "times": [0.001],
+                "device": {"name": "NVIDIA B200", "cc": "10.0"},
+                "engine": "cupy",
+                "engine_version": "stand-in",
+                "relative_error": 0.0,
+                "kernel": None,
+                "timer": "stand-in",
+            }
+        )
+    )
     monkeypatch.setenv("GPUPROF_FAKE_CHILD", str(child))
     monkeypatch.setenv("GPUPROF_FAKE_LOG", str(FIXTURES / "ncu_csv_raw_page_b200_flashattn.csv"))
 
 
 def _settings(reports: Path, **gpu: object) -> RunSettings:
-    return RunSettings(op="add", shape="64x64", repeat=1, warmup=0, command="gpuprof run (test)",
-                       gpu={"reports_dir": reports, "profiler": "ncu", **gpu})
+    return RunSettings(
+        op="add",
+        shape="64x64",
+        repeat=1,
+        warmup=0,
+        command="gpuprof run (test)",
+        gpu={"reports_dir": reports, "profiler": "ncu", **gpu},
+    )
 
 
 def test_paths_with_spaces_quotes_and_semicolons_reach_the_profiler_unchanged(tmp_path, monkeypatch, no_gpu_needed):
@@ -97,8 +138,9 @@ def test_paths_with_spaces_quotes_and_semicolons_reach_the_profiler_unchanged(tm
 
     folder = reports / run.run_id
     profiled = [c["argv"] for c in calls(record) if c["argv"] != ["--version"] and "--query-metrics" not in c["argv"]]
-    child = gpu_session.child_command(_settings(reports), (64, 64), "cupy", gpu_session.DEFAULT_PROFILED,
-                                      folder / "child.json")
+    child = gpu_session.child_command(
+        _settings(reports), (64, 64), "cupy", gpu_session.DEFAULT_PROFILED, folder / "child.json"
+    )
     options = profilers.ProfileOptions("gpuprof:add:64x64:float32", cc=(10, 0), nvtx_start_end=True)
     expected = ncu.command(str(bin_dir / "ncu"), child, folder, options)
     assert run.environment["profiler_command"] == expected
@@ -134,8 +176,9 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("own_group", [False, True], ids=["same group", "workload in its own group"])
-def test_a_hanging_profiler_is_stopped_by_the_timeout_with_its_workload(tmp_path, monkeypatch, no_gpu_needed,
-                                                                        own_group):
+def test_a_hanging_profiler_is_stopped_by_the_timeout_with_its_workload(
+    tmp_path, monkeypatch, no_gpu_needed, own_group
+):
     """Also when the workload leaves the profiler's process group: the whole session and every
     descendant is killed, or the orphan would hold the GPU and ncu's lock file for the next run."""
     if own_group:
@@ -155,13 +198,15 @@ def test_a_hanging_profiler_is_stopped_by_the_timeout_with_its_workload(tmp_path
     took = time.monotonic() - began
 
     [folder] = list(reports.iterdir())
-    assert str(stopped.value) == (f"ncu did not finish within 2 s (files in {folder}). "
-                                  "give a smaller --size or --shape, or a longer GPU timeout")
+    assert str(stopped.value) == (
+        f"ncu did not finish within 2 s (files in {folder}). give a smaller --size or --shape, or a longer GPU timeout"
+    )
     assert took < 10
     # what the profiler said before it hung is kept in the run folder
     assert (folder / "stderr.txt").read_text().splitlines() == [
         "==PROF== Connected to process (hanging stand-in)",
-        "==ERROR== stand-in: the workload stopped responding"]
+        "==ERROR== stand-in: the workload stopped responding",
+    ]
     profiler_pid, workload_pid = map(int, (tmp_path / "pids").read_text().split())
     deadline = time.monotonic() + 5
     while (_alive(profiler_pid) or _alive(workload_pid)) and time.monotonic() < deadline:

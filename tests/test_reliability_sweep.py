@@ -101,8 +101,10 @@ def test_twenty_sigkills_then_resume_store_every_point_exactly_once(tmp_path):
     assert f"{stored_before_resume} already stored" in err
     keys = _point_keys(store)
     assert Counter(keys) == Counter(points)  # every point, each exactly once
-    print(f"{KILLS} SIGKILLs, {landed} while the sweep ran; {stored_before_resume} of {len(points)} points "
-          f"stored before --resume, {len(keys)} after, none twice")  # the figures docs/reliability.md quotes
+    print(
+        f"{KILLS} SIGKILLs, {landed} while the sweep ran; {stored_before_resume} of {len(points)} points "
+        f"stored before --resume, {len(keys)} after, none twice"
+    )  # the figures docs/reliability.md quotes
     with open_store(store) as opened:
         assert all(run.launches and run.launches[0].metrics for run in opened.runs())
 

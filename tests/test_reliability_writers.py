@@ -20,12 +20,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from fixture_paths import K40C
+from test_roofline import imported_run, measured_run
+
 from gpuprof.cli import main
 from gpuprof.store import open_store
-
-from test_roofline import imported_run, measured_run
 
 
 @pytest.fixture
@@ -75,17 +74,36 @@ def _finish(thread: threading.Thread, path: Path) -> None:
 
 # (name, argv builder taking (out path, store), suffix, check of the written bytes)
 WRITERS: list[tuple[str, Callable[[Path, Path], list[str]], str, Callable[[bytes], bool]]] = [
-    ("export", lambda out, store: ["export", str(out), "--store", str(store)], ".jsonl",
-     lambda data: [json.loads(line)["kind"] for line in data.splitlines()] == ["run", "import"]),
-    ("export --append", lambda out, store: ["export", str(out), "--append", "--store", str(store)], ".jsonl",
-     lambda data: data.count(b"\n") == 2 and b'"run_id"' in data),
-    ("compare --html", lambda out, store: ["compare", "--import", str(K40C), "--html", str(out), "--store",
-                                           str(store)], ".html",
-     lambda data: data.startswith(b"<!DOCTYPE html>") and b"Tesla K40c" in data),
-    ("roofline --out", lambda out, store: ["roofline", "--store", str(store), "--out", str(out)], ".svg",
-     lambda data: data.startswith(b"<?xml") and b"sgemm_128x64_nn" in data),
-    ("stalls --plot", lambda out, store: ["stalls", str(K40C), "--plot", str(out)], ".svg",
-     lambda data: data.startswith(b"<?xml") and b"</svg>" in data),
+    (
+        "export",
+        lambda out, store: ["export", str(out), "--store", str(store)],
+        ".jsonl",
+        lambda data: [json.loads(line)["kind"] for line in data.splitlines()] == ["run", "import"],
+    ),
+    (
+        "export --append",
+        lambda out, store: ["export", str(out), "--append", "--store", str(store)],
+        ".jsonl",
+        lambda data: data.count(b"\n") == 2 and b'"run_id"' in data,
+    ),
+    (
+        "compare --html",
+        lambda out, store: ["compare", "--import", str(K40C), "--html", str(out), "--store", str(store)],
+        ".html",
+        lambda data: data.startswith(b"<!DOCTYPE html>") and b"Tesla K40c" in data,
+    ),
+    (
+        "roofline --out",
+        lambda out, store: ["roofline", "--store", str(store), "--out", str(out)],
+        ".svg",
+        lambda data: data.startswith(b"<?xml") and b"sgemm_128x64_nn" in data,
+    ),
+    (
+        "stalls --plot",
+        lambda out, store: ["stalls", str(K40C), "--plot", str(out)],
+        ".svg",
+        lambda data: data.startswith(b"<?xml") and b"</svg>" in data,
+    ),
 ]
 IDS = [name for name, *_ in WRITERS]
 
@@ -149,13 +167,17 @@ def test_a_store_in_a_fifo_or_device_is_refused_with_one_line(tmp_path, store, k
         os.mkfifo(path)
     else:
         path = _null_device(tmp_path)
-    argv = ["merge", str(path), str(store)] if command == "merge" else \
-        ["run", "--op", "add", "--size", "1KB", "--device", "cpu", "--repeat", "1", "--store", str(path)]
+    argv = (
+        ["merge", str(path), str(store)]
+        if command == "merge"
+        else ["run", "--op", "add", "--size", "1KB", "--device", "cpu", "--repeat", "1", "--store", str(path)]
+    )
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == 6, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
-        f"error: {path} is a device or FIFO, not a results store: it must be a regular file. give ")
+        f"error: {path} is a device or FIFO, not a results store: it must be a regular file. give "
+    )
     mode = os.stat(path, follow_symlinks=False).st_mode
     assert stat.S_ISFIFO(mode) if kind == "fifo" else stat.S_ISCHR(mode)
     assert not list(path.parent.glob(f"{path.name}-*"))

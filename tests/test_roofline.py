@@ -14,35 +14,55 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.text import Text
 
-from gpuprof.workloads import ops
 from gpuprof.cli import main
 from gpuprof.derive.roofline import POINT_COLUMNS, device_ceilings, drawable, points
 from gpuprof.devices import gpu_table
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.render.roofline_plot import figure, plot
 from gpuprof.store import open_store
+from gpuprof.workloads import ops
 
 K40 = "Tesla K40c"
 
 
 def measured_run(op: str, size: int, times: list[float], device: str = K40) -> Run:
     shape = ops.shape_for_size(op, size, "float32")
-    launches = [Launch(f"{op}_kernel", i, metrics=[Metric("kernel_duration", t, "second", "kernel_duration", TIMED)])
-                for i, t in enumerate(times)]
-    return Run(kind="run", format="test", source=f"gpuprof run --op {op}", device={"name": device},
-               workload={"op": op, "shape": list(shape), "dtype": "float32",
-                         "size_bytes": ops.footprint(op, shape, "float32")},
-               launches=launches)
+    launches = [
+        Launch(f"{op}_kernel", i, metrics=[Metric("kernel_duration", t, "second", "kernel_duration", TIMED)])
+        for i, t in enumerate(times)
+    ]
+    return Run(
+        kind="run",
+        format="test",
+        source=f"gpuprof run --op {op}",
+        device={"name": device},
+        workload={
+            "op": op,
+            "shape": list(shape),
+            "dtype": "float32",
+            "size_bytes": ops.footprint(op, shape, "float32"),
+        },
+        launches=launches,
+    )
 
 
 def imported_run() -> Run:
-    metrics = [Metric("flop_count_sp", 2.0e9, "FLOP", "flop_count_sp"),
-               Metric("dram_read_bytes", 3.0e8, "byte", "dram_read_bytes"),
-               Metric("dram_write_bytes", 1.0e8, "byte", "dram_write_bytes"),
-               Metric("Duration", 2.0e-3, "second", "kernel_duration")]
-    return Run(kind="import", format="test", source="profile.csv", device={"name": K40},
-               launches=[Launch("sgemm_128x64_nn", 0, K40, 3, metrics=metrics),
-                         Launch("memcpy_only", 1, K40, metrics=metrics[3:])])
+    metrics = [
+        Metric("flop_count_sp", 2.0e9, "FLOP", "flop_count_sp"),
+        Metric("dram_read_bytes", 3.0e8, "byte", "dram_read_bytes"),
+        Metric("dram_write_bytes", 1.0e8, "byte", "dram_write_bytes"),
+        Metric("Duration", 2.0e-3, "second", "kernel_duration"),
+    ]
+    return Run(
+        kind="import",
+        format="test",
+        source="profile.csv",
+        device={"name": K40},
+        launches=[
+            Launch("sgemm_128x64_nn", 0, K40, 3, metrics=metrics),
+            Launch("memcpy_only", 1, K40, metrics=metrics[3:]),
+        ],
+    )
 
 
 def study_points(gpu: str) -> pd.DataFrame:
@@ -52,12 +72,26 @@ def study_points(gpu: str) -> pd.DataFrame:
     rows = []
     for r in study[(study.gpu == gpu) & study.op.isin(["add", "mul", "dot"])].itertuples():
         shape = ops.shape_for_size(r.op, int(r.size_mb * 1e6), "float32")
-        rows.append({"device": gpu, "kernel": r.op, "label": f"{r.op} {r.size_mb:g} MB", "op": r.op,
-                     "precision": "fp32", "tensor_kind": "",
-                     "ai": ops.flops(r.op, shape) / ops.bytes_moved(r.op, shape, "float32"),
-                     "ai_l2": float("nan"), "ai_l1": float("nan"), "flop_rate": r.mflops_per_s * 1e6,
-                     "time": float("nan"), "clock": float("nan"), "origin": "the study's nvprof MFLOP/s", "run_id": "", "ai_check": "",
-                     "left_out": ""})
+        rows.append(
+            {
+                "device": gpu,
+                "kernel": r.op,
+                "label": f"{r.op} {r.size_mb:g} MB",
+                "op": r.op,
+                "precision": "fp32",
+                "tensor_kind": "",
+                "ai": ops.flops(r.op, shape) / ops.bytes_moved(r.op, shape, "float32"),
+                "ai_l2": float("nan"),
+                "ai_l1": float("nan"),
+                "flop_rate": r.mflops_per_s * 1e6,
+                "time": float("nan"),
+                "clock": float("nan"),
+                "origin": "the study's nvprof MFLOP/s",
+                "run_id": "",
+                "ai_check": "",
+                "left_out": "",
+            }
+        )
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
 
@@ -68,7 +102,7 @@ def test_measured_run_point_uses_analytic_counts_over_the_median_time() -> None:
     assert skipped == []
     [point] = frame.to_dict("records")
     shape = tuple(run.workload["shape"])
-    assert point["ai"] == pytest.approx(1 / 12)                         # 1 FLOP per 3 x 4 bytes
+    assert point["ai"] == pytest.approx(1 / 12)  # 1 FLOP per 3 x 4 bytes
     assert point["flop_rate"] == pytest.approx(ops.flops("add", shape) / statistics.median(times))
     assert point["label"] == "add 6 MB" and point["device"] == K40
 
@@ -77,7 +111,7 @@ def test_imported_launch_point_uses_counted_flops_and_dram_bytes() -> None:
     frame, skipped = points([imported_run(), Run(kind="import", format="x", source="empty.csv")])
     [point] = frame.to_dict("records")
     assert point["ai"] == pytest.approx(2.0e9 / 4.0e8)
-    assert point["flop_rate"] == pytest.approx(2.0e9 / 2.0e-3)        # per-invocation averages
+    assert point["flop_rate"] == pytest.approx(2.0e9 / 2.0e-3)  # per-invocation averages
     assert point["precision"] == "fp32" and point["origin"].startswith("measured")
     assert len(skipped) == 1 and "no FLOPs, DRAM bytes and time" in skipped[0]
 
@@ -104,12 +138,15 @@ def test_chart_draws_the_table_ceilings_with_origins_and_numbers_every_point(tmp
     assert png.startswith(b"\x89PNG") and len(png) > 20_000
     texts = svg_texts(tmp_path / "roofline-k40.svg")
     # ceilings on their lines, with the table's origin; the notes give the clock each assumes
-    assert {"DRAM 288 GB/s (published)", "FP32 FMA (published): 4.29 TFLOP/s",
-            "FP32 no-FMA (derived): 2.15 TFLOP/s"} <= set(texts)
+    assert {
+        "DRAM 288 GB/s (published)",
+        "FP32 FMA (published): 4.29 TFLOP/s",
+        "FP32 no-FMA (derived): 2.15 TFLOP/s",
+    } <= set(texts)
     assert any("FP32 FMA 4.29 TFLOP/s published (745 MHz base)" in t for t in texts)
     # coincident points share a number, numbered left to right; the key names each with its values
     assert "1  add 6, 12, 24, 48, 96 MB; mul 6, 12, 24, 48, 96 MB" in texts
-    assert "2  dot 5 MB: 1.53 TFLOP/s, AI 108 FLOP/byte" in texts   # Table 2: K40 dot 5 MB, 1525.69 GFLOP/s
+    assert "2  dot 5 MB: 1.53 TFLOP/s, AI 108 FLOP/byte" in texts  # Table 2: K40 dot 5 MB, 1525.69 GFLOP/s
     assert [t for t in texts if t.isdigit() and int(t) < 10][-6:] == ["1", "2", "3", "4", "5", "6"]
     assert not any("no memory ceiling" in t for t in texts)
 
@@ -118,8 +155,10 @@ def test_no_memory_ceiling_is_said_only_where_none_is_drawn(tmp_path: Path) -> N
     table = gpu_table.peaks(gpu_table.match("K40"))
     no_bandwidth = type(table)(table.device, table.flops, None, table.clock_hz, "derived", "test")
     plot(study_points("K40"), {"K40": [no_bandwidth]}, tmp_path / "none")
-    assert any(t.startswith("no memory ceiling: the derived peaks of this device have no bandwidth")
-               for t in svg_texts(tmp_path / "none" / "roofline-k40.svg"))
+    assert any(
+        t.startswith("no memory ceiling: the derived peaks of this device have no bandwidth")
+        for t in svg_texts(tmp_path / "none" / "roofline-k40.svg")
+    )
     plot(study_points("K40"), {"K40": [table, no_bandwidth]}, tmp_path / "both")
     texts = svg_texts(tmp_path / "both" / "roofline-k40.svg")
     assert "DRAM 288 GB/s (published)" in texts and not any("no memory ceiling" in t for t in texts)
@@ -147,27 +186,34 @@ def test_nersc_v100_gemm_is_three_points_at_its_summed_flops_under_the_fp16_tens
     runs = imported(tmp_path, "--join", "--gpu", "v100-sxm2", *map(str, V100_NERSC))
     frame, _ = points(runs)
     mine = frame[frame.kernel == "volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn"]
-    assert mine["precision"].tolist() == ["fp32", "tensor", "fp32+tensor"]   # each kind of work, then the total
+    assert mine["precision"].tolist() == ["fp32", "tensor", "fp32+tensor"]  # each kind of work, then the total
     [gemm] = mine[mine.precision == "fp32+tensor"].to_dict("records")
     flops = 5_478_285_312
     seconds = 180_758.90 / 1_297_716_360.00 + 94_587.12 / 1_299_887_048.19
     assert gemm["flop_rate"] == pytest.approx(flops / seconds, rel=1e-3) == pytest.approx(2.583e13, rel=1e-3)
-    assert gemm["ai"] == pytest.approx(flops / (70_852_192 + 28_344_480), rel=1e-3)      # 55.23
+    assert gemm["ai"] == pytest.approx(flops / (70_852_192 + 28_344_480), rel=1e-3)  # 55.23
     assert gemm["ai_l2"] == pytest.approx(flops / (107_347_328 + 32_189_120), rel=1e-3)  # 39.26
     assert gemm["ai_l1"] == pytest.approx(flops / (112_917_760 + 35_165_312), rel=1e-3)  # 36.99
     assert gemm["label"].endswith("(2 launches)") and gemm["precision"] == "fp32+tensor"
     assert gemm["tensor_kind"] == "fp16/tensor" and gemm["ai_check"] == ""
-    assert gemm["clock"] == pytest.approx((180_758.90 + 94_587.12) / seconds, rel=1e-3)   # 1.298 GHz, time-weighted
+    assert gemm["clock"] == pytest.approx((180_758.90 + 94_587.12) / seconds, rel=1e-3)  # 1.298 GHz, time-weighted
     fig = figure(frame[frame.device == gemm["device"]], gemm["device"], device_ceilings(runs)[gemm["device"]])
     joined = [line for line in fig.axes[0].get_lines() if len(line.get_xdata()) == 3]
-    assert any(sorted(line.get_xdata()) == pytest.approx(sorted([gemm["ai_l1"], gemm["ai_l2"], gemm["ai"]]))
-               for line in joined)
+    assert any(
+        sorted(line.get_xdata()) == pytest.approx(sorted([gemm["ai_l1"], gemm["ai_l2"], gemm["ai"]])) for line in joined
+    )
     texts = {t.get_text() for t in fig.findobj(Text)}
     # roofs at the points' 1.298 GHz, not the 1530 MHz boost (125 TFLOP/s x 1298 / 1530); DRAM does not scale
-    assert {"FP16 tensor, FP32 acc (published): 106 TFLOP/s",
-            "FP16 no-FMA (half2) (derived) = FP32 FMA (published): 13.3 TFLOP/s",  # equal roofs, one label
-            "L1/shared 13.3 TB/s (derived)", "L2 2.66 TB/s (derived)", "DRAM 900 GB/s (published)",
-            "AI at L1", "AI at L2", "AI at DRAM"} <= texts
+    assert {
+        "FP16 tensor, FP32 acc (published): 106 TFLOP/s",
+        "FP16 no-FMA (half2) (derived) = FP32 FMA (published): 13.3 TFLOP/s",  # equal roofs, one label
+        "L1/shared 13.3 TB/s (derived)",
+        "L2 2.66 TB/s (derived)",
+        "DRAM 900 GB/s (published)",
+        "AI at L1",
+        "AI at L2",
+        "AI at DRAM",
+    } <= texts
 
 
 def test_nersc_a100_sgemm_points_and_the_counter_that_looks_wrong(tmp_path: Path) -> None:
@@ -177,19 +223,23 @@ def test_nersc_a100_sgemm_points_and_the_counter_that_looks_wrong(tmp_path: Path
     runs = imported(tmp_path, str(PROFILES / "ncu_csv_a100_nersc_rule_columns_unnamed_ns_bert_EXCERPT.csv"))
     every, skipped = points(runs)
     placed = drawable(every)
-    assert placed.precision.tolist() == ["fp32", "fp32", "fp16"]   # softmax keeps its counted FP32 and FP16 points
+    assert placed.precision.tolist() == ["fp32", "fp32", "fp16"]  # softmax keeps its counted FP32 and FP16 points
     [sgemm] = placed[placed.op == "ampere_sgemm_32x32_sliced1x4_tn"].to_dict("records")
-    assert sgemm["flop_rate"] == pytest.approx(8_847_360 / (9_523.07 / 991_986_882.72), rel=1e-3)   # 9.216e11
-    assert (sgemm["ai"], sgemm["ai_l2"], sgemm["ai_l1"]) == (pytest.approx(29.16, rel=1e-3),
-                                                           pytest.approx(4.531, rel=1e-3),
-                                                           pytest.approx(8.710, rel=1e-3))
+    assert sgemm["flop_rate"] == pytest.approx(8_847_360 / (9_523.07 / 991_986_882.72), rel=1e-3)  # 9.216e11
+    assert (sgemm["ai"], sgemm["ai_l2"], sgemm["ai_l1"]) == (
+        pytest.approx(29.16, rel=1e-3),
+        pytest.approx(4.531, rel=1e-3),
+        pytest.approx(8.710, rel=1e-3),
+    )
     assert sgemm["ai_check"].startswith("AI L1 > AI L2: L1 counted fewer bytes than L2")
     [softmax_left_out] = skipped
     assert "softmax_warp_forward" in softmax_left_out and "total FLOPs unknown" in softmax_left_out
-    assert every.left_out.tolist() == ["", "", "", softmax_left_out.split(": ", 2)[2]]   # a row, without a place
+    assert every.left_out.tolist() == ["", "", "", softmax_left_out.split(": ", 2)[2]]  # a row, without a place
     fp32, _ = points(runs, "fp32")
-    assert fp32.op.tolist() == ["ampere_sgemm_32x32_sliced1x4_tn",
-                                "<unnamed>::softmax_warp_forward<float, float, float, (int)5…"]
+    assert fp32.op.tolist() == [
+        "ampere_sgemm_32x32_sliced1x4_tn",
+        "<unnamed>::softmax_warp_forward<float, float, float, (int)5…",
+    ]
     fig = figure(every, sgemm["device"], [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))])
     notes = " ".join(t.get_text() for t in fig.findobj(Text)).replace("\n", " ")
     assert "3 ampere_sgemm_32x32_sliced1x4_tn: AI L1 > AI L2: L1 counted fewer bytes than L2" in notes  # numbered by AI
@@ -218,20 +268,24 @@ def test_precision_picks_the_flops_and_the_ceilings() -> None:
     run = read(A100_PRINTFP)
     every, skipped = points([run])
     assert drawable(every).op.tolist() == ["randomInit<float>", "gemm_v1<float> FP32", "gemm_v1<float> FP16"]
-    assert any("gemm_v1<float> total: total FLOPs unknown" in line and "FP32 and FP16 points are drawn" in line
-               for line in skipped)
+    assert any(
+        "gemm_v1<float> total: total FLOPs unknown" in line and "FP32 and FP16 points are drawn" in line
+        for line in skipped
+    )
     fp32, _ = points([run], "fp32")
     [gemm] = fp32[fp32.op == "gemm_v1<float>"].to_dict("records")
     flops = 2 * 34_359_738_368_000
-    assert (gemm["ai"], gemm["ai_l2"], gemm["ai_l1"]) == (pytest.approx(flops / 807_658_682_624),
-                                                        pytest.approx(flops / 40_927_345_510_272),
-                                                        pytest.approx(flops / 38_708_392_755_200))
+    assert (gemm["ai"], gemm["ai_l2"], gemm["ai_l1"]) == (
+        pytest.approx(flops / 807_658_682_624),
+        pytest.approx(flops / 40_927_345_510_272),
+        pytest.approx(flops / 38_708_392_755_200),
+    )
     fp16, _ = points([run], "fp16")
-    assert fp16.op.tolist() == ["gemm_v1<float>"]                       # randomInit has no FP16 work
+    assert fp16.op.tolist() == ["gemm_v1<float>"]  # randomInit has no FP16 work
     assert fp16.iloc[0]["ai"] == pytest.approx(2 * 2_149_161_369_600 / 807_658_682_624)
     fig = figure(fp16, gemm["device"], [gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))], "fp16")
     texts = {t.get_text() for t in fig.findobj(Text)}
-    assert "FP16 FMA (half2) (derived): 42.3 TFLOP/s" in texts    # 108 SM x 256 lanes x 2 x 765 MHz (the points')
+    assert "FP16 FMA (half2) (derived): 42.3 TFLOP/s" in texts  # 108 SM x 256 lanes x 2 x 765 MHz (the points')
     assert not any(t.startswith("FP32") for t in texts)
     with pytest.raises(ValueError, match="precision must be"):
         points([run], "fp8")
@@ -266,7 +320,7 @@ def test_roofline_command_filters_by_kernel_run_and_op_and_writes_the_file_named
         result = runner.invoke(main, ["roofline", "--store", str(store), "--out", str(out), *options])
         assert result.exit_code == 0, result.output
         assert result.stdout.split() == [str(out)]
-        return [t.split(":")[0] for t in svg_texts(out) if t[:1].isdigit() and "  " in t]   # the key
+        return [t.split(":")[0] for t in svg_texts(out) if t[:1].isdigit() and "  " in t]  # the key
 
     assert drawn("--kernel", "GEMM_v1", "--peaks", "a100-pcie-40gb", "--precision", "fp32") == ["1  gemm_v1<float>"]
     assert drawn("--op", "dot") == ["1  dot 9 MB"]
@@ -329,8 +383,9 @@ def test_real_ncu_roofline_profile_gives_the_gemm_point_and_its_run_clock_effici
     assert gemm["device"] == "device 0 (CC 8.0), unnamed in ncu-csv"
     # ncu locked the clock at 765 MHz (--clock-control base): judged at that clock, not 1410 MHz.
     peaks = gpu_table.peaks(gpu_table.match("a100-pcie-40gb"))
-    [at_clock] = [e for e in efficiencies(gemm["flop_rate"], None, "float32", peaks, 764_999_999.31)
-                  if e.kind == VS_RUN_CLOCK]
+    [at_clock] = [
+        e for e in efficiencies(gemm["flop_rate"], None, "float32", peaks, 764_999_999.31) if e.kind == VS_RUN_CLOCK
+    ]
     assert at_clock.percent == pytest.approx(100 * flops / seconds / (19492e9 * 765e6 / 1410e6), rel=1e-6)
 
 
@@ -348,5 +403,8 @@ def test_runs_without_points_are_one_summary_line(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     skipped = [line for line in result.stderr.splitlines() if line.startswith("skipped ")]
     assert len(skipped) == 1, result.stderr
-    assert re.fullmatch(r"skipped 4 run\(s\) with no FLOPs, DRAM bytes and time to place \(4 nvprof-csv-metrics\): "
-                        r"\w{8}, \w{8}, \w{8}, \.\.\.", skipped[0]), skipped[0]
+    assert re.fullmatch(
+        r"skipped 4 run\(s\) with no FLOPs, DRAM bytes and time to place \(4 nvprof-csv-metrics\): "
+        r"\w{8}, \w{8}, \w{8}, \.\.\.",
+        skipped[0],
+    ), skipped[0]

@@ -49,7 +49,7 @@ def test_a100_gemm_keeps_its_fp32_and_fp16_points_by_nersc_formulas() -> None:
         assert row["ai_l2"] == pytest.approx(flops / raw["lts__t_bytes.sum"], rel=1e-9)
         assert row["ai_l1"] == pytest.approx(flops / raw["l1tex__t_bytes.sum"], rel=1e-9)
         assert row["flop_rate"] == pytest.approx(flops / seconds, rel=1e-6)
-    assert "gemm_v1<float> total" not in placed.index           # its tensor work was not counted
+    assert "gemm_v1<float> total" not in placed.index  # its tensor work was not counted
     assert any("gemm_v1<float> total: total FLOPs unknown" in line for line in skipped)
     # randomInit ran FP32 alone: one point, named plainly, which is also its (complete) total
     assert placed.loc["randomInit<float>", "precision"] == "fp32"
@@ -68,7 +68,8 @@ def test_a_total_point_joins_the_precisions_when_every_kind_was_counted(tmp_path
     assert placed.loc["gemm_v1<float> total", "precision"] == "fp32+fp16+tensor"
     assert placed.loc["gemm_v1<float> total", "ai"] == pytest.approx(total / raw["dram__bytes.sum"], rel=1e-9)
     assert placed.loc["gemm_v1<float> TENSOR", "ai_l2"] == pytest.approx(
-        512 * raw["smsp__inst_executed_pipe_tensor.sum"] / raw["lts__t_bytes.sum"], rel=1e-9)
+        512 * raw["smsp__inst_executed_pipe_tensor.sum"] / raw["lts__t_bytes.sum"], rel=1e-9
+    )
     assert {"gemm_v1<float> FP32", "gemm_v1<float> FP16"} <= set(placed.index)
 
 
@@ -78,7 +79,7 @@ def test_no_binding_ceiling_without_memory_counters(tmp_path: Path) -> None:
     [kernel] = kernels.kernel_frame([read(K40C)]).to_dict("records")
     assert kernel["flops_fp32"] == 3 * 25_264_160_800
     assert kernel["binding_name"] == NO_MEMORY == "bound unknown: no memory counters"
-    assert kernel["binding_percent"] != kernel["binding_percent"]          # NaN: no percent of a guess
+    assert kernel["binding_percent"] != kernel["binding_percent"]  # NaN: no percent of a guess
     result = CliRunner().invoke(main, ["import", "--format", "json", "--store", str(tmp_path / "s.sqlite"), str(K40C)])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)[0]["binding ceiling"] == "bound unknown: no memory counters"
@@ -103,7 +104,7 @@ def test_roofs_are_drawn_at_the_clock_the_points_ran_at() -> None:
     moved = {r.name: r for r in at_clock(roofs(peaks), clock)}
     assert table["FP32 FMA"].clock_mhz == 1410
     assert moved["FP32 FMA"].value == pytest.approx(table["FP32 FMA"].value * clock / 1410e6)
-    assert moved["DRAM"].value == table["DRAM"].value                   # the memory's clock is not the SM's
+    assert moved["DRAM"].value == table["DRAM"].value  # the memory's clock is not the SM's
     texts = {t.get_text() for t in figure(frame, "A100", peaks).findobj(Text)}
     assert "FP32 FMA (published): 10.6 TFLOP/s" in texts
     assert any("roofs at 765 MHz, the points' clock" in t for t in texts)

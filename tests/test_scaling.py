@@ -26,11 +26,13 @@ def _entries(rows: list[tuple]) -> pd.DataFrame:
 
 
 def test_speedup_efficiency_and_edp_on_a_table_with_known_answers() -> None:
-    entries = _entries([
-        ("1gpu", 1, "train", 100.0, 30_000.0, 25_000.0),
-        ("2gpu", 2, "train", 50.0, 40_000.0, 36_000.0),
-        ("cpu", 1, "train", 1180.0, 600_000.0, 600_000.0),
-    ])
+    entries = _entries(
+        [
+            ("1gpu", 1, "train", 100.0, 30_000.0, 25_000.0),
+            ("2gpu", 2, "train", 50.0, 40_000.0, 36_000.0),
+            ("cpu", 1, "train", 1180.0, 600_000.0, 600_000.0),
+        ]
+    )
     table = scaling_table(entries, "1gpu").set_index("label")
     assert table.loc["2gpu", "S"] == pytest.approx(2.0) and table.loc["2gpu", "E (%)"] == pytest.approx(100.0)
     assert table.loc["2gpu", "EDP (norm.)"] == pytest.approx(50 * 40_000 / (100 * 30_000))  # 0.6667
@@ -53,7 +55,10 @@ def test_the_studys_numbers_give_back_its_columns() -> None:
     assert table.loc["2 GPUs", "E (%)"] == pytest.approx(89.5)  # 1.79 / 2, as published
     assert math.isnan(table.loc["2 GPUs", "EDP in use (norm.)"])  # no energy given: no number
     reference = reference_rows().set_index("label")
-    assert reference.loc["CPU (paper)", "EDP (norm.)"] == 86.65 and reference.loc["1 GPU DDP (paper)", "EDP (norm.)"] == 1.02
+    assert (
+        reference.loc["CPU (paper)", "EDP (norm.)"] == 86.65
+        and reference.loc["1 GPU DDP (paper)", "EDP (norm.)"] == 1.02
+    )
     assert math.isnan(reference.loc["CPU (paper)", "E (%)"])  # the study gives no E for its CPU run
     loop = reference_rows().query("phase == 'training loop'").iloc[0]
     assert loop["S"] == 1.97 and loop["E (%)"] == pytest.approx(98.5) and "E derived" in loop["basis"]
@@ -64,23 +69,46 @@ def test_a_missing_baseline_is_refused() -> None:
         scaling_table(_entries([("1gpu", 1, "train", 1.0, None, None)]), "4gpu")
 
 
-def _region(index: int, name: str, process: str, seconds: float, parent: str = "", energy: float | None = None) -> Launch:
-    metrics = [Metric("wall time", seconds, "second", None, TIMED), Metric("begin", float(index), "second", None, TIMED)]
+def _region(
+    index: int, name: str, process: str, seconds: float, parent: str = "", energy: float | None = None
+) -> Launch:
+    metrics = [
+        Metric("wall time", seconds, "second", None, TIMED),
+        Metric("begin", float(index), "second", None, TIMED),
+    ]
     if energy is not None:
-        metrics += [Metric("energy (all devices)", energy, "joule", None, "derived"),
-                    Metric("energy (devices in use)", energy / 2, "joule", None, "derived")]
+        metrics += [
+            Metric("energy (all devices)", energy, "joule", None, "derived"),
+            Metric("energy (devices in use)", energy / 2, "joule", None, "derived"),
+        ]
     return Launch(name, index, "", 1, {"kind": "region", "name": name, "parent": parent, "process": process}, metrics)
 
 
 def test_phase_entries_sum_instances_per_process_and_keep_the_slowest_rank() -> None:
-    launches = [Launch("cmd", 0, "", 1, {"phase": "process"}, [Metric("wall time", 9.0, "second", None, TIMED)]),
-                _region(1, "epoch", "10", 4.0), _region(2, "train", "10", 3.0, "1", 30.0),
-                _region(3, "epoch", "10", 4.0), _region(4, "train", "10", 3.5, "3", 35.0),
-                _region(5, "epoch", "11", 4.2), _region(6, "train", "11", 3.4, "5", 34.0),
-                _region(7, "epoch", "11", 4.2), _region(8, "train", "11", 3.4, "7", 34.0),
-                _region(9, "step", "11", 0.1, "6", 1.0)]
-    run = Run("profile", "timed", "x", launches=launches,
-              environment={"label": "ddp2", "devices": 2, "wall_time": {"value": 9.0}, "energy": {"all_j": 90.0, "in_use_j": 45.0}})
+    launches = [
+        Launch("cmd", 0, "", 1, {"phase": "process"}, [Metric("wall time", 9.0, "second", None, TIMED)]),
+        _region(1, "epoch", "10", 4.0),
+        _region(2, "train", "10", 3.0, "1", 30.0),
+        _region(3, "epoch", "10", 4.0),
+        _region(4, "train", "10", 3.5, "3", 35.0),
+        _region(5, "epoch", "11", 4.2),
+        _region(6, "train", "11", 3.4, "5", 34.0),
+        _region(7, "epoch", "11", 4.2),
+        _region(8, "train", "11", 3.4, "7", 34.0),
+        _region(9, "step", "11", 0.1, "6", 1.0),
+    ]
+    run = Run(
+        "profile",
+        "timed",
+        "x",
+        launches=launches,
+        environment={
+            "label": "ddp2",
+            "devices": 2,
+            "wall_time": {"value": 9.0},
+            "energy": {"all_j": 90.0, "in_use_j": 45.0},
+        },
+    )
     rows = {row["phase"]: row for row in phase_entries(run)}
     assert list(rows) == ["program", "epoch", "train"]  # step is deeper: not a default phase
     assert rows["program"]["time_s"] == 9.0 and rows["program"]["energy_j"] == 90.0
@@ -99,17 +127,38 @@ with gpuprof.region("test"):
 """
 
 
-def test_compare_scaling_over_two_cpu_profiles_with_the_studys_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compare_scaling_over_two_cpu_profiles_with_the_studys_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     (tmp_path / "job.py").write_text(SLEEPER)
     store = str(tmp_path / "s.sqlite")
     for label, devices in (("one", "1"), ("two", "2")):
-        result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--torch-hooks", "none", "--label", label,
-                                           "--devices", devices, "--store", store, "--", sys.executable, "job.py", devices])
+        result = CliRunner().invoke(
+            main,
+            [
+                "profile",
+                "--device",
+                "cpu",
+                "--torch-hooks",
+                "none",
+                "--label",
+                label,
+                "--devices",
+                devices,
+                "--store",
+                store,
+                "--",
+                sys.executable,
+                "job.py",
+                devices,
+            ],
+        )
         assert result.exit_code == 0, result.output
-    result = CliRunner().invoke(main, ["compare", "--scaling", "--baseline", "one", "--reference", "paper",
-                                       "--store", store, "--format", "csv"])
+    result = CliRunner().invoke(
+        main, ["compare", "--scaling", "--baseline", "one", "--reference", "paper", "--store", store, "--format", "csv"]
+    )
     assert result.exit_code == 0, result.output
     import io
 
@@ -126,8 +175,13 @@ def test_compare_scaling_over_two_cpu_profiles_with_the_studys_rows(tmp_path: Pa
 
 def test_efficiency_above_100_percent_is_flagged() -> None:
     def profile(label: str, devices: int, seconds: float) -> Run:
-        return Run("profile", "timed", label, launches=[Launch("cmd", 0, "", 1, {}, [])],
-                   environment={"label": label, "devices": devices, "wall_time": {"value": seconds}})
+        return Run(
+            "profile",
+            "timed",
+            label,
+            launches=[Launch("cmd", 0, "", 1, {}, [])],
+            environment={"label": label, "devices": devices, "wall_time": {"value": seconds}},
+        )
 
     frame, notes = scaling([profile("one", 1, 10.0), profile("two", 2, 4.0)], "one")
     assert frame.set_index("label").loc["two", "E (%)"] == pytest.approx(125.0)

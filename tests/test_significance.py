@@ -26,8 +26,9 @@ def test_u_distribution_counts_every_ordering_once() -> None:
     assert counts.tolist() == counts[::-1].tolist()  # symmetric about m·n/2
 
 
-@pytest.mark.parametrize("m,n,shift", [(3, 3, 0.0), (10, 10, 0.05), (5, 12, 0.1), (30, 30, 0.08), (40, 7, 0.02),
-                                       (200, 300, 0.01)])
+@pytest.mark.parametrize(
+    "m,n,shift", [(3, 3, 0.0), (10, 10, 0.05), (5, 12, 0.1), (30, 30, 0.08), (40, 7, 0.02), (200, 300, 0.01)]
+)
 def test_mann_whitney_agrees_with_scipy(m: int, n: int, shift: float) -> None:
     stats = pytest.importorskip("scipy.stats")
     rng = np.random.default_rng(m * n)

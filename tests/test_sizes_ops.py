@@ -4,24 +4,42 @@ from pathlib import Path
 
 import pytest
 
-from gpuprof.workloads import ops
 from gpuprof.errors import InputError
 from gpuprof.model.sizes import format_bytes, parse_size
+from gpuprof.workloads import ops
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("6MB", 6_000_000), ("6mb", 6_000_000), ("6MiB", 6 * 1048576), ("512KB", 512_000),
-    ("1GB", 10**9), ("1GiB", 2**30), ("4096B", 4096), ("4096", 4096), ("1.5MB", 1_500_000),
-    (" 2 KiB ", 2048),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("6MB", 6_000_000),
+        ("6mb", 6_000_000),
+        ("6MiB", 6 * 1048576),
+        ("512KB", 512_000),
+        ("1GB", 10**9),
+        ("1GiB", 2**30),
+        ("4096B", 4096),
+        ("4096", 4096),
+        ("1.5MB", 1_500_000),
+        (" 2 KiB ", 2048),
+    ],
+)
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("6XB", "unknown unit 'XB'"), ("-1", "is not a size"), ("0", "not a positive size"),
-    ("", "is not a size"), ("MB", "is not a size"), ("6 M B", "is not a size"), ("0.0001B", "not a positive"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("6XB", "unknown unit 'XB'"),
+        ("-1", "is not a size"),
+        ("0", "not a positive size"),
+        ("", "is not a size"),
+        ("MB", "is not a size"),
+        ("6 M B", "is not a size"),
+        ("0.0001B", "not a positive"),
+    ],
+)
 def test_parse_size_rejects(text, fragment):
     with pytest.raises(InputError) as caught:
         parse_size(text)
@@ -49,9 +67,16 @@ def test_rectangular_dot_counts():
     assert ops.bytes_moved("dot", shape, "float64") == 26 * 8
 
 
-@pytest.mark.parametrize("op, per_element, arrays", [
-    ("add", 1, 3), ("mul", 1, 3), ("scalar", 1, 2), ("sigmoid", 4, 2), ("tanh", 5, 2),
-])
+@pytest.mark.parametrize(
+    "op, per_element, arrays",
+    [
+        ("add", 1, 3),
+        ("mul", 1, 3),
+        ("scalar", 1, 2),
+        ("sigmoid", 4, 2),
+        ("tanh", 5, 2),
+    ],
+)
 def test_elementwise_counts(op, per_element, arrays):
     shape = ops.parse_shape(op, "100x30")
     assert ops.flops(op, shape) == 3000 * per_element
@@ -64,10 +89,15 @@ def test_add_96mb_float32_is_square():
     assert ops.shape_for_size("sigmoid", 2_000_000, "float64") == (353, 353)
 
 
-@pytest.mark.parametrize("op, text, fragment", [
-    ("dot", "10x10", "takes 3 dimensions"), ("add", "1x2x3", "takes 2 dimensions"),
-    ("add", "axb", "is not a shape"), ("add", "0x4", "positive"),
-])
+@pytest.mark.parametrize(
+    "op, text, fragment",
+    [
+        ("dot", "10x10", "takes 3 dimensions"),
+        ("add", "1x2x3", "takes 2 dimensions"),
+        ("add", "axb", "is not a shape"),
+        ("add", "0x4", "positive"),
+    ],
+)
 def test_bad_shapes(op, text, fragment):
     with pytest.raises(InputError) as caught:
         ops.parse_shape(op, text)

@@ -53,8 +53,7 @@ def test_only_the_tasks_own_final_record_counts() -> None:
     assert recorded_state("", "4_0") is None
 
 
-def test_a_state_squeue_lists_is_final_without_asking_accounting(monkeypatch: pytest.MonkeyPatch,
-                                                                 clock: Clock) -> None:
+def test_a_state_squeue_lists_is_final_without_asking_accounting(monkeypatch: pytest.MonkeyPatch, clock: Clock) -> None:
     asked = accounting(monkeypatch, [None])
     assert final_state("3_1", "TIMEOUT", "RUNNING", 0.3) == ("TIMEOUT", "ended without a result")
     assert asked == [] and clock.sleeps == 0
@@ -75,8 +74,9 @@ def test_a_job_gone_after_it_ran_waits_for_accounting(monkeypatch: pytest.Monkey
     assert asked == ["7", "7", "7"] and clock.now == 1.0
 
 
-def test_a_job_gone_after_it_ran_without_a_record_is_gone_after_a_bounded_wait(monkeypatch: pytest.MonkeyPatch,
-                                                                               clock: Clock) -> None:
+def test_a_job_gone_after_it_ran_without_a_record_is_gone_after_a_bounded_wait(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
     asked = accounting(monkeypatch, [None])
     assert final_state("7", None, "RUNNING", 2.0) == ("GONE", "left the queue without a result or an accounting record")
     assert clock.now == ACCOUNTING_WAIT_S and len(asked) == ACCOUNTING_WAIT_S / 2.0 + 1

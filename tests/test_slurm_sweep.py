@@ -16,16 +16,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401 - the fixture
 
-from gpuprof.store import runfile as export
 from gpuprof.errors import InputError
-from gpuprof.sweep.slurm import (MANIFEST, SlurmOptions, SlurmPoint, SlurmProgress, _additional, _jobs_plan,
-                                  run_points_on_slurm, sweep_on_slurm)
 from gpuprof.measure import RunSettings
 from gpuprof.model import Run
 from gpuprof.store import open_store
+from gpuprof.store import runfile as export
 from gpuprof.sweep import load_config
-from slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401 - the fixture
+from gpuprof.sweep.slurm import (
+    MANIFEST,
+    SlurmOptions,
+    SlurmPoint,
+    SlurmProgress,
+    _additional,
+    _jobs_plan,
+    run_points_on_slurm,
+    sweep_on_slurm,
+)
 
 CONFIG = """\
 name = "tiny"
@@ -39,8 +47,11 @@ sizes = ["1MB"]
 ops = ["add"]
 sizes = ["2MB"]
 """
-KEYS = {"add:1000000B:float32:default:warm:r2:w1", "mul:1000000B:float32:default:warm:r2:w1",
-        "add:2000000B:float32:default:warm:r2:w1"}
+KEYS = {
+    "add:1000000B:float32:default:warm:r2:w1",
+    "mul:1000000B:float32:default:warm:r2:w1",
+    "add:2000000B:float32:default:warm:r2:w1",
+}
 
 
 def deadline(seconds: float = 45) -> Callable[[], bool]:
@@ -93,8 +104,9 @@ def _stored_keys(store: Path) -> list[str]:
 
 
 def test_options_from_config_table_and_cli_overrides() -> None:
-    options = SlurmOptions.from_table({"partition": "gpu", "gpus": 2, "time": 15, "sbatch": ["--qos=short"]},
-                                      time_min=5, partition=None)
+    options = SlurmOptions.from_table(
+        {"partition": "gpu", "gpus": 2, "time": 15, "sbatch": ["--qos=short"]}, time_min=5, partition=None
+    )
     assert (options.partition, options.gpus, options.time_min, options.sbatch) == ("gpu", 2, 5, ("--qos=short",))
     with pytest.raises(InputError, match="unknown key 'gpu_count'"):
         SlurmOptions.from_table({"gpu_count": 1})
@@ -108,7 +120,11 @@ def test_options_from_config_table_and_cli_overrides() -> None:
 
 def test_extra_sbatch_options_become_submitit_parameters() -> None:
     assert _additional(["--account=proj", "qos=short", "--exclusive", "--mail-type=END"]) == {
-        "account": "proj", "qos": "short", "exclusive": True, "mail_type": "END"}
+        "account": "proj",
+        "qos": "short",
+        "exclusive": True,
+        "mail_type": "END",
+    }
     with pytest.raises(InputError, match="cannot read sbatch option '--account='"):
         _additional(["--account="])
 
@@ -119,9 +135,14 @@ def test_jobs_are_one_per_device_kind_then_chunks() -> None:
 
     points = [point("a", "cpu"), point("b", "cuda"), point("c", "cpu"), point("d", "cpu")]
     assert [(kind, [p.key for p in members]) for kind, members in _jobs_plan(points, 0)] == [
-        ("cpu", ["a", "c", "d"]), ("cuda", ["b"])]
+        ("cpu", ["a", "c", "d"]),
+        ("cuda", ["b"]),
+    ]
     assert [(kind, [p.key for p in members]) for kind, members in _jobs_plan(points, 2)] == [
-        ("cpu", ["a", "c"]), ("cpu", ["d"]), ("cuda", ["b"])]
+        ("cpu", ["a", "c"]),
+        ("cpu", ["d"]),
+        ("cuda", ["b"]),
+    ]
 
 
 def test_without_sbatch_the_slurm_path_says_what_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -134,13 +155,20 @@ def test_without_sbatch_the_slurm_path_says_what_is_missing(monkeypatch: pytest.
 # ---- on a real cluster ----------------------------------------------------------------------
 
 
-def test_cpu_sweep_on_slurm_brings_every_point_back(cluster: SlurmCluster, config: Path,
-                                                     tmp_path: Path) -> None:
+def test_cpu_sweep_on_slurm_brings_every_point_back(cluster: SlurmCluster, config: Path, tmp_path: Path) -> None:
     store, results, listener = tmp_path / "s.sqlite", tmp_path / "cluster", Recorder()
     events: list[SlurmProgress] = []
-    result = sweep_on_slurm(load_config(config), SlurmOptions(chunk=2, poll_s=0.3), results, listener, store,
-                            device="cpu", progress_callback=events.append, command="gpuprof sweep tiny.toml --slurm",
-                            stop=deadline())
+    result = sweep_on_slurm(
+        load_config(config),
+        SlurmOptions(chunk=2, poll_s=0.3),
+        results,
+        listener,
+        store,
+        device="cpu",
+        progress_callback=events.append,
+        command="gpuprof sweep tiny.toml --slurm",
+        stop=deadline(),
+    )
     assert set(_stored_keys(store)) == KEYS and len(_stored_keys(store)) == 3
     assert sorted(listener.stored) == sorted(KEYS) and not listener.failed and not result.failed
     assert [e.event for e in events].count("submitted") == 2  # 3 points in chunks of 2: a 2-task array
@@ -159,8 +187,9 @@ def test_cpu_sweep_on_slurm_brings_every_point_back(cluster: SlurmCluster, confi
     assert sorted(lines) == sorted(r.run_id for r in runs)
 
 
-def test_cancelled_job_is_reported_and_resume_submits_only_it(cluster: SlurmCluster, config: Path,
-                                                              tmp_path: Path) -> None:
+def test_cancelled_job_is_reported_and_resume_submits_only_it(
+    cluster: SlurmCluster, config: Path, tmp_path: Path
+) -> None:
     store, results, listener = tmp_path / "s.sqlite", tmp_path / "cluster", Recorder()
     cancelled: list[str] = []
 
@@ -179,8 +208,16 @@ def test_cancelled_job_is_reported_and_resume_submits_only_it(cluster: SlurmClus
 
     # Held jobs wait for the callback; each job sleeps 3 s before gpuprof starts, time to cancel it.
     held = SlurmOptions(chunk=1, poll_s=0.3, sbatch=("--hold",), setup=("sleep 3",))
-    result = sweep_on_slurm(load_config(config), held, results, listener, store, device="cpu",
-                            progress_callback=cancel_first_while_running, stop=deadline())
+    result = sweep_on_slurm(
+        load_config(config),
+        held,
+        results,
+        listener,
+        store,
+        device="cpu",
+        progress_callback=cancel_first_while_running,
+        stop=deadline(),
+    )
     assert len(result.failed) == 1 and len(result.stored) == 2
     point, message = result.failed[0]
     assert message.startswith(f"Slurm job {cancelled[0]} CANCELLED")
@@ -189,18 +226,29 @@ def test_cancelled_job_is_reported_and_resume_submits_only_it(cluster: SlurmClus
 
     events: list[SlurmProgress] = []
     again = Recorder()
-    resumed = sweep_on_slurm(load_config(config), SlurmOptions(chunk=1, poll_s=0.3), results, again, store,
-                             device="cpu", resume=True, progress_callback=events.append, stop=deadline())
+    resumed = sweep_on_slurm(
+        load_config(config),
+        SlurmOptions(chunk=1, poll_s=0.3),
+        results,
+        again,
+        store,
+        device="cpu",
+        resume=True,
+        progress_callback=events.append,
+        stop=deadline(),
+    )
     assert again.skipped == 2 and again.stored == [point.key] and not resumed.failed
     assert [e.event for e in events] == ["submitted", "finished"]
     assert sorted(_stored_keys(store)) == sorted(KEYS)
 
 
-def test_killed_waiting_process_resumes_without_resubmitting(cluster: SlurmCluster, config: Path,
-                                                              tmp_path: Path) -> None:
+def test_killed_waiting_process_resumes_without_resubmitting(
+    cluster: SlurmCluster, config: Path, tmp_path: Path
+) -> None:
     store, results = tmp_path / "s.sqlite", tmp_path / "cluster"
     driver = tmp_path / "driver.py"
-    driver.write_text(textwrap.dedent(f"""
+    driver.write_text(
+        textwrap.dedent(f"""
         from gpuprof.sweep.slurm import SlurmOptions, sweep_on_slurm
         from gpuprof.sweep import load_config
 
@@ -210,7 +258,8 @@ def test_killed_waiting_process_resumes_without_resubmitting(cluster: SlurmClust
 
         options = SlurmOptions(chunk=1, poll_s=0.3, sbatch=("--hold",))
         sweep_on_slurm(load_config({str(config)!r}), options, {str(results)!r}, Quiet(), {str(store)!r}, device="cpu")
-        """))
+        """)
+    )
     process = subprocess.Popen([sys.executable, str(driver)], start_new_session=True)
     try:
         give_up = time.monotonic() + 30
@@ -232,8 +281,17 @@ def test_killed_waiting_process_resumes_without_resubmitting(cluster: SlurmClust
 
     events: list[SlurmProgress] = []
     listener = Recorder()
-    sweep_on_slurm(load_config(config), SlurmOptions(chunk=1, poll_s=0.3), results, listener, store,
-                   device="cpu", resume=True, progress_callback=events.append, stop=deadline())
+    sweep_on_slurm(
+        load_config(config),
+        SlurmOptions(chunk=1, poll_s=0.3),
+        results,
+        listener,
+        store,
+        device="cpu",
+        resume=True,
+        progress_callback=events.append,
+        stop=deadline(),
+    )
     assert sorted(e.job_id for e in events if e.event == "attached") == sorted(submitted)
     assert not [e for e in events if e.event == "submitted"]
     assert len((results / MANIFEST).read_text().splitlines()) == 3
@@ -245,9 +303,24 @@ def test_gpuprof_sweep_slurm_command_end_to_end(cluster: SlurmCluster, tmp_path:
     config.write_text(CONFIG + '[slurm]\npartition = "debug"\ntime = 5\nchunk = 3\npoll = 0.3\n')
     store, folder = tmp_path / "s.sqlite", tmp_path / "cluster"
     gpuprof = Path(sys.executable).with_name("gpuprof")
-    done = subprocess.run([str(gpuprof), "sweep", str(config), "--slurm", "--device", "cpu", "--store", str(store),
-                           "--slurm-dir", str(folder), "--slurm-sbatch=--comment=gpuprof-e2e"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            str(gpuprof),
+            "sweep",
+            str(config),
+            "--slurm",
+            "--device",
+            "cpu",
+            "--store",
+            str(store),
+            "--slurm-dir",
+            str(folder),
+            "--slurm-sbatch=--comment=gpuprof-e2e",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     submitted = re.search(r"^Slurm job (\d+) submitted \(3 point\(s\)\); 0 of 1 job\(s\) done", done.stderr, re.M)
     assert submitted
@@ -269,8 +342,9 @@ def _accounting_lists_pending_array(cluster: SlurmCluster, array: str) -> None:
 
 
 @pytest.mark.parametrize("accounting", ["before", "after"])
-def test_array_task_cancelled_before_it_started_is_reported_cancelled(cluster: SlurmCluster, config: Path,
-                                                                     tmp_path: Path, accounting: str) -> None:
+def test_array_task_cancelled_before_it_started_is_reported_cancelled(
+    cluster: SlurmCluster, config: Path, tmp_path: Path, accounting: str
+) -> None:
     # A pending array task that is cancelled vanishes from squeue and never gets an accounting record:
     # the wait must still end, and call it cancelled however far accounting had got (issue 21: with
     # the array's pending range record already in sacct, submitit reported the task as PENDING).
@@ -287,9 +361,16 @@ def test_array_task_cancelled_before_it_started_is_reported_cancelled(cluster: S
             cluster.command("scancel", event.job_id)
         first.append(event.job_id)
 
-    result = sweep_on_slurm(load_config(config), SlurmOptions(chunk=1, poll_s=0.3, sbatch=("--hold",)),
-                            tmp_path / "cluster", Recorder(), tmp_path / "s.sqlite", device="cpu",
-                            progress_callback=cancel_first_while_held, stop=deadline())
+    result = sweep_on_slurm(
+        load_config(config),
+        SlurmOptions(chunk=1, poll_s=0.3, sbatch=("--hold",)),
+        tmp_path / "cluster",
+        Recorder(),
+        tmp_path / "s.sqlite",
+        device="cpu",
+        progress_callback=cancel_first_while_held,
+        stop=deadline(),
+    )
     assert len(result.stored) == 2 and len(result.failed) == 1
     assert result.failed[0][1].startswith(f"Slurm job {first[0]} CANCELLED: cancelled before it started")
     assert result.failed[0][1].endswith("rerun with --resume to measure the missing points")
@@ -298,18 +379,25 @@ def test_array_task_cancelled_before_it_started_is_reported_cancelled(cluster: S
 
 def test_a_partition_slurm_does_not_have_is_one_clear_error(cluster: SlurmCluster, tmp_path: Path) -> None:
     point = SlurmPoint("add-1MB", RunSettings(op="add", size="1MB", device="cpu", counters=False))
-    with pytest.raises(InputError, match=r"^Slurm refused the jobs: sbatch: error: Batch job submission failed: "
-                                         r"Invalid partition name specified\. check the partition"):
+    with pytest.raises(
+        InputError,
+        match=r"^Slurm refused the jobs: sbatch: error: Batch job submission failed: "
+        r"Invalid partition name specified\. check the partition",
+    ):
         run_points_on_slurm([point], SlurmOptions(partition="nosuchpartition"), tmp_path / "cluster")
 
 
 def test_a_point_that_fails_in_a_job_does_not_lose_the_others(cluster: SlurmCluster, tmp_path: Path) -> None:
     def point(size: str) -> SlurmPoint:
-        return SlurmPoint(f"add-{size}", RunSettings(op="add", size=size, device="cpu", repeat=2, warmup=1,
-                                                     counters=False), {"config": "mixed"})
+        return SlurmPoint(
+            f"add-{size}",
+            RunSettings(op="add", size=size, device="cpu", repeat=2, warmup=1, counters=False),
+            {"config": "mixed"},
+        )
 
-    runs, failures = run_points_on_slurm([point("100TB"), point("1MB")], SlurmOptions(poll_s=0.3), tmp_path / "c",
-                                         stop=deadline())
+    runs, failures = run_points_on_slurm(
+        [point("100TB"), point("1MB")], SlurmOptions(poll_s=0.3), tmp_path / "c", stop=deadline()
+    )
     assert [r.environment["slurm"]["point"] for r in runs] == ["add-1MB"]
     assert [(f.state, f.keys) for f in failures] == [("POINT-FAILED", ("add-100TB",))]
     assert "needs about" in failures[0].message and failures[0].stderr.endswith("_log.err")

@@ -9,11 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from gpuprof.model import catalog
 from gpuprof.derive import stalls
-from gpuprof.derive.stalls import (InstructionSamples, classify, explain, fold_to_nvprof, hot_spots,
-                                   metric_value, stall_comparison, stall_profiles)
-from gpuprof.model import DERIVED, Launch, Metric, Run
+from gpuprof.derive.stalls import (
+    InstructionSamples,
+    classify,
+    explain,
+    fold_to_nvprof,
+    hot_spots,
+    metric_value,
+    stall_comparison,
+    stall_profiles,
+)
+from gpuprof.model import DERIVED, Launch, Metric, Run, catalog
 from gpuprof.readers import ncu_source_csv, read
 
 OUT = Path(__file__).parent / "fixtures" / "profiler-outputs"
@@ -23,23 +30,40 @@ SOURCE_CSV = OUT / "ncu-source-page-sass-csv-HET-RGNNMatmul-excerpt.csv"
 
 def _ratio_run(values: dict[str, float], kernel: str = "k", device: str = "GPU") -> Run:
     """An in-memory ncu run with warp-state ratios, for the pure ranking/explanation logic."""
-    metrics = [Metric(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio", v, "inst")
-               for r, v in values.items()]
-    return Run("import", "test", "memory", device={"name": device},
-               launches=[Launch(kernel, 0, metrics=metrics)])
+    metrics = [
+        Metric(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio", v, "inst") for r, v in values.items()
+    ]
+    return Run("import", "test", "memory", device={"name": device}, launches=[Launch(kernel, 0, metrics=metrics)])
 
 
 # ---- vocabulary ----
+
 
 def test_every_reason_has_nvidia_description_fix_and_reading() -> None:
     vocab = stalls.vocabulary()
     for section in ("ncu", "nvprof"):
         for reason, spec in vocab[section].items():
             assert spec["description"] and spec["fix"] and spec["suggests"] and spec["label"], reason
-    assert set(vocab["ncu"]) >= {"barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss",
-                                 "lg_throttle", "long_scoreboard", "math_pipe_throttle", "membar",
-                                 "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
-                                 "short_scoreboard", "sleeping", "tex_throttle", "wait"}
+    assert set(vocab["ncu"]) >= {
+        "barrier",
+        "branch_resolving",
+        "dispatch_stall",
+        "drain",
+        "imc_miss",
+        "lg_throttle",
+        "long_scoreboard",
+        "math_pipe_throttle",
+        "membar",
+        "mio_throttle",
+        "misc",
+        "no_instruction",
+        "not_selected",
+        "selected",
+        "short_scoreboard",
+        "sleeping",
+        "tex_throttle",
+        "wait",
+    }
 
 
 def test_nvprof_to_ncu_mapping_is_nvidias_and_consistent_both_ways() -> None:
@@ -77,12 +101,16 @@ def test_classify_names_and_pc_sampling_spelling() -> None:
 
 # ---- ranking ----
 
+
 def test_k40c_nvprof_ranked_as_reported() -> None:
     (profile,) = stall_profiles(read(K40C))
     assert profile.basis == "nvprof" and profile.device == "Tesla K40c"
     # Avg column of the file: stall_sync 28.125501%, stall_exec_dependency 27.392462%, stall_memory_dependency 9.216144%
     assert [(s.reason, s.value) for s in profile.reasons] == [
-        ("stall_sync", 28.125501), ("stall_exec_dependency", 27.392462), ("stall_memory_dependency", 9.216144)]
+        ("stall_sync", 28.125501),
+        ("stall_exec_dependency", 27.392462),
+        ("stall_memory_dependency", 9.216144),
+    ]
     assert profile.coverage == pytest.approx((28.125501 + 27.392462 + 9.216144) / 100)
 
 
@@ -122,14 +150,18 @@ def test_derived_nvprof_sums_in_an_ncu_run_do_not_replace_measured_states() -> N
 
 # ---- explanations ----
 
-@pytest.mark.parametrize("reason, hint, words", [
-    ("long_scoreboard", "", "memory-bound"),
-    ("no_instruction", "", "less than one full wave"),
-    ("short_scoreboard", "sigmoid", "special-function unit"),
-    ("short_scoreboard", "", "shared-memory"),
-    ("wait", "", "fixed-latency dependencies"),
-    ("barrier", "", "__syncthreads() imbalance"),
-])
+
+@pytest.mark.parametrize(
+    "reason, hint, words",
+    [
+        ("long_scoreboard", "", "memory-bound"),
+        ("no_instruction", "", "less than one full wave"),
+        ("short_scoreboard", "sigmoid", "special-function unit"),
+        ("short_scoreboard", "", "shared-memory"),
+        ("wait", "", "fixed-latency dependencies"),
+        ("barrier", "", "__syncthreads() imbalance"),
+    ],
+)
 def test_explanation_says_what_the_dominant_reason_suggests(reason: str, hint: str, words: str) -> None:
     (profile,) = stall_profiles(_ratio_run({reason: 5.0, "misc": 1.0}))
     text = explain(profile, hint)
@@ -138,10 +170,12 @@ def test_explanation_says_what_the_dominant_reason_suggests(reason: str, hint: s
 
 
 def test_fold_to_nvprof_uses_nvidias_groups() -> None:
-    (profile,) = stall_profiles(_ratio_run({"short_scoreboard": 1.0, "wait": 2.0, "long_scoreboard": 1.0,
-                                            "branch_resolving": 4.0}))
-    assert fold_to_nvprof(profile) == pytest.approx({"stall_exec_dependency": 3 / 8,
-                                                     "stall_memory_dependency": 1 / 8, "branch_resolving": 0.5})
+    (profile,) = stall_profiles(
+        _ratio_run({"short_scoreboard": 1.0, "wait": 2.0, "long_scoreboard": 1.0, "branch_resolving": 4.0})
+    )
+    assert fold_to_nvprof(profile) == pytest.approx(
+        {"stall_exec_dependency": 3 / 8, "stall_memory_dependency": 1 / 8, "branch_resolving": 0.5}
+    )
 
 
 def test_comparison_side_by_side_same_family() -> None:
@@ -156,6 +190,7 @@ def test_comparison_side_by_side_same_family() -> None:
 
 
 # ---- ncu source page CSV (SOURCES.md §4a) ----
+
 
 def test_source_csv_sniffed_and_summed_per_kernel() -> None:
     run = read(SOURCE_CSV)
@@ -178,12 +213,19 @@ def test_source_csv_hot_spots_match_the_truth_rows() -> None:
     assert (first.address, first.source, first.samples) == (0x7FC48541D900, "IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28]", 42)
     assert (first.reason, first.reason_samples) == ("imc_miss", 32)
     assert rows[0].samples["no_instruction"] == 10 and rows[0].samples["sleeping"] == 0
-    assert (third.address, third.source, third.samples, third.reason) == (0x7FC48541D920, "S2UR UR38, SR_CTAID.Y", 2, "")
+    assert (third.address, third.source, third.samples, third.reason) == (
+        0x7FC48541D920,
+        "S2UR UR38, SR_CTAID.Y",
+        2,
+        "",
+    )
     assert rows[2].samples["selected"] == 2
 
 
 def test_hot_spots_ranked_by_one_reason() -> None:
-    rows = [InstructionSamples(1, "A", {"wait": 5, "long_scoreboard": 50}),
-            InstructionSamples(2, "B", {"wait": 9, "long_scoreboard": 1})]
+    rows = [
+        InstructionSamples(1, "A", {"wait": 5, "long_scoreboard": 50}),
+        InstructionSamples(2, "B", {"wait": 9, "long_scoreboard": 1}),
+    ]
     assert [s.source for s in hot_spots(rows, reason="wait")] == ["B", "A"]
     assert [s.source for s in hot_spots(rows)] == ["A", "B"]

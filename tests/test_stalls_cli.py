@@ -68,14 +68,15 @@ def test_plot_written(tmp_path: Path, suffix: str, magic: bytes) -> None:
     assert path.read_bytes().startswith(magic)
     if suffix == ".svg":
         assert "Synchronization" in path.read_text()
-        assert "int, int, int, float*)" in path.read_text()   # the K40c kernel's name whole, on a second line
+        assert "int, int, int, float*)" in path.read_text()  # the K40c kernel's name whole, on a second line
 
 
 def test_bad_plot_suffix_is_one_line() -> None:
     result = _invoke(str(K40C), "--plot", "x.pdf")
     assert result.exit_code == 2
-    assert result.stderr.strip() == ("error: Invalid value for '--plot': 'x.pdf' is not a .png or .svg file name. "
-                                     "see 'main stalls --help'")
+    assert result.stderr.strip() == (
+        "error: Invalid value for '--plot': 'x.pdf' is not a .png or .svg file name. see 'main stalls --help'"
+    )
 
 
 def test_file_without_stall_metrics_is_one_line() -> None:
@@ -96,12 +97,25 @@ def test_live_gpu_profile_is_ranked_with_the_op_as_hint(monkeypatch: pytest.Monk
     from gpuprof.model import Launch, Metric, Run
 
     pct = "smsp__warp_issue_stalled_{}_per_warp_active.pct"
-    run = Run("run", "cuda-cupy", "gpuprof stalls --op sigmoid", device={"name": "Test GPU"},
-              workload={"op": "sigmoid"},
-              launches=[Launch("cupy:sigmoid", 0, attributes={"phase": "timed"}),
-                        Launch("sigmoid_kernel", 1, attributes={"phase": "profiled"},
-                               metrics=[Metric(pct.format("short_scoreboard"), 30.0, "%"),
-                                        Metric(pct.format("long_scoreboard"), 10.0, "%")])])
+    run = Run(
+        "run",
+        "cuda-cupy",
+        "gpuprof stalls --op sigmoid",
+        device={"name": "Test GPU"},
+        workload={"op": "sigmoid"},
+        launches=[
+            Launch("cupy:sigmoid", 0, attributes={"phase": "timed"}),
+            Launch(
+                "sigmoid_kernel",
+                1,
+                attributes={"phase": "profiled"},
+                metrics=[
+                    Metric(pct.format("short_scoreboard"), 30.0, "%"),
+                    Metric(pct.format("long_scoreboard"), 10.0, "%"),
+                ],
+            ),
+        ],
+    )
     seen = {}
     monkeypatch.setattr("gpuprof.measure.measure", lambda settings: seen.setdefault("settings", settings) and run)
     result = _invoke("--op", "sigmoid", "--size", "6MB")
@@ -121,8 +135,7 @@ def test_live_cpu_without_pmu_says_so_in_one_line() -> None:
 
 def test_live_cpu_with_counters_runs_perf_topdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a PMU, perf stat -M TopdownL1 wraps `gpuprof run`; a stand-in perf replays a recorded output."""
-    from gpuprof.launch import perf
-    from gpuprof.launch import topdown
+    from gpuprof.launch import perf, topdown
 
     fake = tmp_path / "perf"
     log = tmp_path / "argv.txt"
@@ -137,7 +150,7 @@ cp {TOPDOWN_2B} "$2"
     run = topdown.record_topdown("dot", "6MB")
     argv = log.read_text().split("\n")
     assert argv[:4] == ["stat", "-M", "TopdownL1", "-o"]
-    assert argv[argv.index("--") + 2:argv.index("--") + 8] == ["-m", "gpuprof", "run", "--op", "dot", "--size"]
+    assert argv[argv.index("--") + 2 : argv.index("--") + 8] == ["-m", "gpuprof", "run", "--op", "dot", "--size"]
     assert run.launches[0].value("tma_backend_bound") == 53.4
     assert run.launches[0].kernel == "gpuprof run --op dot --size 6MB --device cpu"
     assert any("whole 'gpuprof run' process" in n for n in run.notes)
@@ -175,8 +188,8 @@ def test_ncu_rep_ranked_table_and_wait_hot_spot() -> None:
 
 def test_an_unknown_stall_reason_is_an_error_listing_the_known_ones():
     from click.testing import CliRunner
-
     from fixture_paths import K40C
+
     from gpuprof.cli import main
 
     result = CliRunner().invoke(main, ["stalls", str(K40C), "--reason", "foo"])

@@ -75,15 +75,27 @@ def test_pct_basis_and_a_launch_with_only_the_issuing_state() -> None:
     """No real fixture carries the warp-active percentages; two in-memory launches do, one of them
     only the 'selected' state (kept as a profile without reasons, as before)."""
     pct = "smsp__warp_issue_stalled_{}_per_warp_active.pct"
-    launches = [Launch("a", 0, metrics=[Metric(pct.format("wait"), 30.0, "%"), Metric(pct.format("barrier"), 10.0, "%"),
-                                        Metric(pct.format("selected"), 50.0, "%")]),
-                Launch("b", 1, metrics=[Metric(pct.format("selected"), 50.0, "%"),
-                                        Metric("stall_sync", 20.0, "%", origin=DERIVED)])]
+    launches = [
+        Launch(
+            "a",
+            0,
+            metrics=[
+                Metric(pct.format("wait"), 30.0, "%"),
+                Metric(pct.format("barrier"), 10.0, "%"),
+                Metric(pct.format("selected"), 50.0, "%"),
+            ],
+        ),
+        Launch(
+            "b", 1, metrics=[Metric(pct.format("selected"), 50.0, "%"), Metric("stall_sync", 20.0, "%", origin=DERIVED)]
+        ),
+    ]
     run = Run("import", "test", "memory", launches=launches)
     old, new = BENCH.old_stall_profiles(run), stall_profiles(run)
     assert BENCH.same_shares(old, new) == 0.0
     assert [(p.kernel, [(s.reason, s.share) for s in p.reasons]) for p in new] == [
-        ("a", [("wait", 0.75), ("barrier", 0.25)]), ("b", [])]
+        ("a", [("wait", 0.75), ("barrier", 0.25)]),
+        ("b", []),
+    ]
     table = stall_table(run)
     assert math.isnan(table["share"].iat[-1]) and table["kernel"].iat[-1] == "b"
 

@@ -45,9 +45,14 @@ def test_top_wait_instruction_is_bsync(actions, instructions) -> None:
     assert samples == 427
 
 
-@pytest.mark.parametrize("reason, metric", [("wait", "smsp__pcsamp_warps_issue_stalled_wait"),
-                                            ("no_instruction", "smsp__pcsamp_warps_issue_stalled_no_instructions"),
-                                            ("long_scoreboard", "smsp__pcsamp_warps_issue_stalled_long_scoreboard")])
+@pytest.mark.parametrize(
+    "reason, metric",
+    [
+        ("wait", "smsp__pcsamp_warps_issue_stalled_wait"),
+        ("no_instruction", "smsp__pcsamp_warps_issue_stalled_no_instructions"),
+        ("long_scoreboard", "smsp__pcsamp_warps_issue_stalled_long_scoreboard"),
+    ],
+)
 def test_per_pc_samples_add_up_to_the_kernel_total(actions, instructions, reason: str, metric: str) -> None:
     total = actions["computeValue"].metric_by_name(metric).as_double()
     assert sum(i.samples.get(reason, 0.0) for i in instructions[COMPUTE]) == total
@@ -78,8 +83,11 @@ def rep_run():
 def _truth_ratios(action) -> dict[str, float]:
     """Every warp-state ratio in the report, read with ncu_report; 'selected' is not a stall."""
     prefix, suffix = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
-    ratios = {name[len(prefix):-len(suffix)]: action.metric_by_name(name).as_double()
-              for name in action.metric_names() if name.startswith(prefix) and name.endswith(suffix)}
+    ratios = {
+        name[len(prefix) : -len(suffix)]: action.metric_by_name(name).as_double()
+        for name in action.metric_names()
+        if name.startswith(prefix) and name.endswith(suffix)
+    }
     del ratios["selected"]
     return ratios
 
@@ -120,8 +128,11 @@ def test_pc_sampling_profile_matches_ncu_report(actions, rep_run) -> None:
     (profile,) = [p for p in stall_profiles(rep_run, "pcsamp") if "computeValue" in p.kernel]
     action = actions["computeValue"]
     prefix = "smsp__pcsamp_warps_issue_stalled_"
-    truth = {n: action.metric_by_name(n).as_double() for n in action.metric_names()
-             if n.startswith(prefix) and not n.endswith("_not_issued") and n != prefix + "selected"}
+    truth = {
+        n: action.metric_by_name(n).as_double()
+        for n in action.metric_names()
+        if n.startswith(prefix) and not n.endswith("_not_issued") and n != prefix + "selected"
+    }
     assert sum(s.value for s in profile.reasons) == sum(truth.values())
     assert profile.reasons[0].metric == "smsp__pcsamp_warps_issue_stalled_wait"
     assert profile.reasons[0].value == truth["smsp__pcsamp_warps_issue_stalled_wait"] == 249846

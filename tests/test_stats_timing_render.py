@@ -5,9 +5,9 @@ import json
 import pandas as pd
 
 from gpuprof.derive.stats import timing_stats
+from gpuprof.model.units import human, parse_number, split_value_unit, to_base
 from gpuprof.render import emit
 from gpuprof.workloads.timing import time_calls
-from gpuprof.model.units import human, parse_number, split_value_unit, to_base
 
 
 def test_timing_stats_by_hand():
@@ -33,7 +33,7 @@ def test_units():
     assert to_base(3, "usecond") == (3e-6, "second")
     assert to_base(2, "KiB") == (2048, "byte")
     assert to_base(7, "furlong") == (7, "furlong")
-    assert parse_number('5,323,503,232.00') == 5323503232.0
+    assert parse_number("5,323,503,232.00") == 5323503232.0
     assert parse_number("28.053379%") == 28.053379
     assert parse_number("n/a") is None
     assert split_value_unit("1.5910GB/s") == (1.591, "GB/s")

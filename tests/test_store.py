@@ -11,14 +11,31 @@ from gpuprof.store import open_store
 
 def _run(**extra):
     launches = [
-        Launch("void f<float>(T*, int)", 0, "Tesla K40c (0)", 1, {"grid": "(8, 1, 1)"},
-               [Metric("gpu__time_duration.sum", 1.5e-6, "second", "kernel_duration", TIMED),
+        Launch(
+            "void f<float>(T*, int)",
+            0,
+            "Tesla K40c (0)",
+            1,
+            {"grid": "(8, 1, 1)"},
+            [
+                Metric("gpu__time_duration.sum", 1.5e-6, "second", "kernel_duration", TIMED),
                 Metric("launch__cache_config", "CachePreferNone"),
-                Metric("flop_count_sp", 2.0e9, "FLOP", "flop_count_sp", ANALYTIC, 1.0e9, 3.0e9)]),
+                Metric("flop_count_sp", 2.0e9, "FLOP", "flop_count_sp", ANALYTIC, 1.0e9, 3.0e9),
+            ],
+        ),
         Launch("k2", 1, "Tesla K40c (0)", 100, {}, []),
     ]
-    return Run(kind="import", format="test", source="/tmp/x.csv", device={"name": "K40c"},
-               workload=None, environment={"host": "h"}, launches=launches, notes=["a note"], **extra)
+    return Run(
+        kind="import",
+        format="test",
+        source="/tmp/x.csv",
+        device={"name": "K40c"},
+        workload=None,
+        environment={"host": "h"},
+        launches=launches,
+        notes=["a note"],
+        **extra,
+    )
 
 
 def test_round_trip(tmp_path):
@@ -85,12 +102,15 @@ def test_metrics_frame_long_format():
     assert frame.loc[2, "minimum"] == 1.0e9 and frame.loc[0, "unit"] == "second"
 
 
-@pytest.mark.parametrize(("attributes", "encoding"), [
-    ([{"grid": "(640, 1280, 1)", "cc": "8.0"}, {"cc": "8.0"}, {}, {"stream": "7", "grid": "(1, 1, 1)"}], "keyed"),
-    ([{"cc": "8.0"}, {"cc": None}], "json"),  # a None value is not an absent key
-    ([{"calls": 3}], "json"),
-    ([], "keyed"),
-])
+@pytest.mark.parametrize(
+    ("attributes", "encoding"),
+    [
+        ([{"grid": "(640, 1280, 1)", "cc": "8.0"}, {"cc": "8.0"}, {}, {"stream": "7", "grid": "(1, 1, 1)"}], "keyed"),
+        ([{"cc": "8.0"}, {"cc": None}], "json"),  # a None value is not an absent key
+        ([{"calls": 3}], "json"),
+        ([], "keyed"),
+    ],
+)
 def test_launch_attributes_come_back_as_they_went_in(attributes, encoding):
     import json
 

@@ -18,8 +18,7 @@ from gpuprof.store import open_store
 
 def test_a_bad_size_leaves_no_new_store(tmp_path):
     store = tmp_path / "new.sqlite"
-    result = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "6XB", "--device", "cpu",
-                                       "--store", str(store)])
+    result = CliRunner().invoke(main, ["run", "--op", "dot", "--size", "6XB", "--device", "cpu", "--store", str(store)])
     assert result.exit_code == 2, result.output
     assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
     assert sorted(os.listdir(tmp_path)) == []
@@ -50,8 +49,9 @@ def test_calibrate_refuses_a_read_only_store_before_measuring(tmp_path, monkeypa
     with open_store(path) as store:
         store.add(measured("add", [1000], [1e-3]))
     monkeypatch.setattr(os, "access", lambda place, mode, **kw: mode != os.W_OK)  # as on a read-only mount
-    monkeypatch.setattr(gpuprof.calibrate, "calibrate",
-                        lambda **kwargs: pytest.fail("measured although the result could not be stored"))
+    monkeypatch.setattr(
+        gpuprof.calibrate, "calibrate", lambda **kwargs: pytest.fail("measured although the result could not be stored")
+    )
     result = CliRunner().invoke(main, ["calibrate", "--quick", "--store", str(path)])
     assert result.exit_code == 6, result.output
     assert result.output.startswith(f"error: cannot write results store {path}: {path} is not writable")

@@ -55,15 +55,18 @@ def test_quick_config_is_small_and_repeats_three_times():
     assert max(p.size_bytes for p in config.points) <= 4 * 10**6
 
 
-@pytest.mark.parametrize(("text", "key"), [
-    ('repeat = 3\nsizez = ["1MB"]\n[[grid]]\nops = ["add"]\nsizes = ["1MB"]', "sizez"),
-    ('[[grid]]\nops = ["add"]\nsizes = ["1QB"]', "grid[0].sizes[0]"),
-    ('[[grid]]\nops = ["addd"]\nsizes = ["1MB"]', "grid[0].ops"),
-    ('repeat = 0\n[[grid]]\nops = ["add"]\nsizes = ["1MB"]', "repeat"),
-    ('[[grid]]\nops = ["add"]\nsizes = ["1MB"]\ndtypes = ["float8"]', "grid[0].dtypes"),
-    ('[[grid]]\nops = ["add"]', "grid[0].sizes"),
-    ('name = "x"', "grid"),
-])
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('repeat = 3\nsizez = ["1MB"]\n[[grid]]\nops = ["add"]\nsizes = ["1MB"]', "sizez"),
+        ('[[grid]]\nops = ["add"]\nsizes = ["1QB"]', "grid[0].sizes[0]"),
+        ('[[grid]]\nops = ["addd"]\nsizes = ["1MB"]', "grid[0].ops"),
+        ('repeat = 0\n[[grid]]\nops = ["add"]\nsizes = ["1MB"]', "repeat"),
+        ('[[grid]]\nops = ["add"]\nsizes = ["1MB"]\ndtypes = ["float8"]', "grid[0].dtypes"),
+        ('[[grid]]\nops = ["add"]', "grid[0].sizes"),
+        ('name = "x"', "grid"),
+    ],
+)
 def test_config_errors_name_the_key(tmp_path, text, key):
     with pytest.raises(InputError) as caught:
         load_config(write(tmp_path, text))
@@ -119,8 +122,9 @@ def test_resume_ignores_points_of_other_hosts_and_configs(tmp_path):
 
 
 def test_a_failing_point_is_reported_and_the_sweep_goes_on(tmp_path):
-    path = write(tmp_path, 'repeat = 1\nwarmup = 0\ncounters = false\n[[grid]]\nops = ["add"]\n'
-                           'sizes = ["48KB", "900TB", "96KB"]')
+    path = write(
+        tmp_path, 'repeat = 1\nwarmup = 0\ncounters = false\n[[grid]]\nops = ["add"]\nsizes = ["48KB", "900TB", "96KB"]'
+    )
     result = CliRunner().invoke(main, ["sweep", str(path), "--device", "cpu", "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code == 1
     assert "failed: add 900000.00 GB" in result.output
@@ -212,8 +216,9 @@ def test_a_missing_device_stops_the_sweep_at_once_in_one_line(tmp_path):
 
     if probe_gpu()[0]:
         pytest.skip("this machine has a usable GPU")
-    result = CliRunner().invoke(main, ["sweep", str(write(tmp_path, TINY)), "--device", "cuda",
-                                       "--store", str(tmp_path / "s.sqlite")])
+    result = CliRunner().invoke(
+        main, ["sweep", str(write(tmp_path, TINY)), "--device", "cuda", "--store", str(tmp_path / "s.sqlite")]
+    )
     assert result.exit_code == 5
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "--device cpu" in errors[0]

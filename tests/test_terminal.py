@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from gpuprof.cli import main
-from gpuprof.store import open_store
 from fixture_paths import FIXTURES, K40C
 from terminal_pty import in_terminal
 from test_compare import measured
+
+from gpuprof.cli import main
+from gpuprof.store import open_store
 
 NCU_REP = FIXTURES / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"
 
@@ -46,8 +46,9 @@ def _commands(store: Path, tmp_path: Path) -> dict[str, list[str]]:
     }
 
 
-@pytest.mark.parametrize("name", ["show RUN", "show", "compare --reference paper", "import", "stalls", "peaks",
-                                  "devices"])
+@pytest.mark.parametrize(
+    "name", ["show RUN", "show", "compare --reference paper", "import", "stalls", "peaks", "devices"]
+)
 @pytest.mark.parametrize("columns", [80, 100])
 def test_tables_fit_the_width(store, tmp_path, monkeypatch, name, columns):
     pytest.importorskip("ncu_report") if name in ("import", "stalls") else None
@@ -61,8 +62,11 @@ def test_tables_fit_the_width(store, tmp_path, monkeypatch, name, columns):
 
 def test_wide_puts_every_row_on_one_line(store, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    wide = CliRunner().invoke(main, ["compare", "--store", str(store), "--reference", "paper", "--op", "add",
-                                     "--wide"]).stdout
+    wide = (
+        CliRunner()
+        .invoke(main, ["compare", "--store", str(store), "--reference", "paper", "--op", "add", "--wide"])
+        .stdout
+    )
     assert max(map(len, wide.splitlines())) > 200 and "[1]" not in wide
     rows = [line for line in wide.splitlines() if line.split()[:1] in (["6"], ["12"], ["24"], ["48"], ["96"])]
     assert len(rows) == 5  # add at five sizes, each one line with every device
@@ -86,8 +90,9 @@ def test_a_terminal_of_100_columns_is_filled_without_COLUMNS():
 
 
 def test_piped_into_a_pager_the_table_fits_the_terminal_of_stderr():
-    _, piped = in_terminal([sys.executable, "-m", "gpuprof", "compare", "--reference", "paper", "--op", "add"], 100,
-                           stdout_too=False)
+    _, piped = in_terminal(
+        [sys.executable, "-m", "gpuprof", "compare", "--reference", "paper", "--op", "add"], 100, stdout_too=False
+    )
     assert 80 < max(map(len, piped.splitlines())) <= 100
 
 
@@ -98,8 +103,19 @@ def test_doctor_fits_the_width(monkeypatch):
 
 
 def test_notes_wrap_to_the_terminal_and_stay_whole_when_piped(tmp_path):
-    argv = [sys.executable, "-m", "gpuprof", "profile", "--dry-run", "--device", "cpu",
-            "--store", str(tmp_path / "s.sqlite"), "--", "true"]
+    argv = [
+        sys.executable,
+        "-m",
+        "gpuprof",
+        "profile",
+        "--dry-run",
+        "--device",
+        "cpu",
+        "--store",
+        str(tmp_path / "s.sqlite"),
+        "--",
+        "true",
+    ]
     screen, _ = in_terminal(argv, 80, stdout_too=False)
     lines = screen.replace("\r", "").splitlines()
     assert lines and max(map(len, lines)) <= 80, screen

@@ -18,17 +18,20 @@ from gpuprof.workloads.training import parse_setup
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
-from gpuprof.workloads.models import build, cnn, mlp, parameters, resnet34
+from gpuprof.workloads.models import build, cnn, mlp, parameters, resnet34  # noqa: E402  (after the importorskip: the models need torch)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize(("make", "count"), [
-    (lambda: resnet34(3, 1000), 21_797_672),   # torchvision's resnet34()
-    (cnn, 4_352_641),                         # the Keras study's CNN on 50x50x1
-    (lambda: mlp([6400, 3200, 1664]), 26_137_729),
-    (lambda: mlp([50]), 2_601),
-])
+@pytest.mark.parametrize(
+    ("make", "count"),
+    [
+        (lambda: resnet34(3, 1000), 21_797_672),  # torchvision's resnet34()
+        (cnn, 4_352_641),  # the Keras study's CNN on 50x50x1
+        (lambda: mlp([6400, 3200, 1664]), 26_137_729),
+        (lambda: mlp([50]), 2_601),
+    ],
+)
 def test_parameter_counts_are_the_published_ones(make, count) -> None:
     assert parameters(make()) == count
 
@@ -51,11 +54,45 @@ def test_setups_are_checked() -> None:
 def test_ddp_over_gloo_with_two_processes_under_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    job = [sys.executable, "-m", "gpuprof.workloads.training", "--model", "mlp", "--hidden", "16,8", "--setup", "ddp:2",
-           "--batch-size", "8", "--train-batches", "2", "--validation-batches", "1", "--test-batches", "1",
-           "--inference-sizes", "1,4", "--repeats", "2"]
-    result = CliRunner().invoke(main, ["profile", "--device", "cpu", "--label", "ddp2", "--devices", "2",
-                                       "--store", str(tmp_path / "s.sqlite"), "--", *job])
+    job = [
+        sys.executable,
+        "-m",
+        "gpuprof.workloads.training",
+        "--model",
+        "mlp",
+        "--hidden",
+        "16,8",
+        "--setup",
+        "ddp:2",
+        "--batch-size",
+        "8",
+        "--train-batches",
+        "2",
+        "--validation-batches",
+        "1",
+        "--test-batches",
+        "1",
+        "--inference-sizes",
+        "1,4",
+        "--repeats",
+        "2",
+    ]
+    result = CliRunner().invoke(
+        main,
+        [
+            "profile",
+            "--device",
+            "cpu",
+            "--label",
+            "ddp2",
+            "--devices",
+            "2",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--",
+            *job,
+        ],
+    )
     assert result.exit_code == 0, result.output
     with open_store(tmp_path / "s.sqlite") as store:
         [run] = store.runs()

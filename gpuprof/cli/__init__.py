@@ -33,8 +33,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("compare", "compare", "Compare devices in the reference study's tables (text, CSV, JSON, HTML)."),
     "merge": ("merge", "merge", "Combine results stores and run files from several machines."),
     "export": ("merge", "export", "Write a store's runs to a JSON-lines run file."),
-    "simulate": ("simulate", "simulate", "Read simulated accelerators' outputs (STONNE) per layer: cycles, utilisation, energy."),
-    "trace": ("trace", "trace", "Per-op, per-kernel, per-step tables of a PyTorch/TensorFlow/JAX trace; two side by side."),
+    "simulate": (
+        "simulate",
+        "simulate",
+        "Read simulated accelerators' outputs (STONNE) per layer: cycles, utilisation, energy.",
+    ),
+    "trace": (
+        "trace",
+        "trace",
+        "Per-op, per-kernel, per-step tables of a PyTorch/TensorFlow/JAX trace; two side by side.",
+    ),
     "diff": ("diff", "diff", "Compare two profiles, runs, stores or sweeps kernel by kernel; gate regressions in CI."),
 }
 
@@ -42,8 +50,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 class LazyGroup(click.Group):
     """A group that imports a command's module only when that command runs."""
 
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: object) -> click.Context:
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: object
+    ) -> click.Context:
         """Keep the exact command line (before parsing) for the provenance of every run."""
         ctx = super().make_context(info_name, list(args), parent=parent, **extra)  # type: ignore[arg-type]
         ctx.meta["gpuprof.argv"] = ["gpuprof", *args]
@@ -58,8 +67,11 @@ class LazyGroup(click.Group):
         try:
             return super().main(*args, **{**kwargs, "standalone_mode": False})
         except click.ClickException as error:
-            where = f"'{error.ctx.command_path} --help'" if isinstance(error, click.UsageError) and error.ctx \
+            where = (
+                f"'{error.ctx.command_path} --help'"
+                if isinstance(error, click.UsageError) and error.ctx
                 else "'gpuprof --help'"
+            )
             click.echo(f"error: {error.format_message().rstrip('.')}. see {where}", err=True)
             sys.exit(error.exit_code)
         except click.Abort:
@@ -100,8 +112,11 @@ def _internal_error(error: Exception) -> None:
     except OSError:
         where = f"details with {DEBUG_ENV}=1 or 'gpuprof --debug'"
     first = (str(error).splitlines() or [""])[0][:200]
-    click.echo(f"error: internal error: {type(error).__name__}{': ' + first if first else ''}; {where}; "
-               "please report it. Results stored before the error are kept.", err=True)
+    click.echo(
+        f"error: internal error: {type(error).__name__}{': ' + first if first else ''}; {where}; "
+        "please report it. Results stored before the error are kept.",
+        err=True,
+    )
     sys.exit(INTERNAL_ERROR_EXIT)
 
 
@@ -112,7 +127,13 @@ def _debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpuprof-hpc", prog_name="gpuprof")
-@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=_debug,
-              help=f"Show the traceback of an internal error (also ${DEBUG_ENV}=1).")
+@click.option(
+    "--debug",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_debug,
+    help=f"Show the traceback of an internal error (also ${DEBUG_ENV}=1).",
+)
 def main() -> None:
     """gpuprof: how close do your kernels run to what the hardware can do?"""

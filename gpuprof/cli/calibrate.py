@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-
 import click
 
 from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
 
 
 @click.command()
-@click.option("--quick/--thorough", default=True, show_default=True,
-              help="quick: 2048² matmul, arrays 2× the last-level cache, 5 repeats (a few seconds); "
-                   "thorough: 4096², 4×, 10 repeats.")
+@click.option(
+    "--quick/--thorough",
+    default=True,
+    show_default=True,
+    help="quick: 2048² matmul, arrays 2× the last-level cache, 5 repeats (a few seconds); "
+    "thorough: 4096², 4×, 10 repeats.",
+)
 @format_option
 @store_option
 @handle_errors
@@ -31,8 +34,10 @@ def calibrate(quick: bool, fmt: str, store_path: str | None) -> None:
 
     with open_store(store_path) as store:  # opened first: a bad --store fails before minutes of work
         store.writable()
-        note("calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add, "
-             "each until its fastest calls agree ...")
+        note(
+            "calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add, "
+            "each until its fastest calls agree ..."
+        )
         run = measure_ceilings(thorough=not quick, command=command_line())
         earlier = calibrations(store.runs(run.kind), run.environment["host"], run.device.get("name"))
         store.add(run)

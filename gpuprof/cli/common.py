@@ -29,8 +29,12 @@ class FormatChoice(click.Choice):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if str(value).lower() == "html":
-            self.fail("'html' is not a --format: HTML reports are written by "
-                      "'gpuprof compare --html FILE' (tables and charts in one file)", param, ctx)
+            self.fail(
+                "'html' is not a --format: HTML reports are written by "
+                "'gpuprof compare --html FILE' (tables and charts in one file)",
+                param,
+                ctx,
+            )
         return super().convert(value, param, ctx)
 
 
@@ -40,24 +44,36 @@ def _wide(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 
 def wide_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """--wide: tables with every row on one line instead of fitting the terminal's width."""
-    return click.option("--wide", is_flag=True, expose_value=False, callback=_wide,
-                        help="Print tables with every row on one line (default: fit the terminal's width, "
-                             "long explanations as numbered notes under the table).")(func)
+    return click.option(
+        "--wide",
+        is_flag=True,
+        expose_value=False,
+        callback=_wide,
+        help="Print tables with every row on one line (default: fit the terminal's width, "
+        "long explanations as numbered notes under the table).",
+    )(func)
 
 
 def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
     func = wide_option(func)
-    return click.option("--format", "fmt", type=FormatChoice(), default="table",
-                        show_default=True, help="How to print results.")(func)
+    return click.option(
+        "--format", "fmt", type=FormatChoice(), default="table", show_default=True, help="How to print results."
+    )(func)
 
 
 def store_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
-                        help=f"Results store (SQLite). Default: ${STORE_ENV} or reports/gpuprof.sqlite.")(func)
+    return click.option(
+        "--store",
+        "store_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help=f"Results store (SQLite). Default: ${STORE_ENV} or reports/gpuprof.sqlite.",
+    )(func)
 
 
-def _writable(ctx: click.Context, param: click.Parameter, value: str | None, folder: bool,
-              suffixes: tuple[str, ...]) -> str | None:
+def _writable(
+    ctx: click.Context, param: click.Parameter, value: str | None, folder: bool, suffixes: tuple[str, ...]
+) -> str | None:
     """``value`` when gpuprof can write it; a one-line usage error before any work otherwise.
 
     A file's folder must exist (a typo in it should not cost a measurement); a folder is created
@@ -85,8 +101,9 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None, fol
     if not existing.is_dir():
         raise click.BadParameter(f"{existing} is a file, not a folder: give another path", ctx, param)
     if not os.access(existing, os.W_OK):
-        raise click.BadParameter(f"folder {existing} cannot be written (read-only, or another user's): "
-                                 "give another path", ctx, param)
+        raise click.BadParameter(
+            f"folder {existing} cannot be written (read-only, or another user's): give another path", ctx, param
+        )
     why = outputs.creatable_in(existing)
     if why:
         raise click.BadParameter(f"nothing can be created in {existing} ({why}): give another path", ctx, param)
@@ -148,7 +165,17 @@ def note(text: str) -> None:
     if width:
         import textwrap
 
-        text = "\n".join(wrapped for line in text.splitlines() or [""] for wrapped in textwrap.wrap(
-            line, width, subsequent_indent=" " * min(len(line) - len(line.lstrip()) + 4, width // 4),
-            break_long_words=False, break_on_hyphens=False, drop_whitespace=True) or [""])
+        text = "\n".join(
+            wrapped
+            for line in text.splitlines() or [""]
+            for wrapped in textwrap.wrap(
+                line,
+                width,
+                subsequent_indent=" " * min(len(line) - len(line.lstrip()) + 4, width // 4),
+                break_long_words=False,
+                break_on_hyphens=False,
+                drop_whitespace=True,
+            )
+            or [""]
+        )
     click.echo(text, err=True)

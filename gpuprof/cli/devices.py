@@ -10,6 +10,7 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note
 
 if TYPE_CHECKING:
     import pandas as pd
+
     from gpuprof.devices.peaks import Peaks
 
 
@@ -32,10 +33,14 @@ def _cpu_row() -> tuple[dict[str, Any], list[str]]:
     info = cpu.describe()
     peaks = cpu.theoretical_peaks(info)
     clock = info.get("clock_hz")
-    row = {"device": "cpu", "name": info.get("name", ""),
-           "units": f"{info.get('physical_cores')} cores / {info.get('logical_cpus')} threads",
-           "clock MHz": round(clock / 1e6) if clock else None, "clock source": info.get("clock_source", ""),
-           **_peak_columns(peaks)}
+    row = {
+        "device": "cpu",
+        "name": info.get("name", ""),
+        "units": f"{info.get('physical_cores')} cores / {info.get('logical_cpus')} threads",
+        "clock MHz": round(clock / 1e6) if clock else None,
+        "clock source": info.get("clock_source", ""),
+        **_peak_columns(peaks),
+    }
     return row, [f"cpu: {n}" for n in peaks.notes]
 
 
@@ -50,12 +55,17 @@ def _gpu_rows() -> tuple[list[dict[str, Any]], list[str]]:
     rows = []
     for info in found:
         peaks = runtime_peaks(info)
-        rows.append({"device": f"gpu{info.index}", "name": info.name,
-                     "units": f"{info.sm_count} SM (CC {info.cc}; {info.sm_count_source})",
-                     "clock MHz": round(info.max_sm_clock_hz / 1e6) if info.max_sm_clock_hz else None,
-                     "clock source": "NVML max SM clock" + (f", now {info.sm_clock_hz / 1e6:.0f} MHz"
-                                                            if info.sm_clock_hz else ""),
-                     **_peak_columns(peaks)})
+        rows.append(
+            {
+                "device": f"gpu{info.index}",
+                "name": info.name,
+                "units": f"{info.sm_count} SM (CC {info.cc}; {info.sm_count_source})",
+                "clock MHz": round(info.max_sm_clock_hz / 1e6) if info.max_sm_clock_hz else None,
+                "clock source": "NVML max SM clock"
+                + (f", now {info.sm_clock_hz / 1e6:.0f} MHz" if info.sm_clock_hz else ""),
+                **_peak_columns(peaks),
+            }
+        )
     return rows, []
 
 
@@ -82,9 +92,13 @@ def devices(fmt: str) -> None:
 
 @click.command()
 @click.argument("name", required=False)
-@click.option("--ceilings", "show_ceilings", is_flag=True,
-              help="Every ceiling: FP64/FP32/FP16 with and without FMA, each tensor type, L1/L2/DRAM "
-                   "bandwidth, with origin, clock and source.")
+@click.option(
+    "--ceilings",
+    "show_ceilings",
+    is_flag=True,
+    help="Every ceiling: FP64/FP32/FP16 with and without FMA, each tensor type, L1/L2/DRAM "
+    "bandwidth, with origin, clock and source.",
+)
 @format_option
 @handle_errors
 def peaks(name: str | None, show_ceilings: bool, fmt: str) -> None:
@@ -104,8 +118,10 @@ def peaks(name: str | None, show_ceilings: bool, fmt: str) -> None:
         return
     if not name:
         echo(emit(table_frames.summary_frame(found), fmt))
-        note("peaks in GFLOP/s and GB/s (decimal); 'formula' columns: SMs x lanes x 2 x peak clock, "
-             "2 x memory clock x bus/8. 'gpuprof peaks NAME' shows one GPU's sources and flags.")
+        note(
+            "peaks in GFLOP/s and GB/s (decimal); 'formula' columns: SMs x lanes x 2 x peak clock, "
+            "2 x memory clock x bus/8. 'gpuprof peaks NAME' shows one GPU's sources and flags."
+        )
         return
     if len(found) == 1:
         echo(emit(table_frames.detail_frame(found[0]), fmt, title=found[0].title))

@@ -15,30 +15,65 @@ EXIT_HELP = "Exit status: 0 passed (or no gate), 1 a gate regressed, 2 inconclus
 @click.command(epilog=EXIT_HELP)
 @click.argument("a")
 @click.argument("b")
-@click.option("--match", "how", type=click.Choice(("config", "name", "order")), default="config", show_default=True,
-              help="Pair kernels by name + grid + block + NVTX range, by name + NVTX range, or by order of appearance.")
-@click.option("--fail-if", "fail_if", multiple=True, metavar="METRIC:±N%",
-              help="Gate, repeatable: 'time:+5%' fails on a rise above 5 %, 'flop_rate:-3%' on a fall below -3 %. "
-                   "Two framework traces: 'op:+5%' (any op's total time), 'step:+5%' (any step's time).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-              show_default=True,
-              help="How to print (markdown: a pull-request comment; junit: one test case per kernel).")
-@click.option("--min-change", type=click.FloatRange(0, 1000), default=5.0, show_default=True, metavar="PCT",
-              help="Smallest change (%) a verdict calls a change; a gate's limit where smaller.")
-@click.option("--gpu-a", default=None, metavar="NAME",
-              help="A's GPU (a device-table name or key) where its files name none, as 'import --gpu'.")
+@click.option(
+    "--match",
+    "how",
+    type=click.Choice(("config", "name", "order")),
+    default="config",
+    show_default=True,
+    help="Pair kernels by name + grid + block + NVTX range, by name + NVTX range, or by order of appearance.",
+)
+@click.option(
+    "--fail-if",
+    "fail_if",
+    multiple=True,
+    metavar="METRIC:±N%",
+    help="Gate, repeatable: 'time:+5%' fails on a rise above 5 %, 'flop_rate:-3%' on a fall below -3 %. "
+    "Two framework traces: 'op:+5%' (any op's total time), 'step:+5%' (any step's time).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="How to print (markdown: a pull-request comment; junit: one test case per kernel).",
+)
+@click.option(
+    "--min-change",
+    type=click.FloatRange(0, 1000),
+    default=5.0,
+    show_default=True,
+    metavar="PCT",
+    help="Smallest change (%) a verdict calls a change; a gate's limit where smaller.",
+)
+@click.option(
+    "--gpu-a",
+    default=None,
+    metavar="NAME",
+    help="A's GPU (a device-table name or key) where its files name none, as 'import --gpu'.",
+)
 @click.option("--gpu-b", default=None, metavar="NAME", help="B's GPU where its files name none.")
 @store_option
 @handle_errors
-def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_change: float, gpu_a: str | None,
-         gpu_b: str | None, store_path: str | None) -> None:
+def diff(
+    a: str,
+    b: str,
+    how: str,
+    fail_if: tuple[str, ...],
+    fmt: str,
+    min_change: float,
+    gpu_a: str | None,
+    gpu_b: str | None,
+    store_path: str | None,
+) -> None:
     """Compare A with B: each a profiler file, a results store, a .jsonl run file, a stored run id
     (or prefix) or sweep:NAME. Per kernel and in total: time, FLOPs, FLOP/s, bytes, intensity,
     efficiencies, occupancy and stall reasons, with verdicts that tell a change from noise."""
     from gpuprof import tracing
     from gpuprof.diffing import diff as compare
-    from gpuprof.errors import GpuprofError
     from gpuprof.diffing.report import header, render
+    from gpuprof.errors import GpuprofError
 
     if tracing.is_trace(a) and tracing.is_trace(b):
         _diff_traces(a, b, fail_if, fmt)
@@ -56,8 +91,10 @@ def diff(a: str, b: str, how: str, fail_if: tuple[str, ...], fmt: str, min_chang
     for outcome in result.gates:
         note(outcome.line)
     if not result.matched:
-        note(f"nothing to compare: no kernel or run of A matches one of B with --match {how}; "
-             "try --match name or --match order")
+        note(
+            f"nothing to compare: no kernel or run of A matches one of B with --match {how}; "
+            "try --match name or --match order"
+        )
     sys.exit(result.exit_code)
 
 
@@ -69,13 +106,18 @@ def _diff_traces(a: str, b: str, fail_if: tuple[str, ...], fmt: str) -> None:
 
     try:
         if fmt == "junit":
-            raise InputError("--format junit compares kernels of profiler files, not framework traces",
-                             "use --format table, markdown, csv or json")
+            raise InputError(
+                "--format junit compares kernels of profiler files, not framework traces",
+                "use --format table, markdown, csv or json",
+            )
         gates = [tracing.Gate.parse(text) for text in fail_if]
         run_a, run_b = importing.read_file(a), importing.read_file(b)
         ops = tracing.side_by_side(run_a, run_b)
-        steps = tracing.step_pairs(run_a, run_b) if run_a.environment.get("steps") and run_b.environment.get("steps") \
+        steps = (
+            tracing.step_pairs(run_a, run_b)
+            if run_a.environment.get("steps") and run_b.environment.get("steps")
             else None
+        )
         broken = tracing.gate(run_a, run_b, gates)
     except GpuprofError as error:
         error.exit_code = 2  # diff's contract: any unusable input exits 2

@@ -15,28 +15,59 @@ def _formats() -> str:
 
 @click.command("import", epilog=_formats())
 @click.argument("files", nargs=-1, required=True, type=click.Path())
-@click.option("--reader", "reader", default=None, metavar="NAME",
-              help="Read every file as this format (listed below) instead of detecting it from the content.")
-@click.option("--join", "join", is_flag=True,
-              help="Store FILES as one run: files of one application that each hold some of the metrics "
-                   "(one ncu run per metric); launches join by ID where every file names the same kernel.")
-@click.option("--gpu", "gpu", default=None, metavar="NAME",
-              help="The GPU the files were profiled on, for files that do not name it (ncu CSVs): sets the "
-                   "tensor-FLOP rule and the ceilings. A device-table name or key ('gpuprof peaks' lists them).")
-@click.option("--tensor-flop-per-inst", "tensor_flop_per_inst", default=None, metavar="N",
-              type=click.FloatRange(min=0, min_open=True, max=1e6),
-              help="FLOPs per tensor-pipe warp instruction on GPUs after Volta, whose files count tensor "
-                   "instructions but not sm__ops_path_tensor_* work: 512 reproduces NERSC's roofline method. "
-                   "An estimate, said so in the table's basis (docs/tensor-cores.md).")
-@click.option("--nvtx-include", "nvtx_include", multiple=True, metavar="PATTERN",
-              help="Keep only the launches made inside an NVTX range matching PATTERN (a glob on a range's "
-                   "name, or 'outer/inner' for nested ranges), from files that record NVTX ranges. Repeatable.")
+@click.option(
+    "--reader",
+    "reader",
+    default=None,
+    metavar="NAME",
+    help="Read every file as this format (listed below) instead of detecting it from the content.",
+)
+@click.option(
+    "--join",
+    "join",
+    is_flag=True,
+    help="Store FILES as one run: files of one application that each hold some of the metrics "
+    "(one ncu run per metric); launches join by ID where every file names the same kernel.",
+)
+@click.option(
+    "--gpu",
+    "gpu",
+    default=None,
+    metavar="NAME",
+    help="The GPU the files were profiled on, for files that do not name it (ncu CSVs): sets the "
+    "tensor-FLOP rule and the ceilings. A device-table name or key ('gpuprof peaks' lists them).",
+)
+@click.option(
+    "--tensor-flop-per-inst",
+    "tensor_flop_per_inst",
+    default=None,
+    metavar="N",
+    type=click.FloatRange(min=0, min_open=True, max=1e6),
+    help="FLOPs per tensor-pipe warp instruction on GPUs after Volta, whose files count tensor "
+    "instructions but not sm__ops_path_tensor_* work: 512 reproduces NERSC's roofline method. "
+    "An estimate, said so in the table's basis (docs/tensor-cores.md).",
+)
+@click.option(
+    "--nvtx-include",
+    "nvtx_include",
+    multiple=True,
+    metavar="PATTERN",
+    help="Keep only the launches made inside an NVTX range matching PATTERN (a glob on a range's "
+    "name, or 'outer/inner' for nested ranges), from files that record NVTX ranges. Repeatable.",
+)
 @format_option
 @store_option
 @handle_errors
-def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | None,
-            tensor_flop_per_inst: float | None, nvtx_include: tuple[str, ...], fmt: str,
-            store_path: str | None) -> None:
+def import_(
+    files: tuple[str, ...],
+    reader: str | None,
+    join: bool,
+    gpu: str | None,
+    tensor_flop_per_inst: float | None,
+    nvtx_include: tuple[str, ...],
+    fmt: str,
+    store_path: str | None,
+) -> None:
     """Read FILES (profiler output in any of the formats below) into the results store.
 
     Each file is stored as one run, whole or not at all (with --join, all files as one run); the
@@ -60,8 +91,16 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
             note(f"  note: {line}")
 
     try:
-        importing.import_files(files, store_path, reader, on_stored=stored, join=join, gpu=gpu,
-                               tensor_flop_per_inst=tensor_flop_per_inst, nvtx_include=nvtx_include)
+        importing.import_files(
+            files,
+            store_path,
+            reader,
+            on_stored=stored,
+            join=join,
+            gpu=gpu,
+            tensor_flop_per_inst=tensor_flop_per_inst,
+            nvtx_include=nvtx_include,
+        )
     except GpuprofError:
         if imported:
             note(f"stored before the error: {', '.join(run.source for run in imported)}")
@@ -75,7 +114,10 @@ def import_(files: tuple[str, ...], reader: str | None, join: bool, gpu: str | N
             note(f"{run.source}: per-op, per-step and per-GPU tables: gpuprof trace {run.source} --table ops")
     kernels = [run for run in kernels if len(run.launch_table)]
     simulated = bool(kernels) and all(run.device.get("kind") == "simulated" for run in kernels)
-    title = ("Imported layers (simulated: cycles and counts from the simulator; see origin)" if simulated else
-             "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)")
+    title = (
+        "Imported layers (simulated: cycles and counts from the simulator; see origin)"
+        if simulated
+        else "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)"
+    )
     if kernels:  # a CPU-only trace has no kernel rows
         echo(emit(importing.kernel_table(kernels), fmt, title=title))

@@ -27,17 +27,30 @@ def merge(out_store: str, inputs: tuple[str, ...]) -> None:
     if result.unreadable:
         from gpuprof.errors import FormatError
 
-        raise FormatError(f"no line of {', '.join(result.unreadable)} is a gpuprof run, so nothing was added from it",
-                          "give run files written by 'gpuprof export' or 'gpuprof sweep --slurm'")
+        raise FormatError(
+            f"no line of {', '.join(result.unreadable)} is a gpuprof run, so nothing was added from it",
+            "give run files written by 'gpuprof export' or 'gpuprof sweep --slurm'",
+        )
 
 
 @click.command()
 @click.argument("out", type=click.Path(dir_okay=False), callback=output_file())
-@click.option("--kind", type=click.Choice(("run", "import", "all")), default="all", show_default=True,
-              help="Which stored runs to export.")
+@click.option(
+    "--kind",
+    type=click.Choice(("run", "import", "all")),
+    default="all",
+    show_default=True,
+    help="Which stored runs to export.",
+)
 @click.option("--append", is_flag=True, help="Add to OUT's runs instead of replacing the file (jsonl only).")
-@click.option("--format", "fmt", type=click.Choice(("jsonl", "parquet", "csv")), default="jsonl", show_default=True,
-              help="jsonl: run lines for 'gpuprof merge'; parquet/csv: the long metric table (gpuprof.metrics()).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("jsonl", "parquet", "csv")),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: run lines for 'gpuprof merge'; parquet/csv: the long metric table (gpuprof.metrics()).",
+)
 @store_option
 @handle_errors
 def export(out: str, kind: str, append: bool, fmt: str, store_path: str | None) -> None:
@@ -50,8 +63,10 @@ def export(out: str, kind: str, append: bool, fmt: str, store_path: str | None) 
     if append and fmt != "jsonl":
         from gpuprof.errors import InputError
 
-        raise InputError(f"--append adds run lines and cannot add to a {fmt} table",
-                         "drop --append (the table is rewritten whole) or use --format jsonl")
+        raise InputError(
+            f"--append adds run lines and cannot add to a {fmt} table",
+            "drop --append (the table is rewritten whole) or use --format jsonl",
+        )
     from gpuprof.store import open_store
     from gpuprof.store import runfile as run_file
 
@@ -61,6 +76,13 @@ def export(out: str, kind: str, append: bool, fmt: str, store_path: str | None) 
     for line in skipped:
         note(f"note: {line}")
     run_file.write(out, runs, replace=not append, fmt=fmt)
-    note(f"{len(runs)} run(s) from {where} {'appended to' if append else 'written to'} {out}"
-         + (f" as a {fmt} metric table (replacing its contents)" if fmt != "jsonl"
-            else "" if append else " (replacing its contents; --append adds instead)"))
+    note(
+        f"{len(runs)} run(s) from {where} {'appended to' if append else 'written to'} {out}"
+        + (
+            f" as a {fmt} metric table (replacing its contents)"
+            if fmt != "jsonl"
+            else ""
+            if append
+            else " (replacing its contents; --append adds instead)"
+        )
+    )

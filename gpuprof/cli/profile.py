@@ -11,58 +11,166 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-@click.option("--set", "metric_set", type=click.Choice(SETS), default="roofline", show_default=True,
-              help="What to answer: roofline (time, FLOPs, bytes, peaks at the clock), stalls (warp-stall "
-                   "reasons), full (the whole catalog). Fewer metrics, fewer replay passes.")
-@click.option("--kernel", metavar="REGEX", default=None,
-              help="Profile only kernels whose demangled name matches this regular expression.")
-@click.option("--nvtx", metavar="RANGE", default=None,
-              help="ncu only: profile only kernels inside this NVTX push/pop range (default domain).")
-@click.option("--launch-skip", type=click.IntRange(min=0), default=0, show_default=True,
-              help="ncu only: launches (after the other filters) left out before profiling starts.")
-@click.option("--launch-count", type=click.IntRange(min=1), default=None,
-              help="ncu only: profile at most this many launches (after the other filters).")
-@click.option("--device", type=click.Choice(("auto", "cuda", "cpu")), default="auto", show_default=True,
-              help="auto = the GPU when NVML finds one, else the CPU (perf stat around the command).")
-@click.option("--profiler", default="auto", show_default=True, metavar="auto|ncu|nvprof|PATH",
-              help="GPU profiler, or the path to an ncu/nvprof executable (default: by compute capability).")
-@click.option("--processes", type=click.Choice(("split", "merge")), default="split", show_default=True,
-              help="When the command starts several processes (MPI ranks): one run per process, or one merged run.")
-@click.option("--clock-control", type=click.Choice(("base", "none")), default="base", show_default=True,
-              help="ncu only: lock clocks to base while profiling, or leave them to the driver.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=1800.0, show_default=True,
-              help="Seconds before the profiler and the command are stopped (the partial report is kept).")
-@click.option("--torch-hooks", default="steps", show_default=True, metavar="none|steps[,layers]",
-              help="PyTorch programs, unchanged: a region per optimizer step (forward, backward, step) and, "
-                   "with layers, per module forward (a Python call per module call).")
-@click.option("--energy", is_flag=True,
-              help="Sample RAPL (package, DRAM) and NVML (every GPU) while the command runs: the power series, "
-                   "energy per device and per region, with and without idle devices.")
-@click.option("--interval", default="0.5s", show_default=True, metavar="SECONDS",
-              help="--energy: time between power samples (0.5s, 100ms).")
-@click.option("--label", default=None, metavar="NAME",
-              help="The set-up's name (e.g. cpu, 1gpu, ddp2), for gpuprof compare --scaling --baseline NAME.")
-@click.option("--devices", type=click.IntRange(min=1), default=None,
-              help="Devices this set-up uses (x in the parallel efficiency E = S / x). Default 1.")
-@click.option("--counters", default="", metavar="SET[,SET]",
-              help="CPU counters read at every region's begin and end (sets: mix, fp, topdown): per-region "
-                   "IPC, instruction mix, counted FLOPs by vector width, Top-Down level 1.")
+@click.option(
+    "--set",
+    "metric_set",
+    type=click.Choice(SETS),
+    default="roofline",
+    show_default=True,
+    help="What to answer: roofline (time, FLOPs, bytes, peaks at the clock), stalls (warp-stall "
+    "reasons), full (the whole catalog). Fewer metrics, fewer replay passes.",
+)
+@click.option(
+    "--kernel",
+    metavar="REGEX",
+    default=None,
+    help="Profile only kernels whose demangled name matches this regular expression.",
+)
+@click.option(
+    "--nvtx",
+    metavar="RANGE",
+    default=None,
+    help="ncu only: profile only kernels inside this NVTX push/pop range (default domain).",
+)
+@click.option(
+    "--launch-skip",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="ncu only: launches (after the other filters) left out before profiling starts.",
+)
+@click.option(
+    "--launch-count",
+    type=click.IntRange(min=1),
+    default=None,
+    help="ncu only: profile at most this many launches (after the other filters).",
+)
+@click.option(
+    "--device",
+    type=click.Choice(("auto", "cuda", "cpu")),
+    default="auto",
+    show_default=True,
+    help="auto = the GPU when NVML finds one, else the CPU (perf stat around the command).",
+)
+@click.option(
+    "--profiler",
+    default="auto",
+    show_default=True,
+    metavar="auto|ncu|nvprof|PATH",
+    help="GPU profiler, or the path to an ncu/nvprof executable (default: by compute capability).",
+)
+@click.option(
+    "--processes",
+    type=click.Choice(("split", "merge")),
+    default="split",
+    show_default=True,
+    help="When the command starts several processes (MPI ranks): one run per process, or one merged run.",
+)
+@click.option(
+    "--clock-control",
+    type=click.Choice(("base", "none")),
+    default="base",
+    show_default=True,
+    help="ncu only: lock clocks to base while profiling, or leave them to the driver.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1800.0,
+    show_default=True,
+    help="Seconds before the profiler and the command are stopped (the partial report is kept).",
+)
+@click.option(
+    "--torch-hooks",
+    default="steps",
+    show_default=True,
+    metavar="none|steps[,layers]",
+    help="PyTorch programs, unchanged: a region per optimizer step (forward, backward, step) and, "
+    "with layers, per module forward (a Python call per module call).",
+)
+@click.option(
+    "--energy",
+    is_flag=True,
+    help="Sample RAPL (package, DRAM) and NVML (every GPU) while the command runs: the power series, "
+    "energy per device and per region, with and without idle devices.",
+)
+@click.option(
+    "--interval",
+    default="0.5s",
+    show_default=True,
+    metavar="SECONDS",
+    help="--energy: time between power samples (0.5s, 100ms).",
+)
+@click.option(
+    "--label",
+    default=None,
+    metavar="NAME",
+    help="The set-up's name (e.g. cpu, 1gpu, ddp2), for gpuprof compare --scaling --baseline NAME.",
+)
+@click.option(
+    "--devices",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Devices this set-up uses (x in the parallel efficiency E = S / x). Default 1.",
+)
+@click.option(
+    "--counters",
+    default="",
+    metavar="SET[,SET]",
+    help="CPU counters read at every region's begin and end (sets: mix, fp, topdown): per-region "
+    "IPC, instruction mix, counted FLOPs by vector width, Top-Down level 1.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the exact profiler command line(s) and exit.")
-@click.option("--trace", "trace", type=click.Choice(("torch", "jax", "tf")), default=None,
-              help="Run 'python SCRIPT ARGS' under the framework's own profiler instead (PyTorch, JAX, "
-                   "TensorFlow), unedited, and store the trace it writes: per-op, per-kernel, per-step tables.")
-@click.option("--steps", type=click.IntRange(min=1), default=2, show_default=True,
-              help="--trace torch: optimizer steps recorded (after --warmup), each a ProfilerStep#N.")
-@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
-              help="--trace torch: optimizer steps run under the profiler but not recorded.")
+@click.option(
+    "--trace",
+    "trace",
+    type=click.Choice(("torch", "jax", "tf")),
+    default=None,
+    help="Run 'python SCRIPT ARGS' under the framework's own profiler instead (PyTorch, JAX, "
+    "TensorFlow), unedited, and store the trace it writes: per-op, per-kernel, per-step tables.",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="--trace torch: optimizer steps recorded (after --warmup), each a ProfilerStep#N.",
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="--trace torch: optimizer steps run under the profiler but not recorded.",
+)
 @format_option
 @store_option
 @handle_errors
-def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx: str | None, launch_skip: int,
-            launch_count: int | None, device: str, profiler: str, processes: str, clock_control: str,
-            timeout: float, torch_hooks: str, energy: bool, interval: str, label: str | None,
-            devices: int | None, counters: str, dry_run: bool, trace: str | None, steps: int, warmup: int, fmt: str,
-            store_path: str | None) -> None:
+def profile(
+    command: tuple[str, ...],
+    metric_set: str,
+    kernel: str | None,
+    nvtx: str | None,
+    launch_skip: int,
+    launch_count: int | None,
+    device: str,
+    profiler: str,
+    processes: str,
+    clock_control: str,
+    timeout: float,
+    torch_hooks: str,
+    energy: bool,
+    interval: str,
+    label: str | None,
+    devices: int | None,
+    counters: str,
+    dry_run: bool,
+    trace: str | None,
+    steps: int,
+    warmup: int,
+    fmt: str,
+    store_path: str | None,
+) -> None:
     """Run COMMAND (after '--') under a profiler, store it as a run and print its kernels.
 
     On a GPU: ncu (compute capability 7.0 and newer) or nvprof with the smallest metric set for the
@@ -78,12 +186,25 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
     from gpuprof.store import open_store
 
     settings = library.ProfileSettings(
-        command=command, metric_set=metric_set, kernel=kernel, nvtx=nvtx, launch_skip=launch_skip,
-        launch_count=launch_count, device=device, profiler=profiler, processes=processes,
-        clock_control=clock_control, timeout=timeout, command_line=command_line(),
+        command=command,
+        metric_set=metric_set,
+        kernel=kernel,
+        nvtx=nvtx,
+        launch_skip=launch_skip,
+        launch_count=launch_count,
+        device=device,
+        profiler=profiler,
+        processes=processes,
+        clock_control=clock_control,
+        timeout=timeout,
+        command_line=command_line(),
         torch_hooks=tuple(kind for kind in torch_hooks.split(",") if kind and kind != "none"),
-        energy=energy, interval=_seconds(interval), label=label, devices=devices,
-        counters=counters)
+        energy=energy,
+        interval=_seconds(interval),
+        label=label,
+        devices=devices,
+        counters=counters,
+    )
     plan = library.plan(settings, store_path)
     if not dry_run:
         with open_store(store_path) as store:  # a store that cannot be written fails now, not after the profiling
@@ -117,8 +238,10 @@ def profile(command: tuple[str, ...], metric_set: str, kernel: str | None, nvtx:
     for line in dict.fromkeys(line for run in outcome.runs for line in run.notes):
         if line not in plan.before and not line.startswith("problem: "):
             note(f"note: {line}")
-    note(f"stored as run{'s' if len(outcome.runs) > 1 else ''} {', '.join(r.run_id[:8] for r in outcome.runs)} "
-         f"in {where}; report files in {plan.run_dir}")
+    note(
+        f"stored as run{'s' if len(outcome.runs) > 1 else ''} {', '.join(r.run_id[:8] for r in outcome.runs)} "
+        f"in {where}; report files in {plan.run_dir}"
+    )
     if outcome.problem is not None:
         raise outcome.problem
 
@@ -135,8 +258,9 @@ def _seconds(text: str) -> float:
         raise InputError(f"--interval {text!r} is not a time", "give seconds, e.g. --interval 0.5s or 500ms") from None
 
 
-def _profile_trace(framework: str, command: tuple[str, ...], steps: int, warmup: int, timeout: float, fmt: str,
-                   store_path: str | None) -> None:
+def _profile_trace(
+    framework: str, command: tuple[str, ...], steps: int, warmup: int, timeout: float, fmt: str, store_path: str | None
+) -> None:
     from gpuprof import tracing
     from gpuprof.derive import traces
     from gpuprof.render import emit
@@ -149,8 +273,13 @@ def _profile_trace(framework: str, command: tuple[str, ...], steps: int, warmup:
     with open_store(store_path) as store:
         store.add(run)
         where = store.path
-    echo(emit(traces.op_table(run).head(30) if fmt == "table" else traces.op_table(run), fmt,
-              title=f"Ops in the {framework} trace (measured by the profiler; times in seconds)"))
+    echo(
+        emit(
+            traces.op_table(run).head(30) if fmt == "table" else traces.op_table(run),
+            fmt,
+            title=f"Ops in the {framework} trace (measured by the profiler; times in seconds)",
+        )
+    )
     for line in run.notes:
         note(f"note: {line}")
     note(f"stored as run {run.run_id[:8]} in {where}; trace and program output in {run_dir}")

@@ -22,23 +22,51 @@ def _out(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 @click.command()
 @store_option
-@click.option("--out", "out", type=click.Path(), default="reports/roofline", show_default=True, callback=_out,
-              help="A folder (roofline-<device>.png and .svg in it, created when missing) or a .png or .svg file.")
-@click.option("--precision", type=click.Choice(("all", *PRECISIONS)), default="all", show_default=True,
-              help="FLOPs counted: all precisions and the tensor cores together, or one of them "
-                   "(with its own ceilings).")
-@click.option("--kernel", "kernel_pattern", default=None,
-              help="Only kernels whose name matches this regular expression (case-insensitive).")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(),
+    default="reports/roofline",
+    show_default=True,
+    callback=_out,
+    help="A folder (roofline-<device>.png and .svg in it, created when missing) or a .png or .svg file.",
+)
+@click.option(
+    "--precision",
+    type=click.Choice(("all", *PRECISIONS)),
+    default="all",
+    show_default=True,
+    help="FLOPs counted: all precisions and the tensor cores together, or one of them (with its own ceilings).",
+)
+@click.option(
+    "--kernel",
+    "kernel_pattern",
+    default=None,
+    help="Only kernels whose name matches this regular expression (case-insensitive).",
+)
 @click.option("--run", "run_ids", multiple=True, help="Only this run (an id or its first characters; repeatable).")
 @click.option("--op", "op_names", multiple=True, help="Only measured runs of this op (repeatable).")
-@click.option("--device", "device_filter", default=None,
-              help="Only devices whose name contains this text (case-insensitive).")
-@click.option("--peaks", "peaks_name", default=None,
-              help="Device-table GPU (e.g. a100-sxm4-40gb) whose ceilings to draw for devices the "
-                   "profile does not name (ncu CSVs give only the compute capability).")
+@click.option(
+    "--device", "device_filter", default=None, help="Only devices whose name contains this text (case-insensitive)."
+)
+@click.option(
+    "--peaks",
+    "peaks_name",
+    default=None,
+    help="Device-table GPU (e.g. a100-sxm4-40gb) whose ceilings to draw for devices the "
+    "profile does not name (ncu CSVs give only the compute capability).",
+)
 @handle_errors
-def roofline(store_path: str | None, out: str, precision: str, kernel_pattern: str | None, run_ids: tuple[str, ...],
-             op_names: tuple[str, ...], device_filter: str | None, peaks_name: str | None) -> None:
+def roofline(
+    store_path: str | None,
+    out: str,
+    precision: str,
+    kernel_pattern: str | None,
+    run_ids: tuple[str, ...],
+    op_names: tuple[str, ...],
+    device_filter: str | None,
+    peaks_name: str | None,
+) -> None:
     """Plot stored kernels under their device's memory (L1, L2, DRAM) and compute ceilings."""
     from pathlib import Path
 
@@ -59,12 +87,21 @@ def roofline(store_path: str | None, out: str, precision: str, kernel_pattern: s
         note(f"skipped {line}")
     frame = select(frame, kernel_pattern, op_names, device_filter)
     if drawable(frame).empty:
-        wanted = ", ".join(f"{name} {value}" for name, value in (
-            ("run", "/".join(run_ids)), ("kernel", kernel_pattern), ("op", "/".join(op_names)),
-            ("device", device_filter)) if value)
-        raise InputError(f"no stored run in {where} has {'' if precision == 'all' else precision + ' '}FLOPs, "
-                         f"bytes and a time to plot" + (f" for {wanted}" if wanted else ""),
-                         "measure with 'gpuprof run' or import a profile with FLOP and DRAM counters")
+        wanted = ", ".join(
+            f"{name} {value}"
+            for name, value in (
+                ("run", "/".join(run_ids)),
+                ("kernel", kernel_pattern),
+                ("op", "/".join(op_names)),
+                ("device", device_filter),
+            )
+            if value
+        )
+        raise InputError(
+            f"no stored run in {where} has {'' if precision == 'all' else precision + ' '}FLOPs, "
+            f"bytes and a time to plot" + (f" for {wanted}" if wanted else ""),
+            "measure with 'gpuprof run' or import a profile with FLOP and DRAM counters",
+        )
     fallback = [gpu_table.peaks(gpu_table.match(peaks_name))] if peaks_name else None
     ceilings = device_ceilings(runs, fallback)
     for device in sorted(set(frame["device"]) - {d for d, p in ceilings.items() if p}):

@@ -31,8 +31,14 @@ class _Progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
         self.label = label
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            console=Console(stderr=True), transient=True, auto_refresh=False)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            auto_refresh=False,
+        )
         self.task: Any = None
         self.drawn = 0.0
         self.phase = ""
@@ -57,36 +63,94 @@ class _Progress:
 @click.option("--size", default=None, help="Total bytes of all operands (inputs + output): 6MB, 6MiB, 512KB, 1GB.")
 @click.option("--shape", default=None, help="Explicit dimensions instead of --size: ROWSxCOLS, or MxKxN for dot.")
 @click.option("--dtype", default="float32", show_default=True, type=click.Choice(sorted(DTYPES)))
-@click.option("--engine", default=None, type=click.Choice(ENGINES),
-              help="Workload engine. Default: numpy on the CPU, cupy on a GPU.")
-@click.option("--device", default="auto", show_default=True,
-              type=click.Choice(("auto", "cpu", "cuda", "stonne:maeri", "stonne:tpu", "stonne:sigma")),
-              help="auto = CUDA when a GPU is usable, else the CPU. stonne:ARCH simulates --op dot on STONNE "
-                   "(MAERI or TPU-like dense, SIGMA sparse); docs/simulators.md.")
+@click.option(
+    "--engine",
+    default=None,
+    type=click.Choice(ENGINES),
+    help="Workload engine. Default: numpy on the CPU, cupy on a GPU.",
+)
+@click.option(
+    "--device",
+    default="auto",
+    show_default=True,
+    type=click.Choice(("auto", "cpu", "cuda", "stonne:maeri", "stonne:tpu", "stonne:sigma")),
+    help="auto = CUDA when a GPU is usable, else the CPU. stonne:ARCH simulates --op dot on STONNE "
+    "(MAERI or TPU-like dense, SIGMA sparse); docs/simulators.md.",
+)
 @click.option("--repeat", default=10, show_default=True, type=int, help="Timed repeats.")
 @click.option("--warmup", default=3, show_default=True, type=int, help="Untimed warm-up calls before timing.")
-@click.option("--cache", default="warm", show_default=True, type=click.Choice(("warm", "cold")),
-              help="warm: same buffers every repeat; cold: rotate through buffers larger than the last-level cache.")
-@click.option("--counters/--no-counters", default=True, show_default=True,
-              help="Count hardware events (perf on CPUs, ncu/nvprof on GPUs) where the machine allows.")
-@click.option("--profiler", default=None, metavar="ncu|nvprof|none|PATH",
-              help="GPU only: profiler to run under, or the path to an ncu/nvprof executable "
-                   "(default: by compute capability, found on PATH or in NVIDIA's install folders).")
-@click.option("--profiled", default=3, show_default=True, type=click.IntRange(min=1),
-              help="GPU only: calls of the op run under the profiler (each is replayed once per pass).")
-@click.option("--clock-control", default="base", show_default=True, type=click.Choice(("base", "none")),
-              help="GPU/ncu only: ncu locks clocks to base by default; 'none' leaves them free.")
-@click.option("--cache-control", default="all", show_default=True, type=click.Choice(("all", "none")),
-              help="GPU/ncu only: 'all' flushes caches before each replay pass; 'none' keeps them warm.")
-@click.option("--replay-mode", default="kernel", show_default=True, type=click.Choice(("kernel", "application")),
-              help="GPU/ncu only: replay each kernel, or rerun the whole workload, once per pass.")
+@click.option(
+    "--cache",
+    default="warm",
+    show_default=True,
+    type=click.Choice(("warm", "cold")),
+    help="warm: same buffers every repeat; cold: rotate through buffers larger than the last-level cache.",
+)
+@click.option(
+    "--counters/--no-counters",
+    default=True,
+    show_default=True,
+    help="Count hardware events (perf on CPUs, ncu/nvprof on GPUs) where the machine allows.",
+)
+@click.option(
+    "--profiler",
+    default=None,
+    metavar="ncu|nvprof|none|PATH",
+    help="GPU only: profiler to run under, or the path to an ncu/nvprof executable "
+    "(default: by compute capability, found on PATH or in NVIDIA's install folders).",
+)
+@click.option(
+    "--profiled",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="GPU only: calls of the op run under the profiler (each is replayed once per pass).",
+)
+@click.option(
+    "--clock-control",
+    default="base",
+    show_default=True,
+    type=click.Choice(("base", "none")),
+    help="GPU/ncu only: ncu locks clocks to base by default; 'none' leaves them free.",
+)
+@click.option(
+    "--cache-control",
+    default="all",
+    show_default=True,
+    type=click.Choice(("all", "none")),
+    help="GPU/ncu only: 'all' flushes caches before each replay pass; 'none' keeps them warm.",
+)
+@click.option(
+    "--replay-mode",
+    default="kernel",
+    show_default=True,
+    type=click.Choice(("kernel", "application")),
+    help="GPU/ncu only: replay each kernel, or rerun the whole workload, once per pass.",
+)
 @stonne_options
 @format_option
 @store_option
 @handle_errors
-def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | None, device: str,
-        repeat: int, warmup: int, cache: str, counters: bool, profiler: str | None, profiled: int, clock_control: str,
-        cache_control: str, replay_mode: str, fmt: str, store_path: str | None, **simulator: Any) -> None:
+def run(
+    op: str,
+    size: str | None,
+    shape: str | None,
+    dtype: str,
+    engine: str | None,
+    device: str,
+    repeat: int,
+    warmup: int,
+    cache: str,
+    counters: bool,
+    profiler: str | None,
+    profiled: int,
+    clock_control: str,
+    cache_control: str,
+    replay_mode: str,
+    fmt: str,
+    store_path: str | None,
+    **simulator: Any,
+) -> None:
     """Measure OP at one size on the CPU or a GPU, store the run, and print what it achieved."""
     if device.startswith("stonne:"):
         simulate_op(op, shape, device.split(":", 1)[1], fmt, store_path, **simulator)
@@ -97,14 +161,33 @@ def run(op: str, size: str | None, shape: str | None, dtype: str, engine: str | 
     from gpuprof.store import open_store
 
     given = click.get_current_context().get_parameter_source
-    gpu = {name: value for name, value in (("profiler", profiler), ("profiled", profiled),
-                                           ("clock_control", clock_control), ("cache_control", cache_control),
-                                           ("replay_mode", replay_mode))
-           if given(name) is not ParameterSource.DEFAULT}
+    gpu = {
+        name: value
+        for name, value in (
+            ("profiler", profiler),
+            ("profiled", profiled),
+            ("clock_control", clock_control),
+            ("cache_control", cache_control),
+            ("replay_mode", replay_mode),
+        )
+        if given(name) is not ParameterSource.DEFAULT
+    }
     progress = _Progress(f"{op} {size or shape}") if sys.stderr.isatty() else None  # nothing when piped
-    settings = RunSettings(op=op, size=size, shape=shape, dtype=dtype, engine=engine, device=device,
-                           repeat=repeat, warmup=warmup, cache=cache, counters=counters,
-                           command=command_line(), gpu=gpu, progress=progress)
+    settings = RunSettings(
+        op=op,
+        size=size,
+        shape=shape,
+        dtype=dtype,
+        engine=engine,
+        device=device,
+        repeat=repeat,
+        warmup=warmup,
+        cache=cache,
+        counters=counters,
+        command=command_line(),
+        gpu=gpu,
+        progress=progress,
+    )
     with open_store(store_path) as store:  # a store that cannot be written fails now, not after the measurement
         store.writable()
     slow = slow_dtype_warning(settings)

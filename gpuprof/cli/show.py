@@ -9,8 +9,13 @@ from gpuprof.cli.common import echo, format_option, handle_errors, note, store_o
 
 @click.command()
 @click.argument("run_id", required=False)
-@click.option("--kind", type=click.Choice(("run", "import", "calibration", "profile", "all")), default="all",
-              show_default=True, help="Which stored runs to list.")
+@click.option(
+    "--kind",
+    type=click.Choice(("run", "import", "calibration", "profile", "all")),
+    default="all",
+    show_default=True,
+    help="Which stored runs to list.",
+)
 @format_option
 @store_option
 @handle_errors
@@ -32,5 +37,8 @@ def show(run_id: str | None, kind: str, fmt: str, store_path: str | None) -> Non
         note(f"note: {line}")
     if runs or fmt in ("csv", "json"):
         echo(emit(listing_frame(runs, lambda run, _: ceilings_for(run, every)), fmt))
-    note(f"{len(runs)} stored run(s) in {where}" if runs else
-         f"no stored runs in {where}: measure with 'gpuprof run' or read a profile with 'gpuprof import'")
+    note(
+        f"{len(runs)} stored run(s) in {where}"
+        if runs
+        else f"no stored runs in {where}: measure with 'gpuprof run' or read a profile with 'gpuprof import'"
+    )

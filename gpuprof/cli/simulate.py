@@ -34,18 +34,52 @@ def _tiles(text: str | None) -> dict[str, int] | None:
 def stonne_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options of a STONNE device: the binary, the accelerator's size and bandwidths, tiles, sparsity."""
     options = [
-        click.option("--stonne", "stonne_path", default=None, metavar="PATH",
-                     help="STONNE device only: the stonne binary you built (else $GPUPROF_STONNE, else PATH)."),
-        click.option("--num-ms", "num_ms", default=256, show_default=True, type=click.IntRange(min=1),
-                     help="STONNE device only: multipliers (a square number for stonne:tpu)."),
-        click.option("--dn-bw", "dn_bw", default=64, show_default=True, type=click.IntRange(min=1),
-                     help="STONNE device only: distribution network bandwidth (elements per cycle)."),
-        click.option("--rn-bw", "rn_bw", default=64, show_default=True, type=click.IntRange(min=1),
-                     help="STONNE device only: reduction network bandwidth (elements per cycle)."),
-        click.option("--sparsity", "sparsity", default=0, show_default=True, type=click.IntRange(0, 99),
-                     help="stonne:sigma only: percent of the first matrix's values that are zero."),
-        click.option("--tiles", "tiles", default=None, metavar="T_K=..,T_M=..,T_N=..",
-                     help="STONNE dense only: the tiles (default: chosen to fit the multipliers, and said)."),
+        click.option(
+            "--stonne",
+            "stonne_path",
+            default=None,
+            metavar="PATH",
+            help="STONNE device only: the stonne binary you built (else $GPUPROF_STONNE, else PATH).",
+        ),
+        click.option(
+            "--num-ms",
+            "num_ms",
+            default=256,
+            show_default=True,
+            type=click.IntRange(min=1),
+            help="STONNE device only: multipliers (a square number for stonne:tpu).",
+        ),
+        click.option(
+            "--dn-bw",
+            "dn_bw",
+            default=64,
+            show_default=True,
+            type=click.IntRange(min=1),
+            help="STONNE device only: distribution network bandwidth (elements per cycle).",
+        ),
+        click.option(
+            "--rn-bw",
+            "rn_bw",
+            default=64,
+            show_default=True,
+            type=click.IntRange(min=1),
+            help="STONNE device only: reduction network bandwidth (elements per cycle).",
+        ),
+        click.option(
+            "--sparsity",
+            "sparsity",
+            default=0,
+            show_default=True,
+            type=click.IntRange(0, 99),
+            help="stonne:sigma only: percent of the first matrix's values that are zero.",
+        ),
+        click.option(
+            "--tiles",
+            "tiles",
+            default=None,
+            metavar="T_K=..,T_M=..,T_N=..",
+            help="STONNE dense only: the tiles (default: chosen to fit the multipliers, and said).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -55,12 +89,33 @@ def stonne_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def _gemm(arch: str, num_ms: int, dn_bw: int, rn_bw: int, sparsity: int = 0, tiles: str | None = None) -> Any:
     from gpuprof.launch.stonne import Gemm
 
-    return Gemm(m=1, n=1, k=1, arch=arch, multipliers=num_ms, dn_bw=dn_bw, rn_bw=rn_bw, sparsity=sparsity,
-                given_tiles=_tiles(tiles))
+    return Gemm(
+        m=1,
+        n=1,
+        k=1,
+        arch=arch,
+        multipliers=num_ms,
+        dn_bw=dn_bw,
+        rn_bw=rn_bw,
+        sparsity=sparsity,
+        given_tiles=_tiles(tiles),
+    )
 
 
-def simulate_op(op: str, shape: str | None, arch: str, fmt: str, store_path: str | None, *, stonne_path: str | None,
-                num_ms: int, dn_bw: int, rn_bw: int, sparsity: int, tiles: str | None) -> None:
+def simulate_op(
+    op: str,
+    shape: str | None,
+    arch: str,
+    fmt: str,
+    store_path: str | None,
+    *,
+    stonne_path: str | None,
+    num_ms: int,
+    dn_bw: int,
+    rn_bw: int,
+    sparsity: int,
+    tiles: str | None,
+) -> None:
     """``gpuprof run --device stonne:ARCH``: simulate, store, print the layer table."""
     from gpuprof import simulate as simulating
     from gpuprof.derive import simulated
@@ -86,11 +141,23 @@ def simulate() -> None:
 
 @simulate.command("layers")
 @click.argument("path", type=click.Path())
-@click.option("--clock", "clock_mhz", default=None, type=click.FloatRange(min=0, min_open=True), metavar="MHZ",
-              help="The accelerator's clock in MHz: gives each layer a time (a simulator has none of its own).")
-@click.option("--energy-table", "energy_table", default=None, type=click.Path(dir_okay=False), metavar="FILE",
-              help="An energy table in STONNE's format (energy_tables/energy_model.txt): energy per layer, "
-                   "in that table's units.")
+@click.option(
+    "--clock",
+    "clock_mhz",
+    default=None,
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="MHZ",
+    help="The accelerator's clock in MHz: gives each layer a time (a simulator has none of its own).",
+)
+@click.option(
+    "--energy-table",
+    "energy_table",
+    default=None,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="An energy table in STONNE's format (energy_tables/energy_model.txt): energy per layer, "
+    "in that table's units.",
+)
 @format_option
 @handle_errors
 def layers(path: str, clock_mhz: float | None, energy_table: str | None, fmt: str) -> None:
@@ -106,32 +173,79 @@ def layers(path: str, clock_mhz: float | None, energy_table: str | None, fmt: st
 
 
 @simulate.command("dlrm")
-@click.option("--arch-embedding-size", "embedding_sizes", required=True, metavar="E1-E2-..",
-              help="Rows of each embedding table, as DLRM takes it (4 tables: 1000-1000-1000-1000).")
-@click.option("--arch-sparse-feature-size", "feature_size", required=True, type=click.IntRange(min=1),
-              help="Embedding dimension (the bottom MLP's last size).")
+@click.option(
+    "--arch-embedding-size",
+    "embedding_sizes",
+    required=True,
+    metavar="E1-E2-..",
+    help="Rows of each embedding table, as DLRM takes it (4 tables: 1000-1000-1000-1000).",
+)
+@click.option(
+    "--arch-sparse-feature-size",
+    "feature_size",
+    required=True,
+    type=click.IntRange(min=1),
+    help="Embedding dimension (the bottom MLP's last size).",
+)
 @click.option("--arch-mlp-bot", "mlp_bot", required=True, metavar="D-..-F", help="Bottom MLP, e.g. 64-32.")
-@click.option("--arch-mlp-top", "mlp_top", required=True, metavar="..-1",
-              help="Top MLP without its input (DLRM prepends the interaction's width), e.g. 16-1.")
+@click.option(
+    "--arch-mlp-top",
+    "mlp_top",
+    required=True,
+    metavar="..-1",
+    help="Top MLP without its input (DLRM prepends the interaction's width), e.g. 16-1.",
+)
 @click.option("--num-indices-per-lookup", "indices", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("--batch", "batch", default=1, show_default=True, type=click.IntRange(min=1), help="Inference batch.")
-@click.option("--dense", "dense", default="maeri", show_default=True, type=click.Choice(("maeri", "tpu")),
-              help="Accelerator of the MLPs and the interaction.")
-@click.option("--sparse", "sparse", default="sigma", show_default=True, type=click.Choice(("sigma",)),
-              help="Accelerator of the EmbeddingBags (sparse GEMMs).")
+@click.option(
+    "--dense",
+    "dense",
+    default="maeri",
+    show_default=True,
+    type=click.Choice(("maeri", "tpu")),
+    help="Accelerator of the MLPs and the interaction.",
+)
+@click.option(
+    "--sparse",
+    "sparse",
+    default="sigma",
+    show_default=True,
+    type=click.Choice(("sigma",)),
+    help="Accelerator of the EmbeddingBags (sparse GEMMs).",
+)
 @click.option("--dense-ms", "dense_ms", default=256, show_default=True, type=click.IntRange(min=1))
 @click.option("--sparse-ms", "sparse_ms", default=128, show_default=True, type=click.IntRange(min=1))
 @click.option("--dn-bw", "dn_bw", default=64, show_default=True, type=click.IntRange(min=1))
 @click.option("--rn-bw", "rn_bw", default=64, show_default=True, type=click.IntRange(min=1))
 @click.option("--plan", "plan_only", is_flag=True, help="Print the planned GEMMs and stop (no STONNE needed).")
-@click.option("--stonne", "stonne_path", default=None, metavar="PATH",
-              help="The stonne binary you built (else $GPUPROF_STONNE, else PATH).")
+@click.option(
+    "--stonne",
+    "stonne_path",
+    default=None,
+    metavar="PATH",
+    help="The stonne binary you built (else $GPUPROF_STONNE, else PATH).",
+)
 @format_option
 @store_option
 @handle_errors
-def dlrm(embedding_sizes: str, feature_size: int, mlp_bot: str, mlp_top: str, indices: int, batch: int,
-         dense: str, sparse: str, dense_ms: int, sparse_ms: int, dn_bw: int, rn_bw: int, plan_only: bool,
-         stonne_path: str | None, fmt: str, store_path: str | None) -> None:
+def dlrm(
+    embedding_sizes: str,
+    feature_size: int,
+    mlp_bot: str,
+    mlp_top: str,
+    indices: int,
+    batch: int,
+    dense: str,
+    sparse: str,
+    dense_ms: int,
+    sparse_ms: int,
+    dn_bw: int,
+    rn_bw: int,
+    plan_only: bool,
+    stonne_path: str | None,
+    fmt: str,
+    store_path: str | None,
+) -> None:
     """DLRM inference as GEMMs on two simulated accelerators: per component (bottom MLP, EmbeddingBags,
     interaction, top MLP) cycles, global-buffer reads and writes, and share of cycles."""
     import pandas as pd
@@ -140,13 +254,38 @@ def dlrm(embedding_sizes: str, feature_size: int, mlp_bot: str, mlp_top: str, in
     from gpuprof.render import emit
     from gpuprof.store import open_store
 
-    layers = simulating.plan_dlrm(embedding_sizes, feature_size, mlp_bot, mlp_top, indices, batch,
-                                  _gemm(dense, dense_ms, dn_bw, rn_bw), _gemm(sparse, sparse_ms, dn_bw, rn_bw))
+    layers = simulating.plan_dlrm(
+        embedding_sizes,
+        feature_size,
+        mlp_bot,
+        mlp_top,
+        indices,
+        batch,
+        _gemm(dense, dense_ms, dn_bw, rn_bw),
+        _gemm(sparse, sparse_ms, dn_bw, rn_bw),
+    )
     if plan_only:
-        echo(emit(pd.DataFrame([{"component": layer.component, "layer": layer.name, "arch": layer.gemm.arch,
-                                 "M": layer.gemm.m, "K": layer.gemm.k, "N": layer.gemm.n,
-                                 "sparsity (%)": layer.gemm.sparsity, "runs": layer.count} for layer in layers]),
-                  fmt, title="DLRM inference planned as GEMMs (M outputs, K inputs, N batch; FC convention)"))
+        echo(
+            emit(
+                pd.DataFrame(
+                    [
+                        {
+                            "component": layer.component,
+                            "layer": layer.name,
+                            "arch": layer.gemm.arch,
+                            "M": layer.gemm.m,
+                            "K": layer.gemm.k,
+                            "N": layer.gemm.n,
+                            "sparsity (%)": layer.gemm.sparsity,
+                            "runs": layer.count,
+                        }
+                        for layer in layers
+                    ]
+                ),
+                fmt,
+                title="DLRM inference planned as GEMMs (M outputs, K inputs, N batch; FC convention)",
+            )
+        )
         return
     open_store(store_path).close()
     run = simulating.simulate_dlrm(layers, stonne_path, command_line(), progress=note)

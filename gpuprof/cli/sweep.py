@@ -37,8 +37,14 @@ class _Progress:
         )
 
         self.console = Console(stderr=True)
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=self.console, transient=False)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+        )
         self.task: Any = None
 
     def started(self, total: int, skipped: int) -> None:
@@ -56,8 +62,11 @@ class _Progress:
         rate = next((q.value for q in quantities(run) if q.name == "MFLOP/s"), None)
         rate_text = f"{rate:,.1f} MFLOP/s (derived: analytic FLOPs / timed median)" if isinstance(rate, float) else ""
         engine = (run.workload or {}).get("engine", "?")
-        self.console.print(f"stored {point.label}: {rate_text}, {engine} on {run.device.get('name', '?')}, "
-                           f"run {run.run_id[:8]}", markup=False, highlight=False)
+        self.console.print(
+            f"stored {point.label}: {rate_text}, {engine} on {run.device.get('name', '?')}, run {run.run_id[:8]}",
+            markup=False,
+            highlight=False,
+        )
         self.bar.advance(self.task)
 
     def point_failed(self, point: Point, error: str) -> None:
@@ -74,25 +83,49 @@ class _Progress:
 
 @click.command()
 @click.argument("config", type=click.Path(dir_okay=False))
-@click.option("--device", default="auto", show_default=True, type=click.Choice(("auto", "cpu", "cuda")),
-              help="auto = CUDA when a GPU is usable, else the CPU.")
-@click.option("--resume", is_flag=True,
-              help="Skip points this config already stored for this device and host.")
+@click.option(
+    "--device",
+    default="auto",
+    show_default=True,
+    type=click.Choice(("auto", "cpu", "cuda")),
+    help="auto = CUDA when a GPU is usable, else the CPU.",
+)
+@click.option("--resume", is_flag=True, help="Skip points this config already stored for this device and host.")
 @click.option("--slurm", is_flag=True, help="Run the points as Slurm jobs (config's [slurm] table; needs submitit).")
-@click.option("--slurm-dir", type=click.Path(file_okay=False), default=None, callback=output_folder,
-              help="Shared folder for job results and logs. Default: reports/slurm/<config name>.")
+@click.option(
+    "--slurm-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    callback=output_folder,
+    help="Shared folder for job results and logs. Default: reports/slurm/<config name>.",
+)
 @click.option("--slurm-partition", default=None, help="sbatch --partition (overrides [slurm] partition).")
 @click.option("--slurm-gpus", type=int, default=None, help="GPUs per job for CUDA points.")
 @click.option("--slurm-cpus", type=int, default=None, help="sbatch --cpus-per-task.")
 @click.option("--slurm-time", type=int, default=None, help="Time limit per job, minutes.")
 @click.option("--slurm-chunk", type=int, default=None, help="Points per job (0: one job per device kind).")
-@click.option("--slurm-sbatch", multiple=True, metavar="OPTION",
-              help="More sbatch options, added to [slurm] sbatch: --slurm-sbatch=--qos=short (repeatable).")
+@click.option(
+    "--slurm-sbatch",
+    multiple=True,
+    metavar="OPTION",
+    help="More sbatch options, added to [slurm] sbatch: --slurm-sbatch=--qos=short (repeatable).",
+)
 @store_option
 @handle_errors
-def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | None, slurm_partition: str | None,
-          slurm_gpus: int | None, slurm_cpus: int | None, slurm_time: int | None, slurm_chunk: int | None,
-          slurm_sbatch: tuple[str, ...], store_path: str | None) -> None:
+def sweep(
+    config: str,
+    device: str,
+    resume: bool,
+    slurm: bool,
+    slurm_dir: str | None,
+    slurm_partition: str | None,
+    slurm_gpus: int | None,
+    slurm_cpus: int | None,
+    slurm_time: int | None,
+    slurm_chunk: int | None,
+    slurm_sbatch: tuple[str, ...],
+    store_path: str | None,
+) -> None:
     """Measure every point of CONFIG (a TOML sweep such as configs/quick.toml), storing each as it finishes.
 
     Ctrl-C stops after the current point; a killed sweep keeps every finished point, and --resume
@@ -123,25 +156,49 @@ def sweep(config: str, device: str, resume: bool, slurm: bool, slurm_dir: str | 
 
             from gpuprof.sweep.slurm import SlurmOptions, slurm_table, sweep_on_slurm
 
-            options = SlurmOptions.from_table(slurm_table(config), partition=slurm_partition, gpus=slurm_gpus,
-                                              cpus=slurm_cpus, time_min=slurm_time, chunk=slurm_chunk)
+            options = SlurmOptions.from_table(
+                slurm_table(config),
+                partition=slurm_partition,
+                gpus=slurm_gpus,
+                cpus=slurm_cpus,
+                time_min=slurm_time,
+                chunk=slurm_chunk,
+            )
             if slurm_sbatch:
                 import dataclasses
 
                 options = dataclasses.replace(options, sbatch=options.sbatch + slurm_sbatch)
             folder = slurm_dir or Path("reports") / "slurm" / settings.name
-            result = sweep_on_slurm(settings, options, folder, progress, store_path, device=device, resume=resume,
-                                    stop=lambda: bool(interrupted), command=command,
-                                    progress_callback=progress.slurm_event)
+            result = sweep_on_slurm(
+                settings,
+                options,
+                folder,
+                progress,
+                store_path,
+                device=device,
+                resume=resume,
+                stop=lambda: bool(interrupted),
+                command=command,
+                progress_callback=progress.slurm_event,
+            )
         else:
-            result = run_sweep(settings, store_path, device=device, resume=resume, listener=progress,
-                               stop=lambda: bool(interrupted), command=command)
+            result = run_sweep(
+                settings,
+                store_path,
+                device=device,
+                resume=resume,
+                listener=progress,
+                stop=lambda: bool(interrupted),
+                command=command,
+            )
     finally:
         progress.stop()
         signal.signal(signal.SIGINT, previous)
-    note(f"sweep '{settings.name}' ({settings.config_hash}): {len(result.stored)} point(s) stored in {result.store}, "
-         f"{len(result.skipped)} already stored, {len(result.failed)} failed"
-         + (f", {len(result.not_run)} not run (interrupted)" if result.interrupted else ""))
+    note(
+        f"sweep '{settings.name}' ({settings.config_hash}): {len(result.stored)} point(s) stored in {result.store}, "
+        f"{len(result.skipped)} already stored, {len(result.failed)} failed"
+        + (f", {len(result.not_run)} not run (interrupted)" if result.interrupted else "")
+    )
     for point, error in result.failed:
         note(f"  failed: {point.label}: {error}")
     if result.interrupted:
@@ -156,14 +213,19 @@ def _job_sweep(config: str, resume: bool, store_path: str | None) -> None:
     from gpuprof.job_sweep import load_jobs, run_jobs
 
     jobs = load_jobs(config)
-    note(f"job sweep '{jobs.name}': {len(jobs.jobs)} job(s), each under gpuprof profile"
-         + (f" --energy --interval {jobs.interval:g}s" if jobs.energy else ""))
+    note(
+        f"job sweep '{jobs.name}': {len(jobs.jobs)} job(s), each under gpuprof profile"
+        + (f" --energy --interval {jobs.interval:g}s" if jobs.energy else "")
+    )
     stored, skipped, failed = run_jobs(jobs, store_path, resume, command_line())
     for run in stored:
         wall = run.environment.get("wall_time", {}).get("value")
         note(f"  {run.environment.get('label')}: run {run.run_id[:8]}, {wall:.3g} s")
-    meters = [line for line in dict.fromkeys(n for run in stored for n in run.notes)
-              if line.startswith(("no CPU power source", "no GPU meter", "no meter", "RAPL counters"))]
+    meters = [
+        line
+        for line in dict.fromkeys(n for run in stored for n in run.notes)
+        if line.startswith(("no CPU power source", "no GPU meter", "no meter", "RAPL counters"))
+    ]
     for line in meters:
         note(f"note: {line}")
     note(f"job sweep '{jobs.name}': {len(stored)} stored, {len(skipped)} already stored, {len(failed)} failed")

@@ -18,7 +18,7 @@ def _short(name: object) -> object:
     if not isinstance(name, str) or len(name) <= SHORT:
         return name
     head = name.split("(", 1)[0] or name
-    return head if len(head) <= SHORT else head[:SHORT - 1] + "…"
+    return head if len(head) <= SHORT else head[: SHORT - 1] + "…"
 
 
 def _shown(frame, fmt: str, top: int):
@@ -34,16 +34,37 @@ def _shown(frame, fmt: str, top: int):
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--table", "table", type=click.Choice(TABLES), default="ops", show_default=True,
-              help="ops: per framework op; kernels: per GPU kernel/copy; steps: per ProfilerStep#N; "
-                   "breakdown: per GPU idle/compute/communication time and overlap (HTA's definitions).")
-@click.option("--against", "against", type=click.Path(dir_okay=False), default=None,
-              help="A second trace (B): per-op tables side by side, B's total over FILE's.")
-@click.option("--fail-if", "fail_if", multiple=True, metavar="op:+N%|step:+N%",
-              help="With --against, repeatable: exit 1 when any op's total time (or any step's time, "
-                   "paired by order) in B rose by more than N % over FILE's.")
-@click.option("--top", type=click.IntRange(min=1), default=30, show_default=True,
-              help="Rows shown in a table (csv and json stay whole).")
+@click.option(
+    "--table",
+    "table",
+    type=click.Choice(TABLES),
+    default="ops",
+    show_default=True,
+    help="ops: per framework op; kernels: per GPU kernel/copy; steps: per ProfilerStep#N; "
+    "breakdown: per GPU idle/compute/communication time and overlap (HTA's definitions).",
+)
+@click.option(
+    "--against",
+    "against",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A second trace (B): per-op tables side by side, B's total over FILE's.",
+)
+@click.option(
+    "--fail-if",
+    "fail_if",
+    multiple=True,
+    metavar="op:+N%|step:+N%",
+    help="With --against, repeatable: exit 1 when any op's total time (or any step's time, "
+    "paired by order) in B rose by more than N % over FILE's.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="Rows shown in a table (csv and json stay whole).",
+)
 @format_option
 @handle_errors
 def trace(file: str, table: str, against: str | None, fail_if: tuple[str, ...], top: int, fmt: str) -> None:
@@ -68,10 +89,19 @@ def trace(file: str, table: str, against: str | None, fail_if: tuple[str, ...], 
         if gates:
             note(f"gates passed: {', '.join(text for text in fail_if)}")
         return
-    makers = {"ops": traces.op_table, "kernels": traces.kernel_table, "steps": traces.step_table,
-              "breakdown": traces.breakdown}
+    makers = {
+        "ops": traces.op_table,
+        "kernels": traces.kernel_table,
+        "steps": traces.step_table,
+        "breakdown": traces.breakdown,
+    }
     frame = makers[table](run)
-    echo(emit(_shown(frame, fmt, top), fmt,
-              title=f"{table} of {file} ({run.environment.get('dialect', run.format)}; measured by the profiler)"))
+    echo(
+        emit(
+            _shown(frame, fmt, top),
+            fmt,
+            title=f"{table} of {file} ({run.environment.get('dialect', run.format)}; measured by the profiler)",
+        )
+    )
     for line in run.notes:
         note(f"note: {line}")

@@ -45,9 +45,33 @@ from gpuprof.workloads import ops
 if TYPE_CHECKING:
     import pandas as pd
 
-COLUMNS = ["device", "source", "engine", "host", "op", "dtype", "size_MB", "MFLOP/s", "Efic.%", "roof.%",
-           "bound", "GB/s", "J/call", "W", "pJ/FLOP", "GFLOP/s/W", "MFLOP/s origin", "Efic. basis", "roof. basis",
-           "Efic. ceiling", "roof. ceiling", "Efic. above 100", "roof. above 100", "energy basis", "run"]
+COLUMNS = [
+    "device",
+    "source",
+    "engine",
+    "host",
+    "op",
+    "dtype",
+    "size_MB",
+    "MFLOP/s",
+    "Efic.%",
+    "roof.%",
+    "bound",
+    "GB/s",
+    "J/call",
+    "W",
+    "pJ/FLOP",
+    "GFLOP/s/W",
+    "MFLOP/s origin",
+    "Efic. basis",
+    "roof. basis",
+    "Efic. ceiling",
+    "roof. ceiling",
+    "Efic. above 100",
+    "roof. above 100",
+    "energy basis",
+    "run",
+]
 # The columns that say why a percentage is above 100 %, by the column they explain.
 FLAGS = {"Efic.%": "Efic. above 100", "roof.%": "roof. above 100"}
 ENERGY_QUANTITIES = ("J/call", "GFLOP/s/W")
@@ -64,42 +88,69 @@ class Comparison:
     imported: pd.DataFrame
     peaks: dict[str, list[Peaks]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    imported_points: pd.DataFrame | None = None   # roofline points of imported kernels (derive.roofline)
-    dtype: str = "float32"                         # the precision compared: its ceilings are the ones listed
+    imported_points: pd.DataFrame | None = None  # roofline points of imported kernels (derive.roofline)
+    dtype: str = "float32"  # the precision compared: its ceilings are the ones listed
 
 
 def _first(found: list[Efficiency], kind: str, unit: str = "FLOP/second") -> Efficiency | None:
     return next((e for e in found if e.kind == kind and e.unit == unit), None)
 
 
-def _efficiency_cells(rate: float, byte_rate: float | None, dtype: str, peaks: list[Peaks],
-                      clock: RunClock | None = None, cache: str | None = None) -> dict[str, Any]:
+def _efficiency_cells(
+    rate: float,
+    byte_rate: float | None,
+    dtype: str,
+    peaks: list[Peaks],
+    clock: RunClock | None = None,
+    cache: str | None = None,
+) -> dict[str, Any]:
     """Efic.% against the first FLOP peak (the theoretical one), scaled to the clock measured during
     the run when there is one (as nvprof's flop_sp_efficiency in the study); roof.% against the
     first ceiling set that has both a FLOP peak and a bandwidth (a calibrated one, on a CPU). Each
     with its basis, the ceiling in words that do not change from run to run, and why it is above
     100 % when it is."""
     clock = clock or RunClock(None, "not recorded")
-    cells: dict[str, Any] = {"Efic.%": None, "Efic. basis": "no FLOP peak known", "Efic. ceiling": "no FLOP peak known",
-                             "roof.%": None, "bound": None, "roof. basis": "no peak bandwidth known",
-                             "roof. ceiling": "no peak bandwidth known", "Efic. above 100": None,
-                             "roof. above 100": None}
+    cells: dict[str, Any] = {
+        "Efic.%": None,
+        "Efic. basis": "no FLOP peak known",
+        "Efic. ceiling": "no FLOP peak known",
+        "roof.%": None,
+        "bound": None,
+        "roof. basis": "no peak bandwidth known",
+        "roof. ceiling": "no peak bandwidth known",
+        "Efic. above 100": None,
+        "roof. above 100": None,
+    }
     for ceiling in peaks:
         found = efficiencies(rate, byte_rate, dtype, ceiling, clock.hz)
         flop = _first(found, VS_RUN_CLOCK) or _first(found, VS_DATASHEET)
         if flop and cells["Efic.%"] is None:
-            scaled = (f", scaled to the clock measured during each run ({clock.source.split(':')[0]})"
-                      if flop.kind == VS_RUN_CLOCK else "")
-            cells.update({"Efic.%": flop.percent, "Efic. basis": f"{flop.kind}: {flop.basis}",
-                          "Efic. ceiling": f"{dtype} peak {human(ceiling.flops_for(dtype), FLOP_RATE)} "
-                                           f"({ceiling.origin}){scaled}",
-                          "Efic. above 100": above_100(flop, ceiling, clock, cache)})
+            scaled = (
+                f", scaled to the clock measured during each run ({clock.source.split(':')[0]})"
+                if flop.kind == VS_RUN_CLOCK
+                else ""
+            )
+            cells.update(
+                {
+                    "Efic.%": flop.percent,
+                    "Efic. basis": f"{flop.kind}: {flop.basis}",
+                    "Efic. ceiling": f"{dtype} peak {human(ceiling.flops_for(dtype), FLOP_RATE)} "
+                    f"({ceiling.origin}){scaled}",
+                    "Efic. above 100": above_100(flop, ceiling, clock, cache),
+                }
+            )
         roof = _first(found, VS_ROOFLINE)
         if roof and cells["roof.%"] is None:
-            cells.update({"roof.%": roof.percent, "bound": roof.bound, "roof. basis": roof.basis,
-                          "roof. ceiling": f"min({dtype} peak, AI × peak bandwidth "
-                                           f"{human(ceiling.bandwidth, BYTE_RATE)}) ({ceiling.origin})",
-                          "roof. above 100": above_100(roof, ceiling, clock, cache)})
+            cells.update(
+                {
+                    "roof.%": roof.percent,
+                    "bound": roof.bound,
+                    "roof. basis": roof.basis,
+                    "roof. ceiling": f"min({dtype} peak, AI × peak bandwidth "
+                    f"{human(ceiling.bandwidth, BYTE_RATE)}) ({ceiling.origin})",
+                    "roof. above 100": above_100(roof, ceiling, clock, cache),
+                }
+            )
     return cells
 
 
@@ -129,12 +180,25 @@ def measured_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
     seconds = timing_stats(timings(run)).median
     rate = ops.flops(w["op"], shape) / seconds
     byte_rate = ops.bytes_moved(w["op"], shape, dtype) / seconds
-    return {"device": short_name(run.device.get("name", "unknown device")), "source": run.format,
-            "engine": w.get("engine"), "host": run.environment.get("host", ""), "op": w["op"], "dtype": dtype,
-            "size_MB": _size_mb(w), "MFLOP/s": rate / 1e6, "GB/s": byte_rate / 1e9, "MFLOP/s origin": MEASURED_ORIGIN,
-            **_efficiency_cells(rate, byte_rate, dtype, run_peaks(run) if peaks is None else peaks, run_clock(run),
-                                w.get("cache")),
-            **energy_columns(run), "energy basis": energy_basis(run), "run": run.run_id[:8], "created": run.created}
+    return {
+        "device": short_name(run.device.get("name", "unknown device")),
+        "source": run.format,
+        "engine": w.get("engine"),
+        "host": run.environment.get("host", ""),
+        "op": w["op"],
+        "dtype": dtype,
+        "size_MB": _size_mb(w),
+        "MFLOP/s": rate / 1e6,
+        "GB/s": byte_rate / 1e9,
+        "MFLOP/s origin": MEASURED_ORIGIN,
+        **_efficiency_cells(
+            rate, byte_rate, dtype, run_peaks(run) if peaks is None else peaks, run_clock(run), w.get("cache")
+        ),
+        **energy_columns(run),
+        "energy basis": energy_basis(run),
+        "run": run.run_id[:8],
+        "created": run.created,
+    }
 
 
 def ceilings_for(run: Run, runs: list[Run], found: dict[tuple[str, Any], Peaks | None] | None = None) -> list[Peaks]:
@@ -148,7 +212,9 @@ def ceilings_for(run: Run, runs: list[Run], found: dict[tuple[str, Any], Peaks |
     key = (run.environment.get("host", ""), run.device.get("name"))
     found = {} if found is None else found
     if key not in found:
-        found[key] = calibrate.peaks_from_runs(calibrate.calibrations(runs, *key))  # through the module: tests count the calls
+        found[key] = calibrate.peaks_from_runs(
+            calibrate.calibrations(runs, *key)
+        )  # through the module: tests count the calls
     return recorded + [found[key]] if found[key] else recorded
 
 
@@ -164,12 +230,31 @@ def reference_rows() -> tuple[list[dict[str, Any]], dict[str, list[Peaks]]]:
         cells = _efficiency_cells(rate, byte_rate, reference.DTYPE, peaks[label])
         if ai is None:
             cells["roof. basis"] = "nvprof's FLOP count per element is not published for this op"
-        cells.update({"Efic.%": float(r.efficiency_pct), "Efic. basis": reference.EFFICIENCY_ORIGIN,
-                      "Efic. ceiling": reference.EFFICIENCY_ORIGIN, "Efic. above 100": None})
-        rows.append({"device": label, "source": f"paper, Table {r.table}", "engine": reference.ENGINE,
-                     "host": "", "op": r.op, "dtype": reference.DTYPE, "size_MB": float(r.size_mb),
-                     "MFLOP/s": float(r.mflops_per_s), "GB/s": byte_rate / 1e9 if byte_rate else None,
-                     "MFLOP/s origin": reference.MFLOPS_ORIGIN, **cells, "run": "", "created": ""})
+        cells.update(
+            {
+                "Efic.%": float(r.efficiency_pct),
+                "Efic. basis": reference.EFFICIENCY_ORIGIN,
+                "Efic. ceiling": reference.EFFICIENCY_ORIGIN,
+                "Efic. above 100": None,
+            }
+        )
+        rows.append(
+            {
+                "device": label,
+                "source": f"paper, Table {r.table}",
+                "engine": reference.ENGINE,
+                "host": "",
+                "op": r.op,
+                "dtype": reference.DTYPE,
+                "size_MB": float(r.size_mb),
+                "MFLOP/s": float(r.mflops_per_s),
+                "GB/s": byte_rate / 1e9 if byte_rate else None,
+                "MFLOP/s origin": reference.MFLOPS_ORIGIN,
+                **cells,
+                "run": "",
+                "created": "",
+            }
+        )
     return rows, peaks
 
 
@@ -195,13 +280,16 @@ def _latest(rows: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]
     for row in sorted(rows, key=lambda r: r["created"]):
         kept[(row["device"], row["op"], row["dtype"], row["size_MB"])] = row
     if len(kept) < len(rows):
-        notes.append(f"{len(rows) - len(kept)} older run(s) of a device, op, dtype and size shown by "
-                     "their most recent run (see them all with 'gpuprof show')")
+        notes.append(
+            f"{len(rows) - len(kept)} older run(s) of a device, op, dtype and size shown by "
+            "their most recent run (see them all with 'gpuprof show')"
+        )
     return list(kept.values())
 
 
-def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterable[str] | None = None,
-               dtype: str = "float32") -> Comparison:
+def comparison(
+    runs: Iterable[Run], reference: bool = False, ops_wanted: Iterable[str] | None = None, dtype: str = "float32"
+) -> Comparison:
     """Every measured run of ``dtype`` (and the study's rows with ``reference``) as one long frame,
     plus the imported runs' kernels."""
     import pandas as pd
@@ -239,8 +327,9 @@ def comparison(runs: Iterable[Run], reference: bool = False, ops_wanted: Iterabl
     rows = _latest(rows, notes)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     rank = {**{name: i for i, name in enumerate(ops.OPS)}, **{device: i for i, device in enumerate(order)}}
-    frame = frame.sort_values(["op", "size_MB", "device"], key=lambda c: c.map(rank) if c.name != "size_MB" else c,
-                              ignore_index=True)
+    frame = frame.sort_values(
+        ["op", "size_MB", "device"], key=lambda c: c.map(rank) if c.name != "size_MB" else c, ignore_index=True
+    )
     frame.attrs["devices"] = order
     notes += _without_energy(frame)
     imports = [r for r in runs if r.kind == "import"]
@@ -318,10 +407,16 @@ def device_frame(comparison_: Comparison, dtype: str = "float32") -> pd.DataFram
     rows = []
     for device, found in comparison_.peaks.items():
         for p in found:
-            rows.append({"device": device, f"peak GFLOP/s ({dtype})": (p.flops_for(dtype) or 0) / 1e9 or None,
-                         "peak GB/s": p.bandwidth / 1e9 if p.bandwidth else None,
-                         "clock GHz": p.clock_hz / 1e9 if p.clock_hz else None,
-                         "origin": p.origin, "source": p.source})
+            rows.append(
+                {
+                    "device": device,
+                    f"peak GFLOP/s ({dtype})": (p.flops_for(dtype) or 0) / 1e9 or None,
+                    "peak GB/s": p.bandwidth / 1e9 if p.bandwidth else None,
+                    "clock GHz": p.clock_hz / 1e9 if p.clock_hz else None,
+                    "origin": p.origin,
+                    "source": p.source,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -356,24 +451,48 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
             cells = _efficiency_cells(rate, bandwidth, dtype, roofline.table_peaks(device)) if rate else {}
             measured = not np.isnan(row[f"flop_efficiency_{mine}"])
             efficiency = row[f"flop_efficiency_{mine}"] if measured else row[reported_name]
-            rows.append({"device": device, "kernel": row["kernel"], "file": row["file"], "launches": row["launches"],
-                         "time/launch (s)": None if np.isnan(time) else time,
-                         f"FLOPs/launch ({dtype})": None if np.isnan(flops) else flops,
-                         "MFLOP/s": rate / 1e6 if rate is not None else None,
-                         "Efic.%": None if np.isnan(efficiency) else efficiency,
-                         "roof.%": cells.get("roof.%"), "bound": cells.get("bound"),
-                         "MFLOP/s origin": (IMPORTED_ORIGIN if rate is not None
-                                            else f"{MEASURED} ({'FLOPs' if np.isnan(time) else 'time'} only)"),
-                         "Efic. origin": (f"{MEASURED}: FLOP/s over ncu's peak at the measured clock"
-                                          if measured else
-                                          "" if np.isnan(efficiency) else f"{MEASURED}: nvprof {reported_name}"),
-                         "roof. above 100": cells.get("roof. above 100")})
+            rows.append(
+                {
+                    "device": device,
+                    "kernel": row["kernel"],
+                    "file": row["file"],
+                    "launches": row["launches"],
+                    "time/launch (s)": None if np.isnan(time) else time,
+                    f"FLOPs/launch ({dtype})": None if np.isnan(flops) else flops,
+                    "MFLOP/s": rate / 1e6 if rate is not None else None,
+                    "Efic.%": None if np.isnan(efficiency) else efficiency,
+                    "roof.%": cells.get("roof.%"),
+                    "bound": cells.get("bound"),
+                    "MFLOP/s origin": (
+                        IMPORTED_ORIGIN
+                        if rate is not None
+                        else f"{MEASURED} ({'FLOPs' if np.isnan(time) else 'time'} only)"
+                    ),
+                    "Efic. origin": (
+                        f"{MEASURED}: FLOP/s over ncu's peak at the measured clock"
+                        if measured
+                        else ""
+                        if np.isnan(efficiency)
+                        else f"{MEASURED}: nvprof {reported_name}"
+                    ),
+                    "roof. above 100": cells.get("roof. above 100"),
+                }
+            )
     imported = pd.DataFrame(rows)
     if len(imported):
         efficiency = imported["Efic.%"].astype(float)
-        mark(imported, "Efic.%", efficiency.where(efficiency > 100).map(
-            lambda v: None if pd.isna(v) else "above the profiler's own peak at the clock it measured: a wrong FLOP "
-                                              "count or clock in the file, until shown otherwise"))
+        mark(
+            imported,
+            "Efic.%",
+            efficiency.where(efficiency > 100).map(
+                lambda v: (
+                    None
+                    if pd.isna(v)
+                    else "above the profiler's own peak at the clock it measured: a wrong FLOP "
+                    "count or clock in the file, until shown otherwise"
+                )
+            ),
+        )
         mark(imported, "roof.%", imported.pop("roof. above 100"))
     return imported, notes
 
@@ -393,14 +512,20 @@ def study_sections(comparison_: Comparison, device_order: list[str] | None = Non
     frame = comparison_.rows
     order = device_order or devices(frame)
     shown = frame[frame["device"].isin(order)]
-    return [(f"{op}: {ops.get_op(op).formula} — MFLOP/s, Efic.% (of FLOP peak), roof.% (of roofline), bound"
-             + (", J/call, GFLOP/s/W (energy)" if shown.loc[shown["op"] == op, "J/call"].notna().any() else ""),
-             study_table(shown, op, order))
-            for op in ops.OPS if op in set(shown["op"])]
+    return [
+        (
+            f"{op}: {ops.get_op(op).formula} — MFLOP/s, Efic.% (of FLOP peak), roof.% (of roofline), bound"
+            + (", J/call, GFLOP/s/W (energy)" if shown.loc[shown["op"] == op, "J/call"].notna().any() else ""),
+            study_table(shown, op, order),
+        )
+        for op in ops.OPS
+        if op in set(shown["op"])
+    ]
 
 
-def detail_sections(comparison_: Comparison, stalls: pd.DataFrame | None = None,
-                    device_order: list[str] | None = None) -> list[tuple[str, pd.DataFrame]]:
+def detail_sections(
+    comparison_: Comparison, stalls: pd.DataFrame | None = None, device_order: list[str] | None = None
+) -> list[tuple[str, pd.DataFrame]]:
     """(title, frame) of what follows the study tables: sources, ceilings, imported kernels, stalls."""
     frame = comparison_.rows
     order = device_order or devices(frame)

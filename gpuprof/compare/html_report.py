@@ -67,9 +67,11 @@ def _grouped_head(columns: list[str], groups: list[str]) -> str:
         else:
             top.append([group, group, 1])
         if group is not None:
-            bottom.append(f"<th>{_esc(column[len(group) + 1:])}</th>")
-    first = "".join(f'<th rowspan="2">{_esc(label)}</th>' if group is None
-                    else f'<th colspan="{span}">{_esc(label)}</th>' for group, label, span in top)
+            bottom.append(f"<th>{_esc(column[len(group) + 1 :])}</th>")
+    first = "".join(
+        f'<th rowspan="2">{_esc(label)}</th>' if group is None else f'<th colspan="{span}">{_esc(label)}</th>'
+        for group, label, span in top
+    )
     return f"<tr>{first}</tr><tr>{''.join(bottom)}</tr>"
 
 
@@ -83,20 +85,22 @@ def table_html(frame: pd.DataFrame, groups: list[str] | None = None) -> str:
         return '<p class="note">(no rows)</p>'
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
     columns = [str(c) for c in frame.columns]
-    head = (_grouped_head(columns, groups) if groups
-            else "<tr>" + "".join(f"<th>{_esc(c)}</th>" for c in columns) + "</tr>")
+    head = (
+        _grouped_head(columns, groups) if groups else "<tr>" + "".join(f"<th>{_esc(c)}</th>" for c in columns) + "</tr>"
+    )
     body = []
     for texts in zip(*cell_texts(frame)):
-        cells = "".join(f'<td class="num">{_esc(t)}</td>' if num else f"<td>{_esc(t)}</td>"
-                        for t, num in zip(texts, numeric))
+        cells = "".join(
+            f'<td class="num">{_esc(t)}</td>' if num else f"<td>{_esc(t)}</td>" for t, num in zip(texts, numeric)
+        )
         body.append(f"<tr>{cells}</tr>")
     notes = "".join(f"<li>{_esc(n)}</li>" for n in frame.attrs.get("notes", []))
-    return (f'<div class="scroll"><table><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></div>'
-            + (f'<ol class="note">{notes}</ol>' if notes else ""))
+    return f'<div class="scroll"><table><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></div>' + (
+        f'<ol class="note">{notes}</ol>' if notes else ""
+    )
 
 
-def _capped(frame: pd.DataFrame, what: str, limits: Limits, trimmed: list[str],
-            groups: list[str] | None = None) -> str:
+def _capped(frame: pd.DataFrame, what: str, limits: Limits, trimmed: list[str], groups: list[str] | None = None) -> str:
     if len(frame) > limits.max_rows:
         message = f"{what}: showing {limits.max_rows} of {len(frame)} rows (raise with --max-rows)"
         trimmed.append(message)
@@ -118,12 +122,26 @@ def _charts(comparison: Comparison, shown: list[str], limits: Limits, trimmed: l
 
     frame = comparison.rows
     parts = [
-        _image(compare_plots.png(compare_plots.lines_by_op(frame, shown, "Efic.%", "Efic. (% of FLOP peak)",
-                                                           "FLOP efficiency against size, one line per device")),
-               "FLOP efficiency against size per op"),
-        _image(compare_plots.png(compare_plots.lines_by_op(frame, shown, "roof.%", "roof. (% of roofline)",
-                                                           "Roofline-relative efficiency against size")),
-               "roofline-relative efficiency against size per op"),
+        _image(
+            compare_plots.png(
+                compare_plots.lines_by_op(
+                    frame,
+                    shown,
+                    "Efic.%",
+                    "Efic. (% of FLOP peak)",
+                    "FLOP efficiency against size, one line per device",
+                )
+            ),
+            "FLOP efficiency against size per op",
+        ),
+        _image(
+            compare_plots.png(
+                compare_plots.lines_by_op(
+                    frame, shown, "roof.%", "roof. (% of roofline)", "Roofline-relative efficiency against size"
+                )
+            ),
+            "roofline-relative efficiency against size per op",
+        ),
         _image(compare_plots.png(compare_plots.best_rate_bars(frame, shown)), "best MFLOP/s per device and op"),
     ]
     points = compare_plots.roofline_points(frame[frame["device"].isin(shown)])
@@ -133,36 +151,50 @@ def _charts(comparison: Comparison, shown: list[str], limits: Limits, trimmed: l
         found = list(dict.fromkeys(imported["device"]))
         room = max(0, limits.max_series - len(shown))
         if len(found) > room:
-            trimmed.append(f"rooflines of imported results: showing {room} of {len(found)} devices "
-                           "(raise with --max-series)")
+            trimmed.append(
+                f"rooflines of imported results: showing {room} of {len(found)} devices (raise with --max-series)"
+            )
         points = pd.concat([points, imported[imported["device"].isin(found[:room])]], ignore_index=True)
         devices += [d for d in found[:room] if d not in devices]
     for device, png in compare_plots.rooflines(points, comparison.peaks, devices).items():
-        parts.append(f'<h3 id="roofline-{slug(device)}">Roofline: {_esc(device)}</h3>'
-                     + _image(png, f"roofline of {device}"))
+        parts.append(
+            f'<h3 id="roofline-{slug(device)}">Roofline: {_esc(device)}</h3>' + _image(png, f"roofline of {device}")
+        )
     return parts
 
 
-def build(comparison: Comparison, title: str, sources: list[str], limits: Limits = Limits(),
-          stalls: pd.DataFrame | None = None) -> Report:
+def build(
+    comparison: Comparison,
+    title: str,
+    sources: list[str],
+    limits: Limits = Limits(),
+    stalls: pd.DataFrame | None = None,
+) -> Report:
     """The whole report as one HTML string, and what was trimmed."""
     trimmed: list[str] = []
     all_devices = compare.devices(comparison.rows)
-    shown = all_devices[:limits.max_series]
+    shown = all_devices[: limits.max_series]
     if len(all_devices) > len(shown):
-        trimmed.append(f"devices: showing {len(shown)} of {len(all_devices)} in tables and charts "
-                       "(raise with --max-series)")
+        trimmed.append(
+            f"devices: showing {len(shown)} of {len(all_devices)} in tables and charts (raise with --max-series)"
+        )
     now = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    parts = [f"<h1>{_esc(title)}</h1>",
-             f'<p class="note">Generated {_esc(now)} by gpuprof from: {_esc(", ".join(sources))}.</p>',
-             ('<p class="note">MFLOP/s: FLOPs over kernel time. Efic.(%): achieved over the device\'s FLOP '
-              "peak for the dtype. roof.%: achieved over the roofline (min of FLOP peak and intensity × "
-              "peak bandwidth); bound says which one limits. Where each number comes from is listed under "
-              "<a href=\"#sources\">Sources</a>.</p>")]
+    parts = [
+        f"<h1>{_esc(title)}</h1>",
+        f'<p class="note">Generated {_esc(now)} by gpuprof from: {_esc(", ".join(sources))}.</p>',
+        (
+            '<p class="note">MFLOP/s: FLOPs over kernel time. Efic.(%): achieved over the device\'s FLOP '
+            "peak for the dtype. roof.%: achieved over the roofline (min of FLOP peak and intensity × "
+            "peak bandwidth); bound says which one limits. Where each number comes from is listed under "
+            '<a href="#sources">Sources</a>.</p>'
+        ),
+    ]
     if comparison.rows["J/call"].notna().any():
-        parts.append('<p class="note">J/call: measured energy of the timed repeats per call (RAPL or NVML, '
-                     "whole socket or board); GFLOP/s/W: analytic FLOPs per joule / 1e9. Devices without a "
-                     "power source have no energy columns; the notes say why.</p>")
+        parts.append(
+            '<p class="note">J/call: measured energy of the timed repeats per call (RAPL or NVML, '
+            "whole socket or board); GFLOP/s/W: analytic FLOPs per joule / 1e9. Devices without a "
+            "power source have no energy columns; the notes say why.</p>"
+        )
     parts.append("<h2>Tables: MFLOP/s and efficiency by size</h2>")
     studies = compare.study_sections(comparison, shown)
     if not studies:
@@ -175,6 +207,8 @@ def build(comparison: Comparison, title: str, sources: list[str], limits: Limits
         parts.append(f"<h2{anchor}>{_esc(heading)}</h2>" + _capped(table, heading.split(":")[0], limits, trimmed))
     if comparison.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_esc(n)}</li>" for n in comparison.notes) + "</ul>")
-    document = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>'
-                f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+    document = (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>'
+        f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n"
+    )
     return Report(document, trimmed)

@@ -42,15 +42,24 @@ def reference_rows() -> pd.DataFrame:
     rows = []
     for _, row in published().iterrows():
         derived = pd.isna(row["E_pct"]) and not pd.isna(row["S"]) and row["devices"] > 1
-        rows.append({"phase": row["phase"], "label": f"{row['setup']} (paper)", "devices": int(row["devices"]),
-                     "S": row["S"], "E (%)": 100 * row["S"] / row["devices"] if derived else row["E_pct"],
-                     "EDP (norm.)": row["EDP_norm"], "instances": None,
-                     "basis": PUBLISHED_BASIS + ("; E derived: S / devices" if derived else "") + f": {row['published']}"})
+        rows.append(
+            {
+                "phase": row["phase"],
+                "label": f"{row['setup']} (paper)",
+                "devices": int(row["devices"]),
+                "S": row["S"],
+                "E (%)": 100 * row["S"] / row["devices"] if derived else row["E_pct"],
+                "EDP (norm.)": row["EDP_norm"],
+                "instances": None,
+                "basis": PUBLISHED_BASIS + ("; E derived: S / devices" if derived else "") + f": {row['published']}",
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def scaling(runs: list[Run], baseline: str | None, phases: tuple[str, ...] = (), reference: bool = False
-            ) -> tuple[pd.DataFrame, list[str]]:
+def scaling(
+    runs: list[Run], baseline: str | None, phases: tuple[str, ...] = (), reference: bool = False
+) -> tuple[pd.DataFrame, list[str]]:
     """The scaling table of ``runs`` (profiles with --label and --devices) against ``baseline``, the
     study's rows after them with ``reference``; and notes."""
     import pandas as pd
@@ -58,11 +67,15 @@ def scaling(runs: list[Run], baseline: str | None, phases: tuple[str, ...] = (),
     profiles = [run for run in runs if run.kind == "profile"]
     notes = []
     if not profiles and not reference:
-        raise InputError("nothing to compare for --scaling: no profile runs in the store",
-                         "profile each set-up with gpuprof profile --label NAME --devices N -- CMD, or add --reference paper")
+        raise InputError(
+            "nothing to compare for --scaling: no profile runs in the store",
+            "profile each set-up with gpuprof profile --label NAME --devices N -- CMD, or add --reference paper",
+        )
     unlabelled = [run.run_id[:8] for run in profiles if not run.environment.get("label")]
     if unlabelled:
-        notes.append(f"{len(unlabelled)} profile(s) without --label are listed under their run id: {', '.join(unlabelled)}")
+        notes.append(
+            f"{len(unlabelled)} profile(s) without --label are listed under their run id: {', '.join(unlabelled)}"
+        )
     labels = [str(run.environment.get("label") or run.run_id[:8]) for run in profiles]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
@@ -72,22 +85,31 @@ def scaling(runs: list[Run], baseline: str | None, phases: tuple[str, ...] = (),
             if label not in newest or run.created > newest[label].created:
                 newest[label] = run
         profiles = list(newest.values())
-    entries = pd.DataFrame([row for run in profiles for row in phase_entries(run, phases or None)],
-                           columns=list(ENTRY_COLUMNS))
+    entries = pd.DataFrame(
+        [row for run in profiles for row in phase_entries(run, phases or None)], columns=list(ENTRY_COLUMNS)
+    )
     if entries["energy_j"].isna().all() and len(entries):
-        notes.append("no energy: the profiles were not metered (gpuprof profile --energy), or no meter was readable; "
-                     "energy and EDP are empty")
+        notes.append(
+            "no energy: the profiles were not metered (gpuprof profile --energy), or no meter was readable; "
+            "energy and EDP are empty"
+        )
     if profiles and not baseline:
         raise InputError("--scaling needs --baseline LABEL", f"labels here: {', '.join(dict.fromkeys(labels))}")
     frame = scaling_table(entries, baseline) if profiles and baseline else pd.DataFrame()
     above = frame[frame["E (%)"] > 100 + 1e-9] if len(frame) else frame
     if len(above):
-        cases = ", ".join(f"{label} {phase} {e:.0f} %" for label, phase, e in zip(above["label"], above["phase"], above["E (%)"]))
-        notes.append(f"E above 100 % ({cases}): a speed-up beyond the device ratio is unusual; check that the "
-                     "baseline ran under the same conditions (other load on the machine, threads per process, "
-                     "batch size per device) before believing it")
+        cases = ", ".join(
+            f"{label} {phase} {e:.0f} %" for label, phase, e in zip(above["label"], above["phase"], above["E (%)"])
+        )
+        notes.append(
+            f"E above 100 % ({cases}): a speed-up beyond the device ratio is unusual; check that the "
+            "baseline ran under the same conditions (other load on the machine, threads per process, "
+            "batch size per device) before believing it"
+        )
     if reference:
         frame = pd.concat([frame, reference_rows()], ignore_index=True) if len(frame) else reference_rows()
-        notes.append(f"rows marked (paper): {STUDY}, published S, E and EDP normalised to its one-GPU run "
-                     "(its absolute times and energies are not published with them)")
+        notes.append(
+            f"rows marked (paper): {STUDY}, published S, E and EDP normalised to its one-GPU run "
+            "(its absolute times and energies are not published with them)"
+        )
     return frame, notes

@@ -37,9 +37,11 @@ MFLOPS_ORIGIN = f"{MEASURED}: nvprof flop_count_sp / kernel time (published)"
 EFFICIENCY_ORIGIN = f"{MEASURED}: nvprof flop_sp_efficiency, at the run clock (published)"
 
 
-FLOP_COUNT_NOTE = ("sigmoid and tanh: the paper's MFLOP/s count nvprof's 10-18 FLOPs per element, measured runs "
-                   "the analytic 4 (sigmoid) and 5 (tanh), so for the same time the paper's number is 2-4.5x "
-                   "higher; their MFLOP/s do not compare directly")
+FLOP_COUNT_NOTE = (
+    "sigmoid and tanh: the paper's MFLOP/s count nvprof's 10-18 FLOPs per element, measured runs "
+    "the analytic 4 (sigmoid) and 5 (tanh), so for the same time the paper's number is 2-4.5x "
+    "higher; their MFLOP/s do not compare directly"
+)
 
 
 def device_label(gpu: str) -> str:

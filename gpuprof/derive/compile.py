@@ -18,8 +18,15 @@ def quantities(run: Run) -> list[Quantity]:
         build, first = launch.value(PREPARE), launch.value(FIRST_CALL)
         if not isinstance(build, float) or not isinstance(first, float):
             continue
-        out.append(Quantity("compile + first call", build + first, "second", TIMED,
-                            f"{launch.attributes.get('compiler', 'compile')}: building the function "
-                            f"{human(build, 'second')} + first call {human(first, 'second')} (compiles, runs the op "
-                            "once, checked); time.perf_counter, never part of the repeats"))
+        out.append(
+            Quantity(
+                "compile + first call",
+                build + first,
+                "second",
+                TIMED,
+                f"{launch.attributes.get('compiler', 'compile')}: building the function "
+                f"{human(build, 'second')} + first call {human(first, 'second')} (compiles, runs the op "
+                "once, checked); time.perf_counter, never part of the repeats",
+            )
+        )
     return out

@@ -13,9 +13,22 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpuprof.derive import cpu_flops, levels, skew, tensor
-from gpuprof.derive.counted import (PRECISIONS, TIME_RULES, UNCHECKED, cycle_time, dram_bandwidth, dram_bytes,
-                                    flop_efficiency, flop_rate, flops, kernel_time, keys, peak_flop_rate, sm_clock,
-                                    time_parts)
+from gpuprof.derive.counted import (
+    PRECISIONS,
+    TIME_RULES,
+    UNCHECKED,
+    cycle_time,
+    dram_bandwidth,
+    dram_bytes,
+    flop_efficiency,
+    flop_rate,
+    flops,
+    kernel_time,
+    keys,
+    peak_flop_rate,
+    sm_clock,
+    time_parts,
+)
 from gpuprof.derive.pivot import Counters, aliases, also_per_launch, choose
 from gpuprof.model import Run
 
@@ -23,10 +36,30 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["HALF_NOTE", "PRECISIONS", "TIME_RULES", "UNCHECKED", "Counters", "aliases", "also_per_launch", "choose",
-           "cycle_time", "dram_bandwidth", "dram_bytes", "flop_efficiency", "flop_rate", "flops", "frame",
-           "kernel_time", "launch_device_names", "launch_values", "peak_flop_rate", "sm_clock", "time_parts",
-           "total_flops"]
+__all__ = [
+    "HALF_NOTE",
+    "PRECISIONS",
+    "TIME_RULES",
+    "UNCHECKED",
+    "Counters",
+    "aliases",
+    "also_per_launch",
+    "choose",
+    "cycle_time",
+    "dram_bandwidth",
+    "dram_bytes",
+    "flop_efficiency",
+    "flop_rate",
+    "flops",
+    "frame",
+    "kernel_time",
+    "launch_device_names",
+    "launch_values",
+    "peak_flop_rate",
+    "sm_clock",
+    "time_parts",
+    "total_flops",
+]
 
 
 def total_flops(vector: Sequence[np.ndarray], tensor_work: np.ndarray, rule: np.ndarray) -> np.ndarray:
@@ -90,8 +123,16 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     columns.update(l1_bytes=l1, l2_bytes=l2, tensor_kind=tensor_kind)
     counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in PRECISIONS])).all(axis=0)
     tensor_said = np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1)
-    columns["basis"] = _bases(time_rule, unchecked, tensor_said, tensor.sparse(c), columns["flops_hp"] > 0,
-                              l1_rule, l2_rule, [tensor.rule_text(rule, c) for rule in range(len(tensor.RULES))])
+    columns["basis"] = _bases(
+        time_rule,
+        unchecked,
+        tensor_said,
+        tensor.sparse(c),
+        columns["flops_hp"] > 0,
+        l1_rule,
+        l2_rule,
+        [tensor.rule_text(rule, c) for rule in range(len(tensor.RULES))],
+    )
     columns.update({name: c.raw(name) for name in extra})
     if run.device.get("kind") == "cpu":
         _cpu_counted(run, columns)
@@ -113,20 +154,37 @@ def _cpu_counted(run: Run, columns: dict[str, np.ndarray]) -> None:
     for p, key in (("sp", "sp"), ("dp", "dp")):
         values = np.asarray(counted[key])
         columns[f"flops_{p}"] = np.where(np.isnan(columns[f"flops_{p}"]), values, columns[f"flops_{p}"])
-        columns[f"flop_rate_{p}"] = np.where(np.isnan(columns[f"flop_rate_{p}"]), values / time,
-                                             columns[f"flop_rate_{p}"])
-    columns["flops_total"] = np.where(np.isnan(columns["flops_total"]), np.asarray(counted["total"]),
-                                      columns["flops_total"])
-    columns["basis"] = np.array([f"{basis}; {extra}" if basis and extra else basis or extra
-                                 for basis, extra in zip(columns["basis"].tolist(), counted["basis"])], dtype=object)
+        columns[f"flop_rate_{p}"] = np.where(
+            np.isnan(columns[f"flop_rate_{p}"]), values / time, columns[f"flop_rate_{p}"]
+        )
+    columns["flops_total"] = np.where(
+        np.isnan(columns["flops_total"]), np.asarray(counted["total"]), columns["flops_total"]
+    )
+    columns["basis"] = np.array(
+        [
+            f"{basis}; {extra}" if basis and extra else basis or extra
+            for basis, extra in zip(columns["basis"].tolist(), counted["basis"])
+        ],
+        dtype=object,
+    )
 
 
-HALF_NOTE = ("FP16 FLOPs = hadd + hmul + 2 hfma (nvprof's mapping, NERSC); ncu's 2025 half-precision roofline "
-             "counts 2 hadd + 2 hmul + 4 hfma (each a half2), twice this for packed code")
+HALF_NOTE = (
+    "FP16 FLOPs = hadd + hmul + 2 hfma (nvprof's mapping, NERSC); ncu's 2025 half-precision roofline "
+    "counts 2 hadd + 2 hmul + 4 hfma (each a half2), twice this for packed code"
+)
 
 
-def _bases(time_rule: np.ndarray, unchecked: np.ndarray, tensor_rule: np.ndarray, sparse: np.ndarray,
-           half: np.ndarray, l1_rule: np.ndarray, l2_rule: np.ndarray, tensor_texts: list[str]) -> np.ndarray:
+def _bases(
+    time_rule: np.ndarray,
+    unchecked: np.ndarray,
+    tensor_rule: np.ndarray,
+    sparse: np.ndarray,
+    half: np.ndarray,
+    l1_rule: np.ndarray,
+    l2_rule: np.ndarray,
+    tensor_texts: list[str],
+) -> np.ndarray:
     """Per launch, the rules its time, tensor FLOPs (``tensor_texts``, by rule) and cache bytes
     came from, as one text (NERSC's own byte counters, the first rule of each level, go unsaid), and
     the FP16 weights where it ran FP16 instructions (docs/tensor-cores.md section 6)."""

@@ -22,9 +22,13 @@ if TYPE_CHECKING:
 
 # (width, precision) -> FLOPs per retired instruction.
 INTEL_WEIGHTS = {
-    ("scalar", "single"): 1, ("128b_packed", "single"): 4, ("256b_packed", "single"): 8,
+    ("scalar", "single"): 1,
+    ("128b_packed", "single"): 4,
+    ("256b_packed", "single"): 8,
     ("512b_packed", "single"): 16,
-    ("scalar", "double"): 1, ("128b_packed", "double"): 2, ("256b_packed", "double"): 4,
+    ("scalar", "double"): 1,
+    ("128b_packed", "double"): 2,
+    ("256b_packed", "double"): 4,
     ("512b_packed", "double"): 8,
 }
 _INTEL = re.compile(r"^fp_arith(?:_inst_retired)?[.:](scalar|128b_packed|256b_packed|512b_packed)_(single|double)$")
@@ -44,8 +48,11 @@ def normalise_event(name: str) -> str:
 
 def _counted(metrics: Iterable[Metric]) -> list[tuple[str, float]]:
     """(normalised event, count) of every numeric event count (not ':running' or perf's ratios)."""
-    return [(normalise_event(m.name), float(m.value)) for m in metrics
-            if m.unit == "event" and isinstance(m.value, (int, float))]
+    return [
+        (normalise_event(m.name), float(m.value))
+        for m in metrics
+        if m.unit == "event" and isinstance(m.value, (int, float))
+    ]
 
 
 def flops_by_dtype(metrics: Iterable[Metric]) -> dict[str, float]:
@@ -69,15 +76,22 @@ def flops_from_events(metrics: Iterable[Metric]) -> tuple[float, str] | None:
         return None
     parts = []
     if "float32" in by_dtype or "float64" in by_dtype:
-        parts.append("FP_ARITH_INST_RETIRED × lanes (single 1/4/8/16, double 1/2/4/8 per scalar/128b/256b/512b; "
-                     "an FMA counts twice)")
+        parts.append(
+            "FP_ARITH_INST_RETIRED × lanes (single 1/4/8/16, double 1/2/4/8 per scalar/128b/256b/512b; "
+            "an FMA counts twice)"
+        )
     if "any" in by_dtype:
         parts.append("fp_ret_sse_avx_ops.all (AMD counts FLOPs directly)")
         subsets = sorted({event for event, _ in _counted(metrics) if _AMD_SUBSET.match(event)})
         if subsets:
             parts.append(f"{', '.join(subsets)} also counted: part of .all, not added again")
-    running = [float(m.value) for m in metrics if m.name.endswith(":running") and isinstance(m.value, (int, float))
-               and (_INTEL.match(normalise_event(m.name[:-8])) or _AMD.match(normalise_event(m.name[:-8])))]
+    running = [
+        float(m.value)
+        for m in metrics
+        if m.name.endswith(":running")
+        and isinstance(m.value, (int, float))
+        and (_INTEL.match(normalise_event(m.name[:-8])) or _AMD.match(normalise_event(m.name[:-8])))
+    ]
     if running:
         parts.append(f"multiplexed: perf scaled counts seen {min(running):g}% of the time")
     return sum(by_dtype.values()), "; ".join(parts)
@@ -91,11 +105,20 @@ def launch_columns(run: Run) -> dict[str, list[float]] | None:
     for launch in run.launches:
         by_dtype = flops_by_dtype(launch.metrics)
         found = flops_from_events(launch.metrics)
-        elapsed = next((float(m.value) for m in launch.metrics if m.name == "time elapsed"
-                        and isinstance(m.value, (int, float))), float("nan"))
+        elapsed = next(
+            (float(m.value) for m in launch.metrics if m.name == "time elapsed" and isinstance(m.value, (int, float))),
+            float("nan"),
+        )
         nan = float("nan")
-        rows.append((by_dtype.get("float32", nan), by_dtype.get("float64", nan),
-                     found[0] if found else nan, elapsed, f"counted FLOPs: {found[1]}" if found else ""))
+        rows.append(
+            (
+                by_dtype.get("float32", nan),
+                by_dtype.get("float64", nan),
+                found[0] if found else nan,
+                elapsed,
+                f"counted FLOPs: {found[1]}" if found else "",
+            )
+        )
     if not any(row[4] for row in rows):
         return None
     sp, dp, total, elapsed, basis = (list(column) for column in zip(*rows))
@@ -118,6 +141,15 @@ def matmul_validation(run: Run) -> pd.DataFrame | None:
     else:
         no_pmu = any("no PMU" in note or "<not supported>" in note for note in run.notes)
         counted, basis = ("not counted: no PMU" if no_pmu else "not counted: no FP events read"), "-"
-    return pd.DataFrame([{"engine": run.workload.get("engine", ""), "n": n, "2n³ (analytic)": f"{2 * n ** 3:,}",
-                          "n²(2n−1) (analytic)": f"{n * n * (2 * n - 1):,}", "counted FLOPs": counted,
-                          "basis": basis}])
+    return pd.DataFrame(
+        [
+            {
+                "engine": run.workload.get("engine", ""),
+                "n": n,
+                "2n³ (analytic)": f"{2 * n**3:,}",
+                "n²(2n−1) (analytic)": f"{n * n * (2 * n - 1):,}",
+                "counted FLOPs": counted,
+                "basis": basis,
+            }
+        ]
+    )

@@ -61,12 +61,15 @@ def compute_ceiling(peaks: Peaks, dtype: str, clock_hz: float | None = None) -> 
     if run is None or table is None:
         return peak, f"{dtype} peak {human(peak, FLOP_RATE)} at {_clock(table)} ({peaks.origin})"
     scaled = peak * run / table
-    return scaled, (f"{dtype} peak {human(peak, FLOP_RATE)} at {_clock(table)} scaled to the run clock "
-                    f"{_clock(run)} = {human(scaled, FLOP_RATE)} ({peaks.origin})")
+    return scaled, (
+        f"{dtype} peak {human(peak, FLOP_RATE)} at {_clock(table)} scaled to the run clock "
+        f"{_clock(run)} = {human(scaled, FLOP_RATE)} ({peaks.origin})"
+    )
 
 
-def roofline_ceiling(ai: float | None, peaks: Peaks, dtype: str,
-                     clock_hz: float | None = None) -> tuple[float, str, str] | None:
+def roofline_ceiling(
+    ai: float | None, peaks: Peaks, dtype: str, clock_hz: float | None = None
+) -> tuple[float, str, str] | None:
     """min(peak FLOP/s, AI x bandwidth): the attainable FLOP/s at intensity ``ai``, the bound
     ("memory" or "compute") and the basis text; None without a FLOP peak, bandwidth or AI."""
     compute = compute_ceiling(peaks, dtype, clock_hz)
@@ -75,35 +78,59 @@ def roofline_ceiling(ai: float | None, peaks: Peaks, dtype: str,
         return None
     memory = ai * bandwidth
     if memory < compute[0]:
-        return memory, "memory", (f"AI {ai:.4g} FLOP/byte x peak bandwidth {human(bandwidth, BYTE_RATE)} "
-                                  f"({peaks.origin})")
+        return (
+            memory,
+            "memory",
+            (f"AI {ai:.4g} FLOP/byte x peak bandwidth {human(bandwidth, BYTE_RATE)} ({peaks.origin})"),
+        )
     return compute[0], "compute", compute[1]
 
 
-def efficiencies(flop_rate: float | None, byte_rate: float | None, dtype: str, peaks: Peaks,
-                 clock_hz: float | None = None) -> list[Efficiency]:
+def efficiencies(
+    flop_rate: float | None, byte_rate: float | None, dtype: str, peaks: Peaks, clock_hz: float | None = None
+) -> list[Efficiency]:
     """Every efficiency the inputs allow (see the module docstring); ``clock_hz`` is the SM/core
     clock the kernel ran at, when known."""
     found: list[Efficiency] = []
     flop_rate, byte_rate = _positive(flop_rate), _positive(byte_rate)
     peak, bandwidth = _positive(peaks.flops_for(dtype)), _positive(peaks.bandwidth)
     if flop_rate is not None and peak is not None:
-        found.append(Efficiency(VS_DATASHEET, 100 * flop_rate / peak, peak, FLOP_RATE,
-                                f"{dtype} peak {human(peak, FLOP_RATE)} at {_clock(peaks.clock_hz)} "
-                                f"({peaks.origin}, {peaks.device})"))
+        found.append(
+            Efficiency(
+                VS_DATASHEET,
+                100 * flop_rate / peak,
+                peak,
+                FLOP_RATE,
+                f"{dtype} peak {human(peak, FLOP_RATE)} at {_clock(peaks.clock_hz)} ({peaks.origin}, {peaks.device})",
+            )
+        )
         if _positive(clock_hz) and _positive(peaks.clock_hz):
             ceiling, basis = compute_ceiling(peaks, dtype, clock_hz) or (peak, "")
             found.append(Efficiency(VS_RUN_CLOCK, 100 * flop_rate / ceiling, ceiling, FLOP_RATE, basis))
     if byte_rate is not None and bandwidth is not None:
-        found.append(Efficiency(VS_DATASHEET, 100 * byte_rate / bandwidth, bandwidth, BYTE_RATE,
-                                f"peak bandwidth {human(bandwidth, BYTE_RATE)} "
-                                f"({peaks.origin}, {peaks.device})"))
+        found.append(
+            Efficiency(
+                VS_DATASHEET,
+                100 * byte_rate / bandwidth,
+                bandwidth,
+                BYTE_RATE,
+                f"peak bandwidth {human(bandwidth, BYTE_RATE)} ({peaks.origin}, {peaks.device})",
+            )
+        )
     if flop_rate is not None and byte_rate is not None:
         roof = roofline_ceiling(flop_rate / byte_rate, peaks, dtype, clock_hz)
         if roof is not None:
             ceiling, bound, basis = roof
-            found.append(Efficiency(VS_ROOFLINE, 100 * flop_rate / ceiling, ceiling, FLOP_RATE,
-                                    f"roofline, {bound}-bound: {basis}", bound))
+            found.append(
+                Efficiency(
+                    VS_ROOFLINE,
+                    100 * flop_rate / ceiling,
+                    ceiling,
+                    FLOP_RATE,
+                    f"roofline, {bound}-bound: {basis}",
+                    bound,
+                )
+            )
     return found
 
 
@@ -124,29 +151,38 @@ def above_100(eff: Efficiency, peaks: Peaks, clock: RunClock, cache: str | None 
         return None
     memory = eff.unit == BYTE_RATE or eff.bound == "memory"
     if memory and cache == "warm":
-        return ("above the memory ceiling: the operands stayed in cache between repeats (--cache warm), which is "
-                "faster than memory; use --cache cold or a --size well above the last-level cache")
+        return (
+            "above the memory ceiling: the operands stayed in cache between repeats (--cache warm), which is "
+            "faster than memory; use --cache cold or a --size well above the last-level cache"
+        )
     if peaks.origin == "calibrated":
         what = "the calibrated bandwidth" if memory else "the calibrated FLOP/s ceiling"
         if eff.percent <= SUSPECT:
             return f"above {what}, within its noise (a calibration is the fastest of a few calls)"
-        return (f"above {what}: the ceiling is suspect (measured on a busy host or at a lower clock); "
-                "rerun 'gpuprof calibrate' when the host is idle")
+        return (
+            f"above {what}: the ceiling is suspect (measured on a busy host or at a lower clock); "
+            "rerun 'gpuprof calibrate' when the host is idle"
+        )
     if memory:
         return f"above the memory ceiling ({peaks.origin}): that bandwidth is below what the run read"
     peak_clock = _positive(peaks.clock_hz)
     if eff.kind != VS_RUN_CLOCK and peak_clock is not None:
         if _positive(clock.hz) and clock.hz > peak_clock:  # type: ignore[operator]
-            return (f"above a peak at {_clock(peak_clock)}: the cores ran faster ({clock.source.split(':')[0]}); "
-                    "see the efficiency at the run clock")
+            return (
+                f"above a peak at {_clock(peak_clock)}: the cores ran faster ({clock.source.split(':')[0]}); "
+                "see the efficiency at the run clock"
+            )
         if not _positive(clock.hz):
-            return (f"above a peak at {_clock(peak_clock)}, a clock the cores exceed under load (turbo); the run "
-                    f"clock is {clock.source}")
+            return (
+                f"above a peak at {_clock(peak_clock)}, a clock the cores exceed under load (turbo); the run "
+                f"clock is {clock.source}"
+            )
     causes = [n for n in peaks.notes if n.startswith("FMA units assumed")]
     if "probe" in clock.source:
         causes.append("the clock was probed on one core after the repeats, not counted over them")
-    return "above the peak at the run clock: " + ("; ".join(causes) or
-                                                 f"its ceiling ({peaks.source}) does not fit this device")
+    return "above the peak at the run clock: " + (
+        "; ".join(causes) or f"its ceiling ({peaks.source}) does not fit this device"
+    )
 
 
 def implied_peak(rate: float | None, percent: float | None) -> float | None:

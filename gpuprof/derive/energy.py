@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuprof.workloads import ops
 from gpuprof.derive.quantity import Quantity
 from gpuprof.model import DERIVED, MEASURED, Launch, Run
+from gpuprof.workloads import ops
 
 PICO = 1e12
 GIGA = 1e9
@@ -47,7 +47,7 @@ def energy_quantities(run: Run) -> list[Quantity]:
     average, low, high = (_number(launch, k) for k in ("power_avg", "power_min", "power_max"))
     samples, interval = _number(launch, "energy samples"), _number(launch, "energy sampling interval")
     if average is not None:
-        spread = (f"; samples {low:.4g}-{high:.4g} W" if low is not None and high is not None else "")
+        spread = f"; samples {low:.4g}-{high:.4g} W" if low is not None and high is not None else ""
         every = f", {samples:.0f} samples every {interval:g} s" if samples and interval else ""
         out.append(Quantity("average power", average, "watt", DERIVED, f"energy / metered time{spread}{every}"))
     w = run.workload or {}
@@ -55,17 +55,27 @@ def energy_quantities(run: Run) -> list[Quantity]:
         flops = float(ops.flops(w["op"], tuple(w["shape"])))
         if flops > 0 and per_call > 0:
             out += [
-                Quantity("energy per FLOP", per_call / flops * PICO, "pJ/FLOP", DERIVED,
-                         "energy per call / analytic FLOPs"),
-                Quantity("GFLOP/s per watt", flops / per_call / GIGA, "GFLOP/s/W", DERIVED,
-                         "analytic FLOPs per joule (FLOP/s per watt) / 1e9"),
+                Quantity(
+                    "energy per FLOP", per_call / flops * PICO, "pJ/FLOP", DERIVED, "energy per call / analytic FLOPs"
+                ),
+                Quantity(
+                    "GFLOP/s per watt",
+                    flops / per_call / GIGA,
+                    "GFLOP/s/W",
+                    DERIVED,
+                    "analytic FLOPs per joule (FLOP/s per watt) / 1e9",
+                ),
             ]
     return out
 
 
 # Summary-row column for each quantity, as ``show`` and comparison tables name them.
-_COLUMNS = {"energy per call": "J/call", "average power": "W", "energy per FLOP": "pJ/FLOP",
-            "GFLOP/s per watt": "GFLOP/s/W"}
+_COLUMNS = {
+    "energy per call": "J/call",
+    "average power": "W",
+    "energy per FLOP": "pJ/FLOP",
+    "GFLOP/s per watt": "GFLOP/s/W",
+}
 
 
 def energy_columns(run: Run) -> dict[str, Any]:

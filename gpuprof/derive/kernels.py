@@ -49,9 +49,13 @@ KEYS = ("run_id", "file", "session", "device", "kernel")
 PRECISIONS = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}  # the frames' names -> derive.counters' suffixes
 FLOPS = (*(f"flops_{p}" for p in PRECISIONS), "flops_tensor", "flops_total")
 BYTES = tuple(f"{level}_bytes" for level in levels.LEVELS)
-EXTENSIVE = ("time", *FLOPS, *BYTES)                       # summed
-RATES = (*(f"flop_rate_{p}" for p in PRECISIONS), *(f"peak_flop_rate_{p}" for p in PRECISIONS),
-         "dram_bandwidth", "sm_clock")                      # time-weighted
+EXTENSIVE = ("time", *FLOPS, *BYTES)  # summed
+RATES = (
+    *(f"flop_rate_{p}" for p in PRECISIONS),
+    *(f"peak_flop_rate_{p}" for p in PRECISIONS),
+    "dram_bandwidth",
+    "sm_clock",
+)  # time-weighted
 DRAM_FROM_RATE = "DRAM bytes = dram__bytes.sum.per_second x kernel time"
 
 
@@ -74,26 +78,36 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
     basis = values["basis"].to_numpy(dtype=object)
     if from_rate.any():
         basis = np.where(from_rate, [f"{b}; {DRAM_FROM_RATE}" if b else DRAM_FROM_RATE for b in basis], basis)
-    out = pd.DataFrame({
-        "run_id": run.run_id, "file": Path(run.source).name,
-        "session": [a.get("report", "") for a in launches["attributes"].tolist()],
-        "device": counters.launch_device_names(run), "kernel": launches["kernel"].to_numpy(dtype=object),
-        "index": launches["index"].to_numpy(), "launches": launches["invocations"].to_numpy(dtype=np.int64),
-        "time": time,
-        **{f"flops_{p}": values[f"flops_{s}"] for p, s in PRECISIONS.items()},
-        "flops_tensor": values["flops_tensor"], "flops_total": values["flops_total"],
-        "l1_bytes": values["l1_bytes"], "l2_bytes": values["l2_bytes"],
-        "dram_bytes": np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted),
-        **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in PRECISIONS.items()},
-        **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in PRECISIONS.items()},
-        **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in PRECISIONS.items()},
-        "dram_bandwidth": values["dram_bandwidth"], "sm_clock": values["sm_clock"],
-        "tensor_kind": values["tensor_kind"].fillna("").astype(str),
-    })
+    out = pd.DataFrame(
+        {
+            "run_id": run.run_id,
+            "file": Path(run.source).name,
+            "session": [a.get("report", "") for a in launches["attributes"].tolist()],
+            "device": counters.launch_device_names(run),
+            "kernel": launches["kernel"].to_numpy(dtype=object),
+            "index": launches["index"].to_numpy(),
+            "launches": launches["invocations"].to_numpy(dtype=np.int64),
+            "time": time,
+            **{f"flops_{p}": values[f"flops_{s}"] for p, s in PRECISIONS.items()},
+            "flops_tensor": values["flops_tensor"],
+            "flops_total": values["flops_total"],
+            "l1_bytes": values["l1_bytes"],
+            "l2_bytes": values["l2_bytes"],
+            "dram_bytes": np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted),
+            **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in PRECISIONS.items()},
+            **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in PRECISIONS.items()},
+            **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in PRECISIONS.items()},
+            "dram_bandwidth": values["dram_bandwidth"],
+            "sm_clock": values["sm_clock"],
+            "tensor_kind": values["tensor_kind"].fillna("").astype(str),
+        }
+    )
     if roofline:
         out = out.join(levels.roofline_columns(_counter_names(out), out["device"].tolist()).drop(columns="dominant"))
-    out = pd.concat([out, pd.DataFrame({"basis": basis, **{name: values[name].to_numpy() for name in extra}},
-                                       index=out.index)], axis=1)
+    out = pd.concat(
+        [out, pd.DataFrame({"basis": basis, **{name: values[name].to_numpy() for name in extra}}, index=out.index)],
+        axis=1,
+    )
     out.attrs["units"] = values.attrs["units"]
     return out
 
@@ -166,16 +180,18 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
     for name in RATES:
         rate = launches[name].to_numpy(dtype=float)
         timed = _over(rate * time, time, codes, count)
-        out[name] = np.where(np.isnan(timed), _over(weight * rate, np.where(np.isnan(rate), np.nan, weight),
-                                                      codes, count), timed)
+        out[name] = np.where(
+            np.isnan(timed), _over(weight * rate, np.where(np.isnan(rate), np.nan, weight), codes, count), timed
+        )
     for p in PRECISIONS:
         with np.errstate(divide="ignore", invalid="ignore"):
             peak = out[f"peak_flop_rate_{p}"]
             out[f"flop_efficiency_{p}"] = np.where(peak > 0, 100.0 * out[f"flop_rate_{p}"] / peak, np.nan)
 
     def ratio(top: str, bottom: str) -> np.ndarray:
-        return _over(weight * launches[top].to_numpy(dtype=float), weight * launches[bottom].to_numpy(dtype=float),
-                     codes, count)
+        return _over(
+            weight * launches[top].to_numpy(dtype=float), weight * launches[bottom].to_numpy(dtype=float), codes, count
+        )
 
     out["flop_rate_tensor"] = ratio("flops_tensor", "time")
     for p in (*PRECISIONS, "tensor"):  # each kind of work's own roofline point
@@ -185,7 +201,7 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
         value = launches[name].to_numpy(dtype=float)
         out[name] = _over(weight * value, np.where(np.isnan(value), np.nan, weight), codes, count)
     kinds = _distinct_texts(launches["tensor_kind"].to_numpy(dtype=object), codes, count)
-    out["tensor_kind"] = [k.split(" | ")[0] for k in kinds]   # a kernel of several kinds: its first launch's
+    out["tensor_kind"] = [k.split(" | ")[0] for k in kinds]  # a kernel of several kinds: its first launch's
     out = pd.DataFrame(out)
 
     roofline = levels.roofline_columns(_counter_names(out), out["device"].tolist(), ratio)

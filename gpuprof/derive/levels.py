@@ -34,10 +34,19 @@ LEVELS = ("l1", "l2", "dram")
 LABELS = {"l1": "L1", "l2": "L2", "dram": "DRAM"}
 # Per level, its alternatives in order: (catalog key, measured per second?); a count is x bytes_per_cycle.
 _SOURCES = {
-    "l1": (("l1_bytes", False), ("l1_writeback_cycles", False), ("l1_writeback_rate", True),
-           ("l1_writeback_cycle_rate", True)),
-    "l2": (("l2_bytes", False), ("l2_sectors", False), ("l2_xbar_cycles", False), ("l2_xbar_rate", True),
-           ("l2_xbar_cycle_rate", True)),
+    "l1": (
+        ("l1_bytes", False),
+        ("l1_writeback_cycles", False),
+        ("l1_writeback_rate", True),
+        ("l1_writeback_cycle_rate", True),
+    ),
+    "l2": (
+        ("l2_bytes", False),
+        ("l2_sectors", False),
+        ("l2_xbar_cycles", False),
+        ("l2_xbar_rate", True),
+        ("l2_xbar_cycle_rate", True),
+    ),
 }
 # The vector work of each precision and the ceiling it meets (gpu_table's "precision/kind").
 VECTOR_KINDS = {"flops_dp": "fp64/fma", "flops_sp": "fp32/fma", "flops_hp": "fp16/fma"}
@@ -123,8 +132,10 @@ def consistency(l1: np.ndarray, l2: np.ndarray, dram: np.ndarray) -> np.ndarray:
         (dram_high, "AI L2 > AI DRAM: DRAM counted more bytes than L2; the DRAM counter looks high or the L2 one low"),
         (dram_high & l1_dram, "AI L2 > AI DRAM: DRAM counted more bytes than L2 and L1; the DRAM counter looks high"),
         (l1_low & dram_high, "AI falls from L1 to L2 to DRAM: the byte counters look swapped or from different runs"),
-        (l1_dram & no_l2,
-         "AI L1 > AI DRAM: L1 counted fewer bytes than DRAM; the L1 counter looks low or the DRAM one high"),
+        (
+            l1_dram & no_l2,
+            "AI L1 > AI DRAM: L1 counted fewer bytes than DRAM; the L1 counter looks low or the DRAM one high",
+        ),
     )
     for where, message in cases:
         text[where] = message
@@ -146,16 +157,19 @@ def _ceiling_text(ceiling: gpu_table.Ceiling, sm_hz: float | None = None) -> str
     value, unit = ceiling.display
     clock = f" at {ceiling.clock_mhz:g} MHz {ceiling.clock}" if ceiling.clock_mhz else ""
     if sm_hz and ceiling.clock_mhz:
-        return (f"{ceiling.name} {value * sm_hz / (ceiling.clock_mhz * 1e6):.4g} {unit} at the SM clock measured, "
-                f"{sm_hz / 1e6:.0f} MHz ({value:.4g} {unit} {ceiling.origin}{clock})")
+        return (
+            f"{ceiling.name} {value * sm_hz / (ceiling.clock_mhz * 1e6):.4g} {unit} at the SM clock measured, "
+            f"{sm_hz / 1e6:.0f} MHz ({value:.4g} {unit} {ceiling.origin}{clock})"
+        )
     return f"{ceiling.name} {value:.4g} {unit} ({ceiling.origin}{clock})"
 
 
 NO_MEMORY = "bound unknown: no memory counters"
 
 
-def binding(frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | None = None
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def binding(
+    frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row of a frame with ``dominant``, ``ai_l1/l2/dram`` and ``flop_rate_total``, the device
     of each row and the SM clock it ran at (Hz, NaN or None where not measured): the binding ceiling
     (FLOP/s), what it is, and the achieved percent of it.
@@ -210,13 +224,15 @@ def binding(frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | 
     text = np.where(np.isnan(value), "", np.vstack(labels)[lowest, np.arange(rows)])
     text[unmetered & ~np.isnan(compute)] = NO_MEMORY
     over = percent > 100
-    text[over] = text[over] + (" - above 100 %: this ceiling (at the clock named) is below what ran,"
-                               " or a counter is wrong (see the AI check)")
+    text[over] = text[over] + (
+        " - above 100 %: this ceiling (at the clock named) is below what ran, or a counter is wrong (see the AI check)"
+    )
     return value, text, percent
 
 
-def roofline_columns(frame: pd.DataFrame, devices: Sequence[str],
-                     ratio: Callable[[str, str], np.ndarray] | None = None) -> pd.DataFrame:
+def roofline_columns(
+    frame: pd.DataFrame, devices: Sequence[str], ratio: Callable[[str, str], np.ndarray] | None = None
+) -> pd.DataFrame:
     """The hierarchical-roofline columns of a frame of FLOPs (``flops_dp/sp/hp/tensor/total``,
     ``tensor_kind``), bytes (``l1_bytes``, ``l2_bytes``, ``dram_bytes``) and kernel ``time``, per
     launch or per kernel: FLOP/s, intensity per level, the AI check, the dominant work and the

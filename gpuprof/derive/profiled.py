@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpuprof.derive import counted, tensor
-from gpuprof.derive.pivot import Counters
 from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
+from gpuprof.derive.pivot import Counters
 from gpuprof.derive.quantity import Quantity, run_peaks
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import DERIVED, MEASURED, Run
@@ -37,14 +37,14 @@ class PerCall:
     kernels: int
     calls: int
     tool: str
-    flops: dict[str, float]          # precision -> counted FLOP
-    time: float | None               # profiler kernel time, seconds
+    flops: dict[str, float]  # precision -> counted FLOP
+    time: float | None  # profiler kernel time, seconds
     dram_bytes: float | None
-    clock_hz: float | None           # SM clock, weighted by kernel time
+    clock_hz: float | None  # SM clock, weighted by kernel time
     peak_at_clock: dict[str, float]  # precision -> FMA-pipe ceiling at the measured clock (ncu), FLOP/s
     tool_efficiency: dict[str, float]  # precision -> the tool's own flop_<p>_efficiency, one-kernel calls
-    tensor: float | None = None      # tensor-core FLOP per call; None when not counted or none ran
-    tensor_basis: str = ""           # how, or why not (gpuprof.derive.tensor.RULES)
+    tensor: float | None = None  # tensor-core FLOP per call; None when not counted or none ran
+    tensor_basis: str = ""  # how, or why not (gpuprof.derive.tensor.RULES)
 
 
 def _per_call_total(values: np.ndarray, invocations: np.ndarray, calls: int) -> float | None:
@@ -75,22 +75,37 @@ def per_call(run: Run) -> PerCall | None:
     if not kernels or not calls or not launches:
         return None
     own_keys = [f"flop_{p}_efficiency" for p in VECTOR_PRECISIONS]
-    c = Counters.of_launches(launches, extra=(*counted.keys(), *own_keys, *tensor.names()),
-                             cc=[str(run.device.get("cc", ""))] * len(launches))
+    c = Counters.of_launches(
+        launches,
+        extra=(*counted.keys(), *own_keys, *tensor.names()),
+        cc=[str(run.device.get("cc", ""))] * len(launches),
+    )
     n = np.array([launch.invocations for launch in launches], dtype=float)
     times = counted.kernel_time(c)
     flops = {p: v for p in VECTOR_PRECISIONS if (v := _per_call_total(counted.flops(c, p), n, calls)) is not None}
-    peaks = {p: v for p in VECTOR_PRECISIONS
-             if (v := _time_weighted(counted.peak_flop_rate(c, p), times, n)) is not None}
-    own = {p: float(c.number(key)[0]) for p, key in zip(VECTOR_PRECISIONS, own_keys)
-           if len(launches) == 1 and not np.isnan(c.number(key)[0])}
+    peaks = {
+        p: v for p in VECTOR_PRECISIONS if (v := _time_weighted(counted.peak_flop_rate(c, p), times, n)) is not None
+    }
+    own = {
+        p: float(c.number(key)[0])
+        for p, key in zip(VECTOR_PRECISIONS, own_keys)
+        if len(launches) == 1 and not np.isnan(c.number(key)[0])
+    }
     tensor_flops, rules, kinds = tensor.parts(c)
     worked = sorted({tensor.rule_text(rule, c) for rule in rules.tolist() if rule != tensor.NONE})
-    return PerCall(kernels, calls, str(run.environment.get("profiler", "profiler")), flops,
-                   _per_call_total(times, n, calls), _per_call_total(counted.dram_bytes(c), n, calls),
-                   _time_weighted(counted.sm_clock(c), times, n), peaks, own,
-                   _per_call_total(tensor_flops, n, calls) or None,
-                   "; ".join([*worked, *sorted({k for k in kinds.tolist() if k})]))
+    return PerCall(
+        kernels,
+        calls,
+        str(run.environment.get("profiler", "profiler")),
+        flops,
+        _per_call_total(times, n, calls),
+        _per_call_total(counted.dram_bytes(c), n, calls),
+        _time_weighted(counted.sm_clock(c), times, n),
+        peaks,
+        own,
+        _per_call_total(tensor_flops, n, calls) or None,
+        "; ".join([*worked, *sorted({k for k in kinds.tolist() if k})]),
+    )
 
 
 def kernel_names(run: Run, kernels: int) -> list[str]:
@@ -105,9 +120,14 @@ def kernel_names(run: Run, kernels: int) -> list[str]:
 def _kernels_row(run: Run, found: PerCall) -> Quantity:
     names = kernel_names(run, found.kernels)
     shown = "; ".join(name[:100] for name in names[:8]) + (f"; and {len(names) - 8} more" if len(names) > 8 else "")
-    return Quantity("kernels per call", float(found.kernels), "", MEASURED,
-                    f"{found.tool}: launches inside NVTX range {run.environment.get('nvtx_range', '?')} per profiled "
-                    f"call, all counted below: {shown}")
+    return Quantity(
+        "kernels per call",
+        float(found.kernels),
+        "",
+        MEASURED,
+        f"{found.tool}: launches inside NVTX range {run.environment.get('nvtx_range', '?')} per profiled "
+        f"call, all counted below: {shown}",
+    )
 
 
 def _clock_text(run: Run) -> str:
@@ -122,17 +142,27 @@ def _clock_text(run: Run) -> str:
 
 def _ratio_hint(ratio: float) -> str:
     if ratio < 0.5:
-        return (" — far below 1: the work ran where these counters do not look (tensor cores, special-function"
-                " units) or in another precision")
+        return (
+            " — far below 1: the work ran where these counters do not look (tensor cores, special-function"
+            " units) or in another precision"
+        )
     if ratio > 1.5:
-        return (" — above 1: exp and division expand into several FP instructions, or the kernel pads its tiles"
-                " (kernels/README.md)")
+        return (
+            " — above 1: exp and division expand into several FP instructions, or the kernel pads its tiles"
+            " (kernels/README.md)"
+        )
     return ""
 
 
 def _above(percent: float) -> str:
-    return (" — above 100 %: a wrong ceiling or a wrong count until its cause is shown (check the ceiling named"
-            " here and the counted/analytic ratio)") if percent > 100 else ""
+    return (
+        (
+            " — above 100 %: a wrong ceiling or a wrong count until its cause is shown (check the ceiling named"
+            " here and the counted/analytic ratio)"
+        )
+        if percent > 100
+        else ""
+    )
 
 
 def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_time: float | None) -> list[Quantity]:
@@ -145,39 +175,88 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
     per = f"per call ({found.kernels} kernel(s) summed, mean of {found.calls} profiled call(s))"
     out = [_kernels_row(run, found)]
     if found.time is not None:
-        versus = f"; CUDA-event time {human(event_time, 'second')}: profiler / event = {found.time / event_time:.3f}" \
-            if event_time else ""
-        out.append(Quantity("time (profiler)", found.time, "second", MEASURED,
-                            f"{found.tool} kernel duration {per}, clocks {_clock_text(run)}{versus}"))
+        versus = (
+            f"; CUDA-event time {human(event_time, 'second')}: profiler / event = {found.time / event_time:.3f}"
+            if event_time
+            else ""
+        )
+        out.append(
+            Quantity(
+                "time (profiler)",
+                found.time,
+                "second",
+                MEASURED,
+                f"{found.tool} kernel duration {per}, clocks {_clock_text(run)}{versus}",
+            )
+        )
     for q, value in found.flops.items():
         if value or q == p:
-            out.append(Quantity(f"FLOPs counted ({VECTOR_PRECISIONS[q]})", value, "FLOP", MEASURED,
-                                f"{found.tool}: {VECTOR_PRECISIONS[q]} add + mul + 2 x fma thread instructions {per}"))
+            out.append(
+                Quantity(
+                    f"FLOPs counted ({VECTOR_PRECISIONS[q]})",
+                    value,
+                    "FLOP",
+                    MEASURED,
+                    f"{found.tool}: {VECTOR_PRECISIONS[q]} add + mul + 2 x fma thread instructions {per}",
+                )
+            )
     if found.tensor is not None:
-        out.append(Quantity("FLOPs counted (tensor cores)", found.tensor, "FLOP", MEASURED,
-                            f"{found.tool}: {found.tensor_basis} {per}"))
+        out.append(
+            Quantity(
+                "FLOPs counted (tensor cores)",
+                found.tensor,
+                "FLOP",
+                MEASURED,
+                f"{found.tool}: {found.tensor_basis} {per}",
+            )
+        )
     if found.flops:
         total = sum(found.flops.values()) + (found.tensor or 0.0)
         ratio = total / analytic_flops if analytic_flops else None
-        uncounted = "; ".join(rule for rule in (tensor.RULES[tensor.UNCOUNTED], tensor.RULES[tensor.UNKNOWN_GPU])
-                              if rule in found.tensor_basis)
+        uncounted = "; ".join(
+            rule
+            for rule in (tensor.RULES[tensor.UNCOUNTED], tensor.RULES[tensor.UNKNOWN_GPU])
+            if rule in found.tensor_basis
+        )
         if ratio is not None:
-            out.append(Quantity("FLOPs counted / analytic", ratio, "", DERIVED,
-                                f"{human(total, 'FLOP')} counted (all precisions"
-                                f"{' and tensor cores' if found.tensor else ''}) / {human(analytic_flops, 'FLOP')} "
-                                f"analytic{_ratio_hint(ratio)}" + (f"; {uncounted}" if uncounted else "")))
+            out.append(
+                Quantity(
+                    "FLOPs counted / analytic",
+                    ratio,
+                    "",
+                    DERIVED,
+                    f"{human(total, 'FLOP')} counted (all precisions"
+                    f"{' and tensor cores' if found.tensor else ''}) / {human(analytic_flops, 'FLOP')} "
+                    f"analytic{_ratio_hint(ratio)}" + (f"; {uncounted}" if uncounted else ""),
+                )
+            )
     if found.dram_bytes is not None:
-        out.append(Quantity("DRAM bytes (counted)", found.dram_bytes, "byte", MEASURED,
-                            f"{found.tool}: DRAM read + write {per}; compulsory {human(analytic_bytes, 'byte')}: "
-                            f"counted / compulsory = {found.dram_bytes / analytic_bytes:.3f}"))
+        out.append(
+            Quantity(
+                "DRAM bytes (counted)",
+                found.dram_bytes,
+                "byte",
+                MEASURED,
+                f"{found.tool}: DRAM read + write {per}; compulsory {human(analytic_bytes, 'byte')}: "
+                f"counted / compulsory = {found.dram_bytes / analytic_bytes:.3f}",
+            )
+        )
     if found.clock_hz is not None:
-        out.append(Quantity("SM clock (profiled)", found.clock_hz, "hertz", MEASURED,
-                            f"{found.tool}: elapsed SM cycles per second, weighted by kernel time; {_clock_text(run)}"))
+        out.append(
+            Quantity(
+                "SM clock (profiled)",
+                found.clock_hz,
+                "hertz",
+                MEASURED,
+                f"{found.tool}: elapsed SM cycles per second, weighted by kernel time; {_clock_text(run)}",
+            )
+        )
     return out + _efficiency_rows(found, p, dtype, event_time, run_peaks(run))
 
 
-def _efficiency_rows(found: PerCall, p: str, dtype: str, event_time: float | None,
-                     recorded: list[Peaks]) -> list[Quantity]:
+def _efficiency_rows(
+    found: PerCall, p: str, dtype: str, event_time: float | None, recorded: list[Peaks]
+) -> list[Quantity]:
     """Counted FLOP/s (and DRAM bytes/s) against the FMA pipe at the measured clock, the recorded peaks
     and their roofline; the rate's time is the profiler's, else the CUDA events'."""
     time, timer = (found.time, "profiler time") if found.time else (event_time, "CUDA-event time")
@@ -191,23 +270,50 @@ def _efficiency_rows(found: PerCall, p: str, dtype: str, event_time: float | Non
     if p in found.peak_at_clock:
         peak = found.peak_at_clock[p]
         percent = 100 * rate / peak
-        out.append(Quantity("efficiency: counted FLOP/s vs peak at run clock", percent, "%", DERIVED,
-                        f"{counted} / {name} FMA pipe at the measured clock {human(peak, 'FLOP/second')} ({found.tool}: "
-                        f"sm__sass_thread_inst_executed_op_{FMA[p]}_pred_on.sum.peak_sustained x 2 x SM clock)"
-                        f"{_above(percent)}"))
+        out.append(
+            Quantity(
+                "efficiency: counted FLOP/s vs peak at run clock",
+                percent,
+                "%",
+                DERIVED,
+                f"{counted} / {name} FMA pipe at the measured clock {human(peak, 'FLOP/second')} ({found.tool}: "
+                f"sm__sass_thread_inst_executed_op_{FMA[p]}_pred_on.sum.peak_sustained x 2 x SM clock)"
+                f"{_above(percent)}",
+            )
+        )
     elif p in found.tool_efficiency:
         percent = found.tool_efficiency[p]
-        out.append(Quantity("efficiency: counted FLOP/s vs peak at run clock", percent, "%", MEASURED,
-                        f"{found.tool} flop_{p}_efficiency: achieved / peak {name} FLOP/s at the clock the kernel "
-                        f"ran at{_above(percent)}"))
+        out.append(
+            Quantity(
+                "efficiency: counted FLOP/s vs peak at run clock",
+                percent,
+                "%",
+                MEASURED,
+                f"{found.tool} flop_{p}_efficiency: achieved / peak {name} FLOP/s at the clock the kernel "
+                f"ran at{_above(percent)}",
+            )
+        )
     for peaks in recorded:
         for eff in efficiencies(rate, byte_rate, dtype, peaks, found.clock_hz):
             if eff.kind == VS_RUN_CLOCK and out:
                 continue  # the profiler's own ceiling at the measured clock is already above
-            label = (f"counted roofline ({eff.bound}-bound)" if eff.kind == VS_ROOFLINE else
-                     "counted FLOP/s vs peak at run clock" if eff.kind == VS_RUN_CLOCK else
-                     "counted FLOP/s vs peak" if eff.unit == "FLOP/second" else "counted bandwidth vs peak")
+            label = (
+                f"counted roofline ({eff.bound}-bound)"
+                if eff.kind == VS_ROOFLINE
+                else "counted FLOP/s vs peak at run clock"
+                if eff.kind == VS_RUN_CLOCK
+                else "counted FLOP/s vs peak"
+                if eff.unit == "FLOP/second"
+                else "counted bandwidth vs peak"
+            )
             source = counted if eff.unit == "FLOP/second" else f"counted DRAM bytes / {timer}"
-            out.append(Quantity(f"efficiency: {label}", eff.percent, "%", DERIVED,
-                            f"{source}; ceiling: {eff.basis}{_above(eff.percent)}"))
+            out.append(
+                Quantity(
+                    f"efficiency: {label}",
+                    eff.percent,
+                    "%",
+                    DERIVED,
+                    f"{source}; ceiling: {eff.basis}{_above(eff.percent)}",
+                )
+            )
     return out

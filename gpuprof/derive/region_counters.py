@@ -24,20 +24,36 @@ from gpuprof.model import Run
 
 # Generic quantities -> the event spellings that count them (perf generic, PAPI presets, Intel, AMD).
 ALIASES: dict[str, tuple[str, ...]] = {
-    "instructions": ("instructions", "perf_count_hw_instructions", "papi_tot_ins", "inst_retired.any",
-                     "ex_ret_instr"),
-    "cycles": ("cycles", "cpu-cycles", "perf_count_hw_cpu_cycles", "papi_tot_cyc",
-               "cpu_clk_unhalted.thread", "ls_not_halted_cyc"),
+    "instructions": ("instructions", "perf_count_hw_instructions", "papi_tot_ins", "inst_retired.any", "ex_ret_instr"),
+    "cycles": (
+        "cycles",
+        "cpu-cycles",
+        "perf_count_hw_cpu_cycles",
+        "papi_tot_cyc",
+        "cpu_clk_unhalted.thread",
+        "ls_not_halted_cyc",
+    ),
     "loads": ("l1-dcache-loads", "mem_inst_retired.all_loads", "papi_ld_ins", "ls_dispatch.ld_dispatch"),
     "stores": ("l1-dcache-stores", "mem_inst_retired.all_stores", "papi_sr_ins", "ls_dispatch.store_dispatch"),
-    "branches": ("branches", "branch-instructions", "perf_count_hw_branch_instructions", "papi_br_ins",
-                 "br_inst_retired.all_branches", "ex_ret_brn"),
+    "branches": (
+        "branches",
+        "branch-instructions",
+        "perf_count_hw_branch_instructions",
+        "papi_br_ins",
+        "br_inst_retired.all_branches",
+        "ex_ret_brn",
+    ),
 }
 _FP = re.compile(r"^fp_arith(?:_inst_retired)?[.:](scalar|128b_packed|256b_packed|512b_packed)_(single|double)$")
 WIDTHS = ("scalar", "128b_packed", "256b_packed", "512b_packed")
 # Top-Down level 1 from the slot events (Intel's generic perf names; the ICL+ fixed counter names).
-_TOPDOWN_OLD = ("topdown-total-slots", "topdown-slots-issued", "topdown-slots-retired",
-                "topdown-fetch-bubbles", "topdown-recovery-bubbles")
+_TOPDOWN_OLD = (
+    "topdown-total-slots",
+    "topdown-slots-issued",
+    "topdown-slots-retired",
+    "topdown-fetch-bubbles",
+    "topdown-recovery-bubbles",
+)
 _TOPDOWN_NEW = ("slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound")
 
 
@@ -49,8 +65,11 @@ def counts_frame(run: Run, launches: Sequence[int] | None = None) -> pd.DataFram
     for launch in run.launches:
         if launches is not None and launch.index not in launches:
             continue
-        counts = {normalise_event(m.name): float(m.value) for m in launch.metrics
-                  if m.unit == "event" and isinstance(m.value, (int, float))}
+        counts = {
+            normalise_event(m.name): float(m.value)
+            for m in launch.metrics
+            if m.unit == "event" and isinstance(m.value, (int, float))
+        }
         rows[launch.index] = counts
         names[launch.index] = launch.attributes.get("name", launch.kernel)
         parent = launch.attributes.get("parent")
@@ -112,8 +131,11 @@ def flops_by_width(counts: pd.DataFrame) -> pd.DataFrame:
         weighted = counts[column].astype(float) * INTEL_WEIGHTS[(match.group(1), match.group(2))]
         out[width] = out[width] + weighted if width in out else weighted
         instructions = instructions + counts[column].astype(float)
-    out = out.reindex(columns=[f"FLOPs {w.replace('_packed', '')}" for w in WIDTHS if
-                               f"FLOPs {w.replace('_packed', '')}" in out.columns])
+    out = out.reindex(
+        columns=[
+            f"FLOPs {w.replace('_packed', '')}" for w in WIDTHS if f"FLOPs {w.replace('_packed', '')}" in out.columns
+        ]
+    )
     out["FLOPs"] = out.sum(axis=1) if seen else np.nan
     out["FP instructions"] = instructions if seen else np.nan
     return out
@@ -125,18 +147,28 @@ def topdown_level1(counts: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(index=counts.index)
     if all(e in c.columns for e in _TOPDOWN_NEW):
         slots = c["slots"].astype(float)
-        parts = {"retiring": c["topdown-retiring"], "bad speculation": c["topdown-bad-spec"],
-                 "frontend bound": c["topdown-fe-bound"], "backend bound": c["topdown-be-bound"]}
+        parts = {
+            "retiring": c["topdown-retiring"],
+            "bad speculation": c["topdown-bad-spec"],
+            "frontend bound": c["topdown-fe-bound"],
+            "backend bound": c["topdown-be-bound"],
+        }
     elif all(e in c.columns for e in _TOPDOWN_OLD):
         slots = c["topdown-total-slots"].astype(float)
         retiring = c["topdown-slots-retired"].astype(float)
         bad = c["topdown-slots-issued"] - c["topdown-slots-retired"] + c["topdown-recovery-bubbles"]
         frontend = c["topdown-fetch-bubbles"].astype(float)
-        parts = {"retiring": retiring, "bad speculation": bad, "frontend bound": frontend,
-                 "backend bound": slots - retiring - bad - frontend}
+        parts = {
+            "retiring": retiring,
+            "bad speculation": bad,
+            "frontend bound": frontend,
+            "backend bound": slots - retiring - bad - frontend,
+        }
     else:
-        return pd.DataFrame({f"{k} (%)": np.nan for k in
-                             ("retiring", "bad speculation", "frontend bound", "backend bound")}, index=counts.index)
+        return pd.DataFrame(
+            {f"{k} (%)": np.nan for k in ("retiring", "bad speculation", "frontend bound", "backend bound")},
+            index=counts.index,
+        )
     for key, value in parts.items():
         out[f"{key} (%)"] = 100.0 * value.astype(float) / slots
     return out
@@ -149,12 +181,21 @@ def mix_frame(counts: pd.DataFrame) -> pd.DataFrame:
     loads, stores, branches = _column(counts, "loads"), _column(counts, "stores"), _column(counts, "branches")
     flops = flops_by_width(counts)
     fp = flops["FP instructions"].where(flops["FP instructions"] > 0)
-    out = pd.DataFrame({"name": counts["name"], "instructions": instructions, "IPC": instructions / cycles,
-                        "instructions per FP instruction": instructions / fp,
-                        "loads+stores per FP instruction": (loads + stores) / fp,
-                        "branches per FP instruction": branches / fp,
-                        "arithmetic instructions (instructions - loads - stores - branches)":
-                            instructions - loads - stores - branches}, index=counts.index)
+    out = pd.DataFrame(
+        {
+            "name": counts["name"],
+            "instructions": instructions,
+            "IPC": instructions / cycles,
+            "instructions per FP instruction": instructions / fp,
+            "loads+stores per FP instruction": (loads + stores) / fp,
+            "branches per FP instruction": branches / fp,
+            "arithmetic instructions (instructions - loads - stores - branches)": instructions
+            - loads
+            - stores
+            - branches,
+        },
+        index=counts.index,
+    )
     return pd.concat([out, flops, topdown_level1(counts)], axis=1)
 
 
@@ -176,9 +217,11 @@ def consistency_frame(counts: pd.DataFrame) -> pd.DataFrame:
 
 def interval_basis(interval_s: float) -> str:
     """The basis of counts attributed from ``perf stat -I``: their resolution is the interval."""
-    return (f"perf stat -I {interval_s * 1e3:g} ms intervals around the command, each interval's counts shared among "
-            f"regions by overlap in time (resolution {interval_s * 1e3:g} ms: a region shorter than that gets a "
-            f"pro-rata share, not its own count)")
+    return (
+        f"perf stat -I {interval_s * 1e3:g} ms intervals around the command, each interval's counts shared among "
+        f"regions by overlap in time (resolution {interval_s * 1e3:g} ms: a region shorter than that gets a "
+        f"pro-rata share, not its own count)"
+    )
 
 
 def counts_from_intervals(intervals: pd.DataFrame, regions: pd.DataFrame, interval_s: float) -> pd.DataFrame:

@@ -39,9 +39,19 @@ def without_regions(run: Run) -> Run:
     rows = renumber[metrics["launch"].to_numpy()] >= 0
     kept = metrics[rows].copy()
     kept["launch"] = renumber[kept["launch"].to_numpy()].astype(np.int32)
-    return Run(run.kind, run.format, run.source, run.device, run.workload, run.environment, notes=run.notes,
-               created=run.created, run_id=run.run_id, schema_version=run.schema_version,
-               tables=(run.launch_table.iloc[keep].reset_index(drop=True), kept.reset_index(drop=True)))
+    return Run(
+        run.kind,
+        run.format,
+        run.source,
+        run.device,
+        run.workload,
+        run.environment,
+        notes=run.notes,
+        created=run.created,
+        run_id=run.run_id,
+        schema_version=run.schema_version,
+        tables=(run.launch_table.iloc[keep].reset_index(drop=True), kept.reset_index(drop=True)),
+    )
 
 
 def region_frame(run: Run, extra: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -52,24 +62,27 @@ def region_frame(run: Run, extra: tuple[str, ...] = ()) -> pd.DataFrame:
 
     mask = region_mask(run)
     if not mask.any():
-        return pd.DataFrame(columns=["launch", "name", "index", "parent", "process", "rank", "start (s)",
-                                     "wall time (s)", "unclosed"])
+        return pd.DataFrame(
+            columns=["launch", "name", "index", "parent", "process", "rank", "start (s)", "wall time (s)", "unclosed"]
+        )
     values, _ = run.lookup(["wall time", "begin", *extra])
     values = values[mask]
     attributes = run.launch_table["attributes"][mask].tolist()
     first = values[:, 1].min()
-    frame = pd.DataFrame({
-        "launch": run.launch_table["index"][mask].to_numpy(),
-        "name": [a.get("name", "") for a in attributes],
-        "index": [a.get("index", "") for a in attributes],
-        "parent": [a.get("parent", "") for a in attributes],
-        "process": [a.get("process", "") for a in attributes],
-        "rank": [a.get("rank", "") for a in attributes],
-        "thread": [a.get("thread", "") for a in attributes],
-        "start (s)": values[:, 1] - first,
-        "wall time (s)": values[:, 0],
-        "unclosed": [a.get("unclosed", "") for a in attributes],
-    })
+    frame = pd.DataFrame(
+        {
+            "launch": run.launch_table["index"][mask].to_numpy(),
+            "name": [a.get("name", "") for a in attributes],
+            "index": [a.get("index", "") for a in attributes],
+            "parent": [a.get("parent", "") for a in attributes],
+            "process": [a.get("process", "") for a in attributes],
+            "rank": [a.get("rank", "") for a in attributes],
+            "thread": [a.get("thread", "") for a in attributes],
+            "start (s)": values[:, 1] - first,
+            "wall time (s)": values[:, 0],
+            "unclosed": [a.get("unclosed", "") for a in attributes],
+        }
+    )
     for column, name in enumerate(extra, start=2):
         frame[name] = values[:, column]
     return frame

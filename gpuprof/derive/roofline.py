@@ -41,8 +41,24 @@ if TYPE_CHECKING:
 
     from gpuprof.devices.gpu_table import Ceiling
 
-POINT_COLUMNS = ["device", "kernel", "label", "op", "precision", "tensor_kind", "ai", "ai_l2", "ai_l1", "flop_rate",
-                 "time", "clock", "origin", "run_id", "ai_check", "left_out"]
+POINT_COLUMNS = [
+    "device",
+    "kernel",
+    "label",
+    "op",
+    "precision",
+    "tensor_kind",
+    "ai",
+    "ai_l2",
+    "ai_l1",
+    "flop_rate",
+    "time",
+    "clock",
+    "origin",
+    "run_id",
+    "ai_check",
+    "left_out",
+]
 PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 DTYPE_PRECISION = {"float64": "fp64", "float32": "fp32", "float16": "fp16"}
 
@@ -102,10 +118,22 @@ def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
     size = w.get("size_bytes") or moved
     op = w["op"] if w["dtype"] == "float32" else f"{w['op']} ({w['dtype']})"
     median = timing_stats(times).median
-    return {"device": device_name(run), "kernel": w["op"], "label": f"{op} {size_text(size)}", "op": op,
-            "precision": mine, "tensor_kind": "", "ai": flops / moved, "ai_l2": math.nan, "ai_l1": math.nan,
-            "flop_rate": flops / median, "time": median, "clock": run.device.get("clock_during_run_hz") or math.nan,
-            "origin": f"{ANALYTIC} FLOPs and bytes / timed median", "run_id": run.run_id}
+    return {
+        "device": device_name(run),
+        "kernel": w["op"],
+        "label": f"{op} {size_text(size)}",
+        "op": op,
+        "precision": mine,
+        "tensor_kind": "",
+        "ai": flops / moved,
+        "ai_l2": math.nan,
+        "ai_l1": math.nan,
+        "flop_rate": flops / median,
+        "time": median,
+        "clock": run.device.get("clock_during_run_hz") or math.nan,
+        "origin": f"{ANALYTIC} FLOPs and bytes / timed median",
+        "run_id": run.run_id,
+    }
 
 
 def _kernel_sums(run: Run) -> pd.DataFrame:
@@ -116,8 +144,14 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
     frame = kernels.kernel_frame([run])
     sums = frame[["device", "kernel", "launches", "tensor_kind", "sm_clock"]].rename(columns={"sm_clock": "clock"})
     sums["device"] = [device_name(run, device) for device in frame["device"].tolist()]
-    for name, column in {"time": "time", **{f"flops_{p}": f"flops_{p}" for p in PRECISIONS}, "flops_all": "flops_total",
-                         "bytes_dram": "dram_bytes", "bytes_l2": "l2_bytes", "bytes_l1": "l1_bytes"}.items():
+    for name, column in {
+        "time": "time",
+        **{f"flops_{p}": f"flops_{p}" for p in PRECISIONS},
+        "flops_all": "flops_total",
+        "bytes_dram": "dram_bytes",
+        "bytes_l2": "l2_bytes",
+        "bytes_l1": "l1_bytes",
+    }.items():
         sums[name] = frame[column].where(frame[f"{column}_complete"])
     return sums
 
@@ -127,12 +161,23 @@ def _kernel_point(row: Any, run: Run, precision: str, work: float, used: str, ta
     ``tag`` ('FP32', 'total') names which of its points this is where it has several."""
     launches = int(row.launches)
     name = short_kernel_name(str(row.kernel)) + (f" {tag}" if tag else "")
-    return {"device": row.device, "kernel": row.kernel, "op": name,
-            "label": name + (f" ({launches} launches)" if launches > 1 else ""),
-            "precision": precision, "tensor_kind": row.tensor_kind if "tensor" in used.split("+") else "",
-            "ai": work / row.bytes_dram, "ai_l2": work / row.bytes_l2, "ai_l1": work / row.bytes_l1,
-            "flop_rate": work / row.time, "time": row.time, "clock": row.clock, "run_id": run.run_id,
-            "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed", "left_out": ""}
+    return {
+        "device": row.device,
+        "kernel": row.kernel,
+        "op": name,
+        "label": name + (f" ({launches} launches)" if launches > 1 else ""),
+        "precision": precision,
+        "tensor_kind": row.tensor_kind if "tensor" in used.split("+") else "",
+        "ai": work / row.bytes_dram,
+        "ai_l2": work / row.bytes_l2,
+        "ai_l1": work / row.bytes_l1,
+        "flop_rate": work / row.time,
+        "time": row.time,
+        "clock": row.clock,
+        "run_id": run.run_id,
+        "origin": f"{MEASURED} FLOPs, bytes and duration, launches of a kernel summed",
+        "left_out": "",
+    }
 
 
 def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
@@ -144,7 +189,7 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
     sums = _kernel_sums(run)
     points = []
     for row in sums.itertuples(index=False):
-        if not row.time > 0:                                           # NaN compares False
+        if not row.time > 0:  # NaN compares False
             continue
         counted = [p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0]
         if precision != "all":
@@ -152,17 +197,22 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
                 points.append(_kernel_point(row, run, precision, getattr(row, f"flops_{precision}"), precision, ""))
             continue
         several = len(counted) > 1 or not row.flops_all > 0
-        points += [_kernel_point(row, run, p, getattr(row, f"flops_{p}"), p, p.upper() if several else "")
-                   for p in counted]
+        points += [
+            _kernel_point(row, run, p, getattr(row, f"flops_{p}"), p, p.upper() if several else "") for p in counted
+        ]
         if row.flops_all > 0 and len(counted) > 1:
             used = "+".join(counted)
             points.append(_kernel_point(row, run, used, row.flops_all, used, "total"))
         elif counted and not row.flops_all > 0:
             name = short_kernel_name(str(row.kernel))
-            points.append({**_kernel_point(row, run, "all", math.nan, "", "total"),
-                           "label": f"{name} total", "left_out":
-                           f"total FLOPs unknown (tensor work not counted; 'gpuprof import' says why), not drawn; "
-                           f"its {' and '.join(p.upper() for p in counted)} points are drawn"})
+            points.append(
+                {
+                    **_kernel_point(row, run, "all", math.nan, "", "total"),
+                    "label": f"{name} total",
+                    "left_out": f"total FLOPs unknown (tensor work not counted; 'gpuprof import' says why), not drawn; "
+                    f"its {' and '.join(p.upper() for p in counted)} points are drawn",
+                }
+            )
     return points
 
 
@@ -200,8 +250,11 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
         what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
         formats = Counter(run.format for run in unplaced)
         ids = ", ".join(run.run_id[:8] for run in unplaced[:3]) + (", ..." if len(unplaced) > 3 else "")
-        skipped.append(f"{len(unplaced)} run(s) with no {what}, DRAM bytes and time to place ("
-                       + ", ".join(f"{n} {fmt}" for fmt, n in formats.most_common()) + f"): {ids}")
+        skipped.append(
+            f"{len(unplaced)} run(s) with no {what}, DRAM bytes and time to place ("
+            + ", ".join(f"{n} {fmt}" for fmt, n in formats.most_common())
+            + f"): {ids}"
+        )
     frame = pd.DataFrame(rows, columns=POINT_COLUMNS)
     frame["left_out"] = frame["left_out"].astype(object).fillna("")
     # bytes per FLOP at each level, which is what the check compares (a point's FLOPs are the same at all three)
@@ -236,8 +289,9 @@ def device_ceilings(runs: list[Run], fallback: list[Peaks] | None = None) -> dic
     return {name: known or list(fallback or []) for name, known in out.items()}
 
 
-def select(frame: pd.DataFrame, kernel: str | None = None, op_names: tuple[str, ...] = (),
-           device: str | None = None) -> pd.DataFrame:
+def select(
+    frame: pd.DataFrame, kernel: str | None = None, op_names: tuple[str, ...] = (), device: str | None = None
+) -> pd.DataFrame:
     """The points whose kernel name matches the regular expression ``kernel`` (case-insensitive),
     whose op is one of ``op_names`` (a measured run's op in any dtype: 'add' keeps 'add (float64)')
     and whose device name contains ``device``; None keeps all."""
@@ -245,12 +299,16 @@ def select(frame: pd.DataFrame, kernel: str | None = None, op_names: tuple[str, 
         try:
             re.compile(kernel)
         except re.error as error:
-            raise InputError(f"--kernel '{kernel}' is not a regular expression: {error}",
-                             "escape special characters, e.g. 'gemm_v1<float>' or 'sgemm.*_nn'") from None
+            raise InputError(
+                f"--kernel '{kernel}' is not a regular expression: {error}",
+                "escape special characters, e.g. 'gemm_v1<float>' or 'sgemm.*_nn'",
+            ) from None
         frame = frame[frame["kernel"].str.contains(kernel, case=False, regex=True)]
     if op_names:
-        frame = frame[frame["op"].isin(op_names) | (frame["kernel"].isin(op_names) & frame["op"].str.startswith(
-            tuple(f"{name} (" for name in op_names)))]
+        frame = frame[
+            frame["op"].isin(op_names)
+            | (frame["kernel"].isin(op_names) & frame["op"].str.startswith(tuple(f"{name} (" for name in op_names)))
+        ]
     if device:
         frame = frame[frame["device"].str.contains(device, case=False, regex=False)]
     return frame
@@ -271,9 +329,21 @@ def roofs(peaks: list[Peaks]) -> list[Ceiling]:
 
 def _as_ceilings(peaks: Peaks) -> list[Ceiling]:
     clock = peaks.clock_hz / 1e6 if peaks.clock_hz else None
-    found = [Ceiling(f"{DTYPE_PRECISION[dtype].upper()} peak", DTYPE_PRECISION[dtype], FMA, value, "FLOP/s",
-                     peaks.origin, peaks.source, clock, "")
-             for dtype, value in peaks.flops.items() if dtype in DTYPE_PRECISION]
+    found = [
+        Ceiling(
+            f"{DTYPE_PRECISION[dtype].upper()} peak",
+            DTYPE_PRECISION[dtype],
+            FMA,
+            value,
+            "FLOP/s",
+            peaks.origin,
+            peaks.source,
+            clock,
+            "",
+        )
+        for dtype, value in peaks.flops.items()
+        if dtype in DTYPE_PRECISION
+    ]
     if peaks.bandwidth:
         found.append(Ceiling("DRAM", "", "dram", peaks.bandwidth, "byte/s", peaks.origin, peaks.source, None, ""))
     return found
@@ -302,7 +372,12 @@ def at_clock(found: list[Ceiling], hz: float | None) -> list[Ceiling]:
     for roof in found:
         if roof.clock_mhz and roof.clock != "memory":
             was = f"{roof.value:.4g} {roof.unit} at {roof.clock_mhz:g} MHz {roof.clock}".strip()
-            roof = replace(roof, value=roof.value * hz / (roof.clock_mhz * 1e6), clock_mhz=round(hz / 1e6),
-                           clock="the points' clock", formula="; ".join(p for p in (roof.formula, was) if p))
+            roof = replace(
+                roof,
+                value=roof.value * hz / (roof.clock_mhz * 1e6),
+                clock_mhz=round(hz / 1e6),
+                clock="the points' clock",
+                formula="; ".join(p for p in (roof.formula, was) if p),
+            )
         moved.append(roof)
     return moved

@@ -18,12 +18,14 @@ from gpuprof.model import Run
 if TYPE_CHECKING:
     import pandas as pd
 
-PROGRAM = "program"           # the whole command, as the phase name
+PROGRAM = "program"  # the whole command, as the phase name
 ENERGY_ALL = "energy (all devices)"
 ENERGY_IN_USE = "energy (devices in use)"
 ENTRY_COLUMNS = ("label", "devices", "phase", "time_s", "energy_j", "energy_in_use_j", "instances", "basis")
-TIME_BASIS = ("wall time of each instance (timed, CLOCK_MONOTONIC), summed per process; the slowest process "
-              "counts (ranks run side by side)")
+TIME_BASIS = (
+    "wall time of each instance (timed, CLOCK_MONOTONIC), summed per process; the slowest process "
+    "counts (ranks run side by side)"
+)
 PROGRAM_BASIS = "wall time of the command (timed, time.perf_counter_ns in gpuprof)"
 
 
@@ -49,8 +51,18 @@ def phase_entries(run: Run, phases: tuple[str, ...] | None = None) -> list[dict[
     label, devices = run_label(run), run_devices(run)
     wall = (run.environment.get("wall_time") or {}).get("value")
     all_j, in_use_j = _run_energy(run)
-    rows = [{"label": label, "devices": devices, "phase": PROGRAM, "time_s": wall, "energy_j": all_j,
-             "energy_in_use_j": in_use_j, "instances": 1, "basis": PROGRAM_BASIS}]
+    rows = [
+        {
+            "label": label,
+            "devices": devices,
+            "phase": PROGRAM,
+            "time_s": wall,
+            "energy_j": all_j,
+            "energy_in_use_j": in_use_j,
+            "instances": 1,
+            "basis": PROGRAM_BASIS,
+        }
+    ]
     frame = region_frame(run, (ENERGY_ALL, ENERGY_IN_USE))
     if frame.empty:
         return rows
@@ -61,15 +73,27 @@ def phase_entries(run: Run, phases: tuple[str, ...] | None = None) -> list[dict[
         mine = frame[frame["name"] == name]
         if mine.empty:
             continue
-        per_process = mine.groupby("process").agg(time_s=("wall time (s)", "sum"), energy_j=(ENERGY_ALL, "sum"),
-                                                  energy_in_use_j=(ENERGY_IN_USE, "sum"),
-                                                  instances=("name", "size"), unmetered=(ENERGY_ALL, lambda s: s.isna().any()))
+        per_process = mine.groupby("process").agg(
+            time_s=("wall time (s)", "sum"),
+            energy_j=(ENERGY_ALL, "sum"),
+            energy_in_use_j=(ENERGY_IN_USE, "sum"),
+            instances=("name", "size"),
+            unmetered=(ENERGY_ALL, lambda s: s.isna().any()),
+        )
         slowest = per_process.sort_values("time_s").iloc[-1]
         metered = not bool(slowest["unmetered"])
-        rows.append({"label": label, "devices": devices, "phase": name, "time_s": float(slowest["time_s"]),
-                     "energy_j": float(slowest["energy_j"]) if metered else None,
-                     "energy_in_use_j": float(slowest["energy_in_use_j"]) if metered else None,
-                     "instances": int(slowest["instances"]), "basis": TIME_BASIS})
+        rows.append(
+            {
+                "label": label,
+                "devices": devices,
+                "phase": name,
+                "time_s": float(slowest["time_s"]),
+                "energy_j": float(slowest["energy_j"]) if metered else None,
+                "energy_in_use_j": float(slowest["energy_in_use_j"]) if metered else None,
+                "instances": int(slowest["instances"]),
+                "basis": TIME_BASIS,
+            }
+        )
     return rows
 
 
@@ -81,8 +105,10 @@ def scaling_table(entries: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
     labels = list(dict.fromkeys(entries["label"]))
     if baseline not in labels:
-        raise InputError(f"--baseline {baseline}: no run with that label (labels: {', '.join(map(str, labels)) or 'none'})",
-                         "give the --label of one of the runs, e.g. --baseline 1gpu")
+        raise InputError(
+            f"--baseline {baseline}: no run with that label (labels: {', '.join(map(str, labels)) or 'none'})",
+            "give the --label of one of the runs, e.g. --baseline 1gpu",
+        )
     out = []
     for phase, rows in entries.groupby("phase", sort=False):
         base = rows[rows["label"] == baseline]
@@ -90,18 +116,29 @@ def scaling_table(entries: pd.DataFrame, baseline: str) -> pd.DataFrame:
             continue
         base = base.iloc[0]
         for _, row in rows.iterrows():
-            time_s, energy, in_use = (float(row[c]) if row[c] is not None else np.nan
-                                      for c in ("time_s", "energy_j", "energy_in_use_j"))
+            time_s, energy, in_use = (
+                float(row[c]) if row[c] is not None else np.nan for c in ("time_s", "energy_j", "energy_in_use_j")
+            )
             speedup = float(base["time_s"]) / time_s if time_s else np.nan
             ratio = float(row["devices"]) / float(base["devices"])
             base_edp = float(base["time_s"]) * _number(base["energy_j"])
             base_edp_in_use = float(base["time_s"]) * _number(base["energy_in_use_j"])
-            out.append({"phase": phase, "label": row["label"], "devices": int(row["devices"]), "time (s)": time_s,
-                        "S": speedup, "E (%)": 100 * speedup / ratio, "energy (J)": energy,
-                        "EDP (norm.)": time_s * energy / base_edp if base_edp else np.nan,
-                        "energy in use (J)": in_use,
-                        "EDP in use (norm.)": time_s * in_use / base_edp_in_use if base_edp_in_use else np.nan,
-                        "instances": row.get("instances", 1), "basis": row.get("basis", "")})
+            out.append(
+                {
+                    "phase": phase,
+                    "label": row["label"],
+                    "devices": int(row["devices"]),
+                    "time (s)": time_s,
+                    "S": speedup,
+                    "E (%)": 100 * speedup / ratio,
+                    "energy (J)": energy,
+                    "EDP (norm.)": time_s * energy / base_edp if base_edp else np.nan,
+                    "energy in use (J)": in_use,
+                    "EDP in use (norm.)": time_s * in_use / base_edp_in_use if base_edp_in_use else np.nan,
+                    "instances": row.get("instances", 1),
+                    "basis": row.get("basis", ""),
+                }
+            )
     return pd.DataFrame(out)
 
 

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ALPHA = 0.05            # two-sided significance level of the Mann–Whitney test
-CONFIDENCE = 0.95       # of the bootstrap interval
-RESAMPLES = 2000        # bootstrap resamples per side
-SEED = 0                # the bootstrap's generator seed: identical inputs give identical intervals
-EXACT_LIMIT = 30        # exact U distribution up to this many values a side (without ties)
-BOOTSTRAP_ROWS = 1000   # rows per side the bootstrap resamples; a larger side is subsampled first
-_CHUNK = 4_000_000      # elements per resampling step, to bound memory on long profiles
+ALPHA = 0.05  # two-sided significance level of the Mann–Whitney test
+CONFIDENCE = 0.95  # of the bootstrap interval
+RESAMPLES = 2000  # bootstrap resamples per side
+SEED = 0  # the bootstrap's generator seed: identical inputs give identical intervals
+EXACT_LIMIT = 30  # exact U distribution up to this many values a side (without ties)
+BOOTSTRAP_ROWS = 1000  # rows per side the bootstrap resamples; a larger side is subsampled first
+_CHUNK = 4_000_000  # elements per resampling step, to bound memory on long profiles
 
 
 def spread(values: np.ndarray) -> float:
@@ -63,8 +63,8 @@ def _u_counts(m: int, n: int) -> np.ndarray:
     counts[0] = 1.0
     for i in range(1, m + 1):
         shifted = counts.copy()
-        shifted[n + i:] -= counts[:len(counts) - n - i]        # times (1 - q^(n+i))
-        for start in range(i):                                   # divided by (1 - q^i)
+        shifted[n + i :] -= counts[: len(counts) - n - i]  # times (1 - q^(n+i))
+        for start in range(i):  # divided by (1 - q^i)
             shifted[start::i] = np.cumsum(shifted[start::i])
         counts = shifted
     return counts
@@ -74,7 +74,7 @@ def _u_counts(m: int, n: int) -> np.ndarray:
 class RankTest:
     u: float
     p: float
-    method: str    # "exact" or "normal approximation"
+    method: str  # "exact" or "normal approximation"
 
 
 def mann_whitney(a: np.ndarray, b: np.ndarray) -> RankTest:
@@ -90,7 +90,7 @@ def mann_whitney(a: np.ndarray, b: np.ndarray) -> RankTest:
         high = 1.0 - (cumulative[int(round(u)) - 1] if u >= 1 else 0.0)
         return RankTest(u, min(1.0, 2.0 * min(low, high)), "exact")
     total = m + n
-    variance = m * n / 12.0 * ((total + 1) - float((ties ** 3 - ties).sum()) / (total * (total - 1)))
+    variance = m * n / 12.0 * ((total + 1) - float((ties**3 - ties).sum()) / (total * (total - 1)))
     if variance <= 0:  # every value tied: nothing distinguishes the sides
         return RankTest(u, 1.0, "normal approximation")
     z = max(abs(u - m * n / 2.0) - 0.5, 0.0) / math.sqrt(variance)
@@ -111,8 +111,12 @@ def _picks(n: int, width: int, rng: np.random.Generator, resamples: int) -> Iter
         yield rng.integers(0, n, size=(min(step, resamples - start), n))
 
 
-def resample(rows: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray],
-             rng: np.random.Generator, resamples: int = RESAMPLES) -> np.ndarray:
+def resample(
+    rows: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    rng: np.random.Generator,
+    resamples: int = RESAMPLES,
+) -> np.ndarray:
     """``statistic`` of ``resamples`` bootstrap resamples of ``rows`` (n values, or n rows × k
     columns resampled together); ``statistic`` reduces axis 1 of (resamples, n[, k]) arrays."""
     rows = _subsample(np.asarray(rows, dtype=float), rng)
@@ -120,8 +124,9 @@ def resample(rows: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray],
     return np.concatenate([statistic(rows[picks]) for picks in _picks(len(rows), width, rng, resamples)])
 
 
-def resample_means(values: np.ndarray, weights: np.ndarray, rng: np.random.Generator,
-                   resamples: int = RESAMPLES) -> np.ndarray:
+def resample_means(
+    values: np.ndarray, weights: np.ndarray, rng: np.random.Generator, resamples: int = RESAMPLES
+) -> np.ndarray:
     """Weighted means of ``resamples`` bootstrap resamples of the rows of ``values`` (n × k,
     NaN where a row lacks a column), the rows drawn together: (resamples × k). Each resample is
     a count per row, so the sums are one matrix product instead of a (resamples × n × k) gather."""
@@ -170,8 +175,8 @@ class Change:
     n_a: int
     n_b: int
     test: RankTest | None = None
-    ci: tuple[float, float] | None = None     # of the ratio b / a
-    noise: float | None = None                # the smaller side's spread
+    ci: tuple[float, float] | None = None  # of the ratio b / a
+    noise: float | None = None  # the smaller side's spread
 
     @property
     def ratio(self) -> float:
@@ -200,5 +205,12 @@ def compare(a: np.ndarray, b: np.ndarray, seed: int = SEED) -> Change:
     if change.single or constant or (len(a) == len(b) and np.array_equal(np.sort(a), np.sort(b))):
         return change  # one value a side, or the very same values: nothing to test
     floor = np.nanmin([spread(a), spread(b)])
-    return Change(change.a, change.b, len(a), len(b), mann_whitney(a, b), median_ratio_interval(a, b, seed),
-                  float(floor) if math.isfinite(floor) else None)
+    return Change(
+        change.a,
+        change.b,
+        len(a),
+        len(b),
+        mann_whitney(a, b),
+        median_ratio_interval(a, b, seed),
+        float(floor) if math.isfinite(floor) else None,
+    )

@@ -37,8 +37,9 @@ def read_energy_table(path: str | Path) -> dict[str, dict[str, float]]:
         try:
             table[component] = {key: float(value) for key, value in (pair.split("=") for pair in pairs)}
         except ValueError:
-            raise InputError(f"{path}:{number}: not 'COMPONENT OP=energy ...'",
-                             "give an energy table in STONNE's format") from None
+            raise InputError(
+                f"{path}:{number}: not 'COMPONENT OP=energy ...'", "give an energy table in STONNE's format"
+            ) from None
     return table
 
 
@@ -48,20 +49,24 @@ def energy(values: dict[str, float], table: dict[str, dict[str, float]], table_n
     cycles = values.get(stonne.CYCLES, math.nan)
     static = dynamic = 0.0
     for name, value in values.items():
-        if (match := _INSTANCES.match(name)):
+        if match := _INSTANCES.match(name):
             static += value * cycles * _entry(table, table_name, match["component"]).get("STATIC", 0.0)
-        elif (match := _COUNTER.match(name)):
+        elif match := _COUNTER.match(name):
             row = _entry(table, table_name, match["component"])
             if match["op"] not in row:
-                raise InputError(f"{table_name}: no energy for {match['component']} {match['op']}",
-                                 "give the energy table that matches this STONNE build")
+                raise InputError(
+                    f"{table_name}: no energy for {match['component']} {match['op']}",
+                    "give the energy table that matches this STONNE build",
+                )
             dynamic += value * row[match["op"]]
     return static, dynamic
 
 
 def _entry(table: dict[str, dict[str, float]], table_name: str, component: str) -> dict[str, float]:
     if component not in table:
-        raise InputError(f"{table_name}: no component {component}", "give the energy table that matches this STONNE build")
+        raise InputError(
+            f"{table_name}: no component {component}", "give the energy table that matches this STONNE build"
+        )
     return table[component]
 
 
@@ -74,20 +79,33 @@ def layer_table(run: Run, clock_hz: float | None = None, energy_table: str | Pat
         values = {m.name: float(m.value) for m in launch.metrics if isinstance(m.value, (int, float))}
         cycles, macs = values.get(stonne.CYCLES, math.nan), values.get(stonne.MACS, math.nan)
         multipliers = values.get(stonne.MULTIPLIERS, math.nan)
-        row = {"layer": launch.kernel, "cycles": cycles, "MACs": macs, "multipliers": multipliers,
-               "utilisation (%)": 100 * macs / (cycles * multipliers) if cycles and multipliers else math.nan,
-               "reads": values.get(stonne.GB_READS, math.nan), "writes": values.get(stonne.GB_WRITES, math.nan)}
+        row = {
+            "layer": launch.kernel,
+            "cycles": cycles,
+            "MACs": macs,
+            "multipliers": multipliers,
+            "utilisation (%)": 100 * macs / (cycles * multipliers) if cycles and multipliers else math.nan,
+            "reads": values.get(stonne.GB_READS, math.nan),
+            "writes": values.get(stonne.GB_WRITES, math.nan),
+        }
         if clock_hz:
             row["time (s)"] = cycles / clock_hz
         if table is None and "energy (table units)" in values:  # STONNE's energy script already summed it
             row["energy (table units)"] = values["energy (table units)"]
         if table is not None:
             if not any(_INSTANCES.match(name) for name in values):
-                raise InputError(f"{launch.kernel}: no .counters values to price",
-                                 "import the layer's .counters file with its statistics JSON")
+                raise InputError(
+                    f"{launch.kernel}: no .counters values to price",
+                    "import the layer's .counters file with its statistics JSON",
+                )
             static, dynamic = energy(values, table, Path(energy_table).name)
-            row.update({"static energy (table units)": static, "dynamic energy (table units)": dynamic,
-                        "energy (table units)": static + dynamic})
+            row.update(
+                {
+                    "static energy (table units)": static,
+                    "dynamic energy (table units)": dynamic,
+                    "energy (table units)": static + dynamic,
+                }
+            )
         rows.append(row)
     frame = pd.DataFrame(rows)
     if not frame.empty:
@@ -99,10 +117,16 @@ def layer_table(run: Run, clock_hz: float | None = None, energy_table: str | Pat
 
 
 def origin_note(clock_hz: float | None, energy_table: str | Path | None) -> str:
-    parts = ["cycles, multipliers, reads and writes simulated (STONNE)", "MACs analytic (layer dimensions)",
-             "utilisation derived = MACs / (cycles × multipliers)"]
-    parts.append(f"time derived at the given clock {clock_hz / 1e6:g} MHz" if clock_hz
-                 else "no time: a simulator has no clock (give --clock)")
+    parts = [
+        "cycles, multipliers, reads and writes simulated (STONNE)",
+        "MACs analytic (layer dimensions)",
+        "utilisation derived = MACs / (cycles × multipliers)",
+    ]
+    parts.append(
+        f"time derived at the given clock {clock_hz / 1e6:g} MHz"
+        if clock_hz
+        else "no time: a simulator has no clock (give --clock)"
+    )
     if energy_table:
         parts.append(f"energy derived from {Path(energy_table).name}, in that table's units (STONNE states none)")
     return "; ".join(parts)

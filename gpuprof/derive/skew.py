@@ -38,13 +38,17 @@ def notes(run: Run) -> list[str]:
     found = []
     if off.any():
         worst = int(np.argmax(np.abs(np.log(ratio))))
-        found.append(f"{int(off.sum())} of {int(both.sum())} launches: elapsed cycles / SM clock differs from "
-                     f"gpu__time_duration.sum by more than {TOLERANCE:.0%} (worst: launch ID "
-                     f"{run.launch_table['index'].iloc[worst]}, {ratio[worst]:.3g} x); the cycles look taken in "
-                     "an instrumented (instruction-counting) pass; kernel time is the measured duration")
+        found.append(
+            f"{int(off.sum())} of {int(both.sum())} launches: elapsed cycles / SM clock differs from "
+            f"gpu__time_duration.sum by more than {TOLERANCE:.0%} (worst: launch ID "
+            f"{run.launch_table['index'].iloc[worst]}, {ratio[worst]:.3g} x); the cycles look taken in "
+            "an instrumented (instruction-counting) pass; kernel time is the measured duration"
+        )
     only_cycles = np.isnan(measured) & ~np.isnan(derived)
     if only_cycles.any() and cycles_unchecked(run):
-        found.append(f"kernel time of {int(only_cycles.sum())} launch(es) is elapsed cycles / SM clock from a file "
-                     "that also counts SASS instructions: ncu can take those cycles in an instrumented pass, where "
-                     "they run long (~100x), and without gpu__time_duration.sum this time cannot be checked")
+        found.append(
+            f"kernel time of {int(only_cycles.sum())} launch(es) is elapsed cycles / SM clock from a file "
+            "that also counts SASS instructions: ncu can take those cycles in an instrumented pass, where "
+            "they run long (~100x), and without gpu__time_duration.sum this time cannot be checked"
+        )
     return found

@@ -24,15 +24,33 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from gpuprof.model import MEASURED, Metric, Run
-from gpuprof.model.stalls import (NVPROF, PCSAMP, PCT, RATIO, InstructionSamples, classify, describe,
-                                  reason_for_token, vocabulary)
+from gpuprof.model.stalls import (
+    NVPROF,
+    PCSAMP,
+    PCT,
+    RATIO,
+    InstructionSamples,
+    classify,
+    describe,
+    reason_for_token,
+    vocabulary,
+)
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["NVPROF", "PCSAMP", "PCT", "RATIO", "InstructionSamples", "classify", "describe", "reason_for_token",
-           "vocabulary"]  # the vocabulary lives in the model (readers use it too); named here as before
+__all__ = [
+    "NVPROF",
+    "PCSAMP",
+    "PCT",
+    "RATIO",
+    "InstructionSamples",
+    "classify",
+    "describe",
+    "reason_for_token",
+    "vocabulary",
+]  # the vocabulary lives in the model (readers use it too); named here as before
 
 # Preferred basis when a launch carries several (ncu's own Warp State section uses the ratios).
 # nvprof-named values in an ncu file are sums a reader derived, so ncu bases come first.
@@ -41,14 +59,12 @@ PREFERENCE = (RATIO, PCT, PCSAMP, NVPROF)
 BASIS_TEXT = {
     NVPROF: "nvprof issue-stall percentages (share of all stalls, as nvprof reports them)",
     RATIO: "ncu warp-state ratios (warp cycles per issued instruction) normalised to shares of stall "
-           "cycles; 'selected' (issuing) excluded",
-    PCT: "ncu warp-state percentages of warp-active cycles normalised to shares of stall cycles; "
-         "'selected' excluded",
+    "cycles; 'selected' (issuing) excluded",
+    PCT: "ncu warp-state percentages of warp-active cycles normalised to shares of stall cycles; 'selected' excluded",
     PCSAMP: "PC-sampling sample counts normalised to shares of stalled samples; 'selected' excluded",
 }
 # What a share is a share of, per basis, for the explanation sentences.
-SHARE_OF = {NVPROF: "of all stalls", RATIO: "of stall cycles", PCT: "of stall cycles",
-            PCSAMP: "of stalled samples"}
+SHARE_OF = {NVPROF: "of all stalls", RATIO: "of stall cycles", PCT: "of stall cycles", PCSAMP: "of stalled samples"}
 UNIT = {NVPROF: "% of stalls", RATIO: "cycles/issue", PCT: "% warp-active", PCSAMP: "samples"}
 UNNAMED = "device not named in the file"  # the column of a profile without a device (ncu text, source page)
 
@@ -60,11 +76,11 @@ class StallShare(NamedTuple):
     """One reason's value as the tool reported it and its share of the kernel's stall cycles (a named
     tuple: a run of 50,000 launches makes a million of them, five times faster than a frozen dataclass)."""
 
-    reason: str        # ncu reason token or nvprof metric name
+    reason: str  # ncu reason token or nvprof metric name
     label: str
-    metric: str        # the tool's metric name
-    value: float       # in the basis' unit (UNIT[basis])
-    share: float       # 0..1 of stall cycles (nvprof: its own percentage / 100)
+    metric: str  # the tool's metric name
+    value: float  # in the basis' unit (UNIT[basis])
+    share: float  # 0..1 of stall cycles (nvprof: its own percentage / 100)
 
 
 @dataclass(frozen=True)
@@ -75,8 +91,8 @@ class StallProfile:
     device: str
     launch: int
     basis: str
-    reasons: tuple[StallShare, ...]            # ranked, largest share first
-    coverage: float = 1.0      # nvprof: share of all stalls the collected reasons cover
+    reasons: tuple[StallShare, ...]  # ranked, largest share first
+    coverage: float = 1.0  # nvprof: share of all stalls the collected reasons cover
 
     @property
     def family(self) -> str:
@@ -126,16 +142,17 @@ def _stall_rows(run: Run) -> tuple[dict[str, np.ndarray], list[str]]:
     name_rank, name_reason = _classified(list(metrics["metric"].cat.categories), reasons)
     canonical_rank, canonical_reason = _classified(list(metrics["canonical"].cat.categories), reasons)
     name_codes, canonical_codes = metrics["metric"].cat.codes.to_numpy(), metrics["canonical"].cat.codes.to_numpy()
-    rank = name_rank[name_codes]        # code -1 (no name) picks the trailing "not a stall metric"
+    rank = name_rank[name_codes]  # code -1 (no name) picks the trailing "not a stall metric"
     reason = name_reason[name_codes]
-    by_canonical = rank < 0             # a tool name that is no stall metric may have a canonical one that is
+    by_canonical = rank < 0  # a tool name that is no stall metric may have a canonical one that is
     rank = np.where(by_canonical, canonical_rank[canonical_codes], rank)
     reason = np.where(by_canonical, canonical_reason[canonical_codes], reason)
     low, high = metrics["minimum"].to_numpy(), metrics["maximum"].to_numpy()
     value = np.where(low == high, low, metrics["value"].to_numpy())  # NaN == NaN is False
     origin = metrics["origin"].cat
-    measured = origin.codes.to_numpy() == (list(origin.categories).index(MEASURED)
-                                           if MEASURED in origin.categories else -2)
+    measured = origin.codes.to_numpy() == (
+        list(origin.categories).index(MEASURED) if MEASURED in origin.categories else -2
+    )
     rows = np.flatnonzero((rank >= 0) & ~np.isnan(value) & measured)
     names = sorted(reasons)
     order = np.array([reasons[name] for name in names], dtype=np.int64)
@@ -145,8 +162,16 @@ def _stall_rows(run: Run) -> tuple[dict[str, np.ndarray], list[str]]:
     rank, reason = rank[rows], to_sorted[reason[rows]] if len(names) else reason[rows]
     cell = (launch * len(PREFERENCE) + rank) * max(len(names), 1) + reason
     first = ~pd.Series(cell).duplicated().to_numpy()  # rows are in launch order, a launch's in the tool's
-    return ({"row": rows[first], "launch": launch[first], "basis": rank[first], "reason": reason[first],
-             "value": value[rows[first]]}, names)
+    return (
+        {
+            "row": rows[first],
+            "launch": launch[first],
+            "basis": rank[first],
+            "reason": reason[first],
+            "value": value[rows[first]],
+        },
+        names,
+    )
 
 
 @functools.cache
@@ -180,16 +205,18 @@ def stall_table(run: Run, basis: str | None = None) -> pd.DataFrame:
     else:
         chosen[launch[rank == PREFERENCE.index(basis)]] = PREFERENCE.index(basis)
     nvprof_rank = PREFERENCE.index(NVPROF)
-    stall = np.array([[_is_stall("ncu", r) for r in names] + [False],
-                      [_is_stall(NVPROF, r) for r in names] + [False]], dtype=bool)
+    stall = np.array(
+        [[_is_stall("ncu", r) for r in names] + [False], [_is_stall(NVPROF, r) for r in names] + [False]], dtype=bool
+    )
     keep = (rank == chosen[launch]) & stall[(rank == nvprof_rank).astype(np.int64), found["reason"]]
     row, launch, reason, value = found["row"][keep], launch[keep], found["reason"][keep], found["value"][keep]
     nvprof = chosen[launch] == nvprof_rank
     total = np.bincount(launch, weights=value, minlength=count)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(nvprof, value / 100.0, np.where(total[launch] > 0, value / total[launch], 0.0))
-    coverage = np.where(chosen == nvprof_rank, np.bincount(launch, weights=np.where(nvprof, share, 0.0),
-                                                           minlength=count), 1.0)
+    coverage = np.where(
+        chosen == nvprof_rank, np.bincount(launch, weights=np.where(nvprof, share, 0.0), minlength=count), 1.0
+    )
     # a launch whose chosen basis held only non-stall states keeps a placeholder row
     empty = np.flatnonzero((chosen < none) & (np.bincount(launch, minlength=count) == 0))
     launch = np.concatenate([launch, empty])
@@ -209,16 +236,23 @@ def stall_table(run: Run, basis: str | None = None) -> pd.DataFrame:
     device_codes, devices = pd.factorize(table["device"].where(table["device"] != "", default).fillna(default))
     metric = run.metric_table["metric"].cat
     metric_codes = np.append(metric.codes.to_numpy(), -1)[row]
-    return pd.DataFrame({
-        "launch": launch, "kernel": pd.Categorical.from_codes(kernel_codes[launch], kernels),
-        "device": pd.Categorical.from_codes(device_codes[launch], devices),
-        "index": table["index"].to_numpy()[launch],
-        "basis": pd.Categorical.from_codes(chosen[launch], PREFERENCE),
-        "reason": pd.Categorical.from_codes(np.where(reason < len(names), reason, -1), names),
-        "label": pd.Categorical.from_codes(label_codes[np.where(reason < len(names), reason + family * len(names),
-                                                                len(labels))], label_names),
-        "metric": pd.Categorical.from_codes(metric_codes, metric.categories),
-        "value": value[order], "share": share[order], "coverage": coverage[launch]})
+    return pd.DataFrame(
+        {
+            "launch": launch,
+            "kernel": pd.Categorical.from_codes(kernel_codes[launch], kernels),
+            "device": pd.Categorical.from_codes(device_codes[launch], devices),
+            "index": table["index"].to_numpy()[launch],
+            "basis": pd.Categorical.from_codes(chosen[launch], PREFERENCE),
+            "reason": pd.Categorical.from_codes(np.where(reason < len(names), reason, -1), names),
+            "label": pd.Categorical.from_codes(
+                label_codes[np.where(reason < len(names), reason + family * len(names), len(labels))], label_names
+            ),
+            "metric": pd.Categorical.from_codes(metric_codes, metric.categories),
+            "value": value[order],
+            "share": share[order],
+            "coverage": coverage[launch],
+        }
+    )
 
 
 def stall_profiles(run: Run, basis: str | None = None) -> list[StallProfile]:
@@ -229,14 +263,23 @@ def stall_profiles(run: Run, basis: str | None = None) -> list[StallProfile]:
     table = stall_table(run, basis)
     launch = table["launch"].to_numpy()
     starts = np.flatnonzero(np.r_[True, launch[1:] != launch[:-1]]) if len(launch) else np.array([], dtype=int)
-    items = list(map(StallShare._make, zip(*(table[c].tolist() for c in ("reason", "label", "metric", "value",
-                                                                          "share")))))
+    items = list(
+        map(StallShare._make, zip(*(table[c].tolist() for c in ("reason", "label", "metric", "value", "share"))))
+    )
     heads = table.iloc[starts]
-    return [StallProfile(kernel, device, index, chosen, () if math.isnan(share) else tuple(items[start:end]), coverage)
-            for kernel, device, index, chosen, coverage, share, start, end in zip(
-                heads["kernel"].tolist(), heads["device"].tolist(), heads["index"].tolist(), heads["basis"].tolist(),
-                heads["coverage"].tolist(), heads["share"].tolist(), starts.tolist(),
-                [*starts[1:].tolist(), len(table)])]   # a NaN share: the placeholder of a launch without stalls
+    return [
+        StallProfile(kernel, device, index, chosen, () if math.isnan(share) else tuple(items[start:end]), coverage)
+        for kernel, device, index, chosen, coverage, share, start, end in zip(
+            heads["kernel"].tolist(),
+            heads["device"].tolist(),
+            heads["index"].tolist(),
+            heads["basis"].tolist(),
+            heads["coverage"].tolist(),
+            heads["share"].tolist(),
+            starts.tolist(),
+            [*starts[1:].tolist(), len(table)],
+        )
+    ]  # a NaN share: the placeholder of a launch without stalls
 
 
 def available_bases(run: Run) -> list[str]:
@@ -265,20 +308,23 @@ def explain(profile: StallProfile, hint: str = "") -> str:
     suggests = spec["suggests"]
     transcendental = _TRANSCENDENTAL.search(f"{hint} {profile.kernel}")
     if top.reason in ("short_scoreboard", "stall_exec_dependency") and transcendental:
-        suggests = (f"the {transcendental.group(0)} arithmetic waits on the special-function unit "
-                    f"(MUFU exp/rcp/tanh results), not on memory")
+        suggests = (
+            f"the {transcendental.group(0)} arithmetic waits on the special-function unit "
+            f"(MUFU exp/rcp/tanh results), not on memory"
+        )
     if len(ranked) > 1 and ranked[1].share >= 0.8 * top.share:
         second = ranked[1]
-        lead = (f"{top.label} ({_pct(top.share)}) and {second.label} ({_pct(second.share)}) "
-                f"stalls share the lead")
+        lead = f"{top.label} ({_pct(top.share)}) and {second.label} ({_pct(second.share)}) stalls share the lead"
         suggests += f", together with {describe(profile.family, second.reason)['suggests']}"
     else:
         lead = f"{top.label} stalls dominate ({_pct(top.share)} {SHARE_OF[profile.basis]})"
         if len(ranked) > 1:
             lead += f", then {ranked[1].label} ({_pct(ranked[1].share)})"
     if profile.family == NVPROF and profile.coverage < 0.95:
-        lead = (f"of the {len(profile.reasons)} nvprof stall reasons collected (together "
-                f"{_pct(profile.coverage)} of all stalls): {lead}")
+        lead = (
+            f"of the {len(profile.reasons)} nvprof stall reasons collected (together "
+            f"{_pct(profile.coverage)} of all stalls): {lead}"
+        )
     sentences = [f"{profile.kernel}: {lead[0].upper()}{lead[1:]}.", f"This suggests {suggests}."]
     if spec.get("fix"):
         sentences.append(f"What usually helps: {spec['fix'][0].lower()}{spec['fix'][1:]}")
@@ -290,9 +336,18 @@ def profiles_frame(profiles: Sequence[StallProfile], include_zero: bool = False)
     import pandas as pd
 
     rows = [
-        {"device": p.device, "kernel": p.kernel, "rank": rank, "reason": s.reason, "label": s.label,
-         "value": s.value, "unit": UNIT[p.basis], "share_pct": round(100 * s.share, 2),
-         "basis": p.basis, "origin": "measured"}
+        {
+            "device": p.device,
+            "kernel": p.kernel,
+            "rank": rank,
+            "reason": s.reason,
+            "label": s.label,
+            "value": s.value,
+            "unit": UNIT[p.basis],
+            "share_pct": round(100 * s.share, 2),
+            "basis": p.basis,
+            "origin": "measured",
+        }
         for p in profiles
         for rank, s in enumerate((s for s in p.reasons if include_zero or s.share > 0), start=1)
     ]
@@ -314,8 +369,9 @@ def fold_to_nvprof(profile: StallProfile) -> dict[str, float]:
     return groups
 
 
-def stall_comparison(runs_or_profiles: Iterable[Run | StallProfile], kernel: str | None = None,
-                     basis: str | None = None) -> pd.DataFrame:
+def stall_comparison(
+    runs_or_profiles: Iterable[Run | StallProfile], kernel: str | None = None, basis: str | None = None
+) -> pd.DataFrame:
     """The same kernel's stall shares from several devices side by side (percent of stall cycles).
 
     Accepts Runs (every launch with stall metrics) and/or StallProfiles; ``kernel`` keeps profiles
@@ -338,11 +394,10 @@ def stall_comparison(runs_or_profiles: Iterable[Run | StallProfile], kernel: str
     labels: dict[str, str] = {}
     for p, device in zip(profiles, devices):
         name = device if devices.count(device) == 1 else f"{device} | {p.kernel}"
-        if name in columns:   # the same device and kernel from several runs
+        if name in columns:  # the same device and kernel from several runs
             name = f"{name} #{sum(1 for c in columns if c.startswith(name)) + 1}"
         shares = fold_to_nvprof(p) if mixed else {s.reason: s.share for s in p.reasons}
-        labels.update({r: describe(NVPROF if r in vocabulary()["nvprof"] else "ncu", r)["label"]
-                       for r in shares})
+        labels.update({r: describe(NVPROF if r in vocabulary()["nvprof"] else "ncu", r)["label"] for r in shares})
         columns[name] = {r: round(100 * v, 2) for r, v in shares.items()}
         bases[name] = p.basis
     frame = pd.DataFrame(columns)
@@ -365,18 +420,18 @@ def stall_rows(comparison: pd.DataFrame) -> pd.DataFrame:
 
 # ---- source-level hot spots ----
 
+
 @dataclass(frozen=True)
 class HotSpot:
     address: int
     source: str
-    samples: float              # all samples at this instruction ("Warp Stall Sampling (All ...)")
-    kernel_share: float         # of all samples in the kernel
-    reason: str                 # dominant stall reason here ('selected' excluded); "" when none
+    samples: float  # all samples at this instruction ("Warp Stall Sampling (All ...)")
+    kernel_share: float  # of all samples in the kernel
+    reason: str  # dominant stall reason here ('selected' excluded); "" when none
     reason_samples: float
 
 
-def hot_spots(instructions: Iterable[InstructionSamples], top: int = 10,
-              reason: str | None = None) -> list[HotSpot]:
+def hot_spots(instructions: Iterable[InstructionSamples], top: int = 10, reason: str | None = None) -> list[HotSpot]:
     """The ``top`` instructions with the most samples, each with its dominant stall reason.
 
     With ``reason`` (an ncu reason such as ``wait``) they are ranked by that reason's samples instead,
@@ -389,8 +444,16 @@ def hot_spots(instructions: Iterable[InstructionSamples], top: int = 10,
         count = sum(item.samples.values())
         stalls = {r: v for r, v in item.samples.items() if describe("ncu", r).get("stall", True) and v > 0}
         dominant = reason or (max(stalls, key=lambda r: (stalls[r], r)) if stalls else "")
-        spots.append(HotSpot(item.address, item.source.strip(), count,
-                             count / total if total else 0.0, dominant, item.samples.get(dominant, 0.0)))
+        spots.append(
+            HotSpot(
+                item.address,
+                item.source.strip(),
+                count,
+                count / total if total else 0.0,
+                dominant,
+                item.samples.get(dominant, 0.0),
+            )
+        )
     if reason:
         spots.sort(key=lambda s: (-s.reason_samples, s.address))
     else:
@@ -401,10 +464,18 @@ def hot_spots(instructions: Iterable[InstructionSamples], top: int = 10,
 def hot_spots_frame(spots: Sequence[HotSpot], kernel: str = "") -> pd.DataFrame:
     import pandas as pd
 
-    rows = [{"kernel": kernel, "address": f"0x{s.address:x}", "instruction": s.source,
-             "samples": s.samples, "kernel_pct": round(100 * s.kernel_share, 2),
-             "dominant_stall": describe("ncu", s.reason)["label"] if s.reason else "",
-             "stall_samples": s.reason_samples, "origin": "measured"} for s in spots]
-    columns = ["kernel", "address", "instruction", "samples", "kernel_pct", "dominant_stall",
-               "stall_samples", "origin"]
+    rows = [
+        {
+            "kernel": kernel,
+            "address": f"0x{s.address:x}",
+            "instruction": s.source,
+            "samples": s.samples,
+            "kernel_pct": round(100 * s.kernel_share, 2),
+            "dominant_stall": describe("ncu", s.reason)["label"] if s.reason else "",
+            "stall_samples": s.reason_samples,
+            "origin": "measured",
+        }
+        for s in spots
+    ]
+    columns = ["kernel", "address", "instruction", "samples", "kernel_pct", "dominant_stall", "stall_samples", "origin"]
     return pd.DataFrame(rows, columns=columns)

@@ -16,7 +16,7 @@ class TimingStats:
     minimum: float
     maximum: float
     mean: float
-    spread: float          # interquartile range / median (0 for fewer than 4 samples: max-min / median)
+    spread: float  # interquartile range / median (0 for fewer than 4 samples: max-min / median)
     stable: bool
 
 
@@ -32,5 +32,6 @@ def timing_stats(times: list[float]) -> TimingStats:
     else:
         width = ordered[-1] - ordered[0]
     spread = width / median if median > 0 else 0.0
-    return TimingStats(len(ordered), median, ordered[0], ordered[-1], statistics.fmean(ordered),
-                       spread, spread <= UNSTABLE_SPREAD)
+    return TimingStats(
+        len(ordered), median, ordered[0], ordered[-1], statistics.fmean(ordered), spread, spread <= UNSTABLE_SPREAD
+    )

@@ -20,8 +20,16 @@ from gpuprof.devices.peaks import Peaks
 from gpuprof.model import ANALYTIC, CALIBRATED, DERIVED, MEASURED, TIMED, Run
 from gpuprof.workloads import ops
 
-__all__ = ["CEILING_NAMES", "Quantity", "measured_flops", "quantities", "run_clock", "run_peaks", "summary_row",
-           "timings"]
+__all__ = [
+    "CEILING_NAMES",
+    "Quantity",
+    "measured_flops",
+    "quantities",
+    "run_clock",
+    "run_peaks",
+    "summary_row",
+    "timings",
+]
 
 
 def timings(run: Run) -> list[float]:
@@ -30,8 +38,12 @@ def timings(run: Run) -> list[float]:
     times = []
     for launch in run.launches:
         duration = launch.metric("kernel_duration")
-        if launch.invocations == 1 and duration is not None and duration.origin == TIMED \
-                and isinstance(duration.value, (int, float)):
+        if (
+            launch.invocations == 1
+            and duration is not None
+            and duration.origin == TIMED
+            and isinstance(duration.value, (int, float))
+        ):
             times.append(float(duration.value))
     return times
 
@@ -58,8 +70,13 @@ def quantities(run: Run, peaks: list[Peaks] | None = None) -> list[Quantity]:
     timer = run.environment.get("timer", "timed")
     cache = f"{w.get('cache', 'warm')} cache"
     out = [
-        Quantity("time (median)", stats.median, "second", TIMED,
-                 f"{stats.count} repeats after {w.get('warmup', 0)} warm-up, {cache}; {timer}"),
+        Quantity(
+            "time (median)",
+            stats.median,
+            "second",
+            TIMED,
+            f"{stats.count} repeats after {w.get('warmup', 0)} warm-up, {cache}; {timer}",
+        ),
         Quantity("time (min)", stats.minimum, "second", TIMED, "fastest repeat"),
         Quantity("time spread", 100 * stats.spread if stats.count > 1 else None, "%", TIMED, _spread_basis(stats)),
         Quantity("FLOPs", float(flops), "FLOP", ANALYTIC, f"{op}: {ops.get_op(op).flop_basis}"),
@@ -100,13 +117,17 @@ def run_clock(run: Run) -> RunClock:
     which is not taken for the run clock."""
     hz, source = run.device.get("clock_during_run_hz"), run.device.get("clock_during_run_source", "not recorded")
     if "/proc/cpuinfo" in source:
-        return RunClock(None, f"unknown: the run recorded {hz / 1e9:.4g} GHz from /proc/cpuinfo 'cpu MHz', "
-                              "not a measurement of the clock under load")
+        return RunClock(
+            None,
+            f"unknown: the run recorded {hz / 1e9:.4g} GHz from /proc/cpuinfo 'cpu MHz', "
+            "not a measurement of the clock under load",
+        )
     return RunClock(hz, source)
 
 
-def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str,
-                           recorded: list[Peaks]) -> list[Quantity]:
+def _efficiency_quantities(
+    run: Run, rate: float, byte_rate: float, dtype: str, recorded: list[Peaks]
+) -> list[Quantity]:
     clock = run_clock(run)
     out = [Quantity("core clock during run", clock.hz, "hertz", MEASURED, clock.source)]
     if not any(p.bandwidth and p.flops_for(dtype) for p in recorded):
@@ -116,15 +137,26 @@ def _efficiency_quantities(run: Run, rate: float, byte_rate: float, dtype: str,
         flop_peak = peaks.flops_for(dtype)
         at = f" at {peaks.clock_hz / 1e9:.4g} GHz" if peaks.clock_hz else ""  # a calibration: its own clock
         if flop_peak:
-            out.append(Quantity(f"peak FLOP/s {dtype}, {ceiling}", flop_peak, "FLOP/second", peaks.origin,
-                                f"{peaks.source}{at}"))
+            out.append(
+                Quantity(
+                    f"peak FLOP/s {dtype}, {ceiling}", flop_peak, "FLOP/second", peaks.origin, f"{peaks.source}{at}"
+                )
+            )
         if peaks.bandwidth:
-            out.append(Quantity(f"peak bandwidth, {ceiling}", peaks.bandwidth, "byte/second", peaks.origin,
-                                peaks.source))
+            out.append(
+                Quantity(f"peak bandwidth, {ceiling}", peaks.bandwidth, "byte/second", peaks.origin, peaks.source)
+            )
         for eff in efficiencies(rate, byte_rate, dtype, peaks, clock.hz):
             why = above_100(eff, peaks, clock, (run.workload or {}).get("cache"))
-            out.append(Quantity(f"efficiency: {_efficiency_label(eff, ceiling)}", eff.percent, "%", DERIVED,
-                                eff.basis + (f" — ABOVE 100 %: {eff.percent - 100:.3g} % {why}" if why else "")))
+            out.append(
+                Quantity(
+                    f"efficiency: {_efficiency_label(eff, ceiling)}",
+                    eff.percent,
+                    "%",
+                    DERIVED,
+                    eff.basis + (f" — ABOVE 100 %: {eff.percent - 100:.3g} % {why}" if why else ""),
+                )
+            )
     return out
 
 
@@ -135,10 +167,15 @@ def _no_roofline(run: Run, recorded: list[Peaks], dtype: str) -> str:
     calibrated = next((p for p in recorded if p.origin == CALIBRATED), None)
     if calibrated is None:
         return "needs a bandwidth ceiling: run 'gpuprof calibrate' once on this host"
-    missing = [what for what, found in (("bandwidth", calibrated.bandwidth), (f"{dtype} FLOP/s",
-                                                                             calibrated.flops_for(dtype))) if not found]
-    return (f"this host's calibrations have no stable {' or '.join(missing)} ceiling: rerun 'gpuprof calibrate' "
-            "when the host is idle")
+    missing = [
+        what
+        for what, found in (("bandwidth", calibrated.bandwidth), (f"{dtype} FLOP/s", calibrated.flops_for(dtype)))
+        if not found
+    ]
+    return (
+        f"this host's calibrations have no stable {' or '.join(missing)} ceiling: rerun 'gpuprof calibrate' "
+        "when the host is idle"
+    )
 
 
 def _efficiency_label(eff: Any, ceiling: str) -> str:
@@ -155,9 +192,14 @@ def summary_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
     """One flat row per measured run, for ``show`` and comparison tables (``peaks``: as :func:`quantities`)."""
     w = run.workload or {}
     row: dict[str, Any] = {
-        "run": run.run_id[:8], "created": run.created, "device": run.device.get("name", ""),
-        "engine": w.get("engine"), "op": w.get("op"), "dtype": w.get("dtype"),
-        "shape": ops.shape_text(tuple(w.get("shape", ()))), "size_MB": w.get("size_bytes", 0) / 1e6,
+        "run": run.run_id[:8],
+        "created": run.created,
+        "device": run.device.get("name", ""),
+        "engine": w.get("engine"),
+        "op": w.get("op"),
+        "dtype": w.get("dtype"),
+        "shape": ops.shape_text(tuple(w.get("shape", ()))),
+        "size_MB": w.get("size_bytes", 0) / 1e6,
     }
     for q in quantities(run, peaks):
         if q.name == "time (median)":

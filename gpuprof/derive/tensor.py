@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from gpuprof.model import catalog
 from gpuprof.derive.pivot import Counters, aliases, also_per_launch
+from gpuprof.model import catalog
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,8 +48,11 @@ _ACTIVITY = ("tensor_precision_fu_utilization", "tensor_pipe_active")
 @functools.cache
 def kinds() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """(catalog key, ceiling "precision/kind" or "", counter names) of each ``tensor_ops_*`` type."""
-    return tuple((key, entry.ceiling, tuple(entry.ncu_sum))
-                 for key, entry in catalog.entries().items() if key.startswith("tensor_ops_"))
+    return tuple(
+        (key, entry.ceiling, tuple(entry.ncu_sum))
+        for key, entry in catalog.entries().items()
+        if key.startswith("tensor_ops_")
+    )
 
 
 def _present_sum(columns: list[np.ndarray]) -> np.ndarray:
@@ -62,8 +65,10 @@ def _present_sum(columns: list[np.ndarray]) -> np.ndarray:
 
 def names() -> list[str]:
     """Every name the tensor rules read, for one pass over a run's table."""
-    return [*(name for _, _, counters in kinds() for name in counters),
-            *(name for key in ("tensor_inst", *_ACTIVITY) for name in aliases(key))]
+    return [
+        *(name for _, _, counters in kinds() for name in counters),
+        *(name for key in ("tensor_inst", *_ACTIVITY) for name in aliases(key)),
+    ]
 
 
 def _stems(counted: tuple[str, ...]) -> dict[str, list[str]]:
@@ -91,8 +96,10 @@ def by_kind(c: Counters) -> dict[str, np.ndarray]:
     """Tensor ops per type (ceiling "precision/kind", or the catalog key of a type without one),
     from the ``sm__ops_path_tensor_*`` counters; NaN where a launch has none of a type's counters."""
     c.fetch(names())
-    return {ceiling or key: _present_sum([_family_ops(c, stem, group) for stem, group in _stems(counted).items()])
-            for key, ceiling, counted in kinds()}
+    return {
+        ceiling or key: _present_sum([_family_ops(c, stem, group) for stem, group in _stems(counted).items()])
+        for key, ceiling, counted in kinds()
+    }
 
 
 def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -114,13 +121,14 @@ def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     flops = np.full(c.launches, np.nan)
     rule = np.full(c.launches, NONE)
     for code, where, value in (
-            (IDLE, activity == 0, 0.0),
-            (UNCOUNTED, (activity > 0) | counted, np.nan),
-            (UNKNOWN_GPU, counted & (cc == ""), np.nan),
-            (NO_INST, inst == 0, 0.0),
-            (GIVEN, counted & (c.tensor_flop_per_inst is not None), inst * (c.tensor_flop_per_inst or np.nan)),
-            (VOLTA, counted & ~np.isnan(per_inst), inst * per_inst),
-            (OPS, ~np.isnan(ops), ops)):  # later rules take precedence
+        (IDLE, activity == 0, 0.0),
+        (UNCOUNTED, (activity > 0) | counted, np.nan),
+        (UNKNOWN_GPU, counted & (cc == ""), np.nan),
+        (NO_INST, inst == 0, 0.0),
+        (GIVEN, counted & (c.tensor_flop_per_inst is not None), inst * (c.tensor_flop_per_inst or np.nan)),
+        (VOLTA, counted & ~np.isnan(per_inst), inst * per_inst),
+        (OPS, ~np.isnan(ops), ops),
+    ):  # later rules take precedence
         flops = np.where(where, value, flops)
         rule = np.where(where, code, rule)
     kind = np.where((rule == VOLTA) | (rule == GIVEN), entry.ceiling, kind)
@@ -145,4 +153,3 @@ def sparse(c: Counters) -> np.ndarray:
 
     names = [name for _, _, counters in kinds() for name in counters if name.endswith(_SPARSE)]
     return (np.nan_to_num(np.vstack([c.raw(name) for name in names])) > 0).any(axis=0)
-

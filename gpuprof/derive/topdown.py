@@ -22,18 +22,18 @@ BASIS = "perf Top-Down level 1: percent of pipeline slots, as perf reports them"
 
 @dataclass(frozen=True)
 class TopdownShare:
-    key: str           # frontend_bound | bad_speculation | backend_bound | retiring
+    key: str  # frontend_bound | bad_speculation | backend_bound | retiring
     label: str
-    metric: str        # the name perf printed
+    metric: str  # the name perf printed
     percent: float
 
 
 @dataclass(frozen=True)
 class TopdownBreakdown:
     workload: str
-    scope: str                           # "S0-C0", "t=1.001141351 s", "cpu_core" or ""
-    shares: tuple[TopdownShare, ...]     # ranked, largest first
-    memory_bound: float | None = None    # level-2 split of backend bound, when recorded
+    scope: str  # "S0-C0", "t=1.001141351 s", "cpu_core" or ""
+    shares: tuple[TopdownShare, ...]  # ranked, largest first
+    memory_bound: float | None = None  # level-2 split of backend bound, when recorded
     core_bound: float | None = None
 
     @property
@@ -73,9 +73,15 @@ def topdown_breakdowns(run: Run) -> list[TopdownBreakdown]:
                 shares.append(TopdownShare(key, spec["label"], metric.name, float(metric.value)))
         if shares:
             shares.sort(key=lambda s: (-s.percent, s.key))
-            result.append(TopdownBreakdown(launch.kernel, _scope(launch), tuple(shares),
-                                           _percent(launch, backend["memory_names"]),
-                                           _percent(launch, backend["core_names"])))
+            result.append(
+                TopdownBreakdown(
+                    launch.kernel,
+                    _scope(launch),
+                    tuple(shares),
+                    _percent(launch, backend["memory_names"]),
+                    _percent(launch, backend["core_names"]),
+                )
+            )
     return result
 
 
@@ -90,14 +96,17 @@ def explain_topdown(breakdown: TopdownBreakdown) -> str:
         lead += f", then {second.label.lower()} ({second.percent:.1f}%)"
     suggests = spec["suggests"]
     if top.key == "backend_bound" and breakdown.memory_bound is not None and breakdown.core_bound is not None:
-        side = ("memory-bound" if breakdown.memory_bound > breakdown.core_bound
-                else "core-bound (execution units busy)")
-        suggests += (f"; level 2 puts {breakdown.memory_bound:.1f}% on memory and "
-                     f"{breakdown.core_bound:.1f}% on the core, so it is {side}")
+        side = "memory-bound" if breakdown.memory_bound > breakdown.core_bound else "core-bound (execution units busy)"
+        suggests += (
+            f"; level 2 puts {breakdown.memory_bound:.1f}% on memory and "
+            f"{breakdown.core_bound:.1f}% on the core, so it is {side}"
+        )
     sentences = [f"{where}: {lead}.", f"This suggests {suggests}."]
     if abs(breakdown.total - 100.0) > 2.0:
-        sentences.append(f"The recorded categories add up to {breakdown.total:.1f}%, not 100%: "
-                         "the output was trimmed or a category is missing.")
+        sentences.append(
+            f"The recorded categories add up to {breakdown.total:.1f}%, not 100%: "
+            "the output was trimmed or a category is missing."
+        )
     else:
         sentences.append(f"What usually helps: {spec['fix'][0].lower()}{spec['fix'][1:]}")
     return " ".join(sentences)
@@ -107,8 +116,19 @@ def topdown_frame(breakdowns: Sequence[TopdownBreakdown]) -> pd.DataFrame:
     """One row per breakdown x category, ranked, for rendering."""
     import pandas as pd
 
-    rows = [{"workload": b.workload, "scope": b.scope, "rank": rank, "category": s.key, "label": s.label,
-             "pct_of_slots": s.percent, "metric": s.metric, "origin": "measured"}
-            for b in breakdowns for rank, s in enumerate(b.shares, start=1)]
+    rows = [
+        {
+            "workload": b.workload,
+            "scope": b.scope,
+            "rank": rank,
+            "category": s.key,
+            "label": s.label,
+            "pct_of_slots": s.percent,
+            "metric": s.metric,
+            "origin": "measured",
+        }
+        for b in breakdowns
+        for rank, s in enumerate(b.shares, start=1)
+    ]
     columns = ["workload", "scope", "rank", "category", "label", "pct_of_slots", "metric", "origin"]
     return pd.DataFrame(rows, columns=columns)

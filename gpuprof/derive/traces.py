@@ -35,7 +35,8 @@ _COMMUNICATION = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
 _MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
 _NOT_COMPUTE = re.compile(
     r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|(cuda.*LaunchKernel)|(^runFunction)"
-    r"|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)|(^collective_subgraph_execution)")
+    r"|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)|(^collective_subgraph_execution)"
+)
 
 
 def events(run: Run) -> pd.DataFrame:
@@ -45,21 +46,34 @@ def events(run: Run) -> pd.DataFrame:
     table = run.launch_table
     attributes = table["attributes"].tolist()
     if not attributes or "kind" not in attributes[0] or run.format not in TRACE_FORMATS:
-        raise InputError(f"{run.source}: not a framework trace (format {run.format})",
-                         "give a PyTorch, TensorFlow or JAX profiler trace")
+        raise InputError(
+            f"{run.source}: not a framework trace (format {run.format})",
+            "give a PyTorch, TensorFlow or JAX profiler trace",
+        )
     values, _ = run.lookup(["start", "duration", "total time", "self time", "bytes"])
     duration = np.where(np.isnan(values[:, 1]), values[:, 2], values[:, 1])
 
     def column(key: str, default: str = "") -> list[str]:
         return [a.get(key, default) for a in attributes]
 
-    return pd.DataFrame({
-        "launch": np.arange(len(table)), "kind": column("kind"), "name": table["kernel"].to_numpy(),
-        "device": table["device"].to_numpy(), "stream": column("stream"), "thread": column("thread"),
-        "step": column("step"), "start": values[:, 0], "duration": duration, "self": values[:, 3],
-        "op_launch": np.asarray([int(x) for x in column("op_launch", "-1")], dtype=np.int64),
-        "op": column("op"), "bytes": values[:, 4], "shapes": column("shapes"),
-    })
+    return pd.DataFrame(
+        {
+            "launch": np.arange(len(table)),
+            "kind": column("kind"),
+            "name": table["kernel"].to_numpy(),
+            "device": table["device"].to_numpy(),
+            "stream": column("stream"),
+            "thread": column("thread"),
+            "step": column("step"),
+            "start": values[:, 0],
+            "duration": duration,
+            "self": values[:, 3],
+            "op_launch": np.asarray([int(x) for x in column("op_launch", "-1")], dtype=np.int64),
+            "op": column("op"),
+            "bytes": values[:, 4],
+            "shapes": column("shapes"),
+        }
+    )
 
 
 def _matmul_flops(a: list[int], b: list[int]) -> float:
@@ -144,8 +158,9 @@ def op_table(run: Run) -> pd.DataFrame:
     device = pd.DataFrame({"name": launched_by, "duration": gpu["duration"].to_numpy()}).groupby("name")["duration"]
     flops = [op_flops(name, shapes) if shapes else math.nan for name, shapes in zip(ops["name"], ops["shapes"])]
     grouped = ops.assign(flops=flops).groupby("name", sort=False)
-    out = pd.DataFrame({"calls": grouped.size(), "total (s)": grouped["duration"].sum(),
-                        "self (s)": grouped["self"].sum()})
+    out = pd.DataFrame(
+        {"calls": grouped.size(), "total (s)": grouped["duration"].sum(), "self (s)": grouped["self"].sum()}
+    )
     total_gpu = _gpu_time_total(frame)
     if total_gpu:  # a CPU-only trace has no GPU columns
         out["GPU time (s)"] = device.sum().reindex(out.index).fillna(0.0)
@@ -197,15 +212,23 @@ def step_table(run: Run) -> pd.DataFrame:
     frame = events(run)
     steps = frame[frame["kind"] == "step"]
     if not len(steps):
-        raise InputError(f"{run.source}: the trace has no step annotations (ProfilerStep#N)",
-                         "profile with a schedule (torch.profiler.schedule) and call prof.step() each step")
+        raise InputError(
+            f"{run.source}: the trace has no step annotations (ProfilerStep#N)",
+            "profile with a schedule (torch.profiler.schedule) and call prof.step() each step",
+        )
     gpu = frame[frame["kind"].isin(GPU_KINDS)]
     rows = []
     for step, host in zip(steps["step"], steps["duration"]):
         mine = gpu[gpu["step"] == step]
         starts, ends = _union(mine["start"].to_numpy(), (mine["start"] + mine["duration"]).to_numpy())
-        rows.append({"step": step, "host time (s)": host, "GPU activities": len(mine),
-                     "GPU busy (s)": float((ends - starts).sum()) if len(mine) else 0.0})
+        rows.append(
+            {
+                "step": step,
+                "host time (s)": host,
+                "GPU activities": len(mine),
+                "GPU busy (s)": float((ends - starts).sum()) if len(mine) else 0.0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -220,8 +243,9 @@ def _kernel_type(name: str) -> str:
 def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
     """The time both of two sets of merged intervals cover (HTA's running-status sweep)."""
     times = np.concatenate([a[0], a[1], b[0], b[1]])
-    status = np.concatenate([np.full(len(a[0]), 1), np.full(len(a[1]), -1), np.full(len(b[0]), 2),
-                             np.full(len(b[1]), -2)])
+    status = np.concatenate(
+        [np.full(len(a[0]), 1), np.full(len(a[1]), -1), np.full(len(b[0]), 2), np.full(len(b[1]), -2)]
+    )
     order = np.argsort(times, kind="stable")
     times, running = times[order], np.cumsum(status[order])
     both = np.flatnonzero(running[:-1] == 3)
@@ -240,8 +264,10 @@ def breakdown(run: Run, include_last_step: bool = False) -> pd.DataFrame:
         last = steps.loc[steps["start"].idxmax()]
         gpu = gpu[(gpu["step"] != last["step"]) & ((gpu["step"] != "") | (gpu["start"] < last["start"]))]
     if not len(gpu):
-        raise InputError(f"{run.source}: no GPU activity in this trace (a CPU-only profile)",
-                         "profile with ProfilerActivity.CUDA on a GPU to get the temporal breakdown")
+        raise InputError(
+            f"{run.source}: no GPU activity in this trace (a CPU-only profile)",
+            "profile with ProfilerActivity.CUDA on a GPU to get the temporal breakdown",
+        )
     rows = []
     for device, mine in gpu.groupby(gpu["device"].astype(str), sort=True):
         start = mine["start"].to_numpy() * 1e6
@@ -255,13 +281,21 @@ def breakdown(run: Run, include_last_step: bool = False) -> pd.DataFrame:
         compute_time = float((compute[1] - compute[0]).sum())
         comm_time = float((comm[1] - comm[0]).sum())
         idle = span - busy
-        rows.append({"device": device, "rank": run.environment.get("rank", ""), "kernel time (us)": span,
-                     "idle (us)": idle, "compute (us)": compute_time,
-                     "non-compute (us)": span - compute_time - idle,
-                     "idle (%)": 100 * idle / span, "compute (%)": 100 * compute_time / span,
-                     "non-compute (%)": 100 * (span - compute_time - idle) / span,
-                     "communication (us)": comm_time,
-                     "comm-compute overlap (%)": 100 * _overlap(comm, compute) / comm_time if comm_time else math.nan})
+        rows.append(
+            {
+                "device": device,
+                "rank": run.environment.get("rank", ""),
+                "kernel time (us)": span,
+                "idle (us)": idle,
+                "compute (us)": compute_time,
+                "non-compute (us)": span - compute_time - idle,
+                "idle (%)": 100 * idle / span,
+                "compute (%)": 100 * compute_time / span,
+                "non-compute (%)": 100 * (span - compute_time - idle) / span,
+                "communication (us)": comm_time,
+                "comm-compute overlap (%)": 100 * _overlap(comm, compute) / comm_time if comm_time else math.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -276,6 +310,14 @@ def gpu_launches(run: Run) -> Run:
     rows = renumber[metrics["launch"].to_numpy()] >= 0
     picked = metrics[rows].reset_index(drop=True)
     picked["launch"] = renumber[picked["launch"].to_numpy()].astype(np.int32)
-    return Run(kind=run.kind, format=run.format, source=run.source, device=run.device, environment=run.environment,
-               notes=run.notes, run_id=run.run_id, created=run.created,
-               tables=(run.launch_table.iloc[keep].reset_index(drop=True), picked))
+    return Run(
+        kind=run.kind,
+        format=run.format,
+        source=run.source,
+        device=run.device,
+        environment=run.environment,
+        notes=run.notes,
+        run_id=run.run_id,
+        created=run.created,
+        tables=(run.launch_table.iloc[keep].reset_index(drop=True), picked),
+    )

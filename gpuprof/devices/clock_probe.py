@@ -22,17 +22,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 ADDS_PER_LOOP = 100
-LOOPS = 10_000            # 1 M adds: a quarter of a millisecond at 4 GHz, short enough to run uninterrupted
-TRIES = 50                # fastest of: a try the hypervisor or the kernel interrupted runs slow
+LOOPS = 10_000  # 1 M adds: a quarter of a millisecond at 4 GHz, short enough to run uninterrupted
+TRIES = 50  # fastest of: a try the hypervisor or the kernel interrupted runs slow
 PLAUSIBLE_HZ = (0.2e9, 8e9)
 
-_ADD = b"\x48\x01\xd0"                        # add rax, rdx
-_CODE = (b"\x31\xc0"                          # xor eax, eax
-         b"\xba\x01\x00\x00\x00"              # mov edx, 1
-         + _ADD * ADDS_PER_LOOP
-         + b"\x48\xff\xcf"                    # dec rdi          (the loop count, first argument)
-         + b"\x0f\x85" + (-(len(_ADD) * ADDS_PER_LOOP + 3 + 6)).to_bytes(4, "little", signed=True)  # jnz
-         + b"\xc3")                           # ret: rax = adds done, so the chain cannot be skipped
+_ADD = b"\x48\x01\xd0"  # add rax, rdx
+_CODE = (
+    b"\x31\xc0"  # xor eax, eax
+    b"\xba\x01\x00\x00\x00"  # mov edx, 1
+    + _ADD * ADDS_PER_LOOP
+    + b"\x48\xff\xcf"  # dec rdi          (the loop count, first argument)
+    + b"\x0f\x85"
+    + (-(len(_ADD) * ADDS_PER_LOOP + 3 + 6)).to_bytes(4, "little", signed=True)  # jnz
+    + b"\xc3"
+)  # ret: rax = adds done, so the chain cannot be skipped
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,10 @@ class ClockProbe:
     method: str
 
 
-METHOD = (f"clock probe after the timed repeats: chains of {ADDS_PER_LOOP} dependent 64-bit integer adds "
-          f"(1 cycle each on x86-64), fastest of {TRIES} × {ADDS_PER_LOOP * LOOPS / 1e6:.0f} M adds on one core")
+METHOD = (
+    f"clock probe after the timed repeats: chains of {ADDS_PER_LOOP} dependent 64-bit integer adds "
+    f"(1 cycle each on x86-64), fastest of {TRIES} × {ADDS_PER_LOOP * LOOPS / 1e6:.0f} M adds on one core"
+)
 
 
 @functools.cache

@@ -25,8 +25,20 @@ from gpuprof.model import DERIVED
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 # ISA flags worth recording (x86 names from /proc/cpuinfo "flags", Arm names from "Features").
-ISA_FLAGS = ("amx_tile", "avx512_fp16", "avx512f", "avx2", "fma", "avx", "f16c", "sse4_2", "sse2",
-             "sve", "asimdhp", "asimd")
+ISA_FLAGS = (
+    "amx_tile",
+    "avx512_fp16",
+    "avx512f",
+    "avx2",
+    "fma",
+    "avx",
+    "f16c",
+    "sse4_2",
+    "sse2",
+    "sve",
+    "asimdhp",
+    "asimd",
+)
 ELEMENT_BITS = {"float64": 64, "float32": 32, "float16": 16}
 
 
@@ -53,29 +65,41 @@ _ARM_PARTS = {
     0xD4F: FpUnits("Arm Neoverse V2", 128, 4, _NOTES),
 }
 FP_UNITS = {
-    "intel-amx": FpUnits("Intel Sapphire Rapids+ (AMX)", 512, 2,
-                         f"{_NOTES}: 2 × 512-bit FMA (count not re-verified)", assumed=True),
-    "intel-avx512-client": FpUnits("Intel Ice/Tiger/Rocket Lake client", 512, 1,
-                                   f"{_NOTES}: 1 × 512-bit FMA (unconfirmed)", assumed=True),
-    "intel-avx512": FpUnits("Intel Xeon Skylake-SP to Ice Lake-SP (AVX-512)", 512, 2,
-                            f"{_NOTES}: 2 × 512-bit FMA; some Silver/Bronze/Gold 5xxx have 1",
-                            assumed=True),
+    "intel-amx": FpUnits(
+        "Intel Sapphire Rapids+ (AMX)", 512, 2, f"{_NOTES}: 2 × 512-bit FMA (count not re-verified)", assumed=True
+    ),
+    "intel-avx512-client": FpUnits(
+        "Intel Ice/Tiger/Rocket Lake client", 512, 1, f"{_NOTES}: 1 × 512-bit FMA (unconfirmed)", assumed=True
+    ),
+    "intel-avx512": FpUnits(
+        "Intel Xeon Skylake-SP to Ice Lake-SP (AVX-512)",
+        512,
+        2,
+        f"{_NOTES}: 2 × 512-bit FMA; some Silver/Bronze/Gold 5xxx have 1",
+        assumed=True,
+    ),
     "intel-avx2": FpUnits("Intel Haswell to Coffee Lake class (AVX2+FMA)", 256, 2, _NOTES),
-    "intel-avx": FpUnits("Intel Sandy/Ivy Bridge class (AVX, no FMA)", 256, 1,
-                         "one 256-bit add + one 256-bit multiply pipe, counted as one FMA", assumed=True),
-    "amd-zen5": FpUnits("AMD Zen 5", 512, 2, f"{_NOTES}: native 512-bit datapath (count unconfirmed)",
-                        assumed=True),
+    "intel-avx": FpUnits(
+        "Intel Sandy/Ivy Bridge class (AVX, no FMA)",
+        256,
+        1,
+        "one 256-bit add + one 256-bit multiply pipe, counted as one FMA",
+        assumed=True,
+    ),
+    "amd-zen5": FpUnits("AMD Zen 5", 512, 2, f"{_NOTES}: native 512-bit datapath (count unconfirmed)", assumed=True),
     "amd-zen4": FpUnits("AMD Zen 4", 256, 2, f"{_NOTES}: AVX-512 double-pumped on 2 × 256-bit FMA"),
     "amd-zen1": FpUnits("AMD Zen 1", 128, 2, f"{_NOTES}: 2 × 128-bit FMA"),
     "amd-zen2": FpUnits("AMD Zen 2/3", 256, 2, f"{_NOTES}: 2 × 256-bit FMA"),
-    "sse2": FpUnits("x86 SSE2 (no AVX)", 128, 1, "one 128-bit add + one multiply pipe, counted as one FMA",
-                    assumed=True),
+    "sse2": FpUnits(
+        "x86 SSE2 (no AVX)", 128, 1, "one 128-bit add + one multiply pipe, counted as one FMA", assumed=True
+    ),
     "unknown": FpUnits("unknown", 128, 1, "no table entry: one 128-bit FMA pipe assumed", assumed=True),
 }
 
 
-def fp_units(vendor: str, family: int | None, model: int | None, flags: frozenset[str],
-             arm_part: int | None = None) -> FpUnits:
+def fp_units(
+    vendor: str, family: int | None, model: int | None, flags: frozenset[str], arm_part: int | None = None
+) -> FpUnits:
     """The vector pipes of one core, decided by ISA flags first, then family/model."""
     if vendor == "GenuineIntel":
         if "amx_tile" in flags:
@@ -167,8 +191,9 @@ def llc_from_sysfs(root: Path = SYS_CPU) -> tuple[int, str] | None:
     return total, (f"sysfs cache L{level_seen}: {len(instances)} instance(s) of {each // 2**10} KiB")
 
 
-def _llc(lscpu: dict[str, str], cpu: dict[str, str], sockets: int | None,
-         sysfs: tuple[int, str] | None) -> tuple[int | None, str]:
+def _llc(
+    lscpu: dict[str, str], cpu: dict[str, str], sockets: int | None, sysfs: tuple[int, str] | None
+) -> tuple[int | None, str]:
     if sysfs:
         return sysfs
     for key in ("L3 cache", "L2 cache"):
@@ -185,8 +210,9 @@ def _llc(lscpu: dict[str, str], cpu: dict[str, str], sockets: int | None,
 _MODEL_GHZ = re.compile(r"@\s*([\d.]+)\s*GHz", re.IGNORECASE)
 
 
-def _clock(cpufreq_max_khz: str | None, lscpu: dict[str, str], cpu: dict[str, str],
-           hypervisor: str | None) -> tuple[float | None, str, str | None]:
+def _clock(
+    cpufreq_max_khz: str | None, lscpu: dict[str, str], cpu: dict[str, str], hypervisor: str | None
+) -> tuple[float | None, str, str | None]:
     """The clock the peak assumes, where it came from, and its caveat (most authoritative first)."""
     turbo = "maximum turbo clock: sustained all-core AVX clocks are lower, so the peak is an upper bound"
     khz = _int((cpufreq_max_khz or "").strip() or None)
@@ -197,19 +223,30 @@ def _clock(cpufreq_max_khz: str | None, lscpu: dict[str, str], cpu: dict[str, st
         return float(mhz) * 1e6, "lscpu CPU max MHz", turbo
     match = _MODEL_GHZ.search(cpu.get("model name", ""))
     if match:
-        return (float(match.group(1)) * 1e9, "base clock in the model name",
-                "base clock: turbo may run faster, so measured rates can exceed this peak")
+        return (
+            float(match.group(1)) * 1e9,
+            "base clock in the model name",
+            "base clock: turbo may run faster, so measured rates can exceed this peak",
+        )
     mhz = cpu.get("cpu MHz")
     if mhz and float(mhz) > 0:
-        caveat = (f"{hypervisor} guest: 'cpu MHz' is the host's nominal clock; the real clock under load "
-                  "is not visible and may be higher, so measured rates can exceed this peak" if hypervisor
-                  else "'cpu MHz' is the clock at the moment it was read; it changes with load")
+        caveat = (
+            f"{hypervisor} guest: 'cpu MHz' is the host's nominal clock; the real clock under load "
+            "is not visible and may be higher, so measured rates can exceed this peak"
+            if hypervisor
+            else "'cpu MHz' is the clock at the moment it was read; it changes with load"
+        )
         return float(mhz) * 1e6, "/proc/cpuinfo cpu MHz", caveat
     return None, "unknown", "clock unknown: no cpufreq, lscpu 'CPU max MHz', '@ GHz' in the model name or 'cpu MHz'"
 
 
-def parse(cpuinfo: str, lscpu: str = "", cpufreq_max_khz: str | None = None,
-          llc: tuple[int, str] | None = None, usable_cpus: int | None = None) -> dict[str, Any]:
+def parse(
+    cpuinfo: str,
+    lscpu: str = "",
+    cpufreq_max_khz: str | None = None,
+    llc: tuple[int, str] | None = None,
+    usable_cpus: int | None = None,
+) -> dict[str, Any]:
     """The CPU description from recorded texts (see :func:`describe` for the live machine)."""
     blocks = _fields(cpuinfo)
     table = _lscpu(lscpu)
@@ -230,8 +267,10 @@ def parse(cpuinfo: str, lscpu: str = "", cpufreq_max_khz: str | None = None,
     units = fp_units(vendor, family, model, flags, arm_part)
     notes = [clock_caveat] if clock_caveat else []
     if vendor == "GenuineIntel" and "amx_tile" in flags and family == 6 and model in _INTEL_CLIENT_AVX512:
-        notes.append(f"family/model {family}/{model} names a client core without AMX, but AMX is exposed: "
-                     "a hypervisor CPU model; the ISA flags decide the FMA units")
+        notes.append(
+            f"family/model {family}/{model} names a client core without AMX, but AMX is exposed: "
+            "a hypervisor CPU model; the ISA flags decide the FMA units"
+        )
     return {
         "name": cpu.get("model name") or table.get("Model name") or f"{vendor or 'unknown'} CPU",
         "vendor": vendor or None,
@@ -265,12 +304,17 @@ def _host_texts() -> tuple[str, str, str | None, tuple[int, str] | None]:
     lscpu = ""
     if shutil.which("lscpu"):
         try:
-            lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10,
-                                   env={**os.environ, "LC_ALL": "C"}).stdout
+            lscpu = subprocess.run(
+                ["lscpu"], capture_output=True, text=True, timeout=10, env={**os.environ, "LC_ALL": "C"}
+            ).stdout
         except (OSError, subprocess.SubprocessError):
             lscpu = ""
-    return (_read(Path("/proc/cpuinfo")) or "", lscpu,
-            _read(SYS_CPU / "cpu0" / "cpufreq" / "cpuinfo_max_freq"), llc_from_sysfs())
+    return (
+        _read(Path("/proc/cpuinfo")) or "",
+        lscpu,
+        _read(SYS_CPU / "cpu0" / "cpufreq" / "cpuinfo_max_freq"),
+        llc_from_sysfs(),
+    )
 
 
 def describe() -> dict[str, Any]:
@@ -317,13 +361,19 @@ def theoretical_peaks(info: dict[str, Any]) -> Peaks:
         notes.append(f"FMA units assumed: {units.fma_units} × {units.vector_bits}-bit ({units.source})")
     isa = set(info.get("isa", []))
     native_half = bool(isa & {"avx512_fp16", "asimdhp"})
-    notes.append("float16: native half-precision FMA (twice the float32 lanes)" if native_half else
-                 "float16: no native half-precision FMA on this CPU; peak taken at the float32 rate "
-                 "(F16C converts to float32)")
-    notes.append("NumPy computes float16 in software loops via float32 (no half-precision BLAS), "
-                 "far below any float16 peak")
-    notes.append("theoretical memory bandwidth unknown (DIMM speed and channels are not visible, "
-                 "least of all in a VM): run 'gpuprof calibrate' for the measured ceiling")
+    notes.append(
+        "float16: native half-precision FMA (twice the float32 lanes)"
+        if native_half
+        else "float16: no native half-precision FMA on this CPU; peak taken at the float32 rate "
+        "(F16C converts to float32)"
+    )
+    notes.append(
+        "NumPy computes float16 in software loops via float32 (no half-precision BLAS), far below any float16 peak"
+    )
+    notes.append(
+        "theoretical memory bandwidth unknown (DIMM speed and channels are not visible, "
+        "least of all in a VM): run 'gpuprof calibrate' for the measured ceiling"
+    )
     clock = info.get("clock_hz")
     flops: dict[str, float] = {}
     if clock:
@@ -331,8 +381,18 @@ def theoretical_peaks(info: dict[str, Any]) -> Peaks:
             lane_bits = bits if dtype != "float16" or native_half else 32
             flops[dtype] = cores * clock * (units.vector_bits / lane_bits) * units.fma_units * 2
     lanes = f"{units.vector_bits // 32} float32, {units.vector_bits // 64} float64 lanes"
-    source = (f"{cores} cores × {clock / 1e9:.3f} GHz ({info['clock_source']}) × {units.vector_bits}-bit vectors / "
-              f"element bits ({lanes}) × {units.fma_units} FMA units × 2 FLOP per FMA [{units.label}]"
-              if clock else f"clock unknown [{units.label}]")
-    return Peaks(device=info.get("name", "cpu"), flops=flops, bandwidth=None, clock_hz=clock,
-                 origin=DERIVED, source=source, notes=tuple(notes))
+    source = (
+        f"{cores} cores × {clock / 1e9:.3f} GHz ({info['clock_source']}) × {units.vector_bits}-bit vectors / "
+        f"element bits ({lanes}) × {units.fma_units} FMA units × 2 FLOP per FMA [{units.label}]"
+        if clock
+        else f"clock unknown [{units.label}]"
+    )
+    return Peaks(
+        device=info.get("name", "cpu"),
+        flops=flops,
+        bandwidth=None,
+        clock_hz=clock,
+        origin=DERIVED,
+        source=source,
+        notes=tuple(notes),
+    )

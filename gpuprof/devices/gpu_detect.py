@@ -23,30 +23,32 @@ from gpuprof.model import PEAK_TABLE
 from gpuprof.workloads import CUDA_INSTALL
 
 # cudaDeviceAttr values (CUDA 13.0 driver_types.h); the same numbers in CUDA 11 and 12.
-ATTR_CLOCK_RATE = 13          # cudaDevAttrClockRate, kHz ("Peak clock frequency")
-ATTR_SM_COUNT = 16            # cudaDevAttrMultiProcessorCount
-ATTR_MEMORY_CLOCK_RATE = 36   # cudaDevAttrMemoryClockRate, kHz (half the per-pin data rate)
-ATTR_BUS_WIDTH = 37           # cudaDevAttrGlobalMemoryBusWidth, bits
-ATTR_L2_BYTES = 38            # cudaDevAttrL2CacheSize
+ATTR_CLOCK_RATE = 13  # cudaDevAttrClockRate, kHz ("Peak clock frequency")
+ATTR_SM_COUNT = 16  # cudaDevAttrMultiProcessorCount
+ATTR_MEMORY_CLOCK_RATE = 36  # cudaDevAttrMemoryClockRate, kHz (half the per-pin data rate)
+ATTR_BUS_WIDTH = 37  # cudaDevAttrGlobalMemoryBusWidth, bits
+ATTR_L2_BYTES = 38  # cudaDevAttrL2CacheSize
 _WANTED = (ATTR_SM_COUNT, ATTR_CLOCK_RATE, ATTR_MEMORY_CLOCK_RATE, ATTR_BUS_WIDTH, ATTR_L2_BYTES)
 
-_NO_GPU_FIX = ("run on a machine with an NVIDIA GPU and driver, or use the CPU (--device cpu) "
-               "or import profiler output with 'gpuprof import'")
+_NO_GPU_FIX = (
+    "run on a machine with an NVIDIA GPU and driver, or use the CPU (--device cpu) "
+    "or import profiler output with 'gpuprof import'"
+)
 
 
 @dataclass(frozen=True)
 class GpuInfo:
     """One GPU as the driver reports it; None where the driver or runtime could not say."""
 
-    index: int                       # NVML index (CUDA order may differ; match by pci_bus_id)
+    index: int  # NVML index (CUDA order may differ; match by pci_bus_id)
     name: str
     pci_bus_id: str | None
     cc: str | None
     sm_count: int | None
     sm_count_source: str
-    cores: int | None                # nvmlDeviceGetNumGpuCores: CUDA cores, not SMs
+    cores: int | None  # nvmlDeviceGetNumGpuCores: CUDA cores, not SMs
     max_sm_clock_hz: float | None
-    sm_clock_hz: float | None        # current SM clock when read
+    sm_clock_hz: float | None  # current SM clock when read
     max_memory_clock_hz: float | None
     bus_width_bits: int | None
     memory_bytes: int | None
@@ -65,13 +67,16 @@ def _nvml() -> Any:
     try:
         import pynvml
     except ImportError:
-        raise DeviceError("no NVIDIA GPU support: NVML bindings (nvidia-ml-py) are not installed",
-                          f"{CUDA_INSTALL}, or {_NO_GPU_FIX}") from None
+        raise DeviceError(
+            "no NVIDIA GPU support: NVML bindings (nvidia-ml-py) are not installed", f"{CUDA_INSTALL}, or {_NO_GPU_FIX}"
+        ) from None
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as error:
-        reasons = {pynvml.NVMLError_LibraryNotFound: "driver library libnvidia-ml.so.1 not found",
-                   pynvml.NVMLError_DriverNotLoaded: "NVIDIA kernel driver not loaded"}
+        reasons = {
+            pynvml.NVMLError_LibraryNotFound: "driver library libnvidia-ml.so.1 not found",
+            pynvml.NVMLError_DriverNotLoaded: "NVIDIA kernel driver not loaded",
+        }
         reason = next((text for kind, text in reasons.items() if isinstance(error, kind)), str(error))
         raise DeviceError(f"no NVIDIA driver/GPU found (tried NVML: {reason})", _NO_GPU_FIX) from None
     return pynvml
@@ -131,8 +136,9 @@ def _cuda_python_attributes() -> dict[str, dict[int, int]]:
     found = {}
     for dev in range(ok(runtime.cudaGetDeviceCount())):
         key = _bus_key(ok(runtime.cudaDeviceGetPCIBusId(32, dev)).split(b"\0")[0])
-        found[key or str(dev)] = {a: ok(runtime.cudaDeviceGetAttribute(runtime.cudaDeviceAttr(a), dev))
-                                  for a in _WANTED}
+        found[key or str(dev)] = {
+            a: ok(runtime.cudaDeviceGetAttribute(runtime.cudaDeviceAttr(a), dev)) for a in _WANTED
+        }
     return found
 
 
@@ -172,8 +178,8 @@ def _read_device(nvml: Any, index: int, cuda: dict[str, dict[int, int]], runtime
         cores=cores,
         max_sm_clock_hz=max_sm or (attrs[ATTR_CLOCK_RATE] * 1e3 if ATTR_CLOCK_RATE in attrs else None),
         sm_clock_hz=_mhz(_optional(nvml, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM)),
-        max_memory_clock_hz=max_mem or (attrs[ATTR_MEMORY_CLOCK_RATE] * 1e3
-                                        if ATTR_MEMORY_CLOCK_RATE in attrs else None),
+        max_memory_clock_hz=max_mem
+        or (attrs[ATTR_MEMORY_CLOCK_RATE] * 1e3 if ATTR_MEMORY_CLOCK_RATE in attrs else None),
         bus_width_bits=_optional(nvml, "nvmlDeviceGetMemoryBusWidth", handle) or attrs.get(ATTR_BUS_WIDTH),
         memory_bytes=memory.total if memory is not None else None,
         l2_bytes=attrs.get(ATTR_L2_BYTES),
@@ -203,16 +209,26 @@ def runtime_peaks(info: GpuInfo) -> Peaks:
     if lanes and info.sm_count and info.max_sm_clock_hz:
         for dtype, per_sm in (("float32", lanes.fp32), ("float64", lanes.fp64)):
             flops[dtype] = info.sm_count * per_sm * 2 * info.max_sm_clock_hz
-        notes.extend(f"{name} lanes per SM for CC {info.cc} are {flag}"
-                     for name, flag in lanes.status.items())
+        notes.extend(f"{name} lanes per SM for CC {info.cc} are {flag}" for name, flag in lanes.status.items())
     else:
-        notes.append(f"no FLOP peak: needs SM count ({info.sm_count}), lanes for CC {info.cc} "
-                     f"and max SM clock ({info.max_sm_clock_hz})")
+        notes.append(
+            f"no FLOP peak: needs SM count ({info.sm_count}), lanes for CC {info.cc} "
+            f"and max SM clock ({info.max_sm_clock_hz})"
+        )
     bandwidth = None
     if info.max_memory_clock_hz and info.bus_width_bits:
         bandwidth = 2 * info.max_memory_clock_hz * info.bus_width_bits / 8
     lanes_text = f"{lanes.fp32}/{lanes.fp64}" if lanes else "?"
-    source = (f"FP32/FP64 = {info.sm_count} SM ({info.sm_count_source}) x {lanes_text} lanes (CC {info.cc})"
-              f" x 2 x max SM clock (NVML); BW = 2 x max memory clock x {info.bus_width_bits} bit / 8 (NVML)")
-    return Peaks(device=info.name, flops=flops, bandwidth=bandwidth, clock_hz=info.max_sm_clock_hz,
-                 origin=PEAK_TABLE, source=source, notes=tuple(notes))
+    source = (
+        f"FP32/FP64 = {info.sm_count} SM ({info.sm_count_source}) x {lanes_text} lanes (CC {info.cc})"
+        f" x 2 x max SM clock (NVML); BW = 2 x max memory clock x {info.bus_width_bits} bit / 8 (NVML)"
+    )
+    return Peaks(
+        device=info.name,
+        flops=flops,
+        bandwidth=bandwidth,
+        clock_hz=info.max_sm_clock_hz,
+        origin=PEAK_TABLE,
+        source=source,
+        notes=tuple(notes),
+    )

@@ -66,7 +66,7 @@ class GpuSpec:
     aliases: tuple[str, ...] = ()
     notes: str = ""
     cite: dict[str, str] = field(default_factory=dict)
-    rates: str = ""                    # the [lanes] entry of its per-SM rates when not its cc
+    rates: str = ""  # the [lanes] entry of its per-SM rates when not its cc
 
     @property
     def title(self) -> str:
@@ -90,9 +90,15 @@ class Table:
 def _spec(row: dict[str, Any]) -> GpuSpec:
     row = dict(row)
     meta = {k: row.pop(k) for k in ("key", "name", "variant", "cc", "source")}
-    return GpuSpec(**meta, aliases=tuple(row.pop("aliases", ())), notes=row.pop("notes", ""),
-                   status=row.pop("status", {}), cite=row.pop("cite", {}), rates=row.pop("rates", ""),
-                   values=row)
+    return GpuSpec(
+        **meta,
+        aliases=tuple(row.pop("aliases", ())),
+        notes=row.pop("notes", ""),
+        status=row.pop("status", {}),
+        cite=row.pop("cite", {}),
+        rates=row.pop("rates", ""),
+        values=row,
+    )
 
 
 def _lanes(name: str, entries: dict[str, dict[str, Any]]) -> Lanes:
@@ -101,11 +107,16 @@ def _lanes(name: str, entries: dict[str, dict[str, Any]]) -> Lanes:
     base = _lanes(entry.pop("extends"), entries) if "extends" in entry else None
     flags = {**(base.status | base.rate_status if base else {}), **entry.pop("status", {})}
     fp32, fp64 = entry.pop("fp32", base and base.fp32), entry.pop("fp64", base and base.fp64)
-    return Lanes(cc=name, fp32=fp32, fp64=fp64, examples=entry.pop("examples"),
-                 status={k: v for k, v in flags.items() if k in ("fp32", "fp64")},
-                 rate_status={k: v for k, v in flags.items() if k not in ("fp32", "fp64")},
-                 cite={**(base.cite if base else {}), **entry.pop("cite", {})},
-                 rates={**(base.rates if base else {}), **entry})
+    return Lanes(
+        cc=name,
+        fp32=fp32,
+        fp64=fp64,
+        examples=entry.pop("examples"),
+        status={k: v for k, v in flags.items() if k in ("fp32", "fp64")},
+        rate_status={k: v for k, v in flags.items() if k not in ("fp32", "fp64")},
+        cite={**(base.cite if base else {}), **entry.pop("cite", {})},
+        rates={**(base.rates if base else {}), **entry},
+    )
 
 
 @functools.cache
@@ -123,6 +134,7 @@ def rates_of(gpu: GpuSpec) -> Lanes | None:
 
 
 # --- name matching -------------------------------------------------------------------------------
+
 
 def _words(text: str) -> list[str]:
     words = re.split(r"[^a-z0-9.]+", text.lower())
@@ -169,16 +181,16 @@ def match(query: str) -> GpuSpec:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise InputError(f"no GPU '{query}' in the device table",
-                         "list the known GPUs with 'gpuprof peaks'")
+        raise InputError(f"no GPU '{query}' in the device table", "list the known GPUs with 'gpuprof peaks'")
     keys = ", ".join(g.key for g in found)
-    raise InputError(f"'{query}' matches several GPUs in the device table: {keys}",
-                     "give the variant, e.g. one of those keys")
+    raise InputError(
+        f"'{query}' matches several GPUs in the device table: {keys}", "give the variant, e.g. one of those keys"
+    )
 
 
 # --- formulas ------------------------------------------------------------------------------------
 
-_LANE_RATES = ("fp32", "fp64", "fp16")     # FMA lanes: 2 FLOP per lane per clock
+_LANE_RATES = ("fp32", "fp64", "fp16")  # FMA lanes: 2 FLOP per lane per clock
 
 
 def per_sm_rate(gpu: GpuSpec, rate: str) -> tuple[float, str] | None:
@@ -238,10 +250,12 @@ def peaks(gpu: GpuSpec) -> Peaks:
     """
     flops: dict[str, float] = {}
     notes: list[str] = []
-    columns = {"float32": ("fp32_gflops", 1e9, fp32_formula(gpu)),
-               "float64": ("fp64_gflops", 1e9, fp64_formula(gpu)),
-               "float16-tensor": ("tensor_fp16_tflops", 1e12, None),
-               "tf32-tensor": ("tensor_tf32_tflops", 1e12, None)}
+    columns = {
+        "float32": ("fp32_gflops", 1e9, fp32_formula(gpu)),
+        "float64": ("fp64_gflops", 1e9, fp64_formula(gpu)),
+        "float16-tensor": ("tensor_fp16_tflops", 1e12, None),
+        "tf32-tensor": ("tensor_tf32_tflops", 1e12, None),
+    }
     for dtype, (column, scale, formula) in columns.items():
         value = _scaled(gpu.get(column), scale) or formula
         if value:
@@ -259,10 +273,15 @@ def peaks(gpu: GpuSpec) -> Peaks:
     if gpu.flag("bandwidth_gbs"):
         notes.append(f"bandwidth is {gpu.flag('bandwidth_gbs')}")
     clock = gpu.get("peak_clock_mhz")
-    return Peaks(device=gpu.title, flops=flops, bandwidth=bandwidth,
-                 clock_hz=clock * 1e6 if clock else None, origin=PEAK_TABLE,
-                 source=f"{formulas_text(gpu)}; device table row '{gpu.key}': {gpu.source}",
-                 notes=tuple(notes))
+    return Peaks(
+        device=gpu.title,
+        flops=flops,
+        bandwidth=bandwidth,
+        clock_hz=clock * 1e6 if clock else None,
+        origin=PEAK_TABLE,
+        source=f"{formulas_text(gpu)}; device table row '{gpu.key}': {gpu.source}",
+        notes=tuple(notes),
+    )
 
 
 def formulas_text(gpu: GpuSpec) -> str:
@@ -270,16 +289,22 @@ def formulas_text(gpu: GpuSpec) -> str:
     parts = []
     fp32 = fp32_formula(gpu)
     if fp32:
-        parts.append(f"FP32 = {gpu.get('sm_count')} SM x {gpu.get('fp32_lanes_per_sm')} lanes x 2 x "
-                     f"{gpu.get('peak_clock_mhz')} MHz = {fp32 / 1e9:.1f} GFLOP/s")
+        parts.append(
+            f"FP32 = {gpu.get('sm_count')} SM x {gpu.get('fp32_lanes_per_sm')} lanes x 2 x "
+            f"{gpu.get('peak_clock_mhz')} MHz = {fp32 / 1e9:.1f} GFLOP/s"
+        )
     fp64 = fp64_formula(gpu)
     if fp64:
-        parts.append(f"FP64 = {gpu.get('sm_count')} SM x {rates_of(gpu).fp64} lanes x 2 x "
-                     f"{gpu.get('peak_clock_mhz')} MHz = {fp64 / 1e9:.1f} GFLOP/s")
+        parts.append(
+            f"FP64 = {gpu.get('sm_count')} SM x {rates_of(gpu).fp64} lanes x 2 x "
+            f"{gpu.get('peak_clock_mhz')} MHz = {fp64 / 1e9:.1f} GFLOP/s"
+        )
     bandwidth = bandwidth_formula(gpu)
     if bandwidth:
-        parts.append(f"BW = 2 x {gpu.get('memory_clock_mhz')} MHz x {gpu.get('bus_width_bits')} bit / 8"
-                     f" = {bandwidth / 1e9:.1f} GB/s")
+        parts.append(
+            f"BW = 2 x {gpu.get('memory_clock_mhz')} MHz x {gpu.get('bus_width_bits')} bit / 8"
+            f" = {bandwidth / 1e9:.1f} GB/s"
+        )
     return "; ".join(parts)
 
 
@@ -319,15 +344,15 @@ class Ceiling:
     """
 
     name: str
-    precision: str          # "fp16", ... ; "" for a memory level
-    kind: str               # "fma", "no-fma", "tensor", "tensor-f16acc", or "l1" / "l2" / "dram"
+    precision: str  # "fp16", ... ; "" for a memory level
+    kind: str  # "fma", "no-fma", "tensor", "tensor-f16acc", or "l1" / "l2" / "dram"
     value: float
     unit: str
     origin: str
     source: str
     clock_mhz: float | None
     clock: str
-    formula: str = ""       # "132 SM x 4096 FLOP x 1830 MHz"; empty for a published figure
+    formula: str = ""  # "132 SM x 4096 FLOP x 1830 MHz"; empty for a published figure
 
     @property
     def display(self) -> tuple[float, str]:
@@ -382,10 +407,23 @@ def _from_rate(gpu: GpuSpec, name: str, precision: str, kind: str, rate: str, un
         return None
     inputs = ["sm_count", "tensor_clock_mhz" if label.startswith("tensor boost") else "peak_clock_mhz"]
     inputs += ["fp32_lanes_per_sm"] if rate == "fp32" else []
-    source = (_cited(gpu, rate, lanes.cite) if rate in lanes.cite
-              else f"CUDA C Programming Guide throughput table as read for [lanes.\"{lanes.cc}\"] (device table)")
-    return Ceiling(name, precision, kind, value, unit, _origin(lanes.flag(rate), *map(gpu.flag, inputs)), source,
-                   clock, label, f"{gpu.get('sm_count')} SM x {per_sm[1]} x {clock} MHz")
+    source = (
+        _cited(gpu, rate, lanes.cite)
+        if rate in lanes.cite
+        else f'CUDA C Programming Guide throughput table as read for [lanes."{lanes.cc}"] (device table)'
+    )
+    return Ceiling(
+        name,
+        precision,
+        kind,
+        value,
+        unit,
+        _origin(lanes.flag(rate), *map(gpu.flag, inputs)),
+        source,
+        clock,
+        label,
+        f"{gpu.get('sm_count')} SM x {per_sm[1]} x {clock} MHz",
+    )
 
 
 def formula_ceiling(gpu: GpuSpec, precision: str, kind: str) -> Ceiling | None:
@@ -407,8 +445,14 @@ def _halved(fma: Ceiling | None) -> Ceiling | None:
     """No-FMA roof: an add or a multiply alone is one FLOP per lane per clock (NERSC's 'No-FMA')."""
     if fma is None:
         return None
-    return replace(fma, name=fma.name.replace("FMA", "no-FMA"), kind=NO_FMA, value=fma.value / 2,
-                   origin=_origin(fma.origin), formula=f"{fma.name} / 2")
+    return replace(
+        fma,
+        name=fma.name.replace("FMA", "no-FMA"),
+        kind=NO_FMA,
+        value=fma.value / 2,
+        origin=_origin(fma.origin),
+        formula=f"{fma.name} / 2",
+    )
 
 
 def ceiling(gpu: GpuSpec, precision: str, kind: str) -> Ceiling | None:
@@ -421,13 +465,22 @@ def ceiling(gpu: GpuSpec, precision: str, kind: str) -> Ceiling | None:
     name, column, rate = _COMPUTE[precision, kind]
     if gpu.get(column) is None:
         derived = formula_ceiling(gpu, precision, kind)
-        if derived and gpu.flag(column) == UNCONFIRMED:   # the research found no number: say so
+        if derived and gpu.flag(column) == UNCONFIRMED:  # the research found no number: say so
             return replace(derived, origin=UNCONFIRMED)
         return derived
     scale, unit = _scale(column)
     clock, label = _clock(gpu, rate)
-    return Ceiling(name, precision, kind, gpu.get(column) * scale, unit, gpu.flag(column) or PUBLISHED,
-                   _cited(gpu, column, gpu.cite), clock, label)
+    return Ceiling(
+        name,
+        precision,
+        kind,
+        gpu.get(column) * scale,
+        unit,
+        gpu.flag(column) or PUBLISHED,
+        _cited(gpu, column, gpu.cite),
+        clock,
+        label,
+    )
 
 
 def memory_ceiling(gpu: GpuSpec, level: str) -> Ceiling | None:
@@ -444,22 +497,50 @@ def memory_ceiling(gpu: GpuSpec, level: str) -> Ceiling | None:
     if not (per_clock and clock):
         return None
     flags = (gpu.flag("l2_bytes_per_clk"), gpu.flag("peak_clock_mhz"))
-    return Ceiling("L2", "", level, per_clock * clock * 1e6, "byte/s", _origin(*flags),
-                   _cited(gpu, "l2_bytes_per_clk", gpu.cite), clock, label, f"{per_clock} byte/clk x {clock} MHz")
+    return Ceiling(
+        "L2",
+        "",
+        level,
+        per_clock * clock * 1e6,
+        "byte/s",
+        _origin(*flags),
+        _cited(gpu, "l2_bytes_per_clk", gpu.cite),
+        clock,
+        label,
+        f"{per_clock} byte/clk x {clock} MHz",
+    )
 
 
 def _dram(gpu: GpuSpec) -> Ceiling | None:
     clock = gpu.get("memory_clock_mhz")
     if gpu.get("bandwidth_gbs") is not None:
-        return Ceiling("DRAM", "", "dram", gpu.get("bandwidth_gbs") * 1e9, "byte/s",
-                       gpu.flag("bandwidth_gbs") or PUBLISHED, _cited(gpu, "bandwidth_gbs", gpu.cite),
-                       clock, "memory")
+        return Ceiling(
+            "DRAM",
+            "",
+            "dram",
+            gpu.get("bandwidth_gbs") * 1e9,
+            "byte/s",
+            gpu.flag("bandwidth_gbs") or PUBLISHED,
+            _cited(gpu, "bandwidth_gbs", gpu.cite),
+            clock,
+            "memory",
+        )
     value = bandwidth_formula(gpu)
     if value is None:
         return None
     flags = (gpu.flag("memory_clock_mhz"), gpu.flag("bus_width_bits"))
-    return Ceiling("DRAM", "", "dram", value, "byte/s", _origin(*flags), _cited(gpu, "memory_clock_mhz", gpu.cite),
-                   clock, "memory", f"2 x {clock} MHz x {gpu.get('bus_width_bits')} bit / 8")
+    return Ceiling(
+        "DRAM",
+        "",
+        "dram",
+        value,
+        "byte/s",
+        _origin(*flags),
+        _cited(gpu, "memory_clock_mhz", gpu.cite),
+        clock,
+        "memory",
+        f"2 x {clock} MHz x {gpu.get('bus_width_bits')} bit / 8",
+    )
 
 
 def ceilings(gpu: GpuSpec) -> list[Ceiling]:

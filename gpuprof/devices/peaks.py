@@ -15,11 +15,11 @@ class Peaks:
     """Peak FLOP/s per dtype and peak memory bandwidth of one device, with provenance."""
 
     device: str
-    flops: dict[str, float]            # dtype ("float32", "float64", "float16") -> FLOP/s
-    bandwidth: float | None            # byte/s
-    clock_hz: float | None             # the clock the FLOP peaks assume (None: unknown)
-    origin: str                        # gpuprof.model origin: "peak-table", "calibrated", "derived"
-    source: str                        # formula or citation, printed beside the number
+    flops: dict[str, float]  # dtype ("float32", "float64", "float16") -> FLOP/s
+    bandwidth: float | None  # byte/s
+    clock_hz: float | None  # the clock the FLOP peaks assume (None: unknown)
+    origin: str  # gpuprof.model origin: "peak-table", "calibrated", "derived"
+    source: str  # formula or citation, printed beside the number
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def flops_for(self, dtype: str) -> float | None:

@@ -39,8 +39,10 @@ SideSpec = str | Path | Run | Sequence[Run]
 # show. airspeed velocity's compare uses 10 % by default; gpuprof asks for 5 %, and a gate's limit
 # where it is smaller.
 MIN_CHANGE = 0.05
-FOLDED = ("measured by the profiler: ncu warp-state shares of the stall cycles summed into nvprof's stall "
-          "reasons (NVIDIA's nvprof-to-ncu mapping, gpuprof/data/stalls.toml)")
+FOLDED = (
+    "measured by the profiler: ncu warp-state shares of the stall cycles summed into nvprof's stall "
+    "reasons (NVIDIA's nvprof-to-ncu mapping, gpuprof/data/stalls.toml)"
+)
 
 
 @dataclass
@@ -81,8 +83,10 @@ def _frames(side: Side, device: str | None) -> tuple[list[pd.DataFrame], dict[st
             origins[name] = origin if origins.get(name, origin) == origin else f"{origins[name]}; {origin}"
         frames.append(frame)
     if not frames:
-        raise InputError(f"{side.label}: no imported kernels or measured runs to compare",
-                         "give profiler output, a store or run file with runs, or a run id")
+        raise InputError(
+            f"{side.label}: no imported kernels or measured runs to compare",
+            "give profiler output, a store or run file with runs, or a run id",
+        )
     return frames, origins
 
 
@@ -95,8 +99,10 @@ def _newest(side: Side) -> list[Run]:
         newest[workload_key(run)] = run
     older = [r for r in side.runs if r.kind == "run" and newest[workload_key(r)] is not r]
     if older:
-        side.notes.append(f"{side.label}: {len(older)} older run(s) of the same op, shape, dtype and engine left "
-                          f"out, the newest kept: {', '.join(r.run_id[:8] for r in older)}")
+        side.notes.append(
+            f"{side.label}: {len(older)} older run(s) of the same op, shape, dtype and engine left "
+            f"out, the newest kept: {', '.join(r.run_id[:8] for r in older)}"
+        )
     return [r for r in side.runs if r.kind != "run" or newest[workload_key(r)] is r]
 
 
@@ -105,9 +111,18 @@ def _named(run: Run, gpu: str | None) -> Run:
     (a copy: the caller's run stays as it was)."""
     if not gpu:
         return run
-    named = Run(run.kind, run.format, run.source, dict(run.device), run.workload, run.environment,
-                notes=list(run.notes), created=run.created, run_id=run.run_id,
-                tables=(run.launch_table, run.metric_table))
+    named = Run(
+        run.kind,
+        run.format,
+        run.source,
+        dict(run.device),
+        run.workload,
+        run.environment,
+        notes=list(run.notes),
+        created=run.created,
+        run_id=run.run_id,
+        tables=(run.launch_table, run.metric_table),
+    )
     name_device(named, gpu_table.match(gpu))
     return named
 
@@ -127,16 +142,19 @@ def _folded(frame: pd.DataFrame) -> pd.DataFrame:
 def _clock(side: Side, frame: pd.DataFrame) -> str:
     """The clock a side's numbers were taken at: recorded with a measured run, or the SM clock
     the profiler measured (median over launches)."""
-    found = [f"{human(r.device['clock_during_run_hz'], 'hertz')} "
-             f"({r.device.get('clock_during_run_source', 'recorded')})"
-             for r in side.runs if r.kind == "run" and r.device.get("clock_during_run_hz")]
+    found = [
+        f"{human(r.device['clock_during_run_hz'], 'hertz')} ({r.device.get('clock_during_run_source', 'recorded')})"
+        for r in side.runs
+        if r.kind == "run" and r.device.get("clock_during_run_hz")
+    ]
     if "sm_clock" in frame and frame["sm_clock"].notna().any():
         found.append(f"SM {human(float(frame['sm_clock'].median()), 'hertz')} median (measured by the profiler)")
     return "; ".join(dict.fromkeys(found))
 
 
-def _launches(sides: tuple[Side, Side], gpus: tuple[str | None, str | None]
-              ) -> tuple[tuple[pd.DataFrame, dict[str, str]], tuple[pd.DataFrame, dict[str, str]]]:
+def _launches(
+    sides: tuple[Side, Side], gpus: tuple[str | None, str | None]
+) -> tuple[tuple[pd.DataFrame, dict[str, str]], tuple[pd.DataFrame, dict[str, str]]]:
     """Both sides' launches as one frame each, with where each quantity came from; ncu's stall
     reasons folded into nvprof's when one side is nvprof and the other ncu."""
     import pandas as pd
@@ -159,9 +177,15 @@ def _by_impact(pair: Any) -> tuple[float, str]:
     return (-abs(change) if change == change else 1.0, pair.label)
 
 
-def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str] = (),
-         store: str | Path | None = None, gpus: tuple[str | None, str | None] = (None, None),
-         min_change: float = MIN_CHANGE) -> DiffResult:
+def diff(
+    a: SideSpec,
+    b: SideSpec,
+    match: str = "config",
+    fail_if: Sequence[str] = (),
+    store: str | Path | None = None,
+    gpus: tuple[str | None, str | None] = (None, None),
+    min_change: float = MIN_CHANGE,
+) -> DiffResult:
     """Compare ``a`` with ``b`` (paths, run ids, ``sweep:NAME``, Runs); see the module docstring.
     ``gpus`` names each side's GPU where its files name none (as ``gpuprof import --gpu``).
     ``min_change``: the smallest relative change a verdict calls a change (0.05 = 5 %)."""
@@ -177,11 +201,18 @@ def diff(a: SideSpec, b: SideSpec, match: str = "config", fail_if: Sequence[str]
     grouping = group(frame_a, frame_b, match)
     index_a, index_b = (f.groupby(ids).indices for f, ids in ((frame_a, grouping.a), (frame_b, grouping.b)))
     matched = [k for k in index_a if k in index_b]
-    pairs = [rows.Pair(grouping.labels[k], frame_a.iloc[index_a[k]], frame_b.iloc[index_b[k]],
-                       frame_a["family"].iat[index_a[k][0]]) for k in matched]
+    pairs = [
+        rows.Pair(
+            grouping.labels[k], frame_a.iloc[index_a[k]], frame_b.iloc[index_b[k]], frame_a["family"].iat[index_a[k][0]]
+        )
+        for k in matched
+    ]
     pairs.sort(key=_by_impact)
-    notes = [f"{p.label} was measured differently: A {p.a['settings'].iat[0]}; B {p.b['settings'].iat[0]}"
-             for p in pairs if p.family == "run" and p.a["settings"].iat[0] != p.b["settings"].iat[0]]
+    notes = [
+        f"{p.label} was measured differently: A {p.a['settings'].iat[0]}; B {p.b['settings'].iat[0]}"
+        for p in pairs
+        if p.family == "run" and p.a["settings"].iat[0] != p.b["settings"].iat[0]
+    ]
     minimum = {"": min_change}
     for g in parsed:
         minimum[g.metric] = min(minimum.get(g.metric, min_change), abs(g.limit))

@@ -30,8 +30,8 @@ _GATE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([+-])\s*(\d+(?:\.\d+)?)\s*%\s*
 
 @dataclass(frozen=True)
 class Gate:
-    metric: str        # the row name (aliases resolved)
-    limit: float       # signed fraction: +0.05 fails on a rise above 5 %, -0.03 on a fall below -3 %
+    metric: str  # the row name (aliases resolved)
+    limit: float  # signed fraction: +0.05 fails on a rise above 5 %, -0.03 on a fall below -3 %
     text: str
 
     @property
@@ -43,8 +43,10 @@ def parse(text: str) -> Gate:
     """'time:+5%' -> Gate; InputError for another shape or an unknown metric."""
     found = _GATE.match(text)
     if not found:
-        raise InputError(f"cannot read the gate '{text}'",
-                         "write METRIC:+N% (fail when it rises more than N %) or METRIC:-N%, e.g. 'time:+5%'")
+        raise InputError(
+            f"cannot read the gate '{text}'",
+            "write METRIC:+N% (fail when it rises more than N %) or METRIC:-N%, e.g. 'time:+5%'",
+        )
     name, sign, number = found.groups()
     limit = float(number) / 100
     if limit == 0:
@@ -77,7 +79,7 @@ class Outcome:
     gate: Gate
     status: str
     detail: str
-    rows: dict[int, tuple[str, str]] = field(default_factory=dict)   # row index -> (status, why)
+    rows: dict[int, tuple[str, str]] = field(default_factory=dict)  # row index -> (status, why)
 
     @property
     def line(self) -> str:
@@ -96,8 +98,9 @@ def evaluate(gate: Gate, rows: list[dict[str, Any]]) -> Outcome:
             decided[i] = (INCONCLUSIVE, r["verdict"])
         else:
             decided[i] = decide(gate, r)
-    worst = [(i, s, why) for i, (s, why) in decided.items() if s == REGRESSED] or \
-            [(i, s, why) for i, (s, why) in decided.items() if s == INCONCLUSIVE]
+    worst = [(i, s, why) for i, (s, why) in decided.items() if s == REGRESSED] or [
+        (i, s, why) for i, (s, why) in decided.items() if s == INCONCLUSIVE
+    ]
     if not decided:
         return Outcome(gate, INCONCLUSIVE, f"no matched kernel has {gate.metric} on both sides")
     if not worst:

@@ -20,8 +20,10 @@ from gpuprof.store import runfile as export
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SWEEP_PREFIX = "sweep:"
-_WHAT = ("give a profiler output file, a results store, a .jsonl run file, a stored run id (or a prefix of "
-         "one, looked up in --store) or sweep:NAME")
+_WHAT = (
+    "give a profiler output file, a results store, a .jsonl run file, a stored run id (or a prefix of "
+    "one, looked up in --store) or sweep:NAME"
+)
 
 
 @dataclass
@@ -29,10 +31,10 @@ class Side:
     """One side of a diff: what the user named, the runs it holds and notes on anything skipped."""
 
     label: str
-    kind: str                     # "profile", "store", "run file", "run" or "sweep"
+    kind: str  # "profile", "store", "run file", "run" or "sweep"
     runs: list[Run]
     notes: list[str] = field(default_factory=list)
-    clock: str = ""               # the clock its numbers were taken at, in words
+    clock: str = ""  # the clock its numbers were taken at, in words
 
 
 def _stored(store_path: str | Path | None) -> list[Run]:
@@ -53,18 +55,25 @@ def _by_id(text: str, store_path: str | Path | None) -> Side:
     if not matches:
         raise InputError(f"'{text}' is neither a file nor a run id in {where}", _WHAT)
     shown = ", ".join(m[:12] for m in matches[:4]) + (" …" if len(matches) > 4 else "")
-    raise InputError(f"'{text}' matches {len(matches)} runs in {where} ({shown})",
-                     "give more of the id ('gpuprof show' lists them)")
+    raise InputError(
+        f"'{text}' matches {len(matches)} runs in {where} ({shown})", "give more of the id ('gpuprof show' lists them)"
+    )
 
 
 def _sweep(name: str, store_path: str | Path | None) -> Side:
     runs = [r for r in _stored(store_path) if ((r.workload or {}).get("sweep") or {}).get("config") == name]
     if not runs:
-        names = sorted({s["config"] for r in _stored(store_path)
-                        if isinstance(s := (r.workload or {}).get("sweep"), dict) and "config" in s})
-        raise InputError(f"no runs of sweep '{name}' in the store",
-                         f"stored sweeps: {', '.join(names)}" if names else
-                         "run 'gpuprof sweep' first, or give --store")
+        names = sorted(
+            {
+                s["config"]
+                for r in _stored(store_path)
+                if isinstance(s := (r.workload or {}).get("sweep"), dict) and "config" in s
+            }
+        )
+        raise InputError(
+            f"no runs of sweep '{name}' in the store",
+            f"stored sweeps: {', '.join(names)}" if names else "run 'gpuprof sweep' first, or give --store",
+        )
     return Side(f"sweep {name}", "sweep", runs)
 
 
@@ -90,7 +99,7 @@ def resolve(text: str, store_path: str | Path | None = None) -> Side:
     if not text:
         raise InputError("(empty): no such file", _WHAT)
     if text.startswith(SWEEP_PREFIX) and not os.path.lexists(path):
-        return _sweep(text[len(SWEEP_PREFIX):], store_path)
+        return _sweep(text[len(SWEEP_PREFIX) :], store_path)
     if os.path.lexists(path) or "/" in text or "\\" in text or "." in text:  # meant as a path: ids have neither
         try:  # a folder, FIFO, device, symlink loop, over-long name or missing file: named as what it is
             regular_file(path, _WHAT)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MATCHES = ("config", "name", "order")
-RUN = "run"          # the family of a measured run's rows (their "kernel" is the workload key)
+RUN = "run"  # the family of a measured run's rows (their "kernel" is the workload key)
 KERNEL = "kernel"
 _SPACES = re.compile(r"\s*([,*&()<>\[\]])\s*")
 
@@ -102,8 +102,10 @@ def _configs(a: pd.DataFrame, b: pd.DataFrame, notes: list[str]) -> tuple[list[p
         return [], []
     lacking = [side for side, k in zip("AB", kernels) if _distinct(k["grid"]) == [""] and _distinct(k["block"]) == [""]]
     if lacking:
-        notes.append(f"{' and '.join(lacking)} {'record' if len(lacking) > 1 else 'records'} no grid or block: "
-                     "kernels matched without them")
+        notes.append(
+            f"{' and '.join(lacking)} {'record' if len(lacking) > 1 else 'records'} no grid or block: "
+            "kernels matched without them"
+        )
         return [], []
     three = all(t.count(",") == 2 for k in kernels for c in ("grid", "block") for t in _distinct(k[c]))
     if not three:
@@ -132,9 +134,12 @@ def group(a: pd.DataFrame, b: pd.DataFrame, how: str) -> Grouping:
         notes.append(f"{side} names kernels without parameter lists: names compared without them")
     names = [_names(f, bare[0] != bare[1]) for f in (a, b)]
     configs = _configs(a, b, notes) if how != "name" else ([], [])
-    parts = [np.concatenate([frame["family"].to_numpy(dtype=object) for frame in (a, b)]), np.concatenate(names),
-             *(np.concatenate([side[i].to_numpy(dtype=object) for side in configs]) for i in range(len(configs[0]))),
-             np.concatenate([frame["nvtx"].to_numpy(dtype=object) for frame in (a, b)])]
+    parts = [
+        np.concatenate([frame["family"].to_numpy(dtype=object) for frame in (a, b)]),
+        np.concatenate(names),
+        *(np.concatenate([side[i].to_numpy(dtype=object) for side in configs]) for i in range(len(configs[0]))),
+        np.concatenate([frame["nvtx"].to_numpy(dtype=object) for frame in (a, b)]),
+    ]
     codes = pd.MultiIndex.from_arrays(parts).factorize()[0]  # one id per distinct (family, name, grid, block, nvtx)
     if how == "order":  # the n-th distinct kernel (or run) of each side, in order of first launch
         ordinal = np.empty(len(codes), dtype=object)
@@ -144,7 +149,7 @@ def group(a: pd.DataFrame, b: pd.DataFrame, how: str) -> Grouping:
             rank = pd.Series(family).groupby(family).cumcount().to_numpy()
             ordinal[side] = np.array([f"{f}#{r}" for f, r in zip(family, rank)], dtype=object)[local]
         codes = pd.factorize(ordinal)[0]
-    ids_a, ids_b = codes[:len(a)], codes[len(a):]
+    ids_a, ids_b = codes[: len(a)], codes[len(a) :]
     labels: dict[int, str] = {}
     shapes: dict[int, str] = {}
     for ids, frame in ((ids_a, a), (ids_b, b)):

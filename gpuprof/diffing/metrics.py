@@ -16,8 +16,8 @@ from gpuprof.errors import InputError
 from gpuprof.model import catalog
 
 # How a metric's total over several kernels is formed.
-SUM = "sum"            # extensive: launches × mean per launch, summed (time, FLOPs, bytes)
-RATE = "rate"          # a ratio of two sums (FLOP/s = FLOPs / time)
+SUM = "sum"  # extensive: launches × mean per launch, summed (time, FLOPs, bytes)
+RATE = "rate"  # a ratio of two sums (FLOP/s = FLOPs / time)
 WEIGHTED = "weighted"  # mean weighted by each kernel's time on that side (efficiencies, occupancy, clock)
 
 
@@ -25,9 +25,9 @@ WEIGHTED = "weighted"  # mean weighted by each kernel's time on that side (effic
 class Spec:
     name: str
     unit: str
-    better: int          # +1 higher is better, -1 lower is better, 0 neither (a change is only "higher"/"lower")
-    total: str = ""      # SUM, RATE or WEIGHTED; "" for no total
-    of: tuple[str, str] = ("", "")   # RATE: (numerator, denominator)
+    better: int  # +1 higher is better, -1 lower is better, 0 neither (a change is only "higher"/"lower")
+    total: str = ""  # SUM, RATE or WEIGHTED; "" for no total
+    of: tuple[str, str] = ("", "")  # RATE: (numerator, denominator)
     meaning: str = ""
 
 
@@ -37,31 +37,53 @@ DERIVED = (
     Spec("flops", "FLOP", 0, SUM, meaning="floating-point operations per launch, every precision"),
     Spec("flops_tensor", "FLOP", 0, SUM, meaning="tensor-core FLOPs per launch, where counted (part of flops)"),
     Spec("flop_rate", "FLOP/second", +1, RATE, ("flops", "time"), "FLOPs / time"),
-    Spec("bytes", "byte", 0, SUM,
-         meaning="DRAM bytes per launch (measured); bytes moved (analytic) for a measured run"),
+    Spec(
+        "bytes", "byte", 0, SUM, meaning="DRAM bytes per launch (measured); bytes moved (analytic) for a measured run"
+    ),
     Spec("bandwidth", "byte/second", +1, RATE, ("bytes", "time"), "bytes / time"),
     Spec("intensity", "FLOP/byte", 0, RATE, ("flops", "bytes"), "arithmetic intensity: FLOPs / DRAM bytes"),
     Spec("l2_bytes", "byte", 0, SUM, meaning="L2 bytes per launch (lts__t_bytes)"),
     Spec("intensity_l2", "FLOP/byte", 0, RATE, ("flops", "l2_bytes"), "FLOPs / L2 bytes"),
     Spec("l1_bytes", "byte", 0, SUM, meaning="L1 bytes per launch (l1tex__t_bytes)"),
     Spec("intensity_l1", "FLOP/byte", 0, RATE, ("flops", "l1_bytes"), "FLOPs / L1 bytes"),
-    Spec("flop_efficiency", "%", +1, WEIGHTED,
-         meaning="FLOP/s of the main precision over its peak at the clock the kernel ran at"),
-    Spec("datasheet_efficiency", "%", +1, WEIGHTED,
-         meaning="FLOP/s of the main precision over the device table's (or a CPU's theoretical) peak"),
+    Spec(
+        "flop_efficiency",
+        "%",
+        +1,
+        WEIGHTED,
+        meaning="FLOP/s of the main precision over its peak at the clock the kernel ran at",
+    ),
+    Spec(
+        "datasheet_efficiency",
+        "%",
+        +1,
+        WEIGHTED,
+        meaning="FLOP/s of the main precision over the device table's (or a CPU's theoretical) peak",
+    ),
     Spec("bandwidth_efficiency", "%", +1, WEIGHTED, meaning="bandwidth over the device's peak bandwidth"),
-    Spec("roofline_efficiency", "%", +1, WEIGHTED,
-         meaning="FLOP/s over the binding ceiling of the hierarchical roofline (gpuprof.derive.levels; compute, "
-                 "L1 and L2 ceilings at the SM clock measured, where the file gives it), else min(peak FLOP/s, "
-                 "intensity × peak bandwidth)"),
+    Spec(
+        "roofline_efficiency",
+        "%",
+        +1,
+        WEIGHTED,
+        meaning="FLOP/s over the binding ceiling of the hierarchical roofline (gpuprof.derive.levels; compute, "
+        "L1 and L2 ceilings at the SM clock measured, where the file gives it), else min(peak FLOP/s, "
+        "intensity × peak bandwidth)",
+    ),
     Spec("peak_flop_rate", "FLOP/second", 0, WEIGHTED, meaning="the peak datasheet_efficiency divides by"),
     Spec("peak_bandwidth", "byte/second", 0, WEIGHTED, meaning="the peak bandwidth_efficiency divides by"),
     Spec("sm_clock", "hertz", 0, WEIGHTED, meaning="SM clock during the kernel, as the profiler measured it"),
     Spec("achieved_occupancy", "%", +1, WEIGHTED, meaning="achieved occupancy (catalog: nvprof and ncu names)"),
 )
 # Catalog names a derived row above already shows (a gate on either name means the same row).
-ALIASES = {"kernel_duration": "time", "dram_bytes": "bytes", "dram_throughput": "bandwidth",
-           "ai_dram": "intensity", "ai_l2": "intensity_l2", "ai_l1": "intensity_l1"}
+ALIASES = {
+    "kernel_duration": "time",
+    "dram_bytes": "bytes",
+    "dram_throughput": "bandwidth",
+    "ai_dram": "intensity",
+    "ai_l2": "intensity_l2",
+    "ai_l1": "intensity_l1",
+}
 # Catalog entries that are inputs of derived rows, not rows of their own unless gated.
 INPUTS = ("flop_count_sp_", "flop_count_dp_", "flop_count_hp_", "fma_peak_")
 STALL_UNIT = "% of stalls"
@@ -86,8 +108,9 @@ def stall_spec(name: str) -> Spec:
 def stall_names() -> frozenset[str]:
     """Every stall row name: nvprof's ``stall_*`` metrics and ``stall_<ncu reason>``."""
     vocab = vocabulary()
-    return frozenset([*vocab["nvprof"], *(f"stall_{reason}" for reason, spec in vocab["ncu"].items()
-                                          if spec.get("stall", True))])
+    return frozenset(
+        [*vocab["nvprof"], *(f"stall_{reason}" for reason, spec in vocab["ncu"].items() if spec.get("stall", True))]
+    )
 
 
 def spec(name: str) -> Spec:
@@ -99,6 +122,8 @@ def spec(name: str) -> Spec:
         return stall_spec(name)
     if name in catalog.entries():
         return catalog_spec(name)
-    raise InputError(f"unknown metric '{name}'",
-                     f"use a derived name ({', '.join(derived())}), a catalog metric (e.g. flop_count_sp, "
-                     "dram_read_throughput; see gpuprof/data/metrics.toml) or a stall reason (e.g. stall_sync)")
+    raise InputError(
+        f"unknown metric '{name}'",
+        f"use a derived name ({', '.join(derived())}), a catalog metric (e.g. flop_count_sp, "
+        "dram_read_throughput; see gpuprof/data/metrics.toml) or a stall reason (e.g. stall_sync)",
+    )

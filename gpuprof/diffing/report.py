@@ -42,10 +42,14 @@ def header(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None
     for name, side, given in zip("AB", result.sides, gpus):
         formats = ", ".join(sorted({r.format for r in side.runs}))
         device = _devices(side, given, f"--gpu-{name.lower()}")
-        lines.append(f"{name}: {side.label} ({formats}; {len(side.runs)} run(s); device: {device}; "
-                     f"clock: {side.clock or 'not recorded'})")
-    lines.append(f"matched {result.matched} kernel(s) or run(s); only in A: {result.only[0]}, only in B: "
-                 f"{result.only[1]} (listed at the end, never dropped)")
+        lines.append(
+            f"{name}: {side.label} ({formats}; {len(side.runs)} run(s); device: {device}; "
+            f"clock: {side.clock or 'not recorded'})"
+        )
+    lines.append(
+        f"matched {result.matched} kernel(s) or run(s); only in A: {result.only[0]}, only in B: "
+        f"{result.only[1]} (listed at the end, never dropped)"
+    )
     return lines + [f"note: {n}" for n in result.notes]
 
 
@@ -55,7 +59,7 @@ def _short(label: str) -> str:
     if len(label) <= NAME_WIDTH:
         return label
     keep = NAME_WIDTH - 1
-    return f"{label[:keep - keep // 3]}…{label[-(keep // 3):]}"
+    return f"{label[: keep - keep // 3]}…{label[-(keep // 3) :]}"
 
 
 def _percent(value: Any) -> str:
@@ -72,14 +76,22 @@ def view(frame: pd.DataFrame) -> pd.DataFrame:
         return human(float(value), unit) if _number(value) else ""
 
     kernel = frame["kernel"].map(_short).where(frame["kernel"] != frame["kernel"].shift(), "")
-    out = pd.DataFrame({
-        "kernel": kernel, "metric": frame["metric"],
-        "A": [shown(v, u) for v, u in zip(frame["A"], frame["unit"])],
-        "B": [shown(v, u) for v, u in zip(frame["B"], frame["unit"])],
-        "change": frame["change %"].map(_percent),
-        "95% CI": [f"{_percent(lo)}..{_percent(hi)}" if _number(lo) else "" for lo, hi in
-                   zip(frame["CI low %"], frame["CI high %"])],
-        "verdict": frame["verdict"], "gate": frame["gate"], "basis": frame["basis"]})
+    out = pd.DataFrame(
+        {
+            "kernel": kernel,
+            "metric": frame["metric"],
+            "A": [shown(v, u) for v, u in zip(frame["A"], frame["unit"])],
+            "B": [shown(v, u) for v, u in zip(frame["B"], frame["unit"])],
+            "change": frame["change %"].map(_percent),
+            "95% CI": [
+                f"{_percent(lo)}..{_percent(hi)}" if _number(lo) else ""
+                for lo, hi in zip(frame["CI low %"], frame["CI high %"])
+            ],
+            "verdict": frame["verdict"],
+            "gate": frame["gate"],
+            "basis": frame["basis"],
+        }
+    )
     return out if (frame["gate"] != "").any() else out.drop(columns=["gate"])
 
 
@@ -95,8 +107,9 @@ def markdown(result: DiffResult, gpus: tuple[str | None, str | None] = (None, No
     numbered = frame.drop(columns=["basis"]).assign(note=[notes.index(b) + 1 for b in frame["basis"]])
     a, b = (html.escape(s.label, quote=False) for s in result.sides)
     lines = [f"### gpuprof diff: `{a}` → `{b}`", ""]
-    lines += [f"- **gate {html.escape(o.gate.text)}: {o.status}**: {html.escape(o.detail, quote=False)}"
-              for o in result.gates]
+    lines += [
+        f"- **gate {html.escape(o.gate.text)}: {o.status}**: {html.escape(o.detail, quote=False)}" for o in result.gates
+    ]
     lines += [f"- {html.escape(line, quote=False)}" for line in header(result, gpus)]
     lines += ["", emit(numbered, "markdown"), "", "<details><summary>Where the numbers come from</summary>", ""]
     lines += [f"{i}. {html.escape(n, quote=False)}" for i, n in enumerate(notes, 1)]
@@ -126,10 +139,20 @@ def junit(result: DiffResult) -> str:
             ET.SubElement(case, "skipped", message=verdicts.iloc[0])
             counts["skipped"] += 1
         out = ET.SubElement(case, "system-out")
-        out.text = "\n".join(" ".join(filter(None, [f"{r['metric']}: A {r['A'] or '-'}, B {r['B'] or '-'}",
-                                                    r["change"], r["95% CI"] and f"(95% CI {r['95% CI']})",
-                                                    r["verdict"]]))
-                             for r in view(rows).to_dict("records"))
+        out.text = "\n".join(
+            " ".join(
+                filter(
+                    None,
+                    [
+                        f"{r['metric']}: A {r['A'] or '-'}, B {r['B'] or '-'}",
+                        r["change"],
+                        r["95% CI"] and f"(95% CI {r['95% CI']})",
+                        r["verdict"],
+                    ],
+                )
+            )
+            for r in view(rows).to_dict("records")
+        )
     suite.attrib.update({k: str(v) for k, v in counts.items()})
     root = ET.Element("testsuites", name="gpuprof diff", **{k: str(v) for k, v in counts.items()})
     root.append(suite)

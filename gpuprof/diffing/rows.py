@@ -25,8 +25,24 @@ from gpuprof.model import catalog
 if TYPE_CHECKING:
     import pandas as pd
 
-COLUMNS = ("kernel", "metric", "unit", "A", "B", "change", "change %", "CI low %", "CI high %", "verdict",
-           "test", "n A", "n B", "p", "gate", "basis")
+COLUMNS = (
+    "kernel",
+    "metric",
+    "unit",
+    "A",
+    "B",
+    "change",
+    "change %",
+    "CI low %",
+    "CI high %",
+    "verdict",
+    "test",
+    "n A",
+    "n B",
+    "p",
+    "gate",
+    "basis",
+)
 TOTAL = "(matched kernels, time-weighted)"
 TOP_STALLS = 3
 TOTAL_TEST = "bootstrap CI of the ratio of totals"
@@ -43,7 +59,8 @@ STATISTICS = (
     "call, its median repeat), rates as ratios of those sums, efficiencies and occupancy weighted by each "
     "kernel's time; their CI resamples every kernel's launches together, and a total changed when its CI "
     "excludes no change and the change exceeds the kernels' time-weighted spread. One value on a side: "
-    "the verdict rests on that single measurement.")
+    "the verdict rests on that single measurement."
+)
 
 
 @dataclass
@@ -97,8 +114,15 @@ def verdict(spec: m.Spec, change: sig.Change, minimum: float) -> str:
     return f"no significant change ({p}, {counts})"
 
 
-def row(kernel: str, spec: m.Spec, change: sig.Change | None, verdict_text: str, basis: str,
-        a: float = math.nan, b: float = math.nan) -> dict[str, Any]:
+def row(
+    kernel: str,
+    spec: m.Spec,
+    change: sig.Change | None,
+    verdict_text: str,
+    basis: str,
+    a: float = math.nan,
+    b: float = math.nan,
+) -> dict[str, Any]:
     """One output row; ``change`` None for a value on one side only."""
     out: dict[str, Any] = dict.fromkeys(COLUMNS, math.nan)
     out.update(kernel=kernel, metric=spec.name, unit=spec.unit, verdict=verdict_text, basis=basis, gate="", test="")
@@ -106,9 +130,17 @@ def row(kernel: str, spec: m.Spec, change: sig.Change | None, verdict_text: str,
         out.update({"A": a, "B": b})
         return out
     ratio = change.ratio
-    out.update({"A": change.a, "B": change.b, "change": change.b - change.a,
-                "change %": 100 * (ratio - 1) if math.isfinite(ratio) else math.nan,
-                "n A": change.n_a, "n B": change.n_b, "p": change.test.p if change.test else math.nan})
+    out.update(
+        {
+            "A": change.a,
+            "B": change.b,
+            "change": change.b - change.a,
+            "change %": 100 * (ratio - 1) if math.isfinite(ratio) else math.nan,
+            "n A": change.n_a,
+            "n B": change.n_b,
+            "p": change.test.p if change.test else math.nan,
+        }
+    )
     if change.ci is not None:
         out.update({"CI low %": 100 * (change.ci[0] - 1), "CI high %": 100 * (change.ci[1] - 1)})
     out.update(_change=change, _significant=change.significant, _single=change.single)
@@ -138,8 +170,9 @@ def _catalog() -> set[str]:
     return set(catalog.entries())
 
 
-def pair_rows(pair: Pair, origins: tuple[dict[str, str], dict[str, str]],
-              minimum: dict[str, float]) -> list[dict[str, Any]]:
+def pair_rows(
+    pair: Pair, origins: tuple[dict[str, str], dict[str, str]], minimum: dict[str, float]
+) -> list[dict[str, Any]]:
     """Every metric row of one matched kernel; ``minimum`` is the smallest change called a change,
     per metric (gated metrics) and under the key "" (the rest)."""
     rows = []
@@ -148,19 +181,43 @@ def pair_rows(pair: Pair, origins: tuple[dict[str, str], dict[str, str]],
         basis = _basis(origins[0].get(name, ""), origins[1].get(name, ""))
         if name == "launches":
             a, b = pair.a["weight"].sum(), pair.b["weight"].sum()
-            rows.append(row(pair.label, spec, None, "" if a == b else "different launch counts",
-                            "counted by the tools (repeats for a measured run)", a, b))
+            rows.append(
+                row(
+                    pair.label,
+                    spec,
+                    None,
+                    "" if a == b else "different launch counts",
+                    "counted by the tools (repeats for a measured run)",
+                    a,
+                    b,
+                )
+            )
             continue
         a, b = _values(pair.a, name), _values(pair.b, name)
         if not len(a) and not len(b):
-            rows.append(row(pair.label, spec, None, "not in A or B", "neither side counted it (see the other rows' "
-                            "notes, e.g. tensor work without a FLOP count)"))
+            rows.append(
+                row(
+                    pair.label,
+                    spec,
+                    None,
+                    "not in A or B",
+                    "neither side counted it (see the other rows' notes, e.g. tensor work without a FLOP count)",
+                )
+            )
             continue
         if not len(a) or not len(b):
             has, lacks = ("B", "A") if len(b) else ("A", "B")
             medians = [float(np.median(v)) if len(v) else math.nan for v in (a, b)]
-            rows.append(row(pair.label, spec, None, f"not in {lacks}",
-                            f"{has}: {origins['AB'.index(has)].get(name, '')}", *medians))
+            rows.append(
+                row(
+                    pair.label,
+                    spec,
+                    None,
+                    f"not in {lacks}",
+                    f"{has}: {origins['AB'.index(has)].get(name, '')}",
+                    *medians,
+                )
+            )
             continue
         change = sig.compare(a, b)
         out = row(pair.label, spec, change, verdict(spec, change, minimum.get(name, minimum[""])), basis)
@@ -210,8 +267,9 @@ def _medians(rows: np.ndarray) -> np.ndarray:
         return np.nanmedian(rows[..., :-1], axis=-2)
 
 
-def _totals(means: np.ndarray, counts: np.ndarray, names: list[str],
-            use: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _totals(
+    means: np.ndarray, counts: np.ndarray, names: list[str], use: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     """Each total metric from per-kernel means (kernels × metrics × resamples)."""
     col = {n: i for i, n in enumerate(names)}
     c = counts[:, None]
@@ -231,16 +289,19 @@ def _totals(means: np.ndarray, counts: np.ndarray, names: list[str],
     return out
 
 
-def _side_means(pairs: list[Pair], side: str, names: list[str],
-                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _side_means(
+    pairs: list[Pair], side: str, names: list[str], rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Per kernel of one side, the mean per launch of each metric (a measured run's median repeat)
     and those of every bootstrap resample of its launches, drawn together: (kernels × metrics × 1)
     and (kernels × metrics × resamples)."""
     point, resampled = [], []
     for pair in pairs:
         frame = getattr(pair, side)
-        rows = np.column_stack([frame[n].to_numpy(dtype=float) if n in frame else np.full(len(frame), np.nan)
-                                for n in names] + [frame["weight"].to_numpy(dtype=float)])
+        rows = np.column_stack(
+            [frame[n].to_numpy(dtype=float) if n in frame else np.full(len(frame), np.nan) for n in names]
+            + [frame["weight"].to_numpy(dtype=float)]
+        )
         if pair.family == "run":
             point.append(_medians(rows))
             resampled.append(sig.resample(rows, _medians, rng).T)
@@ -250,8 +311,7 @@ def _side_means(pairs: list[Pair], side: str, names: list[str],
     return np.array(point)[..., None], np.array(resampled)
 
 
-def total_rows(pairs: list[Pair], kernel_rows: list[dict[str, Any]],
-               minimum: dict[str, float]) -> list[dict[str, Any]]:
+def total_rows(pairs: list[Pair], kernel_rows: list[dict[str, Any]], minimum: dict[str, float]) -> list[dict[str, Any]]:
     """The time-weighted totals over matched kernels that have time on both sides; none for a
     single kernel, whose own rows say it all."""
     timed = [p for p in pairs if len(_values(p.a, "time")) and len(_values(p.b, "time"))]
@@ -284,11 +344,22 @@ def total_rows(pairs: list[Pair], kernel_rows: list[dict[str, Any]],
         change = sig.Change(a, b, int(use[name].sum()), int(use[name].sum()), ci=None if single else ci, noise=floor)
         significant = not single and (ci[0] > 1 or ci[1] < 1) and abs(change.ratio - 1) > (floor or 0)
         text = _total_verdict(spec, change, single, significant, int(use[name].sum()), minimum.get(name, minimum[""]))
-        out = row(TOTAL, spec, change, text,
-                  "time-weighted total over the matched kernels with the metric on both sides "
-                  "(sums at A's launch counts)")
-        out.update({"n A": math.nan, "n B": math.nan, "test": "" if single else TOTAL_TEST,
-                    "_significant": significant, "_single": single})
+        out = row(
+            TOTAL,
+            spec,
+            change,
+            text,
+            "time-weighted total over the matched kernels with the metric on both sides (sums at A's launch counts)",
+        )
+        out.update(
+            {
+                "n A": math.nan,
+                "n B": math.nan,
+                "test": "" if single else TOTAL_TEST,
+                "_significant": significant,
+                "_single": single,
+            }
+        )
         rows.append(out)
     return rows
 
@@ -301,12 +372,16 @@ def _noise(pairs: list[Pair], kernel_rows: list[dict[str, Any]], counts: np.ndar
         change = r.get("_change")
         if change is not None and change.noise is not None and r["kernel"] in weight:
             found.setdefault(r["metric"], []).append((weight[r["kernel"]], change.noise))
-    return {k: float(np.average([n for _, n in v], weights=[w for w, _ in v])) for k, v in found.items()
-            if sum(w for w, _ in v) > 0}
+    return {
+        k: float(np.average([n for _, n in v], weights=[w for w, _ in v]))
+        for k, v in found.items()
+        if sum(w for w, _ in v) > 0
+    }
 
 
-def _total_verdict(spec: m.Spec, change: sig.Change, single: bool, significant: bool, kernels: int,
-                   minimum: float) -> str:
+def _total_verdict(
+    spec: m.Spec, change: sig.Change, single: bool, significant: bool, kernels: int, minimum: float
+) -> str:
     if change.a == change.b:
         return f"unchanged ({kernels} kernel(s))"
     if single:
@@ -327,6 +402,7 @@ def only_rows(label: str, frame: pd.DataFrame, side: str, origins: dict[str, str
         if math.isnan(value[name]):
             continue
         a, b = (value[name], math.nan) if side == "A" else (math.nan, value[name])
-        out.append(row(label, m.derived()[name], None, f"only in {side}",
-                       origins.get(name, "counted by the tool"), a, b))
+        out.append(
+            row(label, m.derived()[name], None, f"only in {side}", origins.get(name, "counted by the tool"), a, b)
+        )
     return out

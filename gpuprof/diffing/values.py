@@ -87,8 +87,11 @@ def _stall_names(run: Run) -> tuple[dict[str, str], str | None]:
 def _stalls(raw: pd.DataFrame, reasons: dict[str, str], vocabulary: str | None) -> dict[str, np.ndarray]:
     """Per launch, each reason's share (%) of the launch's stall cycles; nvprof's own percentages
     as they are."""
-    values = np.column_stack([raw[name].to_numpy(dtype=float) for name in reasons.values()]) if reasons \
+    values = (
+        np.column_stack([raw[name].to_numpy(dtype=float) for name in reasons.values()])
+        if reasons
         else np.empty((len(raw), 0))
+    )
     if vocabulary == "ncu":
         totals = np.nansum(values, axis=1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -137,8 +140,7 @@ def imported(run: Run) -> pd.DataFrame:
 
     launches = run.launch_table
     present = {str(n) for n in run.metric_table["canonical"].cat.categories} & set(catalog.entries())
-    extra = sorted(n for n in present if n not in m.derived() and n not in m.ALIASES
-                   and not n.startswith(m.INPUTS))
+    extra = sorted(n for n in present if n not in m.derived() and n not in m.ALIASES and not n.startswith(m.INPUTS))
     reasons, vocabulary = _stall_names(run)
     wanted = [alias for name in (*extra, "achieved_occupancy") for alias in k.aliases(name)]
     config = [name for names in CONFIG_METRICS.values() for name in names]
@@ -172,27 +174,41 @@ def imported(run: Run) -> pd.DataFrame:
         dram_roof = 100.0 * rate / _positive(np.fmin(peak, intensity * sheet["bandwidth"]))
     hierarchical = raw["binding_percent"].to_numpy(dtype=float)
     values = {
-        "time": raw["time"].to_numpy(dtype=float), "flops": raw["flops_total"].to_numpy(dtype=float),
+        "time": raw["time"].to_numpy(dtype=float),
+        "flops": raw["flops_total"].to_numpy(dtype=float),
         "flops_tensor": np.where(raw["flops_tensor"] > 0, raw["flops_tensor"], np.nan),
-        "flop_rate": rate, "bytes": raw["dram_bytes"].to_numpy(dtype=float), "bandwidth": dram_rate,
-        "intensity": intensity, "l2_bytes": raw["l2_bytes"].to_numpy(dtype=float),
-        "intensity_l2": raw["ai_l2"].to_numpy(dtype=float), "l1_bytes": raw["l1_bytes"].to_numpy(dtype=float),
+        "flop_rate": rate,
+        "bytes": raw["dram_bytes"].to_numpy(dtype=float),
+        "bandwidth": dram_rate,
+        "intensity": intensity,
+        "l2_bytes": raw["l2_bytes"].to_numpy(dtype=float),
+        "intensity_l2": raw["ai_l2"].to_numpy(dtype=float),
+        "l1_bytes": raw["l1_bytes"].to_numpy(dtype=float),
         "intensity_l1": raw["ai_l1"].to_numpy(dtype=float),
         "flop_efficiency": of_main(per_precision("flop_efficiency_{}")),
         "datasheet_efficiency": 100.0 * of_main(per_precision("flop_rate_{}")) / peak,
         "bandwidth_efficiency": 100.0 * dram_rate / _positive(sheet["bandwidth"]),
         "roofline_efficiency": np.where(np.isnan(hierarchical), dram_roof, hierarchical),
-        "peak_flop_rate": peak, "peak_bandwidth": _positive(sheet["bandwidth"]),
-        "sm_clock": raw["sm_clock"].to_numpy(dtype=float), "achieved_occupancy": number("achieved_occupancy"),
+        "peak_flop_rate": peak,
+        "peak_bandwidth": _positive(sheet["bandwidth"]),
+        "sm_clock": raw["sm_clock"].to_numpy(dtype=float),
+        "achieved_occupancy": number("achieved_occupancy"),
         **{name: number(name) for name in extra},
         **_stalls(raw, reasons, vocabulary),
     }
     attributes = launches["attributes"].tolist()
-    frame = pd.DataFrame({
-        "kernel": launches["kernel"].to_numpy(dtype=object),
-        "grid": _config(attributes, raw, "grid"), "block": _config(attributes, raw, "block"),
-        "nvtx": _attribute(attributes, "nvtx"), "device": names, "activity": _attribute(attributes, "kind"),
-        "weight": launches["invocations"].to_numpy(dtype=float), **values})
+    frame = pd.DataFrame(
+        {
+            "kernel": launches["kernel"].to_numpy(dtype=object),
+            "grid": _config(attributes, raw, "grid"),
+            "block": _config(attributes, raw, "block"),
+            "nvtx": _attribute(attributes, "nvtx"),
+            "device": names,
+            "activity": _attribute(attributes, "kind"),
+            "weight": launches["invocations"].to_numpy(dtype=float),
+            **values,
+        }
+    )
     frame["time_min"], frame["time_max"] = _time_range(run)
     frame.attrs.update(origins=_origins(run, values), stalls=vocabulary)
     return frame
@@ -221,8 +237,12 @@ def _origins(run: Run, names: dict[str, np.ndarray]) -> dict[str, str]:
 def workload_key(run: Run) -> tuple[str, str, str, str]:
     """(op, shape, dtype, engine): how measured runs are matched."""
     w = run.workload or {}
-    return (str(w.get("op", "")), ops.shape_text(tuple(w.get("shape", ()))), str(w.get("dtype", "")),
-            str(w.get("engine", "")))
+    return (
+        str(w.get("op", "")),
+        ops.shape_text(tuple(w.get("shape", ()))),
+        str(w.get("dtype", "")),
+        str(w.get("engine", "")),
+    )
 
 
 def measured(run: Run) -> pd.DataFrame:
@@ -234,12 +254,22 @@ def measured(run: Run) -> pd.DataFrame:
     dims = tuple((run.workload or {}).get("shape", ()))
     time = np.array(timings(run), dtype=float)
     flops, moved = float(ops.flops(op, dims)), float(ops.bytes_moved(op, dims, dtype))
-    values: dict[str, np.ndarray | float] = {"time": time, "flops": flops, "flop_rate": flops / time,
-                                             "bytes": moved, "bandwidth": moved / time, "intensity": flops / moved}
-    origins = {"time": f"{TIMED} ({run.environment.get('timer', 'gpuprof')})", "flops": f"{ANALYTIC} ({op})",
-               "bytes": f"{ANALYTIC}: each input read once, output written once",
-               "flop_rate": f"{DERIVED}: analytic FLOPs / timed repeat",
-               "bandwidth": f"{DERIVED}: analytic bytes / timed repeat", "intensity": f"{ANALYTIC}: FLOPs / bytes"}
+    values: dict[str, np.ndarray | float] = {
+        "time": time,
+        "flops": flops,
+        "flop_rate": flops / time,
+        "bytes": moved,
+        "bandwidth": moved / time,
+        "intensity": flops / moved,
+    }
+    origins = {
+        "time": f"{TIMED} ({run.environment.get('timer', 'gpuprof')})",
+        "flops": f"{ANALYTIC} ({op})",
+        "bytes": f"{ANALYTIC}: each input read once, output written once",
+        "flop_rate": f"{DERIVED}: analytic FLOPs / timed repeat",
+        "bandwidth": f"{DERIVED}: analytic bytes / timed repeat",
+        "intensity": f"{ANALYTIC}: FLOPs / bytes",
+    }
     median = float(np.median(time)) if len(time) else math.nan
     kinds = {VS_RUN_CLOCK: "flop_efficiency", VS_ROOFLINE: "roofline_efficiency"}
     for peaks in run_peaks(run):  # the first ceiling of each kind, as the run's own report orders them
@@ -256,10 +286,22 @@ def measured(run: Run) -> pd.DataFrame:
                 values[name] = 100.0 * (values["bandwidth" if eff.unit == BYTE_RATE else "flop_rate"]) / eff.ceiling
                 origins[name] = f"{DERIVED}: {eff.basis}"
     w = run.workload or {}
-    settings = (f"{w.get('cache', 'warm')} cache, {len(time)} repeat{'' if len(time) == 1 else 's'} after {w.get('warmup', 0)} warm-up, "
-                f"{run.environment.get('engine_version') or engine}")
-    frame = pd.DataFrame({"kernel": f"{op} {shape} {dtype} {engine}", "grid": "", "block": "", "nvtx": "",
-                          "device": str(run.device.get("name", "")), "weight": 1.0, "settings": settings,
-                          **{k: np.broadcast_to(v, time.shape) for k, v in values.items()}}, index=range(len(time)))
+    settings = (
+        f"{w.get('cache', 'warm')} cache, {len(time)} repeat{'' if len(time) == 1 else 's'} after {w.get('warmup', 0)} warm-up, "
+        f"{run.environment.get('engine_version') or engine}"
+    )
+    frame = pd.DataFrame(
+        {
+            "kernel": f"{op} {shape} {dtype} {engine}",
+            "grid": "",
+            "block": "",
+            "nvtx": "",
+            "device": str(run.device.get("name", "")),
+            "weight": 1.0,
+            "settings": settings,
+            **{k: np.broadcast_to(v, time.shape) for k, v in values.items()},
+        },
+        index=range(len(time)),
+    )
     frame.attrs["origins"] = origins
     return frame

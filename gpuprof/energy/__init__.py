@@ -39,8 +39,13 @@ DEFAULT_INTERVAL = 0.1  # seconds between power samples
 __all__ = ["DEFAULT_INTERVAL", "EnergyMeter", "from_record", "open_energy", "to_record"]
 
 
-def open_energy(device_kind: str, interval: float = DEFAULT_INTERVAL, powercap_root: str | Path | None = None,
-                gpu_index: int = 0, gpu_pci_bus_id: str | None = None) -> tuple[EnergyMeter | None, list[str]]:
+def open_energy(
+    device_kind: str,
+    interval: float = DEFAULT_INTERVAL,
+    powercap_root: str | Path | None = None,
+    gpu_index: int = 0,
+    gpu_pci_bus_id: str | None = None,
+) -> tuple[EnergyMeter | None, list[str]]:
     """A meter for ``device_kind`` ("cpu" or "cuda"; the GPU by its PCI bus ID when given, else by
     NVML index), or None and the reason no power source is readable."""
     if device_kind == "cpu":

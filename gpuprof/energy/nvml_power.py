@@ -36,8 +36,11 @@ class NvmlMeter(SampledMeter):
         self._has_counter = self._energy_mj() is not None
         self._instant = self._instant_mw() is not None
         power = "NVML_FI_DEV_POWER_INSTANT" if self._instant else "nvmlDeviceGetPowerUsage"
-        energy = ("nvmlDeviceGetTotalEnergyConsumption" if self._has_counter
-                  else f"integrated {power} samples (no energy counter on this GPU)")
+        energy = (
+            "nvmlDeviceGetTotalEnergyConsumption"
+            if self._has_counter
+            else f"integrated {power} samples (no energy counter on this GPU)"
+        )
         super().__init__(f"NVML {name}: energy {energy}, power {power}; whole board", interval)
         self._samples: list[tuple[float, float]] = []
         self._start_mj: int | None = None
@@ -99,12 +102,14 @@ def open_nvml(index: int, interval: float, pci_bus_id: str | None = None) -> tup
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as error:
-        return None, [(f"no GPU power source: NVML did not start ({error}; is the NVIDIA driver installed?); "
-                       "energy not measured")]
+        return None, [
+            (f"no GPU power source: NVML did not start ({error}; is the NVIDIA driver installed?); energy not measured")
+        ]
     which = f"the GPU at PCI {pci_bus_id}" if pci_bus_id else f"GPU {index}"
     try:
-        handle = (pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id) if pci_bus_id
-                  else pynvml.nvmlDeviceGetHandleByIndex(index))
+        handle = (
+            pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id) if pci_bus_id else pynvml.nvmlDeviceGetHandleByIndex(index)
+        )
         name = pynvml.nvmlDeviceGetName(handle)
         pynvml.nvmlDeviceGetPowerUsage(handle)
     except pynvml.NVMLError as error:

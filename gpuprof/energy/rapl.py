@@ -32,8 +32,8 @@ PLAUSIBLE_W = 5000.0
 
 @dataclass(frozen=True)
 class Domain:
-    zone: str              # "intel-rapl:0:2"
-    label: str             # "package-0", "dram-0"
+    zone: str  # "intel-rapl:0:2"
+    label: str  # "package-0", "dram-0"
     energy_file: Path
     max_range_uj: int | None
 
@@ -88,8 +88,9 @@ class RaplMeter(SampledMeter):
 
     def __init__(self, domains: list[Domain], interval: float) -> None:
         labels = ", ".join(d.label for d in domains)
-        super().__init__(f"RAPL energy_uj (sysfs powercap): {labels}; whole socket, idle and other "
-                         "processes included", interval)
+        super().__init__(
+            f"RAPL energy_uj (sysfs powercap): {labels}; whole socket, idle and other processes included", interval
+        )
         self.domains = domains
         self._totals = [0] * len(domains)
         self._last: list[int | None] = []
@@ -114,12 +115,14 @@ class RaplMeter(SampledMeter):
             delta = counter_delta(before, after, domain.max_range_uj)
             if delta is None:
                 self._reading.problems.append(
-                    f"negative energy delta on {domain.label} ({before} -> {after} uJ, max_energy_range_uj unreadable)")
+                    f"negative energy delta on {domain.label} ({before} -> {after} uJ, max_energy_range_uj unreadable)"
+                )
                 continue
             if delta * MICROJOULE > PLAUSIBLE_W * max(now - self._then, 1.0):
                 self._reading.problems.append(
                     f"implausible energy step on {domain.label} ({before} -> {after} uJ with max_energy_range_uj "
-                    f"{domain.max_range_uj}: over {PLAUSIBLE_W:.0f} W); that step was dropped")
+                    f"{domain.max_range_uj}: over {PLAUSIBLE_W:.0f} W); that step was dropped"
+                )
                 continue
             self._totals[i] += delta
             step += delta
@@ -149,8 +152,12 @@ def open_rapl(root: Path, interval: float, hint: str = _HIDDEN) -> tuple[RaplMet
         for domain in domains:
             int(domain.energy_file.read_text())
     except PermissionError:
-        return None, [(f"RAPL counters under {root} are readable by root only (Linux 5.10+ hides them since the "
-                       "PLATYPUS attack): run as root or have energy_uj made readable; energy not measured")]
+        return None, [
+            (
+                f"RAPL counters under {root} are readable by root only (Linux 5.10+ hides them since the "
+                "PLATYPUS attack): run as root or have energy_uj made readable; energy not measured"
+            )
+        ]
     except (OSError, ValueError) as error:
         return None, [f"cannot read RAPL counter {domain.energy_file}: {error}; energy not measured"]
     return RaplMeter(domains, interval), []

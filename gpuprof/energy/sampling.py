@@ -48,13 +48,13 @@ class PeriodicSampler:
 class Reading:
     """One metered region, before checking: energy, time, power samples and how they were read."""
 
-    method: str                     # source and scope: "RAPL energy_uj (sysfs powercap): package-0, dram"
+    method: str  # source and scope: "RAPL energy_uj (sysfs powercap): package-0, dram"
     interval_s: float
     duration_s: float = 0.0
-    energy_j: float | None = None   # over the whole region; None when the source gave none
+    energy_j: float | None = None  # over the whole region; None when the source gave none
     powers_w: list[float] = field(default_factory=list)
     domains: dict[str, float] = field(default_factory=dict)  # energy per domain (RAPL), joules
-    problems: list[str] = field(default_factory=list)        # impossible readings found while sampling
+    problems: list[str] = field(default_factory=list)  # impossible readings found while sampling
 
 
 def checked_metrics(reading: Reading) -> tuple[list[Metric], list[str]]:
@@ -69,8 +69,10 @@ def checked_metrics(reading: Reading) -> tuple[list[Metric], list[str]]:
     if reading.duration_s <= 0:
         problems.append("the metered region took no time")
     if not problems and energy == 0 and reading.duration_s > 0:
-        problems.append(f"the counters did not advance in {reading.duration_s:.3g} s (region shorter than "
-                        "their update interval: give more --repeat)")
+        problems.append(
+            f"the counters did not advance in {reading.duration_s:.3g} s (region shorter than "
+            "their update interval: give more --repeat)"
+        )
     average = energy / reading.duration_s if energy is not None and reading.duration_s > 0 else None
     if average is not None and powers and average < min(powers) * (1 - _SLACK):
         problems.append(f"average power {average:.4g} W is below the lowest sample {min(powers):.4g} W")
@@ -121,8 +123,9 @@ class SampledMeter:
         self._sampler.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self._sampler.stop()
         self._sample()
         self._finish(self._reading)

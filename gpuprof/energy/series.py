@@ -39,17 +39,24 @@ class Trace:
     """One device's samples: cumulative energy since the first sample (None where unknown) and power."""
 
     name: str
-    kind: str                      # "cpu", "dram" or "gpu"
-    method: str                    # where the numbers come from
+    kind: str  # "cpu", "dram" or "gpu"
+    method: str  # where the numbers come from
     in_use: bool = True
-    t: list[float] = field(default_factory=list)   # CLOCK_MONOTONIC seconds of each reading
+    t: list[float] = field(default_factory=list)  # CLOCK_MONOTONIC seconds of each reading
     energy_j: list[float | None] = field(default_factory=list)
     power_w: list[float | None] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
-        return {"kind": self.kind, "method": self.method, "in_use": self.in_use, "t": self.t,
-                "energy_j": self.energy_j, "power_w": self.power_w, "problems": self.problems}
+        return {
+            "kind": self.kind,
+            "method": self.method,
+            "in_use": self.in_use,
+            "t": self.t,
+            "energy_j": self.energy_j,
+            "power_w": self.power_w,
+            "problems": self.problems,
+        }
 
 
 def _interpolate(times: list[float], values: list[float], at: float) -> float:
@@ -63,8 +70,9 @@ def _interpolate(times: list[float], values: list[float], at: float) -> float:
     return values[i - 1] + (values[i] - values[i - 1]) * (at - t0) / (t1 - t0)
 
 
-def window_energy(times: list[float], energy_j: list[float | None], power_w: list[float | None], start: float,
-                  end: float) -> tuple[float | None, str]:
+def window_energy(
+    times: list[float], energy_j: list[float | None], power_w: list[float | None], start: float, end: float
+) -> tuple[float | None, str]:
     """Joules over [start, end] and how: the cumulative counter where every sample has it, else the
     power samples (power[i] covers (t[i-1], t[i]] for RAPL, the instant t[i] for NVML) integrated."""
     if len(times) < 2 or end < start:
@@ -77,7 +85,9 @@ def window_energy(times: list[float], energy_j: list[float | None], power_w: lis
         return None, "no energy counter and fewer than two power samples"
     ts, ps = [t for t, _ in known], [p for _, p in known]
     inside = [start, *(t for t in ts if start < t < end), end]
-    joules = sum((b - a) * (_interpolate(ts, ps, a) + _interpolate(ts, ps, b)) / 2 for a, b in itertools.pairwise(inside))
+    joules = sum(
+        (b - a) * (_interpolate(ts, ps, a) + _interpolate(ts, ps, b)) / 2 for a, b in itertools.pairwise(inside)
+    )
     return joules, INTEGRATED
 
 
@@ -88,9 +98,14 @@ class _Rapl:
         self.domains = domains
         self.last: list[int | None] = [None] * len(domains)
         self.totals = [0.0] * len(domains)
-        self.traces = [Trace(d.label, "dram" if d.label.startswith("dram") else "cpu",
-                             f"RAPL {d.zone}/energy_uj (whole socket, idle and other processes included)")
-                       for d in domains]
+        self.traces = [
+            Trace(
+                d.label,
+                "dram" if d.label.startswith("dram") else "cpu",
+                f"RAPL {d.zone}/energy_uj (whole socket, idle and other processes included)",
+            )
+            for d in domains
+        ]
 
     def sample(self) -> None:
         for i, (domain, trace) in enumerate(zip(self.domains, self.traces)):
@@ -122,12 +137,22 @@ class _Nvml:
     def __init__(self, nvml: Any, handles: list[Any], names: list[str]) -> None:
         self.nvml, self.handles = nvml, handles
         self.first: list[int | None] = [self._energy_mj(h) for h in handles]
-        self.traces = [Trace(f"GPU {i} ({name})", "gpu",
-                             "NVML " + ("nvmlDeviceGetTotalEnergyConsumption" if first is not None
-                                        else "nvmlDeviceGetPowerUsage integrated (no energy counter)") + "; whole board",
-                             in_use=False)
-                       for i, (name, first) in enumerate(zip(names, self.first))]
-        self.root: int | None = None   # the command's pid
+        self.traces = [
+            Trace(
+                f"GPU {i} ({name})",
+                "gpu",
+                "NVML "
+                + (
+                    "nvmlDeviceGetTotalEnergyConsumption"
+                    if first is not None
+                    else "nvmlDeviceGetPowerUsage integrated (no energy counter)"
+                )
+                + "; whole board",
+                in_use=False,
+            )
+            for i, (name, first) in enumerate(zip(names, self.first))
+        ]
+        self.root: int | None = None  # the command's pid
 
     def _energy_mj(self, handle: Any) -> int | None:
         try:
@@ -243,8 +268,12 @@ class PowerSeries:
     def record(self) -> dict[str, Any]:
         """The series as stored with the run (times: CLOCK_MONOTONIC seconds; ``t`` when each round of
         samples began, each device's own ``t`` when its reading was taken)."""
-        return {"interval_s": self.interval, "clock": "CLOCK_MONOTONIC", "t": self.times,
-                "devices": {trace.name: trace.record() for trace in self.traces}}
+        return {
+            "interval_s": self.interval,
+            "clock": "CLOCK_MONOTONIC",
+            "t": self.times,
+            "devices": {trace.name: trace.record() for trace in self.traces},
+        }
 
 
 def open_series(interval: float, root: Path | None = None) -> tuple[PowerSeries | None, list[str]]:
@@ -271,5 +300,8 @@ def energies(record: dict[str, Any], start: float, end: float) -> dict[str, Any]
     known = [value for value, _ in per.values() if value is not None]
     complete = len(known) == len(per)
     in_use = [per[name][0] for name, trace in record["devices"].items() if trace["in_use"]]
-    return {"devices": per, "all_j": sum(known) if complete and known else None,
-            "in_use_j": sum(in_use) if in_use and all(v is not None for v in in_use) else None}  # type: ignore[misc]
+    return {
+        "devices": per,
+        "all_j": sum(known) if complete and known else None,
+        "in_use_j": sum(in_use) if in_use and all(v is not None for v in in_use) else None,
+    }  # type: ignore[misc]

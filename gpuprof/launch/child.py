@@ -65,8 +65,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profiled", type=int, required=True)
     parser.add_argument("--batch", type=int, default=0, help="calls per timed repeat (0: about 2 ms worth)")
     parser.add_argument("--range", required=True, help="NVTX range name around each profiled launch")
-    parser.add_argument("--range-kind", choices=("start-end", "push-pop"), default="start-end",
-                        help="a start/end range (kernels of any thread) or a push/pop range (this thread's)")
+    parser.add_argument(
+        "--range-kind",
+        choices=("start-end", "push-pop"),
+        default="start-end",
+        help="a start/end range (kernels of any thread) or a push/pop range (this thread's)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--result", required=True, type=Path)
     return parser.parse_args(argv)
@@ -77,11 +81,13 @@ def _device(cp: Any) -> dict[str, Any]:
     runtime = cp.cuda.runtime
     props = runtime.getDeviceProperties(0)
     name = props["name"]
-    return {"name": name.decode() if isinstance(name, bytes) else name,
-            "cc": f"{props['major']}.{props['minor']}",
-            "pci_bus_id": runtime.deviceGetPCIBusId(0),
-            "runtime_version": runtime.runtimeGetVersion(),
-            "driver_version": runtime.driverGetVersion()}
+    return {
+        "name": name.decode() if isinstance(name, bytes) else name,
+        "cc": f"{props['major']}.{props['minor']}",
+        "pci_bus_id": runtime.deviceGetPCIBusId(0),
+        "runtime_version": runtime.runtimeGetVersion(),
+        "driver_version": runtime.driverGetVersion(),
+    }
 
 
 def _event_seconds(cp: Any, launch: Callable[[], Any], stream: Any) -> float:
@@ -110,8 +116,10 @@ def batch_launcher(cp: Any, call: Callable[[], Any], count: int, stream: Any) ->
                 call()
         finally:
             graph = stream.end_capture()
-        return (lambda: graph.launch(stream),
-                f"a CUDA graph of {count} launch(es) (stream capture), time per launch = batch / {count}")
+        return (
+            lambda: graph.launch(stream),
+            f"a CUDA graph of {count} launch(es) (stream capture), time per launch = batch / {count}",
+        )
     # CuPy, cuBLAS and the driver each raise their own error types for a call that cannot be captured
     except Exception as error:  # noqa: BLE001 - the loop below measures instead, and says why
         reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
@@ -120,8 +128,10 @@ def batch_launcher(cp: Any, call: Callable[[], Any], count: int, stream: Any) ->
         for _ in range(count):
             call()
 
-    return loop, (f"{count} back-to-back launch(es) issued from Python (CUDA graph capture failed: {reason}), "
-                  f"time per launch = batch / {count}, launch latency included where it exceeds the kernel")
+    return loop, (
+        f"{count} back-to-back launch(es) issued from Python (CUDA graph capture failed: {reason}), "
+        f"time per launch = batch / {count}, launch latency included where it exceeds the kernel"
+    )
 
 
 @contextlib.contextmanager
@@ -181,11 +191,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         _profile(cp, workload.call, args)
     metered = meter.metrics() if meter is not None else []
     energy_notes += meter.notes if meter is not None else []
-    return {"schema": RESULT_SCHEMA, "times": times, "batch": batch, "energy": to_record(metered, energy_notes),
-            "device": device, "engine": engine.NAME, "notes": notes,
-            "engine_version": engine.version(), "relative_error": workload.relative_error,
-            "compile": workload.compile,
-            "kernel": getattr(engine, "kernel_name", lambda op, dt: None)(args.op, args.dtype), "timer": how}
+    return {
+        "schema": RESULT_SCHEMA,
+        "times": times,
+        "batch": batch,
+        "energy": to_record(metered, energy_notes),
+        "device": device,
+        "engine": engine.NAME,
+        "notes": notes,
+        "engine_version": engine.version(),
+        "relative_error": workload.relative_error,
+        "compile": workload.compile,
+        "kernel": getattr(engine, "kernel_name", lambda op, dt: None)(args.op, args.dtype),
+        "timer": how,
+    }
 
 
 def _profile(cp: Any, call: Callable[[], Any], args: argparse.Namespace) -> None:
@@ -222,8 +241,10 @@ def main(argv: list[str] | None = None) -> int:
         record = measure(args)
         code = 0
     except GpuprofError as error:
-        record = {"schema": RESULT_SCHEMA, "error": {"type": type(error).__name__, "problem": error.problem,
-                                                     "fix": error.fix}}
+        record = {
+            "schema": RESULT_SCHEMA,
+            "error": {"type": type(error).__name__, "problem": error.problem, "fix": error.fix},
+        }
         code = error.exit_code
     args.result.write_text(json.dumps(record, indent=1))
     return code

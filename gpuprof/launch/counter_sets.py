@@ -22,8 +22,10 @@ def events(names: str, vendor: str | None) -> tuple[list[str], list[str]]:
     wanted = [name.strip() for name in names.split(",") if name.strip()]
     unknown = [name for name in wanted if name not in sets()]
     if unknown:
-        raise InputError(f"unknown counter set {', '.join(map(repr, unknown))}",
-                         f"choose from: {', '.join(sets())} (e.g. --counters mix,topdown)")
+        raise InputError(
+            f"unknown counter set {', '.join(map(repr, unknown))}",
+            f"choose from: {', '.join(sets())} (e.g. --counters mix,topdown)",
+        )
     column = VENDORS.get(vendor or "", "generic")
     found: list[str] = []
     notes: list[str] = []

@@ -34,10 +34,10 @@ _TRIAL_TIMEOUT_S = 10.0
 class CpuPlan:
     """What perf can count around the command here, and one note for each thing it cannot."""
 
-    perf: str | None                 # perf's path; None: the command is only timed
+    perf: str | None  # perf's path; None: the command is only timed
     version: str | None = None
     events: tuple[str, ...] = ()
-    topdown: str | None = None       # the Top-Down level-1 metric group, when the PMU allows it
+    topdown: str | None = None  # the Top-Down level-1 metric group, when the PMU allows it
     notes: tuple[str, ...] = ()
 
     def command(self, cmd: list[str], run_dir: Path) -> list[str]:
@@ -51,19 +51,29 @@ class CpuPlan:
 def _topdown(perf_path: str, found: perf.PerfProbe, vendor: str) -> tuple[str | None, str | None]:
     """(the Top-Down group perf accepts here, or None and why not)."""
     if not set(perf.HARDWARE) <= set(found.usable):
-        return None, ("Top-Down level 1 not counted: it needs the core PMU, which this machine does not expose "
-                      f"({', '.join(perf.HARDWARE)} not countable)")
+        return None, (
+            "Top-Down level 1 not counted: it needs the core PMU, which this machine does not expose "
+            f"({', '.join(perf.HARDWARE)} not countable)"
+        )
     group = METRIC_GROUP.get(vendor)
     if group is None:
         return None, f"Top-Down level 1 not counted: no metric group known for CPU vendor '{vendor or 'unknown'}'"
     try:
-        trial = subprocess.run([perf_path, "stat", "-M", group, "--", "true"], capture_output=True, text=True,
-                               timeout=_TRIAL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        trial = subprocess.run(
+            [perf_path, "stat", "-M", group, "--", "true"],
+            capture_output=True,
+            text=True,
+            timeout=_TRIAL_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError) as error:
         return None, f"Top-Down level 1 not counted: perf stat -M {group} could not run ({error})"
     if trial.returncode != 0:
         lines = [line.strip() for line in trial.stderr.splitlines() if line.strip()]
-        return None, f"Top-Down level 1 not counted: perf stat -M {group} failed ({lines[0] if lines else 'no message'})"
+        return (
+            None,
+            f"Top-Down level 1 not counted: perf stat -M {group} failed ({lines[0] if lines else 'no message'})",
+        )
     return group, None
 
 

@@ -46,9 +46,11 @@ def _newest_install(name: str) -> Found | None:
     root, relative = _install_folders()[name]
     if not root.is_dir():
         return None
-    versions = [(tuple(int(part) for part in folder.name.split(".")), folder)
-                for folder in root.iterdir()
-                if _VERSION_FOLDER.match(folder.name) and executable(folder / relative)]
+    versions = [
+        (tuple(int(part) for part in folder.name.split(".")), folder)
+        for folder in root.iterdir()
+        if _VERSION_FOLDER.match(folder.name) and executable(folder / relative)
+    ]
     if not versions:
         return None
     _, newest = max(versions)

@@ -32,6 +32,7 @@ def _program(target: list[str]) -> Callable[[], None]:
         def run() -> None:
             sys.argv = argv
             runpy.run_module(module, run_name="__main__", alter_sys=True)
+
         return run
     script = target[0]
 
@@ -39,6 +40,7 @@ def _program(target: list[str]) -> Callable[[], None]:
         sys.argv = list(target)
         sys.path.insert(0, str(Path(script).resolve().parent))
         runpy.run_path(script, run_name="__main__")
+
     return run_script
 
 
@@ -50,9 +52,12 @@ def _torch(out: Path, steps: int, warmup: int) -> Iterator[None]:
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     written = out / "trace.pt.trace.json"
-    profiler = profile(activities=activities, record_shapes=True,
-                       schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1),
-                       on_trace_ready=lambda prof: prof.export_chrome_trace(str(written)))
+    profiler = profile(
+        activities=activities,
+        record_shapes=True,
+        schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1),
+        on_trace_ready=lambda prof: prof.export_chrome_trace(str(written)),
+    )
     profiler.start()
     hook = register_optimizer_step_post_hook(lambda *_: profiler.step())
     try:
@@ -87,8 +92,10 @@ PROFILERS = {"torch": _torch, "jax": _jax, "tf": _tf}
 def main(argv: list[str]) -> int:
     framework, out, steps, warmup, separator, *target = argv
     if separator != "--" or not target:
-        print("usage: python -m gpuprof.launch.framework_trace torch|jax|tf OUT STEPS WARMUP -- SCRIPT ARGS",
-              file=sys.stderr)
+        print(
+            "usage: python -m gpuprof.launch.framework_trace torch|jax|tf OUT STEPS WARMUP -- SCRIPT ARGS",
+            file=sys.stderr,
+        )
         return 2
     run = _program(target)
     code = 0

@@ -38,13 +38,13 @@ TRACE_SOURCE = "nvprof --print-gpu-trace (a second run of the command, without c
 class ProfileReadback:
     """What the profiler's files hold (see the module docstring)."""
 
-    processes: dict[str, list[Launch]]          # process ID ("" when not named) -> its launches
-    reader: str = ""                            # the format gpuprof's readers found
-    refused: bool = False                       # ERR_NVGPUCTRPERM
-    no_kernels: bool = False                    # the profiler said no kernel was profiled
+    processes: dict[str, list[Launch]]  # process ID ("" when not named) -> its launches
+    reader: str = ""  # the format gpuprof's readers found
+    refused: bool = False  # ERR_NVGPUCTRPERM
+    no_kernels: bool = False  # the profiler said no kernel was profiled
     available: list[str] = field(default_factory=list)  # kernels ncu saw when none matched
-    app_code: int | None = None                 # the application's exit code, as the profiler reported it
-    errors: list[str] = field(default_factory=list)     # the profiler's own error lines
+    app_code: int | None = None  # the application's exit code, as the profiler reported it
+    errors: list[str] = field(default_factory=list)  # the profiler's own error lines
     passes: list[int] = field(default_factory=list)
     passes_source: str = "not reported"
     notes: list[str] = field(default_factory=list)
@@ -72,7 +72,7 @@ def _available(text: str) -> list[str]:
     if not starts:
         return []
     found = []
-    for line in lines[starts[-1] + 1:]:
+    for line in lines[starts[-1] + 1 :]:
         match = _AVAILABLE.match(line)
         if not match:
             break
@@ -83,9 +83,13 @@ def _available(text: str) -> list[str]:
 def _common(text: str) -> dict[str, object]:
     """What every profiler's text says, whatever was read: refusal, no kernels, the app's exit code."""
     code = _APP_CODE.findall(text)
-    return {"refused": profilers.counters_refused(text), "no_kernels": NO_KERNELS in text,
-            "available": _available(text), "app_code": int(code[-1]) if code else None,
-            "errors": gpu_readback.error_lines(text)}
+    return {
+        "refused": profilers.counters_refused(text),
+        "no_kernels": NO_KERNELS in text,
+        "available": _available(text),
+        "app_code": int(code[-1]) if code else None,
+        "errors": gpu_readback.error_lines(text),
+    }
 
 
 def read_ncu(run_dir: Path) -> ProfileReadback:
@@ -98,8 +102,7 @@ def read_ncu(run_dir: Path) -> ProfileReadback:
         processes.setdefault(launch.attributes.get("pid", ""), []).append(launch)
     passes, source = ncu.passes(launches, text)
     notes = [f"ncu's log could not be read ({why}); see {log}"] if why and NO_KERNELS not in text else []
-    return ProfileReadback(processes, reader, passes=passes, passes_source=source, notes=notes,
-                    **_common(text))  # type: ignore[arg-type]
+    return ProfileReadback(processes, reader, passes=passes, passes_source=source, notes=notes, **_common(text))  # type: ignore[arg-type]
 
 
 def _logs(run_dir: Path, single: str, per_process: str) -> dict[str, Path]:
@@ -124,11 +127,19 @@ def with_durations(launches: list[Launch], traced: list[Launch]) -> tuple[list[L
             unmatched += [launch.kernel] if not times else []
             out.append(launch)
             continue
-        duration = Metric("Duration", statistics.fmean(times), "second", "kernel_duration", MEASURED,
-                          min(times), max(times))
-        out.append(Launch(launch.kernel, launch.index, launch.device, launch.invocations,
-                          {**launch.attributes, "duration_from": TRACE_SOURCE,
-                           "traced_launches": str(len(times))}, [*launch.metrics, duration]))
+        duration = Metric(
+            "Duration", statistics.fmean(times), "second", "kernel_duration", MEASURED, min(times), max(times)
+        )
+        out.append(
+            Launch(
+                launch.kernel,
+                launch.index,
+                launch.device,
+                launch.invocations,
+                {**launch.attributes, "duration_from": TRACE_SOURCE, "traced_launches": str(len(times))},
+                [*launch.metrics, duration],
+            )
+        )
     return out, unmatched
 
 
@@ -148,11 +159,13 @@ def read_nvprof(run_dir: Path, traced: bool) -> ProfileReadback:
         if traced and launches:
             launches, unmatched = with_durations(launches, traced_launches)
             if unmatched:
-                notes.append(f"no duration in the trace run for {len(unmatched)} kernel(s) "
-                             f"({unmatched[0][:60]} ...): FLOP/s not derived for them")
+                notes.append(
+                    f"no duration in the trace run for {len(unmatched)} kernel(s) "
+                    f"({unmatched[0][:60]} ...): FLOP/s not derived for them"
+                )
         if launches:
             processes[pid] = launches
-    text = "\n".join(path.read_text(errors="replace") for path in (*logs.values(), run_dir / process.STDERR)
-                     if path.is_file())
-    return ProfileReadback(processes, reader, notes=notes, passes_source="not reported by nvprof",
-                    **_common(text))  # type: ignore[arg-type]
+    text = "\n".join(
+        path.read_text(errors="replace") for path in (*logs.values(), run_dir / process.STDERR) if path.is_file()
+    )
+    return ProfileReadback(processes, reader, notes=notes, passes_source="not reported by nvprof", **_common(text))  # type: ignore[arg-type]

@@ -39,8 +39,11 @@ class Readback:
 
 def error_lines(text: str) -> list[str]:
     """The profiler's own error lines (ncu prints ``==ERROR== ...``; nvprof ``==<pid>== Error: ...``)."""
-    return [line.strip() for line in text.splitlines()
-            if ERROR_MARK in line or (line.startswith("==") and "== Error" in line)]
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if ERROR_MARK in line or (line.startswith("==") and "== Error" in line)
+    ]
 
 
 def profiler_text(log: Path, run_dir: Path) -> str:
@@ -49,13 +52,22 @@ def profiler_text(log: Path, run_dir: Path) -> str:
 
 
 def failed(name: str, why: str, log: Path) -> Readback:
-    return Readback([], {"profiler_outcome": f"failed: {why}"},
-                    [f"{name} measured nothing usable ({why}), so time is from CUDA events and FLOPs are "
-                     f"analytic; see {log}"])
+    return Readback(
+        [],
+        {"profiler_outcome": f"failed: {why}"},
+        [f"{name} measured nothing usable ({why}), so time is from CUDA events and FLOPs are analytic; see {log}"],
+    )
 
 
-def collect(module: profilers.ProfilerBackend, exe: str, options: profilers.ProfileOptions, run_dir: Path, first_index: int,
-            calls: int, expected_kernel: str | None) -> Readback:
+def collect(
+    module: profilers.ProfilerBackend,
+    exe: str,
+    options: profilers.ProfileOptions,
+    run_dir: Path,
+    first_index: int,
+    calls: int,
+    expected_kernel: str | None,
+) -> Readback:
     """Read the profiler's log back (see the module docstring)."""
     log = module.log_path(run_dir, options)
     text = profiler_text(log, run_dir)
@@ -68,20 +80,38 @@ def collect(module: profilers.ProfilerBackend, exe: str, options: profilers.Prof
         return failed(module.NAME, errors[0] if errors else f"its output could not be read: {error.problem}", log)
     if not profile.launches:
         return failed(module.NAME, errors[0] if errors else "it profiled no kernel", log)
-    launches = [Launch(launch.kernel, first_index + offset, launch.device, launch.invocations,
-                       {**launch.attributes, "phase": "profiled", "reader": profile.format}, launch.metrics)
-                for offset, launch in enumerate(profile.launches)]
+    launches = [
+        Launch(
+            launch.kernel,
+            first_index + offset,
+            launch.device,
+            launch.invocations,
+            {**launch.attributes, "phase": "profiled", "reader": profile.format},
+            launch.metrics,
+        )
+        for offset, launch in enumerate(profile.launches)
+    ]
     per_call, check = check_calls(launches, calls, expected_kernel)
     counts, source = module.passes(launches, text)
     notes = module.notes(options, exe)
     if per_call is None:
-        notes.append(f"profiled launches not attributable to the {calls} call(s) inside NVTX range "
-                     f"{options.nvtx_range} ({check}), so no per-call counter values are reported")
+        notes.append(
+            f"profiled launches not attributable to the {calls} call(s) inside NVTX range "
+            f"{options.nvtx_range} ({check}), so no per-call counter values are reported"
+        )
     if errors:
         notes.append(f"{module.NAME} reported: {errors[0]}")
-    return Readback(launches, {"profiler_outcome": "counters collected", "replay_passes": counts,
-                               "replay_passes_source": source, "nvtx_check": check,
-                               "kernels_per_call": per_call}, notes)
+    return Readback(
+        launches,
+        {
+            "profiler_outcome": "counters collected",
+            "replay_passes": counts,
+            "replay_passes_source": source,
+            "nvtx_check": check,
+            "kernels_per_call": per_call,
+        },
+        notes,
+    )
 
 
 def check_calls(launches: list[Launch], calls: int, expected_kernel: str | None) -> tuple[int | None, str]:

@@ -58,9 +58,9 @@ NO_COUNTERS = profilers.Choice("none", "hardware counters off (--no-counters): t
 class GpuOptions:
     """The GPU-only options of ``gpuprof run`` (``RunSettings.gpu``), validated."""
 
-    profiler: str = "auto"          # auto, ncu, nvprof, none, or the path to an ncu/nvprof executable
+    profiler: str = "auto"  # auto, ncu, nvprof, none, or the path to an ncu/nvprof executable
     profiled: int = DEFAULT_PROFILED
-    batch: int = 0                  # calls per timed repeat; 0 lets the child pick (launch/child.py)
+    batch: int = 0  # calls per timed repeat; 0 lets the child pick (launch/child.py)
     clock_control: str = "base"
     cache_control: str = "all"
     replay_mode: str = "kernel"
@@ -133,15 +133,37 @@ def nvtx_range(op: str, shape: tuple[int, ...], dtype: str) -> str:
     return f"gpuprof:{op}:{ops.shape_text(shape)}:{dtype}"
 
 
-def child_command(settings: RunSettings, shape: tuple[int, ...], engine: str, profiled: int,
-                  result: Path, batch: int = 0) -> list[str]:
+def child_command(
+    settings: RunSettings, shape: tuple[int, ...], engine: str, profiled: int, result: Path, batch: int = 0
+) -> list[str]:
     """The workload child's argv (run directly, or after the profiler's own options)."""
-    return [sys.executable, "-m", "gpuprof.launch.child",
-            "--op", settings.op, "--shape", ops.shape_text(shape), "--dtype", settings.dtype,
-            "--engine", engine, "--repeat", str(settings.repeat), "--warmup", str(settings.warmup),
-            "--profiled", str(profiled), "--batch", str(batch),
-            "--range", nvtx_range(settings.op, shape, settings.dtype),
-            "--seed", str(settings.seed), "--result", str(result)]
+    return [
+        sys.executable,
+        "-m",
+        "gpuprof.launch.child",
+        "--op",
+        settings.op,
+        "--shape",
+        ops.shape_text(shape),
+        "--dtype",
+        settings.dtype,
+        "--engine",
+        engine,
+        "--repeat",
+        str(settings.repeat),
+        "--warmup",
+        str(settings.warmup),
+        "--profiled",
+        str(profiled),
+        "--batch",
+        str(batch),
+        "--range",
+        nvtx_range(settings.op, shape, settings.dtype),
+        "--seed",
+        str(settings.seed),
+        "--result",
+        str(result),
+    ]
 
 
 def _execute(argv: list[str], run_dir: Path, timeout: float) -> int:
@@ -155,8 +177,10 @@ def _execute(argv: list[str], run_dir: Path, timeout: float) -> int:
     if finished.stopped == process.INTERRUPTED:
         raise KeyboardInterrupt
     if finished.stopped == process.TIMEOUT:
-        raise ProfilerError(f"{Path(argv[0]).name} did not finish within {timeout:g} s (files in {run_dir})",
-                            "give a smaller --size or --shape, or a longer GPU timeout")
+        raise ProfilerError(
+            f"{Path(argv[0]).name} did not finish within {timeout:g} s (files in {run_dir})",
+            "give a smaller --size or --shape, or a longer GPU timeout",
+        )
     return int(finished.code or 0)
 
 
@@ -164,8 +188,11 @@ def _child_record(run_dir: Path, code: int) -> dict[str, Any]:
     """The child's result; the child's own error re-raised; ProfilerError when there is none."""
     path = run_dir / RESULT_NAME
     if not path.is_file():
-        raise ProfilerError(f"the workload process wrote no result (exit code {code}); stderr: "
-                            f"{process.tail(run_dir / process.STDERR)}", f"see the files in {run_dir}")
+        raise ProfilerError(
+            f"the workload process wrote no result (exit code {code}); stderr: "
+            f"{process.tail(run_dir / process.STDERR)}",
+            f"see the files in {run_dir}",
+        )
     record = json.loads(path.read_text())
     failure = record.get("error")
     if failure:
@@ -196,14 +223,30 @@ def _timed_launches(record: dict[str, Any], kernel: str, device: str) -> tuple[l
     """One launch per timed repeat (its time per call), then the energy metered around all the timed
     calls; the energy notes."""
     batch = int(record.get("batch", 1))
-    launches = [Launch(kernel, i, device, 1, {"phase": "timed", "batch": str(batch)},
-                       [Metric("cuda_event_time", t, "second", "kernel_duration", TIMED)])
-                for i, t in enumerate(record["times"])]
+    launches = [
+        Launch(
+            kernel,
+            i,
+            device,
+            1,
+            {"phase": "timed", "batch": str(batch)},
+            [Metric("cuda_event_time", t, "second", "kernel_duration", TIMED)],
+        )
+        for i, t in enumerate(record["times"])
+    ]
 
     metrics, notes = from_record(record.get("energy"))
     if metrics:
-        launches.append(Launch(kernel, len(launches), device, len(record["times"]) * batch,
-                               {"phase": "energy", "scope": "all timed calls (energy)"}, metrics))
+        launches.append(
+            Launch(
+                kernel,
+                len(launches),
+                device,
+                len(record["times"]) * batch,
+                {"phase": "energy", "scope": "all timed calls (energy)"},
+                metrics,
+            )
+        )
     return launches, notes
 
 
@@ -212,7 +255,9 @@ def _first_error(module: profilers.ProfilerBackend, run_dir: Path, code: int) ->
     return found[0] if found else f"exit code {code}, stderr: {process.tail(run_dir / process.STDERR)}"
 
 
-def _measured_record(module: profilers.ProfilerBackend | None, run_dir: Path, code: int, again: list[str], timeout: float) -> tuple[dict[str, Any], list[str]]:
+def _measured_record(
+    module: profilers.ProfilerBackend | None, run_dir: Path, code: int, again: list[str], timeout: float
+) -> tuple[dict[str, Any], list[str]]:
     """The child's result; when a profiler stopped before the child wrote it, the result of the child
     run again without the profiler (in ``RETRY_DIR``), with a note saying why."""
     if module is None or (run_dir / RESULT_NAME).is_file():
@@ -220,10 +265,12 @@ def _measured_record(module: profilers.ProfilerBackend | None, run_dir: Path, co
     why = _first_error(module, run_dir, code)
     retry_dir = run_dir / RETRY_DIR
     retry_dir.mkdir(exist_ok=True)
-    argv = [*again[:again.index("--result") + 1], str(retry_dir / RESULT_NAME)]
+    argv = [*again[: again.index("--result") + 1], str(retry_dir / RESULT_NAME)]
     record = _child_record(retry_dir, _execute(argv, retry_dir, timeout))
-    return record, [f"{module.NAME} stopped before the workload finished ({why}); measured again without a "
-                    f"profiler, so time is from CUDA events and FLOPs are analytic (files in {run_dir})"]
+    return record, [
+        f"{module.NAME} stopped before the workload finished ({why}); measured again without a "
+        f"profiler, so time is from CUDA events and FLOPs are analytic (files in {run_dir})"
+    ]
 
 
 def _cc(info: GpuInfo | None) -> tuple[int, int] | None:
@@ -238,20 +285,30 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     options = GpuOptions.from_dict(dict(settings.gpu))
     requested = settings.engine or "cupy"
     if requested not in engine_names("cuda"):
-        raise InputError(f"engine '{requested}' does not run on the GPU",
-                         f"choose one of: {', '.join(engine_names('cuda'))}")
+        raise InputError(
+            f"engine '{requested}' does not run on the GPU", f"choose one of: {', '.join(engine_names('cuda'))}"
+        )
     info, nvml_text = _nvml_gpu()
     cupy_ok, cupy_text = _cupy_state()
     if not cupy_ok:
-        raise DeviceError(f"--device cuda: no usable NVIDIA GPU ({nvml_text}; {cupy_text})",
-                          "use --device cpu" if settings.engine is None or not gpu_only(requested) else
-                          f"engine {requested} needs a GPU; measure on the CPU with --engine numpy (or pytensor)")
+        raise DeviceError(
+            f"--device cuda: no usable NVIDIA GPU ({nvml_text}; {cupy_text})",
+            "use --device cpu"
+            if settings.engine is None or not gpu_only(requested)
+            else f"engine {requested} needs a GPU; measure on the CPU with --engine numpy (or pytensor)",
+        )
     choice = profilers.choose(options.profiler, _cc(info)) if settings.counters else NO_COUNTERS
     run_id = uuid.uuid4().hex
     run_dir = options.reports_dir / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    profile = profilers.ProfileOptions(nvtx_range(settings.op, shape, settings.dtype), options.clock_control,
-                                       options.cache_control, options.replay_mode, cc=_cc(info), nvtx_start_end=True)
+    profile = profilers.ProfileOptions(
+        nvtx_range(settings.op, shape, settings.dtype),
+        options.clock_control,
+        options.cache_control,
+        options.replay_mode,
+        cc=_cc(info),
+        nvtx_start_end=True,
+    )
     profiled = options.profiled if choice.backend != "none" else 0
     child = child_command(settings, shape, requested, profiled, run_dir / RESULT_NAME, options.batch)
     module = choice.module() if choice.backend != "none" else None
@@ -266,37 +323,74 @@ def run_gpu(settings: RunSettings, shape: tuple[int, ...]) -> Run:
     notes += [choice.reason] if choice.fallback or choice is NO_COUNTERS else []
     notes += [f"profiler: {choice.probe.described}"] if choice.probe else []
     environment: dict[str, Any] = {
-        "host": platform.node(), "platform": platform.platform(), "python": sys.version.split()[0],
-        "command": settings.command, "timer": record["timer"], "engine_version": record["engine_version"],
-        "run_folder": str(run_dir), "profiler": choice.backend, "profiler_reason": choice.reason,
-        "profiler_command": argv, "profiler_exit_code": code, "nvtx_range": profile.nvtx_range,
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "command": settings.command,
+        "timer": record["timer"],
+        "engine_version": record["engine_version"],
+        "run_folder": str(run_dir),
+        "profiler": choice.backend,
+        "profiler_reason": choice.reason,
+        "profiler_command": argv,
+        "profiler_exit_code": code,
+        "nvtx_range": profile.nvtx_range,
     }
     device_name = record["device"].get("name", "")
     kernel = record.get("kernel") or f"{engine}:{settings.op}"
     launches, energy_notes = _timed_launches(record, kernel, device_name)
     compiled = record.get("compile") or {}
-    launches += compile_time.launch(compiled.get("compiler"), kernel, device_name, len(launches),
-                                    compiled.get("prepare_s", 0.0), compiled.get("first_call_s", 0.0))
+    launches += compile_time.launch(
+        compiled.get("compiler"),
+        kernel,
+        device_name,
+        len(launches),
+        compiled.get("prepare_s", 0.0),
+        compiled.get("first_call_s", 0.0),
+    )
     notes += energy_notes
     if module is not None and choice.probe is not None:
-        environment.update(profiler_path=exe, profiler_version=choice.probe.version,
-                           profiler_found_by=choice.probe.found_by, profiler_settings=module.settings(profile))
-        back = (failed(module.NAME, "stopped before the workload finished", module.log_path(run_dir, profile)) if retried
-                else collect(module, exe, profile, run_dir, len(launches), profiled, record.get("kernel")))
+        environment.update(
+            profiler_path=exe,
+            profiler_version=choice.probe.version,
+            profiler_found_by=choice.probe.found_by,
+            profiler_settings=module.settings(profile),
+        )
+        back = (
+            failed(module.NAME, "stopped before the workload finished", module.log_path(run_dir, profile))
+            if retried
+            else collect(module, exe, profile, run_dir, len(launches), profiled, record.get("kernel"))
+        )
         launches += back.launches
         environment.update(back.environment)
         notes += retried or back.notes
     if settings.cache == "cold":
         notes.append("--cache cold applies to the CPU path; GPU timed launches reuse one set of buffers (warm L2)")
     workload = {
-        "op": settings.op, "formula": ops.get_op(settings.op).formula, "dtype": settings.dtype,
-        "shape": list(shape), "size_bytes": ops.footprint(settings.op, shape, settings.dtype),
-        "requested": settings.size or settings.shape, "engine": engine, "requested_engine": requested,
-        "repeat": settings.repeat, "warmup": settings.warmup, "profiled": profiled, "batch": record.get("batch", 1),
+        "op": settings.op,
+        "formula": ops.get_op(settings.op).formula,
+        "dtype": settings.dtype,
+        "shape": list(shape),
+        "size_bytes": ops.footprint(settings.op, shape, settings.dtype),
+        "requested": settings.size or settings.shape,
+        "engine": engine,
+        "requested_engine": requested,
+        "repeat": settings.repeat,
+        "warmup": settings.warmup,
+        "profiled": profiled,
+        "batch": record.get("batch", 1),
         "cache": "warm",
-        "relative_error": record["relative_error"], "seed": settings.seed,
+        "relative_error": record["relative_error"],
+        "seed": settings.seed,
     }
-    return Run(kind="run", format=f"cuda-{engine}", source=settings.command or shlex.join(argv),
-               device=device_record(_matching_gpu(info, record["device"].get("pci_bus_id")), record["device"]),
-               workload=workload, environment=environment,
-               launches=launches, notes=notes, run_id=run_id)
+    return Run(
+        kind="run",
+        format=f"cuda-{engine}",
+        source=settings.command or shlex.join(argv),
+        device=device_record(_matching_gpu(info, record["device"].get("pci_bus_id")), record["device"]),
+        workload=workload,
+        environment=environment,
+        launches=launches,
+        notes=notes,
+        run_id=run_id,
+    )

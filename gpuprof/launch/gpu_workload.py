@@ -35,7 +35,7 @@ class Workload:
     call: Callable[[], Any]
     relative_error: float
     one_call_seconds: Callable[[], float]
-    batched: Callable[[int], tuple[Callable[[], float], str]]   # N -> (seconds of one batch, how it is issued)
+    batched: Callable[[int], tuple[Callable[[], float], str]]  # N -> (seconds of one batch, how it is issued)
     compile: dict[str, Any] | None = None
 
 
@@ -54,5 +54,10 @@ def framework_workload(engine: Any, args: argparse.Namespace, host_inputs: list[
     def batched(count: int) -> tuple[Callable[[], float], str]:
         return (lambda: engine.batch_seconds(dispatch, count)), engine.GPU_TIMER.format(count=count)
 
-    yield Workload(call, error, lambda: engine.batch_seconds(dispatch, 1), batched,
-                   {"compiler": engine.COMPILER, "prepare_s": prepare_s, "first_call_s": first_s})
+    yield Workload(
+        call,
+        error,
+        lambda: engine.batch_seconds(dispatch, 1),
+        batched,
+        {"compiler": engine.COMPILER, "prepare_s": prepare_s, "first_call_s": first_s},
+    )

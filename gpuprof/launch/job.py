@@ -55,8 +55,11 @@ def open_meters(wanted: bool, interval: float) -> tuple[PowerSeries | None, list
 def _energy_metrics(record: dict[str, Any], start: float, end: float) -> list[Metric]:
     found = energies(record, start, end)
     basis = "over the window from the power series ({})"
-    metrics = [Metric(f"energy {name}", joules, "joule", None, DERIVED) for name, (joules, method) in found["devices"].items()
-               if joules is not None]
+    metrics = [
+        Metric(f"energy {name}", joules, "joule", None, DERIVED)
+        for name, (joules, method) in found["devices"].items()
+        if joules is not None
+    ]
     metrics.append(Metric(ENERGY_ALL, found["all_j"], "joule", None, DERIVED))
     metrics.append(Metric(ENERGY_IN_USE, found["in_use_j"], "joule", None, DERIVED))
     methods = sorted({method for _, method in found["devices"].values()})
@@ -70,19 +73,33 @@ def _write_power(record: dict[str, Any], path: Path) -> None:
         out.writerow(["t_monotonic_s", "device", "in_use", "power_w", "energy_j"])
         for name, trace in record["devices"].items():
             for t, power, energy in zip(trace["t"], trace["power_w"], trace["energy_j"]):
-                out.writerow([f"{t:.6f}", name, trace["in_use"], "" if power is None else f"{power:.6g}",
-                              "" if energy is None else f"{energy:.9g}"])
+                out.writerow(
+                    [
+                        f"{t:.6f}",
+                        name,
+                        trace["in_use"],
+                        "" if power is None else f"{power:.6g}",
+                        "" if energy is None else f"{energy:.9g}",
+                    ]
+                )
 
 
 def _command_energy(record: dict[str, Any], window: tuple[float, float]) -> dict[str, Any]:
     found = energies(record, *window)
-    return {"all_j": found["all_j"], "in_use_j": found["in_use_j"], "window_s": list(window),
-            "devices": {name: {"joules": joules, "method": method, "in_use": record["devices"][name]["in_use"]}
-                        for name, (joules, method) in found["devices"].items()}}
+    return {
+        "all_j": found["all_j"],
+        "in_use_j": found["in_use_j"],
+        "window_s": list(window),
+        "devices": {
+            name: {"joules": joules, "method": method, "in_use": record["devices"][name]["in_use"]}
+            for name, (joules, method) in found["devices"].items()
+        },
+    }
 
 
-def attach(run: Run, run_dir: Path, window: tuple[float, float], series: PowerSeries | None,
-           meter_notes: list[str]) -> Run:
+def attach(
+    run: Run, run_dir: Path, window: tuple[float, float], series: PowerSeries | None, meter_notes: list[str]
+) -> Run:
     """``run`` with the regions and the power of the job (module docstring)."""
     notes, environment = [*run.notes, *meter_notes], dict(run.environment)
     record = series.record() if series else None
@@ -90,10 +107,14 @@ def attach(run: Run, run_dir: Path, window: tuple[float, float], series: PowerSe
         environment["power"] = record
         environment["energy"] = _command_energy(record, window)
         _write_power(record, run_dir / POWER_FILE)
-        notes += [f"{name}: {problem}" for name, trace in record["devices"].items() for problem in trace["problems"][:3]]
+        notes += [
+            f"{name}: {problem}" for name, trace in record["devices"].items() for problem in trace["problems"][:3]
+        ]
         idle = [name for name, trace in record["devices"].items() if not trace["in_use"]]
         if idle:
-            notes.append(f"idle devices (no process of the command on them): {', '.join(idle)}; energy in use leaves them out")
+            notes.append(
+                f"idle devices (no process of the command on them): {', '.join(idle)}; energy in use leaves them out"
+            )
     launches = run.launches
     try:
         found = region_reader.parse(run_dir / REGIONS_FILE, run.run_id, int(window[1] * 1e9))
@@ -104,13 +125,34 @@ def attach(run: Run, run_dir: Path, window: tuple[float, float], series: PowerSe
         first = max((launch.index for launch in launches), default=-1) + 1
         made = region_reader.launches(found, first)
         if record is not None:
-            made = [Launch(l.kernel, l.index, l.device, l.invocations, l.attributes,
-                           [*l.metrics, *_energy_metrics(record, r.begin_ns / 1e9, r.end_ns / 1e9)])  # type: ignore[operator]
-                    for l, r in zip(made, found.regions)]
+            made = [
+                Launch(
+                    l.kernel,
+                    l.index,
+                    l.device,
+                    l.invocations,
+                    l.attributes,
+                    [*l.metrics, *_energy_metrics(record, r.begin_ns / 1e9, r.end_ns / 1e9)],
+                )  # type: ignore[operator]
+                for l, r in zip(made, found.regions)
+            ]
         launches = [*launches, *made]
         notes += region_reader.notes(found)
-        environment["regions"] = {"file": str(run_dir / REGIONS_FILE), "instances": len(found.regions),
-                                  "clock": region_reader.CLOCK_BASIS,
-                                  "processes": {str(pid): rank for pid, rank in found.processes.items()}}
-    return Run(run.kind, run.format, run.source, run.device, run.workload, environment, launches, notes,
-               run.created, run.run_id)
+        environment["regions"] = {
+            "file": str(run_dir / REGIONS_FILE),
+            "instances": len(found.regions),
+            "clock": region_reader.CLOCK_BASIS,
+            "processes": {str(pid): rank for pid, rank in found.processes.items()},
+        }
+    return Run(
+        run.kind,
+        run.format,
+        run.source,
+        run.device,
+        run.workload,
+        environment,
+        launches,
+        notes,
+        run.created,
+        run.run_id,
+    )

@@ -44,10 +44,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpuprof.model import catalog
 from gpuprof.launch import ncu_metrics, profilers
 from gpuprof.launch.profilers import ProfileOptions
-from gpuprof.model import Launch
+from gpuprof.model import Launch, catalog
 
 NAME = "ncu"
 LOG_NAME = "ncu.csv"
@@ -58,8 +57,8 @@ _QUANTIFIERS = re.compile(r"([@,\[\]/*+\\])")
 _LISTED = ncu_metrics.LISTED
 CLOCK_TEXT = {
     "base": "ncu --clock-control base: GPC and memory clocks locked to their base frequency while "
-            "profiling, so counter-derived rates are at base clock, below boost; use "
-            "--clock-control none to profile at the clocks the application gets",
+    "profiling, so counter-derived rates are at base clock, below boost; use "
+    "--clock-control none to profile at the clocks the application gets",
     "none": "ncu --clock-control none: clocks left to the driver (boost and throttling as usual)",
 }
 
@@ -79,8 +78,9 @@ def base_name(metric: str) -> str:
     return metric.split(".", 1)[0]
 
 
-def to_collect(exe: str, keys: tuple[str, ...] | None = None,
-               cc: tuple[int, int] | None = None) -> tuple[list[str], list[str]]:
+def to_collect(
+    exe: str, keys: tuple[str, ...] | None = None, cc: tuple[int, int] | None = None
+) -> tuple[list[str], list[str]]:
     """(the metrics of catalog entries ``keys`` this GPU offers, those it does not)."""
     return profilers.split_offered(metrics(keys), offered(exe, cc), base_name)
 
@@ -97,8 +97,11 @@ def log_path(run_dir: Path, options: ProfileOptions | None = None) -> Path:
 
 def filters(options: ProfileOptions) -> list[str]:
     """The options that choose which launches ncu profiles (NVTX range, kernel name, skip, count, processes)."""
-    argv = ["--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range, options.nvtx_start_end)] \
-        if options.nvtx_range else []
+    argv = (
+        ["--nvtx", "--nvtx-include", nvtx_filter(options.nvtx_range, options.nvtx_start_end)]
+        if options.nvtx_range
+        else []
+    )
     if options.kernel:
         argv += ["--kernel-name", f"regex:{options.kernel}", "--kernel-name-base", "demangled"]
     if options.launch_skip:
@@ -116,12 +119,22 @@ def command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) 
     return [
         exe,
         *filters(options),
-        "--metrics", ",".join(to_collect(exe, options.metrics, options.cc)[0]),
-        "--clock-control", options.clock_control,
-        "--cache-control", options.cache_control,
-        "--replay-mode", options.replay_mode,
-        "--export", str(run_dir / REPORT_STEM), "--force-overwrite",
-        "--csv", "--page", "raw", "--log-file", str(log_path(run_dir)),
+        "--metrics",
+        ",".join(to_collect(exe, options.metrics, options.cc)[0]),
+        "--clock-control",
+        options.clock_control,
+        "--cache-control",
+        options.cache_control,
+        "--replay-mode",
+        options.replay_mode,
+        "--export",
+        str(run_dir / REPORT_STEM),
+        "--force-overwrite",
+        "--csv",
+        "--page",
+        "raw",
+        "--log-file",
+        str(log_path(run_dir)),
         *child,
     ]
 
@@ -129,8 +142,11 @@ def command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) 
 def passes(launches: list[Launch], log_text: str) -> tuple[list[int], str]:
     """Replay passes per profiled kernel and where the count came from: the raw page's
     ``profiler__replayer_passes``, else the console log's ``==PROF== Profiling ... - N passes``."""
-    counts = [int(v) for v in (launch.value("profiler__replayer_passes") for launch in launches)
-              if isinstance(v, (int, float))]
+    counts = [
+        int(v)
+        for v in (launch.value("profiler__replayer_passes") for launch in launches)
+        if isinstance(v, (int, float))
+    ]
     if counts:
         return counts, "profiler__replayer_passes (ncu raw page)"
     found = [int(n) for n in _PASSES.findall(log_text)]
@@ -138,10 +154,14 @@ def passes(launches: list[Launch], log_text: str) -> tuple[list[int], str]:
 
 
 def settings(options: ProfileOptions) -> dict[str, Any]:
-    return {"clock_control": options.clock_control, "clock_control_text": CLOCK_TEXT[options.clock_control],
-            "cache_control": options.cache_control, "replay_mode": options.replay_mode,
-            "nvtx_include": nvtx_filter(options.nvtx_range, options.nvtx_start_end) if options.nvtx_range else None,
-            "page": "raw"}
+    return {
+        "clock_control": options.clock_control,
+        "clock_control_text": CLOCK_TEXT[options.clock_control],
+        "cache_control": options.cache_control,
+        "replay_mode": options.replay_mode,
+        "nvtx_include": nvtx_filter(options.nvtx_range, options.nvtx_start_end) if options.nvtx_range else None,
+        "page": "raw",
+    }
 
 
 def notes(options: ProfileOptions, exe: str) -> list[str]:

@@ -35,8 +35,18 @@ LISTED = r"^([a-z][a-z0-9]*__[a-z0-9_]+)\s"  # a --query-metrics row: "dram__byt
 SHIPPED = Path(data.__file__).parent / "ncu_metrics"
 # ncu's --chips name for each compute capability (one representative chip per capability: the
 # chips of one capability share their metric names, e.g. ga102/ga104/ga106 for 8.6).
-CHIPS = {(7, 0): "gv100", (7, 2): "gv11b", (7, 5): "tu102", (8, 0): "ga100", (8, 6): "ga102", (8, 7): "ga10b",
-         (8, 9): "ad102", (9, 0): "gh100", (10, 0): "gb100", (12, 0): "gb202"}
+CHIPS = {
+    (7, 0): "gv100",
+    (7, 2): "gv11b",
+    (7, 5): "tu102",
+    (8, 0): "ga100",
+    (8, 6): "ga102",
+    (8, 7): "ga10b",
+    (8, 9): "ad102",
+    (9, 0): "gh100",
+    (10, 0): "gb100",
+    (12, 0): "gb202",
+}
 _BASE_NAME = re.compile(r"^[a-z][a-z0-9]*__[a-z0-9_]+$")
 
 

@@ -38,10 +38,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpuprof.model import catalog
 from gpuprof.launch import profilers
 from gpuprof.launch.profilers import ProfileOptions
-from gpuprof.model import Launch
+from gpuprof.model import Launch, catalog
 
 NAME = "nvprof"
 LOG_NAME = "nvprof.csv"
@@ -61,8 +60,9 @@ def offered(exe: str) -> frozenset[str] | None:
     return profilers.listed((exe, "--query-metrics"), _LISTED)
 
 
-def to_collect(exe: str, keys: tuple[str, ...] | None = None,
-               cc: tuple[int, int] | None = None) -> tuple[list[str], list[str]]:
+def to_collect(
+    exe: str, keys: tuple[str, ...] | None = None, cc: tuple[int, int] | None = None
+) -> tuple[list[str], list[str]]:
     """(the metrics of catalog entries ``keys`` this GPU offers, those it does not); nvprof lists them for
     the GPU it runs on, so ``cc`` is not needed."""
     return profilers.split_offered(metrics(keys), offered(exe))
@@ -85,10 +85,14 @@ def command(exe: str, child: list[str], run_dir: Path, options: ProfileOptions) 
         exe,
         *(["--profile-from-start", "off"] if not options.from_start else []),
         *_processes(options),
-        "--csv", "--log-file", str(log_path(run_dir, options)),
+        "--csv",
+        "--log-file",
+        str(log_path(run_dir, options)),
         *(["--kernels", f"::{options.kernel}:"] if options.kernel else []),
-        "--metrics", ",".join(collect),
-        "--replay-mode", options.replay_mode,
+        "--metrics",
+        ",".join(collect),
+        "--replay-mode",
+        options.replay_mode,
         *child,
     ]
 
@@ -106,9 +110,11 @@ def passes(launches: list[Launch], log_text: str) -> tuple[list[int], str]:
 
 
 def settings(options: ProfileOptions) -> dict[str, Any]:
-    return {"clock_control": "not controlled (nvprof has no clock option)",
-            "cache_control": "not controlled (nvprof has no cache option)",
-            "replay_mode": options.replay_mode}
+    return {
+        "clock_control": "not controlled (nvprof has no clock option)",
+        "cache_control": "not controlled (nvprof has no cache option)",
+        "replay_mode": options.replay_mode,
+    }
 
 
 def lacking(options: ProfileOptions, exe: str) -> list[str]:
@@ -118,6 +124,8 @@ def lacking(options: ProfileOptions, exe: str) -> list[str]:
 
 
 def notes(options: ProfileOptions, exe: str) -> list[str]:
-    return ["nvprof: kernel time from CUDA events around unprofiled launches (nvprof's metric mode "
-            "reports no durations); counters from the profiled launches, clocks as the driver set them",
-            *lacking(options, exe)]
+    return [
+        "nvprof: kernel time from CUDA events around unprofiled launches (nvprof's metric mode "
+        "reports no durations); counters from the profiled launches, clocks as the driver set them",
+        *lacking(options, exe),
+    ]

@@ -32,9 +32,11 @@ from gpuprof.readers import perf_stat
 
 HARDWARE = ("cycles", "instructions")
 SOFTWARE = ("task-clock", "page-faults", "context-switches")
-INTEL_FP = tuple(f"fp_arith_inst_retired.{width}_{precision}"
-                 for precision in ("single", "double")
-                 for width in ("scalar", "128b_packed", "256b_packed", "512b_packed"))
+INTEL_FP = tuple(
+    f"fp_arith_inst_retired.{width}_{precision}"
+    for precision in ("single", "double")
+    for width in ("scalar", "128b_packed", "256b_packed", "512b_packed")
+)
 AMD_FP = ("fp_ret_sse_avx_ops.all",)
 ANALYTIC = "FLOPs are analytic"
 INSTALL = "install perf (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r))"
@@ -64,8 +66,8 @@ class PerfProbe:
     version: str | None = None
     usable: tuple[str, ...] = ()
     unsupported: tuple[str, ...] = ()  # perf knows them but reports <not supported>
-    unknown: tuple[str, ...] = ()      # perf rejects the name (no such event on this CPU/kernel)
-    error: str | None = None           # perf could not count at all
+    unknown: tuple[str, ...] = ()  # perf rejects the name (no such event on this CPU/kernel)
+    error: str | None = None  # perf could not count at all
 
     def reason(self, in_vm: bool = False, consequence: str = ANALYTIC) -> str | None:
         """One line on what cannot be counted and what that means for FLOPs (``consequence``);
@@ -79,8 +81,7 @@ class PerfProbe:
             missing.append(f"{'does' if missing else 'perf does'} not know {_short(self.unknown)}")
         if not missing:
             return None
-        hardware_lost = not any(e in self.usable for e in HARDWARE) and any(
-            e in self.unsupported for e in HARDWARE)
+        hardware_lost = not any(e in self.usable for e in HARDWARE) and any(e in self.unsupported for e in HARDWARE)
         why = " (no PMU exposed in this VM)" if in_vm and hardware_lost else ""
         fp_left = any(e in self.usable for e in INTEL_FP + AMD_FP)
         tail = "" if fp_left else f"; {consequence}"
@@ -100,8 +101,14 @@ def _first_error(text: str) -> str:
 
 
 def _stat(perf: str, events: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([perf, "stat", "-x,", "-e", ",".join(events), "--", "true"],
-                          capture_output=True, text=True, timeout=_TIMEOUT, env=_LC, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [perf, "stat", "-x,", "-e", ",".join(events), "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT,
+        env=_LC,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 _VERSION = re.compile(r"(\d+)\.(\d+)")
@@ -114,12 +121,19 @@ def probe(events: tuple[str, ...], perf: str = "perf") -> PerfProbe:
     if path is None:
         return PerfProbe(None, error=f"perf is not installed ({INSTALL})")
     try:
-        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=_TIMEOUT,
-                                 env=_LC).stdout.strip() or None
+        version = (
+            subprocess.run(
+                [path, "--version"], capture_output=True, text=True, timeout=_TIMEOUT, env=_LC
+            ).stdout.strip()
+            or None
+        )
         found = _VERSION.search(version or "")
         if found and (int(found.group(1)), int(found.group(2))) < (5, 10):
-            return PerfProbe(path, version, error=f"{version} is older than 5.10 and cannot count only the timed "
-                                              "region (no --control fifo)")
+            return PerfProbe(
+                path,
+                version,
+                error=f"{version} is older than 5.10 and cannot count only the timed region (no --control fifo)",
+            )
         done = _stat(path, events)
         if done.returncode != 0 and "event syntax error" not in done.stderr:
             return PerfProbe(path, version, error=f"perf stat failed: {_first_error(done.stderr)}")
@@ -153,8 +167,21 @@ class PerfCounters:
         self._output = self._dir / "stat.csv"
         self._log = self._dir / "perf.log"
         ctl, ack = self._dir / "ctl", self._dir / "ack"
-        self.argv = [perf, "stat", "-x,", "-o", str(self._output), "-D", "-1",
-                     "--control", f"fifo:{ctl},{ack}", "-e", ",".join(events), "-p", str(pid or os.getpid())]
+        self.argv = [
+            perf,
+            "stat",
+            "-x,",
+            "-o",
+            str(self._output),
+            "-D",
+            "-1",
+            "--control",
+            f"fifo:{ctl},{ack}",
+            "-e",
+            ",".join(events),
+            "-p",
+            str(pid or os.getpid()),
+        ]
         os.mkfifo(ctl)
         os.mkfifo(ack)
         # The ack FIFO needs a reader before perf opens it for writing, or perf blocks.
@@ -167,8 +194,14 @@ class PerfCounters:
         with open(self._log, "wb") as log:
             # Its own session: a Ctrl-C meant for gpuprof (sent to the terminal's process group)
             # must not stop perf before gpuprof has read the counts; perf exits with its target.
-            self._proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=log, env=_LC, start_new_session=True)
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=_LC,
+                start_new_session=True,
+            )
         return self
 
     def _fail(self, what: str) -> None:
@@ -208,8 +241,9 @@ class PerfCounters:
         self.enable()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.disable()
 
     def _stop(self) -> None:
@@ -229,8 +263,9 @@ class PerfCounters:
                 stat = perf_stat.parse_csv(self._output.read_text(errors="replace"))
                 # perf's own ratios (CPUs utilized, /sec) divide by its whole lifetime, disabled time
                 # included, so only the counts are kept.
-                self._metrics = [m for count in stat.counts for m in perf_stat.count_metrics(count)
-                                 if m.origin == MEASURED]
+                self._metrics = [
+                    m for count in stat.counts for m in perf_stat.count_metrics(count) if m.origin == MEASURED
+                ]
                 self.notes += perf_stat.notes(stat)
         os.close(self._ack)
         os.close(self._ctl)

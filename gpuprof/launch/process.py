@@ -97,9 +97,15 @@ def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
         pass
 
 
-def run_group(argv: list[str], run_dir: Path, timeout: float, grace: float = GRACE_S, prefix: str = "",
-              env: dict[str, str] | None = None, started: Callable[[subprocess.Popen[bytes]], None] | None = None
-              ) -> Finished:
+def run_group(
+    argv: list[str],
+    run_dir: Path,
+    timeout: float,
+    grace: float = GRACE_S,
+    prefix: str = "",
+    env: dict[str, str] | None = None,
+    started: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> Finished:
     """Run ``argv`` in its own session with stdout/stderr in ``run_dir`` (as ``<prefix>stdout.txt``
     and ``<prefix>stderr.txt``); stop it (and everything it started) at ``timeout`` seconds or on
     Ctrl-C, giving it ``grace`` seconds after a SIGINT to write what it has. ``env``: variables added
@@ -107,8 +113,14 @@ def run_group(argv: list[str], run_dir: Path, timeout: float, grace: float = GRA
     (to watch it from the parent). Raises OSError when ``argv[0]`` cannot be executed."""
     with open(run_dir / f"{prefix}{STDOUT}", "wb") as out, open(run_dir / f"{prefix}{STDERR}", "wb") as err:
         start = time.perf_counter_ns()
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
-                                   env={**os.environ, **env} if env else None)
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            env={**os.environ, **env} if env else None,
+        )
         if started is not None:
             started(process)
         stopped = None

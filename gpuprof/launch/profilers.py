@@ -50,11 +50,14 @@ INSTALL = {
 # How each tool's --version banner names it (the stand-ins in tests/fakes print the same first lines).
 _BANNERS = {"ncu": "Nsight Compute", "nvprof": "nvprof"}
 PERMISSION_MARK = "ERR_NVGPUCTRPERM"
-PERMISSION_FIX = ("run as root or load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0 "
-                  "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+PERMISSION_FIX = (
+    "run as root or load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0 "
+    "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
+)
 PERMISSION_NOTE = (
     "counters refused (ERR_NVGPUCTRPERM: the driver lets only admin users read GPU performance "
-    f"counters), so time is from CUDA events and FLOPs are analytic; to enable counters {PERMISSION_FIX}")
+    f"counters), so time is from CUDA events and FLOPs are analytic; to enable counters {PERMISSION_FIX}"
+)
 
 
 @dataclass(frozen=True)
@@ -62,23 +65,25 @@ class ProfileOptions:
     """How to profile: what ``gpuprof run`` sets for its workload child, and the filters and metric
     set ``gpuprof profile`` adds for a user's command. The defaults give ``gpuprof run``'s argv."""
 
-    nvtx_range: str | None                  # profile only inside this range (default domain)
+    nvtx_range: str | None  # profile only inside this range (default domain)
     clock_control: str = "base"
     cache_control: str = "all"
     replay_mode: str = "kernel"
     metrics: tuple[str, ...] | None = None  # catalog entries to collect; None: the whole catalog
-    kernel: str | None = None               # regular expression on the demangled kernel name
-    launch_skip: int = 0                    # launches (after the filters) not profiled first
-    launch_count: int | None = None         # launches profiled at most
-    target_processes: str | None = None     # "all": also the processes the command starts (MPI ranks)
-    from_start: bool = False                # nvprof: profile from the start, not from cudaProfilerStart
-    cc: tuple[int, int] | None = None       # the GPU's compute capability: ncu's chip for its metric list
-    nvtx_start_end: bool = False            # nvtx_range is a start/end range (any thread), not push/pop
+    kernel: str | None = None  # regular expression on the demangled kernel name
+    launch_skip: int = 0  # launches (after the filters) not profiled first
+    launch_count: int | None = None  # launches profiled at most
+    target_processes: str | None = None  # "all": also the processes the command starts (MPI ranks)
+    from_start: bool = False  # nvprof: profile from the start, not from cudaProfilerStart
+    cc: tuple[int, int] | None = None  # the GPU's compute capability: ncu's chip for its metric list
+    nvtx_start_end: bool = False  # nvtx_range is a start/end range (any thread), not push/pop
 
     def __post_init__(self) -> None:
-        for name, value, allowed in (("--clock-control", self.clock_control, CLOCK_CONTROLS),
-                                     ("--cache-control", self.cache_control, CACHE_CONTROLS),
-                                     ("--replay-mode", self.replay_mode, REPLAY_MODES)):
+        for name, value, allowed in (
+            ("--clock-control", self.clock_control, CLOCK_CONTROLS),
+            ("--cache-control", self.cache_control, CACHE_CONTROLS),
+            ("--replay-mode", self.replay_mode, REPLAY_MODES),
+        ):
             if value not in allowed:
                 raise InputError(f"{name} '{value}' is not supported", f"choose one of: {', '.join(allowed)}")
 
@@ -93,8 +98,9 @@ class ProfilerBackend(Protocol):
         """The metric names it asks for, for the catalog entries ``keys`` (all by default)."""
         ...
 
-    def to_collect(self, exe: str, keys: tuple[str, ...] | None = None,
-                   cc: tuple[int, int] | None = None) -> tuple[list[str], list[str]]:
+    def to_collect(
+        self, exe: str, keys: tuple[str, ...] | None = None, cc: tuple[int, int] | None = None
+    ) -> tuple[list[str], list[str]]:
         """(those of :meth:`metrics` the GPU of compute capability ``cc`` offers, those it does not)."""
         ...
 
@@ -127,7 +133,7 @@ class ProfilerProbe:
     path: str | None
     version: str | None
     problem: str | None = None  # why it cannot be used; None when usable
-    found_by: str = ""          # where it was found: "PATH", "--profiler", "/opt/nvidia/nsight-compute, ..."
+    found_by: str = ""  # where it was found: "PATH", "--profiler", "/opt/nvidia/nsight-compute, ..."
 
     @property
     def described(self) -> str:
@@ -168,16 +174,16 @@ def _probe_executable(path: str) -> ProfilerProbe:
     """``path --version``: which profiler it is (from its banner) and its version."""
     guess = Path(path).name
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                              check=False)
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return ProfilerProbe(guess, path, None, f"'{path} --version' failed: {error}")
     output = done.stdout + done.stderr
     found = _VERSION.search(output)
     if done.returncode != 0 or not found:
         first = output.strip().splitlines()[:1]
-        return ProfilerProbe(guess, path, None, f"'{path} --version' exited {done.returncode}: "
-                                        f"{first[0] if first else 'no output'}")
+        return ProfilerProbe(
+            guess, path, None, f"'{path} --version' exited {done.returncode}: {first[0] if first else 'no output'}"
+        )
     kind = next((name for name, mark in _BANNERS.items() if mark in output), None)
     if kind is None:
         return ProfilerProbe(guess, path, None, f"'{path} --version' does not name Nsight Compute or nvprof")
@@ -197,8 +203,10 @@ def _given_path(text: str) -> ProfilerProbe:
     """The profiler at the path ``--profiler`` gave; ProfilerError when it is not ncu or nvprof."""
     path = Path(text).expanduser()
     if not discovery.executable(path):
-        raise ProfilerError(f"--profiler {text}: no executable file there",
-                            "give the path to an ncu or nvprof executable, or one of: " + ", ".join(PROFILERS))
+        raise ProfilerError(
+            f"--profiler {text}: no executable file there",
+            "give the path to an ncu or nvprof executable, or one of: " + ", ".join(PROFILERS),
+        )
     found = _probe_executable(os.path.realpath(path))
     if not found.usable:
         raise ProfilerError(f"--profiler {text}: {found.problem}", "give the path to an ncu or nvprof executable")
@@ -208,11 +216,15 @@ def _given_path(text: str) -> ProfilerProbe:
 def _supports(name: str, cc: tuple[int, int] | None) -> None:
     """ProfilerError when profiler ``name`` cannot serve a GPU of compute capability ``cc``."""
     if name == "ncu" and cc is not None and cc < NCU_MIN_CC:
-        raise ProfilerError(f"Nsight Compute (ncu) does not support compute capability {_cc_text(cc)}; "
-                            "it profiles 7.0 (Volta) and newer", "use --profiler nvprof")
+        raise ProfilerError(
+            f"Nsight Compute (ncu) does not support compute capability {_cc_text(cc)}; "
+            "it profiles 7.0 (Volta) and newer",
+            "use --profiler nvprof",
+        )
     if name == "nvprof" and cc is not None and cc >= NVPROF_MAX_CC:
-        raise ProfilerError(f"nvprof does not support compute capability {_cc_text(cc)} (8.0 and newer)",
-                            "use --profiler ncu")
+        raise ProfilerError(
+            f"nvprof does not support compute capability {_cc_text(cc)} (8.0 and newer)", "use --profiler ncu"
+        )
 
 
 def _require(name: str, cc: tuple[int, int] | None) -> ProfilerProbe:
@@ -220,8 +232,9 @@ def _require(name: str, cc: tuple[int, int] | None) -> ProfilerProbe:
     _supports(name, cc)
     found = probe(name)
     if not found.usable:
-        raise ProfilerError(f"--profiler {name}: {found.problem}",
-                            f"{INSTALL[name]}, or use --profiler none (CUDA-event timing only)")
+        raise ProfilerError(
+            f"--profiler {name}: {found.problem}", f"{INSTALL[name]}, or use --profiler none (CUDA-event timing only)"
+        )
     return found
 
 
@@ -240,8 +253,10 @@ def choose(requested: str | None, cc: tuple[int, int] | None) -> Choice:
     """The profiler for a GPU of compute capability ``cc`` and the reason, as the Run records it."""
     requested = requested or "auto"
     if requested not in PROFILERS and os.sep not in requested:
-        raise InputError(f"unknown profiler '{requested}'",
-                         f"choose one of: {', '.join(PROFILERS)}, or give the path to an ncu or nvprof executable")
+        raise InputError(
+            f"unknown profiler '{requested}'",
+            f"choose one of: {', '.join(PROFILERS)}, or give the path to an ncu or nvprof executable",
+        )
     if requested not in PROFILERS:
         found = _given_path(requested)
         _supports(found.name, cc)
@@ -255,13 +270,21 @@ def choose(requested: str | None, cc: tuple[int, int] | None) -> Choice:
     for name in candidates(cc):
         found = probe(name)
         if found.usable:
-            return Choice(name, f"--profiler auto: compute capability {_cc_text(cc)} -> {found.described}; "
-                                "ncu supports CC >= 7.0, nvprof CC < 8.0", found)
+            return Choice(
+                name,
+                f"--profiler auto: compute capability {_cc_text(cc)} -> {found.described}; "
+                "ncu supports CC >= 7.0, nvprof CC < 8.0",
+                found,
+            )
         tried.append(f"{name}: {found.problem}")
     names = " or ".join(candidates(cc))
-    return Choice("none", f"no profiler for compute capability {_cc_text(cc)} ({'; '.join(tried)}), so "
-                          f"time is from CUDA events and FLOPs are analytic; {INSTALL[candidates(cc)[0]]} "
-                          f"to get {names} counters", fallback=True)
+    return Choice(
+        "none",
+        f"no profiler for compute capability {_cc_text(cc)} ({'; '.join(tried)}), so "
+        f"time is from CUDA events and FLOPs are analytic; {INSTALL[candidates(cc)[0]]} "
+        f"to get {names} counters",
+        fallback=True,
+    )
 
 
 @functools.cache
@@ -276,8 +299,9 @@ def listed(argv: tuple[str, ...], pattern: str) -> frozenset[str] | None:
     return frozenset(re.findall(pattern, done.stdout + done.stderr, re.MULTILINE)) or None
 
 
-def split_offered(wanted: list[str], offered: frozenset[str] | None,
-                  base: Callable[[str], str] = str) -> tuple[list[str], list[str]]:
+def split_offered(
+    wanted: list[str], offered: frozenset[str] | None, base: Callable[[str], str] = str
+) -> tuple[list[str], list[str]]:
     """(the wanted metrics whose ``base`` name is offered, the others); all of them when nothing was listed."""
     if offered is None:
         return wanted, []

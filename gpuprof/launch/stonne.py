@@ -47,8 +47,10 @@ def locate(given: str | None) -> str:
     """The STONNE executable: ``--stonne PATH``, else $GPUPROF_STONNE, else ``stonne`` on PATH."""
     text = given or os.environ.get(ENV) or shutil.which("stonne")
     if not text:
-        raise ProfilerError("no STONNE binary: none given, $GPUPROF_STONNE unset and no 'stonne' on PATH",
-                            "build STONNE (docs/simulators.md) and give --stonne PATH/TO/stonne")
+        raise ProfilerError(
+            "no STONNE binary: none given, $GPUPROF_STONNE unset and no 'stonne' on PATH",
+            "build STONNE (docs/simulators.md) and give --stonne PATH/TO/stonne",
+        )
     path = Path(text)
     if not (path.is_file() and os.access(path, os.X_OK)):
         raise ProfilerError(f"{path}: not an executable file", "give the stonne binary STONNE's make built")
@@ -58,13 +60,18 @@ def locate(given: str | None) -> str:
 def probe(path: str) -> None:
     """``stonne -h`` prints ``Usage: ./stonne [-h | -CONV | -FC | -DenseGEMM ...``: anything else is not STONNE."""
     try:
-        done = subprocess.run([path, "-h"], check=False, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, errors="replace")
+        done = subprocess.run(
+            [path, "-h"], check=False, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, errors="replace"
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise ProfilerError(f"{path} is not STONNE: '{path} -h' failed ({error})",
-                            "give the stonne binary STONNE's make built") from None
+        raise ProfilerError(
+            f"{path} is not STONNE: '{path} -h' failed ({error})", "give the stonne binary STONNE's make built"
+        ) from None
     if "-DenseGEMM" not in done.stdout or "Usage" not in done.stdout:
-        raise ProfilerError(f"{path} is not STONNE: its -h prints no STONNE usage line",
-                            "give the stonne binary STONNE's make built (stonne/stonne after make all)")
+        raise ProfilerError(
+            f"{path} is not STONNE: its -h prints no STONNE usage line",
+            "give the stonne binary STONNE's make built (stonne/stonne after make all)",
+        )
 
 
 def _largest_divisor(n: int, limit: int) -> int:
@@ -91,19 +98,24 @@ def _check_fits(gemm: Gemm, chosen: dict[str, int]) -> None:
     """Given MAERI tiles must divide their dimensions and, folded, fit the multipliers."""
     for tile, size in (("T_K", gemm.k), ("T_M", gemm.m), ("T_N", gemm.n)):
         if size % chosen[tile]:
-            raise InputError(f"{tile}={chosen[tile]} does not divide {tile[-1]}={size}",
-                             "give tiles that divide the GEMM's dimensions, or leave --tiles out")
+            raise InputError(
+                f"{tile}={chosen[tile]} does not divide {tile[-1]}={size}",
+                "give tiles that divide the GEMM's dimensions, or leave --tiles out",
+            )
     needed = (chosen["T_K"] + (chosen["T_K"] < gemm.k)) * chosen["T_M"] * chosen["T_N"]
     if needed > gemm.multipliers:
-        raise InputError(f"the tiles need {needed} multipliers ((T_K + 1 when folding) × T_M × T_N), "
-                         f"more than {gemm.multipliers}", "give smaller tiles, or leave --tiles out")
+        raise InputError(
+            f"the tiles need {needed} multipliers ((T_K + 1 when folding) × T_M × T_N), more than {gemm.multipliers}",
+            "give smaller tiles, or leave --tiles out",
+        )
 
 
 def _mesh_side(multipliers: int) -> int:
-    side = round(multipliers ** 0.5)
+    side = round(multipliers**0.5)
     if side * side != multipliers:
-        raise InputError(f"a TPU-like mesh needs a square number of multipliers, not {multipliers}",
-                         "give --num-ms 64, 256 or 1024")
+        raise InputError(
+            f"a TPU-like mesh needs a square number of multipliers, not {multipliers}", "give --num-ms 64, 256 or 1024"
+        )
     return side
 
 
@@ -112,8 +124,16 @@ def argv(binary: str, gemm: Gemm) -> list[str]:
     common = [f"-M={gemm.m}", f"-N={gemm.n}", f"-K={gemm.k}"]
     bandwidth = [f"-dn_bw={gemm.dn_bw}", f"-rn_bw={gemm.rn_bw}"]
     if gemm.arch == "sigma":
-        return [binary, "-SparseGEMM", *common, f"-num_ms={gemm.multipliers}", *bandwidth,
-                f"-MK_sparsity={gemm.sparsity}", "-KN_sparsity=0", "-dataflow=MK_STA_KN_STR"]
+        return [
+            binary,
+            "-SparseGEMM",
+            *common,
+            f"-num_ms={gemm.multipliers}",
+            *bandwidth,
+            f"-MK_sparsity={gemm.sparsity}",
+            "-KN_sparsity=0",
+            "-dataflow=MK_STA_KN_STR",
+        ]
     if gemm.sparsity:
         raise InputError(f"--sparsity is for SIGMA, not {gemm.arch}", "use --device stonne:sigma for a sparse GEMM")
     chosen = tiles(gemm)
@@ -121,11 +141,31 @@ def argv(binary: str, gemm: Gemm) -> list[str]:
         _check_fits(gemm, chosen)
     if gemm.arch == "tpu":
         side = _mesh_side(gemm.multipliers)
-        return [binary, "-DenseGEMM", *common, f"-ms_rows={side}", f"-ms_cols={side}", *bandwidth,
-                f"-T_N={chosen['T_N']}", f"-T_M={chosen['T_M']}", "-T_K=1", "-accumulation_buffer=1",
-                "-rn_type=TEMPORALRN", "-mn_type=OS_MESH", "-mem_ctrl=TPU_OS_DENSE"]
-    return [binary, "-DenseGEMM", *common, f"-num_ms={gemm.multipliers}", *bandwidth,
-            f"-T_K={chosen['T_K']}", f"-T_M={chosen['T_M']}", f"-T_N={chosen['T_N']}"]
+        return [
+            binary,
+            "-DenseGEMM",
+            *common,
+            f"-ms_rows={side}",
+            f"-ms_cols={side}",
+            *bandwidth,
+            f"-T_N={chosen['T_N']}",
+            f"-T_M={chosen['T_M']}",
+            "-T_K=1",
+            "-accumulation_buffer=1",
+            "-rn_type=TEMPORALRN",
+            "-mn_type=OS_MESH",
+            "-mem_ctrl=TPU_OS_DENSE",
+        ]
+    return [
+        binary,
+        "-DenseGEMM",
+        *common,
+        f"-num_ms={gemm.multipliers}",
+        *bandwidth,
+        f"-T_K={chosen['T_K']}",
+        f"-T_M={chosen['T_M']}",
+        f"-T_N={chosen['T_N']}",
+    ]
 
 
 def simulate(binary: str, gemm: Gemm, name: str = "gemm", timeout_s: float = 3600) -> Run:
@@ -133,25 +173,41 @@ def simulate(binary: str, gemm: Gemm, name: str = "gemm", timeout_s: float = 360
     command = argv(binary, gemm)
     with tempfile.TemporaryDirectory(prefix="gpuprof-stonne-") as folder:
         try:
-            done = subprocess.run(command, check=False, cwd=folder, capture_output=True, text=True, timeout=timeout_s,
-                                  errors="replace")
+            done = subprocess.run(
+                command, check=False, cwd=folder, capture_output=True, text=True, timeout=timeout_s, errors="replace"
+            )
         except subprocess.TimeoutExpired:
             raise ProfilerError(f"STONNE ran past {timeout_s:g} s on {name}", "give a smaller GEMM") from None
         except OSError as error:
             raise ProfilerError(f"could not start {binary}: {error.strerror}", "give the stonne binary") from None
         if done.returncode != 0 or not reader.sniff_dir(Path(folder)):
             last = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
-            raise ProfilerError(f"STONNE failed on {name} (exit {done.returncode}): {last[0][:200]}",
-                                f"run it by hand to see why: {' '.join(command)}")
+            raise ProfilerError(
+                f"STONNE failed on {name} (exit {done.returncode}): {last[0][:200]}",
+                f"run it by hand to see why: {' '.join(command)}",
+            )
         run = reader.read(Path(folder))
     launches = run.launches
     for launch in launches:
         launch.kernel = name
         launch.attributes.update({"stonne.argv": " ".join(command[1:]), "arch": gemm.arch})
-    return Run(kind=SIMULATION, format="stonne", source=" ".join(command), device=run.device,
-               workload={"op": "dot", "M": gemm.m, "N": gemm.n, "K": gemm.k, "arch": gemm.arch,
-                         "multipliers": gemm.multipliers, "sparsity": gemm.sparsity},
-               launches=launches, notes=[*run.notes, tile_note(gemm)])
+    return Run(
+        kind=SIMULATION,
+        format="stonne",
+        source=" ".join(command),
+        device=run.device,
+        workload={
+            "op": "dot",
+            "M": gemm.m,
+            "N": gemm.n,
+            "K": gemm.k,
+            "arch": gemm.arch,
+            "multipliers": gemm.multipliers,
+            "sparsity": gemm.sparsity,
+        },
+        launches=launches,
+        notes=[*run.notes, tile_note(gemm)],
+    )
 
 
 def tile_note(gemm: Gemm) -> str:

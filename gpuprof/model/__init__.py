@@ -28,13 +28,13 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 2  # 2: metrics stored as whole columns per run (1: one SQLite row per metric)
 
 # Where a number came from. Every printed number carries one of these.
-MEASURED = "measured"      # read from a profiler's counters
-TIMED = "timed"            # wall-clock or event timing by gpuprof
-ANALYTIC = "analytic"      # from the op's formula
+MEASURED = "measured"  # read from a profiler's counters
+TIMED = "timed"  # wall-clock or event timing by gpuprof
+ANALYTIC = "analytic"  # from the op's formula
 PEAK_TABLE = "peak-table"  # from configs/ device table or a datasheet formula
 CALIBRATED = "calibrated"  # measured ceiling from `gpuprof calibrate`
-DERIVED = "derived"        # computed from other values (named in the metric)
-SIMULATED = "simulated"    # cycles and counts a simulator (STONNE) produced: no hardware ran
+DERIVED = "derived"  # computed from other values (named in the metric)
+SIMULATED = "simulated"  # cycles and counts a simulator (STONNE) produced: no hardware ran
 ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED, SIMULATED)
 
 # What a stored Run is besides "run" (measured by ``gpuprof run``) and "import" (read from a file): a
@@ -103,14 +103,25 @@ class Run:
     reads them back as objects. A run is a value once built: change it by building another.
     """
 
-    def __init__(self, kind: str, format: str, source: str, device: dict[str, Any] | None = None,
-                 workload: dict[str, Any] | None = None, environment: dict[str, Any] | None = None,
-                 launches: Iterable[Launch] = (), notes: list[str] | None = None, created: str | None = None,
-                 run_id: str | None = None, schema_version: int = SCHEMA_VERSION, *,
-                 tables: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> None:
-        self.kind = kind              # "run" (gpuprof measured it), "import" (read from a file), "simulation"
-        self.format = format          # reader or launcher name: "ncu-csv", "nvprof-csv-metrics", "cpu-numpy"
-        self.source = source          # exact command line, or the imported file's path
+    def __init__(
+        self,
+        kind: str,
+        format: str,
+        source: str,
+        device: dict[str, Any] | None = None,
+        workload: dict[str, Any] | None = None,
+        environment: dict[str, Any] | None = None,
+        launches: Iterable[Launch] = (),
+        notes: list[str] | None = None,
+        created: str | None = None,
+        run_id: str | None = None,
+        schema_version: int = SCHEMA_VERSION,
+        *,
+        tables: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+    ) -> None:
+        self.kind = kind  # "run" (gpuprof measured it), "import" (read from a file), "simulation"
+        self.format = format  # reader or launcher name: "ncu-csv", "nvprof-csv-metrics", "cpu-numpy"
+        self.source = source  # exact command line, or the imported file's path
         self.device = device if device is not None else {}
         self.workload = workload
         self.environment = environment if environment is not None else {}
@@ -131,13 +142,24 @@ class Run:
         return self._views
 
     def __repr__(self) -> str:
-        return (f"Run(kind={self.kind!r}, format={self.format!r}, source={self.source!r}, "
-                f"launches={len(self.launch_table)}, metrics={len(self.metric_table)}, run_id={self.run_id!r})")
+        return (
+            f"Run(kind={self.kind!r}, format={self.format!r}, source={self.source!r}, "
+            f"launches={len(self.launch_table)}, metrics={len(self.metric_table)}, run_id={self.run_id!r})"
+        )
 
     def _meta(self) -> dict[str, Any]:
-        return {"kind": self.kind, "format": self.format, "source": self.source, "device": self.device,
-                "workload": self.workload, "environment": self.environment, "notes": self.notes,
-                "created": self.created, "run_id": self.run_id, "schema_version": self.schema_version}
+        return {
+            "kind": self.kind,
+            "format": self.format,
+            "source": self.source,
+            "device": self.device,
+            "workload": self.workload,
+            "environment": self.environment,
+            "notes": self.notes,
+            "created": self.created,
+            "run_id": self.run_id,
+            "schema_version": self.schema_version,
+        }
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Run):
@@ -175,15 +197,21 @@ class Run:
         metrics, launches = self.metric_table, self.launch_table
         position = metrics["launch"].to_numpy()
         devices = np.array([d or self.device.get("name", "") for d in launches["device"].tolist()], dtype=object)
-        return pd.DataFrame({
-            "run_id": self.run_id,
-            "device": devices[position] if len(devices) else np.array([], dtype=object),
-            "kernel": launches["kernel"].to_numpy()[position],
-            "launch": launches["index"].to_numpy()[position],
-            "invocations": launches["invocations"].to_numpy()[position],
-            **{column: metrics[column].to_numpy() if column in ("value", "text", "minimum", "maximum")
-               else metrics[column] for column in _tables.METRIC_COLUMNS[1:]},
-        })
+        return pd.DataFrame(
+            {
+                "run_id": self.run_id,
+                "device": devices[position] if len(devices) else np.array([], dtype=object),
+                "kernel": launches["kernel"].to_numpy()[position],
+                "launch": launches["index"].to_numpy()[position],
+                "invocations": launches["invocations"].to_numpy()[position],
+                **{
+                    column: metrics[column].to_numpy()
+                    if column in ("value", "text", "minimum", "maximum")
+                    else metrics[column]
+                    for column in _tables.METRIC_COLUMNS[1:]
+                },
+            }
+        )
 
 
 # The object view and the tables, both ways (the tables module knows nothing of the objects).
@@ -212,10 +240,16 @@ def from_launches(launches: Iterable[Launch]) -> tuple[pd.DataFrame, pd.DataFram
             origins.append(m.origin)
             lows.append(math.nan if m.minimum is None else m.minimum)
             highs.append(math.nan if m.maximum is None else m.maximum)
-    return (_tables.launch_table([launch.kernel for launch in launches], [launch.index for launch in launches],
-                         [launch.device for launch in launches], [launch.invocations for launch in launches],
-                         [launch.attributes for launch in launches]),
-            _tables.metric_table(positions, names, canonicals, values, texts, units, origins, lows, highs))
+    return (
+        _tables.launch_table(
+            [launch.kernel for launch in launches],
+            [launch.index for launch in launches],
+            [launch.device for launch in launches],
+            [launch.invocations for launch in launches],
+            [launch.attributes for launch in launches],
+        ),
+        _tables.metric_table(positions, names, canonicals, values, texts, units, origins, lows, highs),
+    )
 
 
 def launch_views(launches: pd.DataFrame, metrics: pd.DataFrame) -> list[Launch]:
@@ -226,10 +260,28 @@ def launch_views(launches: pd.DataFrame, metrics: pd.DataFrame) -> list[Launch]:
     lows = [_tables.nan_to_none(x) for x in metrics["minimum"].tolist()]
     highs = [_tables.nan_to_none(x) for x in metrics["maximum"].tolist()]
     canonicals = [c if isinstance(c, str) else None for c in metrics["canonical"].tolist()]
-    made = list(map(Metric, metrics["metric"].tolist(), _tables.metric_values(metrics), metrics["unit"].tolist(),
-                    canonicals, metrics["origin"].tolist(), lows, highs))
+    made = list(
+        map(
+            Metric,
+            metrics["metric"].tolist(),
+            _tables.metric_values(metrics),
+            metrics["unit"].tolist(),
+            canonicals,
+            metrics["origin"].tolist(),
+            lows,
+            highs,
+        )
+    )
     bounds = np.searchsorted(metrics["launch"].to_numpy(), np.arange(len(launches) + 1)).tolist()
-    return [Launch(kernel, index, device, invocations, dict(attributes), made[start:end])
-            for kernel, index, device, invocations, attributes, start, end in zip(
-                launches["kernel"].tolist(), launches["index"].tolist(), launches["device"].tolist(),
-                launches["invocations"].tolist(), launches["attributes"].tolist(), bounds, bounds[1:])]
+    return [
+        Launch(kernel, index, device, invocations, dict(attributes), made[start:end])
+        for kernel, index, device, invocations, attributes, start, end in zip(
+            launches["kernel"].tolist(),
+            launches["index"].tolist(),
+            launches["device"].tolist(),
+            launches["invocations"].tolist(),
+            launches["attributes"].tolist(),
+            bounds,
+            bounds[1:],
+        )
+    ]

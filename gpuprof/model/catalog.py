@@ -119,8 +119,13 @@ class MetricSet:
 def metric_sets() -> dict[str, MetricSet]:
     """The sets in ``gpuprof/data/metric_sets.toml``, by name."""
     data = tomllib.loads(resources.files("gpuprof.data").joinpath("metric_sets.toml").read_text())
-    return {name: MetricSet(name, spec["question"],
-                            tuple(spec["ncu"]) if "ncu" in spec else None,
-                            tuple(spec["nvprof"]) if "nvprof" in spec else None,
-                            bool(spec["durations"]))
-            for name, spec in data.items()}
+    return {
+        name: MetricSet(
+            name,
+            spec["question"],
+            tuple(spec["ncu"]) if "ncu" in spec else None,
+            tuple(spec["nvprof"]) if "nvprof" in spec else None,
+            bool(spec["durations"]),
+        )
+        for name, spec in data.items()
+    }

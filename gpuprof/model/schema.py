@@ -10,19 +10,48 @@ from __future__ import annotations
 
 from typing import Any
 
-LONGEST_TEXT = 1 << 20          # characters in one string: a kernel name is kilobytes, not megabytes
+LONGEST_TEXT = 1 << 20  # characters in one string: a kernel name is kilobytes, not megabytes
 _INT64 = (-(1 << 63), (1 << 63) - 1)
-_DEPTH = 32                     # nesting inside device/workload/environment records
+_DEPTH = 32  # nesting inside device/workload/environment records
 
-_TEXT, _OPTIONAL_TEXT, _INT, _NUMBER, _RECORD, _OPTIONAL_RECORD = "text", "text or null", "int", "number", "object", \
-    "object or null"
-_RUN = {"kind": _TEXT, "format": _TEXT, "source": _TEXT, "device": _RECORD, "workload": _OPTIONAL_RECORD,
-        "environment": _RECORD, "notes": "list of text", "created": _TEXT, "run_id": _TEXT, "schema_version": _INT,
-        "launches": "list"}
-_LAUNCH = {"kernel": _TEXT, "index": _INT, "device": _TEXT, "invocations": _INT, "attributes": "text record",
-           "metrics": "list"}
-_METRIC = {"name": _TEXT, "value": "number, text or null", "unit": _TEXT, "canonical": _OPTIONAL_TEXT,
-           "origin": _TEXT, "minimum": "number or null", "maximum": "number or null"}
+_TEXT, _OPTIONAL_TEXT, _INT, _NUMBER, _RECORD, _OPTIONAL_RECORD = (
+    "text",
+    "text or null",
+    "int",
+    "number",
+    "object",
+    "object or null",
+)
+_RUN = {
+    "kind": _TEXT,
+    "format": _TEXT,
+    "source": _TEXT,
+    "device": _RECORD,
+    "workload": _OPTIONAL_RECORD,
+    "environment": _RECORD,
+    "notes": "list of text",
+    "created": _TEXT,
+    "run_id": _TEXT,
+    "schema_version": _INT,
+    "launches": "list",
+}
+_LAUNCH = {
+    "kernel": _TEXT,
+    "index": _INT,
+    "device": _TEXT,
+    "invocations": _INT,
+    "attributes": "text record",
+    "metrics": "list",
+}
+_METRIC = {
+    "name": _TEXT,
+    "value": "number, text or null",
+    "unit": _TEXT,
+    "canonical": _OPTIONAL_TEXT,
+    "origin": _TEXT,
+    "minimum": "number or null",
+    "maximum": "number or null",
+}
 _REQUIRED = {"run": ("kind", "format", "source"), "launch": ("kernel", "index"), "metric": ("name", "value")}
 
 
@@ -70,7 +99,9 @@ def _record(data: Any, fields: dict[str, str], what: str, where: str) -> str | N
         if not _fits(value, fields[key]):
             return f"{where}{'.' if where else ''}{key}: {fields[key]} expected" + (
                 " (within 32 levels of nesting, no text over 1 MiB characters, integers within 64 bits)"
-                if fields[key] in (_RECORD, _OPTIONAL_RECORD) else "")
+                if fields[key] in (_RECORD, _OPTIONAL_RECORD)
+                else ""
+            )
     return None
 
 

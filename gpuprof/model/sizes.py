@@ -11,8 +11,15 @@ import re
 from gpuprof.errors import InputError
 
 UNITS = {
-    "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-    "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _FIX = "give a positive size such as 6MB (10^6 bytes), 6MiB (2^20 bytes), 512KB or 1GB"
@@ -25,8 +32,9 @@ def parse_size(text: str) -> int:
         raise InputError(f"--size '{text}' is not a size", _FIX)
     number, unit = float(match.group(1)), (match.group(2) or "B").upper()
     if unit not in UNITS:
-        raise InputError(f"--size '{text}': unknown unit '{match.group(2)}'",
-                         "use B, KB, MB, GB (10^3) or KiB, MiB, GiB (2^10)")
+        raise InputError(
+            f"--size '{text}': unknown unit '{match.group(2)}'", "use B, KB, MB, GB (10^3) or KiB, MiB, GiB (2^10)"
+        )
     size = int(number * UNITS[unit])
     if size <= 0:
         raise InputError(f"--size '{text}' is not a positive size", _FIX)

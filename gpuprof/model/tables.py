@@ -42,12 +42,17 @@ LAUNCH_COLUMNS = ("kernel", "index", "device", "invocations", "attributes")
 CATEGORY_COLUMNS = ("metric", "canonical", "unit", "origin")
 
 
-def metric_table(launch: np.ndarray | Sequence[int], metric: Sequence[str] | pd.Categorical,
-                 canonical: Sequence[str | None] | pd.Categorical, value: np.ndarray | Sequence[float],
-                 text: Sequence[str | None] | None, unit: Sequence[str] | pd.Categorical,
-                 origin: Sequence[str] | pd.Categorical | str,
-                 minimum: np.ndarray | Sequence[float] | None = None,
-                 maximum: np.ndarray | Sequence[float] | None = None) -> pd.DataFrame:
+def metric_table(
+    launch: np.ndarray | Sequence[int],
+    metric: Sequence[str] | pd.Categorical,
+    canonical: Sequence[str | None] | pd.Categorical,
+    value: np.ndarray | Sequence[float],
+    text: Sequence[str | None] | None,
+    unit: Sequence[str] | pd.Categorical,
+    origin: Sequence[str] | pd.Categorical | str,
+    minimum: np.ndarray | Sequence[float] | None = None,
+    maximum: np.ndarray | Sequence[float] | None = None,
+) -> pd.DataFrame:
     """The metric table from its columns (``origin`` may be one value for every row; ``text``,
     ``minimum`` and ``maximum`` may be None for none), stably sorted by launch."""
     import numpy as np
@@ -58,15 +63,19 @@ def metric_table(launch: np.ndarray | Sequence[int], metric: Sequence[str] | pd.
     if isinstance(origin, str):
         origin = pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [origin]) if rows else []
     nothing = np.full(rows, np.nan)
-    frame = pd.DataFrame({
-        "launch": launches,
-        "metric": _category(metric), "canonical": _category(canonical),
-        "value": np.asarray(value, dtype=np.float64),
-        "text": pd.Series(objects(text) if text is not None else np.full(rows, None, dtype=object), dtype=object),
-        "unit": _category(unit), "origin": _category(origin),
-        "minimum": nothing if minimum is None else np.asarray(minimum, dtype=np.float64),
-        "maximum": nothing if maximum is None else np.asarray(maximum, dtype=np.float64),
-    })
+    frame = pd.DataFrame(
+        {
+            "launch": launches,
+            "metric": _category(metric),
+            "canonical": _category(canonical),
+            "value": np.asarray(value, dtype=np.float64),
+            "text": pd.Series(objects(text) if text is not None else np.full(rows, None, dtype=object), dtype=object),
+            "unit": _category(unit),
+            "origin": _category(origin),
+            "minimum": nothing if minimum is None else np.asarray(minimum, dtype=np.float64),
+            "maximum": nothing if maximum is None else np.asarray(maximum, dtype=np.float64),
+        }
+    )
     if rows and (np.diff(launches) < 0).any():
         frame = frame.iloc[np.argsort(launches, kind="stable")].reset_index(drop=True)
     return frame
@@ -78,16 +87,25 @@ def _category(values: Sequence[str | None] | pd.Categorical) -> pd.Categorical:
     return values if isinstance(values, pd.Categorical) else pd.Categorical(values)
 
 
-def launch_table(kernel: Sequence[str], index: Sequence[int], device: Sequence[str],
-                 invocations: Sequence[int], attributes: Sequence[dict[str, str]]) -> pd.DataFrame:
+def launch_table(
+    kernel: Sequence[str],
+    index: Sequence[int],
+    device: Sequence[str],
+    invocations: Sequence[int],
+    attributes: Sequence[dict[str, str]],
+) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    return pd.DataFrame({"kernel": pd.Series(objects(kernel), dtype=object),
-                         "index": np.asarray(index, dtype=np.int64),
-                         "device": pd.Series(objects(device), dtype=object),
-                         "invocations": np.asarray(invocations, dtype=np.int64),
-                         "attributes": pd.Series(objects(attributes), dtype=object)})
+    return pd.DataFrame(
+        {
+            "kernel": pd.Series(objects(kernel), dtype=object),
+            "index": np.asarray(index, dtype=np.int64),
+            "device": pd.Series(objects(device), dtype=object),
+            "invocations": np.asarray(invocations, dtype=np.int64),
+            "attributes": pd.Series(objects(attributes), dtype=object),
+        }
+    )
 
 
 def objects(values: Sequence[object]) -> np.ndarray:
@@ -117,8 +135,9 @@ def nan_to_none(number: float) -> float | None:
 def metric_values(metrics: pd.DataFrame) -> list[float | str | None]:
     """Each row's value as :class:`~gpuprof.model.Metric` holds it: the string, the number or None."""
     texts = metrics["text"].tolist()
-    return [text if isinstance(text, str) else nan_to_none(number)
-            for number, text in zip(metrics["value"].tolist(), texts)]
+    return [
+        text if isinstance(text, str) else nan_to_none(number) for number, text in zip(metrics["value"].tolist(), texts)
+    ]
 
 
 def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:

@@ -13,10 +13,20 @@ import math
 import re
 
 _TIME = {
-    "ns": 1e-9, "nsecond": 1e-9, "nsec": 1e-9,
-    "us": 1e-6, "usecond": 1e-6, "usec": 1e-6, "µs": 1e-6,
-    "ms": 1e-3, "msecond": 1e-3, "msec": 1e-3,
-    "s": 1.0, "second": 1.0, "sec": 1.0, "seconds": 1.0,
+    "ns": 1e-9,
+    "nsecond": 1e-9,
+    "nsec": 1e-9,
+    "us": 1e-6,
+    "usecond": 1e-6,
+    "usec": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "msecond": 1e-3,
+    "msec": 1e-3,
+    "s": 1.0,
+    "second": 1.0,
+    "sec": 1.0,
+    "seconds": 1.0,
 }
 _PREFIX = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}

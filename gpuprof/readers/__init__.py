@@ -25,11 +25,28 @@ from gpuprof.readers import _compressed
 # Binary reports first: their magic bytes decide at once, where the text sniffers would scan 64 KiB
 # of decoded binary with their patterns (a quarter of the time of reading a small .ncu-rep).
 _MODULES: list[str] = [
-    "ncu_rep", "nsys_rep", "nsys_sqlite", "xplane", "regions",
-    "ncu_source_csv", "perf_topdown", "perf_stat", "dlprof_papi", "nsys_trace",
-    "ncu_raw", "ncu_text", "ncu_csv",
-    "nvprof_csv_metrics", "nvprof_csv_trace", "nvprof_api_trace", "nvprof_text_trace", "nvprof_text_metrics",
-    "nvprof_text_summary", "nsys_stats", "chrome_trace", "stonne",
+    "ncu_rep",
+    "nsys_rep",
+    "nsys_sqlite",
+    "xplane",
+    "regions",
+    "ncu_source_csv",
+    "perf_topdown",
+    "perf_stat",
+    "dlprof_papi",
+    "nsys_trace",
+    "ncu_raw",
+    "ncu_text",
+    "ncu_csv",
+    "nvprof_csv_metrics",
+    "nvprof_csv_trace",
+    "nvprof_api_trace",
+    "nvprof_text_trace",
+    "nvprof_text_metrics",
+    "nvprof_text_summary",
+    "nsys_stats",
+    "chrome_trace",
+    "stonne",
 ]
 
 HEAD_BYTES = 65536
@@ -40,8 +57,8 @@ _COMPRESSED = (("gzip", b"\x1f\x8b"), ("xz", b"\xfd7zXZ\x00"), ("zstd", b"\x28\x
 class Reader(Protocol):
     """One profiler output format."""
 
-    NAME: str          # what --reader takes and Run.format records: "ncu-csv"
-    DESCRIPTION: str   # one line for --help and for the "formats gpuprof reads" error
+    NAME: str  # what --reader takes and Run.format records: "ncu-csv"
+    DESCRIPTION: str  # one line for --help and for the "formats gpuprof reads" error
 
     def sniff(self, path: Path, head: str) -> bool:
         """Does ``path`` (whose first 64 KiB are ``head``) look like this format? Cheap, never raises."""
@@ -76,8 +93,10 @@ def detect(path: str | Path) -> Reader:
         for module in modules():
             if hasattr(module, "sniff_dir") and module.sniff_dir(path):
                 return module
-        raise FormatError(f"{path}: a folder gpuprof cannot read as one run",
-                          "give a profiler output file, or a folder of STONNE layer outputs")
+        raise FormatError(
+            f"{path}: a folder gpuprof cannot read as one run",
+            "give a profiler output file, or a folder of STONNE layer outputs",
+        )
     path = inputs.regular_file(path, "give a profiler output file")
     head = read_head(path)
     for module in modules():
@@ -87,11 +106,12 @@ def detect(path: str | Path) -> Reader:
         magic = handle.read(6)
     packed = next((name for name, start in _COMPRESSED if magic.startswith(start)), None)
     if packed:
-        raise FormatError(f"{path}: compressed ({packed}) and no reader takes it",
-                          "decompress it first (gunzip, xz -d, zstd -d or bunzip2) and import the result")
+        raise FormatError(
+            f"{path}: compressed ({packed}) and no reader takes it",
+            "decompress it first (gunzip, xz -d, zstd -d or bunzip2) and import the result",
+        )
     names = ", ".join(name for name, _ in formats())
-    raise FormatError(f"{path}: not a profiler output gpuprof recognises",
-                      f"gpuprof reads: {names}")
+    raise FormatError(f"{path}: not a profiler output gpuprof recognises", f"gpuprof reads: {names}")
 
 
 def read(path: str | Path, fmt: str | None = None) -> Run:
@@ -123,8 +143,10 @@ def truncation_notes(run: Run) -> list[str]:
     if last >= others:
         return []
     kernel = shortened(str(launches["kernel"].iloc[-1]), 60)
-    return [f"the file looks truncated: its last launch ({kernel}) has {last} metric row(s), every other launch "
-            f"at least {others}; give the whole file if the profiler finished"]
+    return [
+        f"the file looks truncated: its last launch ({kernel}) has {last} metric row(s), every other launch "
+        f"at least {others}; give the whole file if the profiler finished"
+    ]
 
 
 # Cells a tool meant as a number but that hold none: kept as missing (their text), never as 0 or a neighbour's digits.
@@ -144,10 +166,14 @@ def unreadable_notes(run: Run) -> list[str]:
         return []
     table = run.metric_table.loc[bad.index]
     kernels = run.launch_table["kernel"].to_numpy()
-    examples = [f"launch {launch} ({shortened(str(kernels[launch]), 60)}) {metric} = '{shortened(text, 20)}'"
-                for launch, metric, text in zip(table["launch"][:3], table["metric"][:3], bad[:3])]
-    return [f"{len(bad)} value(s) are not numbers and are kept as missing: {'; '.join(examples)}"
-            + (" …" if len(bad) > 3 else "")]
+    examples = [
+        f"launch {launch} ({shortened(str(kernels[launch]), 60)}) {metric} = '{shortened(text, 20)}'"
+        for launch, metric, text in zip(table["launch"][:3], table["metric"][:3], bad[:3])
+    ]
+    return [
+        f"{len(bad)} value(s) are not numbers and are kept as missing: {'; '.join(examples)}"
+        + (" …" if len(bad) > 3 else "")
+    ]
 
 
 def _read(module: Reader, path: Path) -> Run:

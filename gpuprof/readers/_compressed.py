@@ -48,8 +48,10 @@ def read_all(path: Path) -> bytes:
         try:
             return handle.read()
         except (EOFError, OSError, zlib.error) as error:
-            raise FormatError(f"{path}: the gzip stream is cut or corrupt ({error})",
-                              "copy the file again from where the profiler wrote it") from None
+            raise FormatError(
+                f"{path}: the gzip stream is cut or corrupt ({error})",
+                "copy the file again from where the profiler wrote it",
+            ) from None
 
 
 @contextlib.contextmanager
@@ -66,6 +68,8 @@ def plain_file(path: Path) -> Iterator[Path]:
             try:
                 shutil.copyfileobj(source, target, 1 << 20)
             except (EOFError, OSError, zlib.error) as error:
-                raise FormatError(f"{path}: the gzip stream is cut or corrupt ({error})",
-                                  "copy the file again from where the profiler wrote it") from None
+                raise FormatError(
+                    f"{path}: the gzip stream is cut or corrupt ({error})",
+                    "copy the file again from where the profiler wrote it",
+                ) from None
         yield copy

@@ -73,9 +73,20 @@ def read(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) ->
 def _parse(path: Path, skip: int, columns: int) -> pd.io.parsers.TextFileReader:
     import pandas as pd
 
-    return pd.read_csv(path, skiprows=skip, header=None, names=range(columns), index_col=False,
-                       dtype=object, na_filter=False, encoding="utf-8", encoding_errors="replace",
-                       engine="c", on_bad_lines="error", chunksize=CHUNK_ROWS)
+    return pd.read_csv(
+        path,
+        skiprows=skip,
+        header=None,
+        names=range(columns),
+        index_col=False,
+        dtype=object,
+        na_filter=False,
+        encoding="utf-8",
+        encoding_errors="replace",
+        engine="c",
+        on_bad_lines="error",
+        chunksize=CHUNK_ROWS,
+    )
 
 
 @dataclass
@@ -105,8 +116,12 @@ class Rows:
         # checks every row's: a tool message or a line of program output has an ID of its own.
         starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
         launch_ids = ids[starts].tolist()
-        if (not all(map(str.isdigit, launch_ids)) or not "".join(launch_ids).isascii()
-                or max(map(len, launch_ids)) > 18 or len(set(launch_ids)) < len(launch_ids)):
+        if (
+            not all(map(str.isdigit, launch_ids))
+            or not "".join(launch_ids).isascii()
+            or max(map(len, launch_ids)) > 18
+            or len(set(launch_ids)) < len(launch_ids)
+        ):
             return None  # not plain counts, or a launch in pieces
         is_rule = names == ""
         rules = np.flatnonzero(is_rule)
@@ -126,12 +141,17 @@ class Rows:
         keys = [key for key, _ in table.launch_columns]
         fields = zip(*(frame[i].to_numpy()[starts] for _, i in table.launch_columns)) if keys else repeat(())
         kept_before = np.concatenate(([0], np.cumsum(kept)))
-        return cls(launch_ids, frame[table.i_kernel].to_numpy()[starts].tolist(),
-                   list(map(dict, map(zip, repeat(keys), fields))),
-                   kept_before[[*starts, len(ids)]], metric_column(table.i_name), metric_column(table.i_unit),
-                   values, metric_column(table.i_section),
-                   list(zip(ids[rules].tolist(),
-                            zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))))
+        return cls(
+            launch_ids,
+            frame[table.i_kernel].to_numpy()[starts].tolist(),
+            list(map(dict, map(zip, repeat(keys), fields))),
+            kept_before[[*starts, len(ids)]],
+            metric_column(table.i_name),
+            metric_column(table.i_unit),
+            values,
+            metric_column(table.i_section),
+            list(zip(ids[rules].tolist(), zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))),
+        )
 
 
 def skip_for(path: Path, handle: TextIO, columns: int) -> int | None:

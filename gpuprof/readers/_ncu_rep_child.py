@@ -14,8 +14,8 @@ be unmapped.
 
 from __future__ import annotations
 
-import os
 import marshal
+import os
 import sys
 from typing import Any
 
@@ -23,8 +23,9 @@ from typing import Any
 def collect(module: Any, path: str) -> dict[str, list[Any]]:
     """Every action of the report, launches in report order: per launch its kernel name (None when
     the report lost it), device name and attributes; per metric its launch, name, unit, value text."""
-    columns: dict[str, list[Any]] = {key: [] for key in
-                                     ("kernels", "devices", "attributes", "launch", "names", "units", "texts")}
+    columns: dict[str, list[Any]] = {
+        key: [] for key in ("kernels", "devices", "attributes", "launch", "names", "units", "texts")
+    }
     report = module.load_report(path)
     string_kind = module.IMetric.ValueKind_STRING
     for range_index in range(report.num_ranges()):
@@ -74,12 +75,17 @@ def _nvtx_path(action: Any) -> str:
 
 def _attributes(values: dict[str, Any], short_name: str) -> dict[str, str]:
     """The launch facts the CSV readers take from their per-launch columns, from metrics here."""
+
     def whole(name: str) -> str:
         value = values.get(name)
         return str(int(value)) if isinstance(value, float) else str(value or "")
 
-    attributes = {"function": short_name, "device": whole("launch__device_id"),
-                  "context": whole("launch__context_id"), "stream": whole("launch__stream_id")}
+    attributes = {
+        "function": short_name,
+        "device": whole("launch__device_id"),
+        "context": whole("launch__context_id"),
+        "stream": whole("launch__stream_id"),
+    }
     for key, prefix in (("block", "launch__block_dim_"), ("grid", "launch__grid_dim_")):
         dims = [whole(prefix + axis) for axis in "xyz"]
         if all(dims):
@@ -94,19 +100,28 @@ def answer(mode: str, path: str) -> tuple[Any, ...]:
     try:
         import ncu_report
     except ImportError as error:
-        return ("error", f"{path}: ncu_report cannot be imported in a new interpreter ({error})",
-                'Install it with: pip install "gpuprof-hpc[ncu]"')
+        return (
+            "error",
+            f"{path}: ncu_report cannot be imported in a new interpreter ({error})",
+            'Install it with: pip install "gpuprof-hpc[ncu]"',
+        )
     try:
         if mode == "load":
             ncu_report.load_report(path)
             return ("ok", None)
         return ("ok", collect(ncu_report, path))
     except (OSError, RuntimeError) as error:
-        return ("error", f"{path}: ncu_report could not load it ({error})",
-                "Check that it is an Nsight Compute report (.ncu-rep)")
+        return (
+            "error",
+            f"{path}: ncu_report could not load it ({error})",
+            "Check that it is an Nsight Compute report (.ncu-rep)",
+        )
     except Exception as error:  # noqa: BLE001 - ncu_report's calls on damaged data raise all kinds
-        return ("error", f"{path}: ncu_report failed reading it ({type(error).__name__}: {error})",
-                "re-export it from Nsight Compute, or profile again")
+        return (
+            "error",
+            f"{path}: ncu_report failed reading it ({type(error).__name__}: {error})",
+            "re-export it from Nsight Compute, or profile again",
+        )
 
 
 def main(argv: list[str]) -> None:
@@ -119,7 +134,7 @@ def main(argv: list[str]) -> None:
     data = marshal.dumps(answer(mode, path))
     view = memoryview(len(data).to_bytes(8, "little") + data)
     while view:
-        view = view[os.write(out, view):]
+        view = view[os.write(out, view) :]
     os.close(out)
     os._exit(0)  # at once: the reader has its answer
 

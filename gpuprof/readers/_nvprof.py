@@ -23,11 +23,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof.model import units
 from gpuprof.errors import FormatError, ProfilerError
-from gpuprof.model import Launch, Metric, Run
-from gpuprof.readers._text import (ToolLog, column_spans, csv_records, ends_with_newline, is_csv_header,
-                                   last_line_complete, open_text, parse_count)
+from gpuprof.model import Launch, Metric, Run, units
+from gpuprof.readers._text import (
+    ToolLog,
+    column_spans,
+    csv_records,
+    ends_with_newline,
+    is_csv_header,
+    last_line_complete,
+    open_text,
+    parse_count,
+)
 
 TOOL = "nvprof"
 _COMMAND = re.compile(r"NVPROF is profiling process (\d+), command: (.*)$")
@@ -67,8 +74,10 @@ class Output:
         failure = self.log.failure()
         if failure is not None:
             return ProfilerError(f"{self.path}: {failure.problem}", failure.fix)
-        return FormatError(f"{self.path}: no {what} in this nvprof output (empty, truncated or "
-                           "another tool's file)", "give the complete output nvprof wrote")
+        return FormatError(
+            f"{self.path}: no {what} in this nvprof output (empty, truncated or another tool's file)",
+            "give the complete output nvprof wrote",
+        )
 
 
 def load(path: Path) -> Output:
@@ -99,7 +108,7 @@ def csv_table(output: Output, first: tuple[str, ...]) -> tuple[list[str], list[l
         if header is None or tuple(header[: len(first)]) != first:
             continue
         body: list[str] = []
-        for row in output.lines[start + 1:]:
+        for row in output.lines[start + 1 :]:
             if table_end(row):
                 break
             body.append(row)
@@ -127,7 +136,7 @@ def split_device(text: str) -> tuple[str, int | None]:
     """``'Tesla K40c (0)'`` -> ``('Tesla K40c', 0)``."""
     text = text.strip()
     found = _DEVICE_INDEX.search(text)  # searched from the end's "(digits)": linear on a long name
-    return (text[:found.start()].rstrip(), int(found.group(1))) if found else (text, None)
+    return (text[: found.start()].rstrip(), int(found.group(1))) if found else (text, None)
 
 
 def to_base(value: float, unit: str) -> tuple[float, str]:
@@ -148,8 +157,9 @@ def cell(text: str, unit: str = "") -> tuple[float, str] | None:
     return to_base(number, suffix or unit)
 
 
-def make_run(output: Output, fmt: str, launches: list[Launch], indices: dict[str, int],
-             notes: list[str] | None = None) -> Run:
+def make_run(
+    output: Output, fmt: str, launches: list[Launch], indices: dict[str, int], notes: list[str] | None = None
+) -> Run:
     """The Run for ``launches``; Run.device names the device when the file has only one."""
     names = list(dict.fromkeys(launch.device for launch in launches if launch.device))
     device: dict[str, object] = {}
@@ -157,9 +167,15 @@ def make_run(output: Output, fmt: str, launches: list[Launch], indices: dict[str
         device = {"name": names[0], **({"index": indices[names[0]]} if names[0] in indices else {})}
     elif names:
         device = {"names": names}
-    return Run(kind="import", format=fmt, source=str(output.path), device=device,
-               environment=output.environment(), launches=launches,
-               notes=output.log.notes() + output.notes + (notes or []))
+    return Run(
+        kind="import",
+        format=fmt,
+        source=str(output.path),
+        device=device,
+        environment=output.environment(),
+        launches=launches,
+        notes=output.log.notes() + output.notes + (notes or []),
+    )
 
 
 def kind(name: str) -> str:
@@ -176,13 +192,23 @@ def kind(name: str) -> str:
 Value = tuple[float, str] | None
 
 
-def summary_launch(name: str, index: int, calls: str, avg: Value, low: Value, high: Value,
-                   total: Value, percent: Value) -> Launch:
+def summary_launch(
+    name: str, index: int, calls: str, avg: Value, low: Value, high: Value, total: Value, percent: Value
+) -> Launch:
     """One "GPU activities" summary row: Avg/Min/Max as the activity's duration over ``calls``."""
     metrics = []
     if avg:  # nvprof's Avg column is the duration averaged over the calls
-        metrics.append(Metric("Avg", avg[0], avg[1], "kernel_duration",
-                              minimum=low[0] if low else None, maximum=high[0] if high else None))
+        metrics.append(
+            Metric(
+                "Avg",
+                avg[0],
+                avg[1],
+                "kernel_duration",
+                minimum=low[0] if low else None,
+                maximum=high[0] if high else None,
+            )
+        )
     metrics += [Metric(label, v[0], v[1]) for label, v in (("Time", total), ("Time(%)", percent)) if v]
-    return Launch(name, index, invocations=parse_count(calls.strip(), 1),
-                  attributes={"kind": kind(name)}, metrics=metrics)
+    return Launch(
+        name, index, invocations=parse_count(calls.strip(), 1), attributes={"kind": kind(name)}, metrics=metrics
+    )

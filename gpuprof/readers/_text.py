@@ -31,9 +31,9 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from gpuprof.model.catalog import canonical
 from gpuprof.errors import ProfilerError
 from gpuprof.model import MEASURED, Metric
+from gpuprof.model.catalog import canonical
 from gpuprof.model.units import parse_number, scale
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def tool_message(line: str) -> ToolMessage | None:
     tag, text = match.group(1) or "", match.group(2)
     word = _LEVEL_WORD.match(text)
     if word:
-        text = text[word.end():].lstrip()
+        text = text[word.end() :].lstrip()
     if tag in ("ERROR", "WARNING"):
         level = tag.lower()
     else:
@@ -80,14 +80,20 @@ def tool_message(line: str) -> ToolMessage | None:
 
 # Failures a profiler reports in its messages, keyed by a text that identifies them, with the fix.
 _KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
-    ("ERR_NVGPUCTRPERM",
-     "Run the profiler as root, or let all users read the counters by loading the NVIDIA driver with "
-     "NVreg_RestrictProfilingToAdminUsers=0 (see https://developer.nvidia.com/ERR_NVGPUCTRPERM)"),
-    ("No kernels were profiled",
-     "Check that the application launches CUDA kernels, that --kernel-name/--launch-skip/--launch-count "
-     "match them, and add --target-processes all when the kernels run in a child process"),
-    ("No profile data collected",
-     "Check that the application launches CUDA kernels and calls cudaDeviceReset() or exits normally"),
+    (
+        "ERR_NVGPUCTRPERM",
+        "Run the profiler as root, or let all users read the counters by loading the NVIDIA driver with "
+        "NVreg_RestrictProfilingToAdminUsers=0 (see https://developer.nvidia.com/ERR_NVGPUCTRPERM)",
+    ),
+    (
+        "No kernels were profiled",
+        "Check that the application launches CUDA kernels, that --kernel-name/--launch-skip/--launch-count "
+        "match them, and add --target-processes all when the kernels run in a child process",
+    ),
+    (
+        "No profile data collected",
+        "Check that the application launches CUDA kernels and calls cudaDeviceReset() or exits normally",
+    ),
 )
 
 
@@ -127,8 +133,10 @@ class ToolLog:
                     return ProfilerError(f"{where}{self.tool} reported: {_first_sentence(message.text)}", fix)
         errors = self.of_level("error")
         if errors:
-            return ProfilerError(f"{where}{self.tool} reported: {_first_sentence(errors[0].text)}",
-                                 f"See the {self.tool} messages in the file")
+            return ProfilerError(
+                f"{where}{self.tool} reported: {_first_sentence(errors[0].text)}",
+                f"See the {self.tool} messages in the file",
+            )
         return None
 
 
@@ -185,7 +193,8 @@ def last_line_complete(last: str, before: str) -> bool:
         if last.count('"') % 2:
             return False
         return len(split_csv_line(last)) == len(split_csv_line(before)) and (
-            not before.rstrip().endswith('"') or last.rstrip().endswith('"'))
+            not before.rstrip().endswith('"') or last.rstrip().endswith('"')
+        )
     return len(column_spans(last)) == len(column_spans(before)) and len(last) >= len(before)
 
 
@@ -223,8 +232,7 @@ def head_has_csv_header(head: str, required: Iterable[str]) -> bool:
     return any(is_csv_header(line, required) for line in head.splitlines())
 
 
-def find_csv_header(handle: TextIO, required: Sequence[str],
-                    log: ToolLog) -> tuple[list[str] | None, list[str]]:
+def find_csv_header(handle: TextIO, required: Sequence[str], log: ToolLog) -> tuple[list[str] | None, list[str]]:
     """Read ``handle`` up to and including the CSV header that holds every ``required`` column.
 
     Returns the header fields (None when the file has no such header) and the other lines seen
@@ -294,11 +302,14 @@ class CsvRows:
     def notes(self) -> list[str]:
         notes = []
         if self.unreadable:
-            notes.append(f"{self.unreadable} malformed CSV record(s) (a stray line break or a field over "
-                         "128 KiB) were skipped")
+            notes.append(
+                f"{self.unreadable} malformed CSV record(s) (a stray line break or a field over 128 KiB) were skipped"
+            )
         if self.truncated is not None:
-            notes.append(f"file ends in the middle of a row (truncated?): its last row "
-                         f"({len(self.truncated)} fields) was not read")
+            notes.append(
+                f"file ends in the middle of a row (truncated?): its last row "
+                f"({len(self.truncated)} fields) was not read"
+            )
         return notes
 
 
@@ -378,8 +389,9 @@ def metric_maker(origin: str = MEASURED) -> Callable[[str, str, str], Metric]:
     return make
 
 
-def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[str],
-                   origin: str = MEASURED) -> dict[str, object]:
+def metric_columns(
+    names: Sequence[str], units: Sequence[str], texts: Sequence[str], origin: str = MEASURED
+) -> dict[str, object]:
     """The metric-table columns (:mod:`gpuprof.model.tables`: metric, canonical, value, text, unit,
     origin) of whole columns of a tool's (name, unit, value text) cells, with the values
     :func:`metric_maker` gives row by row.
@@ -399,8 +411,9 @@ def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[s
         values = np.fromiter(map(float, texts), dtype=np.float64, count=rows)
     except ValueError:
         try:  # '5,323,503,232.00'
-            values = np.fromiter(map(float, map(str.replace, texts, repeat(","), repeat(""))), dtype=np.float64,
-                                 count=rows)
+            values = np.fromiter(
+                map(float, map(str.replace, texts, repeat(","), repeat(""))), dtype=np.float64, count=rows
+            )
         except ValueError:
             parsed = list(map(number, map(str.replace, texts, repeat(","), repeat(""))))
             others = [row for row, value in enumerate(parsed) if value is None]
@@ -432,10 +445,14 @@ def metric_columns(names: Sequence[str], units: Sequence[str], texts: Sequence[s
     canonicals = [canonical(name) for name in metric.categories]
     canonical_names = list(dict.fromkeys(c for c in canonicals if c))
     to_canonical = np.array([canonical_names.index(c) if c else -1 for c in canonicals] + [-1])
-    return {"metric": metric,
-            "canonical": pd.Categorical.from_codes(to_canonical[metric.codes], canonical_names),
-            "value": values, "text": text,
-            "unit": pd.Categorical.from_codes(unit_codes, base_names).remove_unused_categories(), "origin": origin}
+    return {
+        "metric": metric,
+        "canonical": pd.Categorical.from_codes(to_canonical[metric.codes], canonical_names),
+        "value": values,
+        "text": text,
+        "unit": pd.Categorical.from_codes(unit_codes, base_names).remove_unused_categories(),
+        "origin": origin,
+    }
 
 
 def _categorical(texts: Sequence[str]) -> pd.Categorical:

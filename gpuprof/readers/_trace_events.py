@@ -30,8 +30,9 @@ _STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 _STEP_SUFFIX = re.compile(r"#(\d+)$")
 _DIRECTION = re.compile(r"(HtoD|DtoH|DtoD|HtoH|PtoP|DtoA|AtoD|HtoA|AtoH)", re.IGNORECASE)
 # Ops whose recorded input shapes give their FLOPs (gpuprof.derive.traces.op_flops).
-SHAPED_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::linear", "aten::conv2d", "aten::matmul",
-                        "MatMul", "Conv2D"})
+SHAPED_OPS = frozenset(
+    {"aten::mm", "aten::addmm", "aten::bmm", "aten::linear", "aten::conv2d", "aten::matmul", "MatMul", "Conv2D"}
+)
 
 
 @dataclass
@@ -43,16 +44,26 @@ class Events:
 
     kind: list[str] = field(default_factory=list)
     name: list[str] = field(default_factory=list)
-    thread: list[Any] = field(default_factory=list)   # (pid, tid) for host rows, the stream's for GPU rows
-    ts: list[float] = field(default_factory=list)     # microseconds, as the trace gives them
+    thread: list[Any] = field(default_factory=list)  # (pid, tid) for host rows, the stream's for GPU rows
+    ts: list[float] = field(default_factory=list)  # microseconds, as the trace gives them
     dur: list[float] = field(default_factory=list)
     device: list[str] = field(default_factory=list)
     stream: list[str] = field(default_factory=list)
     link: list[Any] = field(default_factory=list)
     extra: list[dict[str, Any] | None] = field(default_factory=list)
 
-    def add(self, kind: str, name: str, thread: Any, ts: float, dur: float, device: str = "",
-            stream: str = "", link: Any = None, extra: dict[str, Any] | None = None) -> None:
+    def add(
+        self,
+        kind: str,
+        name: str,
+        thread: Any,
+        ts: float,
+        dur: float,
+        device: str = "",
+        stream: str = "",
+        link: Any = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         self.kind.append(kind)
         self.name.append(name)
         self.thread.append(thread)
@@ -77,8 +88,10 @@ CHUNK = 1 << 22  # characters of events parsed at a time
 
 
 def _cut(path: object, detail: str) -> FormatError:
-    return FormatError(f"{path}: not valid JSON ({detail}): the trace is cut or damaged",
-                       "give the whole file the profiler wrote (it writes the trace when profiling stops)")
+    return FormatError(
+        f"{path}: not valid JSON ({detail}): the trace is cut or damaged",
+        "give the whole file the profiler wrote (it writes the trace when profiling stops)",
+    )
 
 
 def stream_kineto(text: str, path: object) -> tuple[Iterator[dict[str, Any]], Callable[[], dict[str, Any]]] | None:
@@ -91,7 +104,7 @@ def stream_kineto(text: str, path: object) -> tuple[Iterator[dict[str, Any]], Ca
     when that ``},{`` lies inside an event (a nested list of objects) or a string, the chunk is
     not valid JSON and the next one is tried, so only a cut between two whole events is taken."""
     found = _EVENTS_KEY.search(text, 0, 1 << 20)
-    if found is None or not any(key in text[:found.start()] for key in _KINETO_KEYS):
+    if found is None or not any(key in text[: found.start()] for key in _KINETO_KEYS):
         return None
     end = [found.end()]
 
@@ -101,7 +114,7 @@ def stream_kineto(text: str, path: object) -> tuple[Iterator[dict[str, Any]], Ca
             cut = _BOUNDARY.search(text, at + CHUNK) if at + CHUNK < len(text) else None
             while cut is not None:
                 try:
-                    batch = json.loads("[" + text[at:cut.start() + 1] + "]")
+                    batch = json.loads("[" + text[at : cut.start() + 1] + "]")
                     break
                 except ValueError:
                     cut = _BOUNDARY.search(text, cut.end())
@@ -117,7 +130,7 @@ def stream_kineto(text: str, path: object) -> tuple[Iterator[dict[str, Any]], Ca
             yield from dropped(batch)
 
     def rest() -> dict[str, Any]:
-        doc, _ = parse_events(text[:found.end()] + "]" + text[end[0]:], path)
+        doc, _ = parse_events(text[: found.end()] + "]" + text[end[0] :], path)
         return doc
 
     return events(), rest
@@ -136,14 +149,18 @@ def parse_events(text: str, path: object) -> tuple[dict[str, Any], list[dict[str
     try:
         doc = json.loads(text)
     except ValueError as error:
-        raise FormatError(f"{path}: not valid JSON ({error}): the trace is cut or damaged",
-                          "give the whole file the profiler wrote (it writes the trace when profiling stops)") from None
+        raise FormatError(
+            f"{path}: not valid JSON ({error}): the trace is cut or damaged",
+            "give the whole file the profiler wrote (it writes the trace when profiling stops)",
+        ) from None
     if isinstance(doc, list):
         return {}, doc
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list):
-        raise FormatError(f"{path}: JSON without a traceEvents list, not a Chrome trace",
-                          "give a PyTorch, TensorFlow or JAX profiler trace (*.pt.trace.json, timeline, trace.json.gz)")
+        raise FormatError(
+            f"{path}: JSON without a traceEvents list, not a Chrome trace",
+            "give a PyTorch, TensorFlow or JAX profiler trace (*.pt.trace.json, timeline, trace.json.gz)",
+        )
     return doc, events
 
 
@@ -160,8 +177,9 @@ def _nest(kind: list[str], thread: list[Any], ts: Any, end: Any) -> tuple[list[i
         return parent, children
     codes = {t: n for n, t in enumerate(dict.fromkeys(thread[i] for i in rows))}
     picked = np.asarray(rows)
-    order = picked[np.lexsort((-(end[picked] - ts[picked]), ts[picked],
-                               np.array([codes[thread[i]] for i in rows])))].tolist()
+    order = picked[
+        np.lexsort((-(end[picked] - ts[picked]), ts[picked], np.array([codes[thread[i]] for i in rows])))
+    ].tolist()
     stack: list[int] = []
     starts, ends = ts.tolist(), end.tolist()
     for i in order:
@@ -182,8 +200,9 @@ def _steps(events: Events, ts: Any) -> tuple[list[tuple[float, float, str]], Any
     window holding its start (-1: none)."""
     import numpy as np
 
-    windows = sorted((events.ts[i], events.ts[i] + events.dur[i], events.name[i])
-                     for i, k in enumerate(events.kind) if k == STEP)
+    windows = sorted(
+        (events.ts[i], events.ts[i] + events.dur[i], events.name[i]) for i, k in enumerate(events.kind) if k == STEP
+    )
     if not windows:
         return [], np.full(len(ts), -1)
     starts = np.array([w[0] for w in windows])
@@ -209,15 +228,21 @@ def _grid(value: Any) -> str | None:
     return None
 
 
-def _gpu_extra(kind: str, name: str, args: dict[str, Any], attributes: dict[str, str],
-               metrics: list[tuple[str, float, str]]) -> None:
+def _gpu_extra(
+    kind: str, name: str, args: dict[str, Any], attributes: dict[str, str], metrics: list[tuple[str, float, str]]
+) -> None:
     """A GPU row's launch configuration and sizes, from its args (Kineto's spellings)."""
     for key, attribute in (("grid", "grid"), ("block", "block")):
         if (text := _grid(args.get(key))) is not None:
             attributes[attribute] = text
-    for key, unit in (("registers per thread", "register"), ("shared memory", "byte"),
-                      ("blocks per SM", "block"), ("warps per SM", "warp"),
-                      ("est. achieved occupancy %", "%"), ("bytes", "byte")):
+    for key, unit in (
+        ("registers per thread", "register"),
+        ("shared memory", "byte"),
+        ("blocks per SM", "block"),
+        ("warps per SM", "warp"),
+        ("est. achieved occupancy %", "%"),
+        ("bytes", "byte"),
+    ):
         value = args.get(key)
         if isinstance(value, (int, float)):
             metrics.append((key.removesuffix(" %"), float(value), unit))
@@ -240,8 +265,16 @@ def _shapes(args: dict[str, Any]) -> str | None:
     return json.dumps(found, separators=(",", ":"))
 
 
-def to_run(events: Events, *, path: object, fmt: str, dialect: str, device: dict[str, Any],
-           environment: dict[str, Any], notes: list[str]) -> Run:
+def to_run(
+    events: Events,
+    *,
+    path: object,
+    fmt: str,
+    dialect: str,
+    device: dict[str, Any],
+    environment: dict[str, Any],
+    notes: list[str],
+) -> Run:
     """The run of one trace: a launch per GPU activity, op and step (runtime calls are only links);
     times in seconds from the trace's first kept event, so they keep their precision. The metric
     columns are built per metric over whole arrays; only the attributes are made per launch."""
@@ -250,8 +283,10 @@ def to_run(events: Events, *, path: object, fmt: str, dialect: str, device: dict
 
     n = len(events.kind)
     if not n:
-        raise FormatError(f"{path}: a {dialect} trace without a single op, kernel or copy in it",
-                          "profile a span in which the program runs work (check the profiler's schedule)")
+        raise FormatError(
+            f"{path}: a {dialect} trace without a single op, kernel or copy in it",
+            "profile a span in which the program runs work (check the profiler's schedule)",
+        )
     kinds = events.kind
     ts = np.asarray(events.ts, dtype=np.float64)
     dur = np.asarray(events.dur, dtype=np.float64)
@@ -260,8 +295,10 @@ def to_run(events: Events, *, path: object, fmt: str, dialect: str, device: dict
     parent, children = _nest(kinds, events.thread, ts, end)
     windows, window_of = _steps(events, ts)
     if windows and not any(window_of[i] >= 0 for i, k in enumerate(kinds) if k != STEP):
-        raise FormatError(f"{path}: its {len(windows)} step window(s) hold no events",
-                          "profile active steps (the profiler's schedule recorded only empty steps)")
+        raise FormatError(
+            f"{path}: its {len(windows)} step window(s) hold no events",
+            "profile active steps (the profiler's schedule recorded only empty steps)",
+        )
     step_names = [step_number(w[2]) for w in windows]
     window_of = window_of.tolist()
 
@@ -319,31 +356,47 @@ def to_run(events: Events, *, path: object, fmt: str, dialect: str, device: dict
     gpu = np.isin(kept_kinds, GPU_KINDS)
     ops = kept_kinds == OP
     child = np.asarray(children, dtype=np.float64)[rows]
-    columns = [("start", launch, (ts[rows] - origin) * 1e-6, "second"),
-               ("duration", launch[gpu], dur[rows][gpu] * 1e-6, "second"),
-               ("total time", launch[~gpu], dur[rows][~gpu] * 1e-6, "second"),
-               ("self time", launch[ops], np.maximum(dur[rows][ops] - child[ops], 0.0) * 1e-6, "second")]
+    columns = [
+        ("start", launch, (ts[rows] - origin) * 1e-6, "second"),
+        ("duration", launch[gpu], dur[rows][gpu] * 1e-6, "second"),
+        ("total time", launch[~gpu], dur[rows][~gpu] * 1e-6, "second"),
+        ("self time", launch[ops], np.maximum(dur[rows][ops] - child[ops], 0.0) * 1e-6, "second"),
+    ]
     names = [c[0] for c in columns] + list(dict.fromkeys(v[0] for v in extra_values))
     code = {name: k for k, name in enumerate(names)}
     units = {c[0]: c[3] for c in columns} | {v[0]: v[2] for v in extra_values}
     m_launch = np.concatenate([c[1] for c in columns] + [np.asarray(extra_launch, dtype=np.int64)])
     m_value = np.concatenate([c[2] for c in columns] + [np.asarray([v[1] for v in extra_values], dtype=np.float64)])
-    m_code = np.concatenate([np.full(len(c[1]), code[c[0]], dtype=np.int16) for c in columns]
-                            + [np.asarray([code[v[0]] for v in extra_values], dtype=np.int16)])
+    m_code = np.concatenate(
+        [np.full(len(c[1]), code[c[0]], dtype=np.int16) for c in columns]
+        + [np.asarray([code[v[0]] for v in extra_values], dtype=np.int16)]
+    )
     unit_names = list(dict.fromkeys(units.values()))
     unit_code = np.asarray([unit_names.index(units[name]) for name in names], dtype=np.int16)
     canonical_code = np.where(m_code == code["duration"], 0, -1).astype(np.int8)
     metric_table = _tables.metric_table(
-        m_launch, pd.Categorical.from_codes(m_code, names),
-        pd.Categorical.from_codes(canonical_code, ["kernel_duration"]), m_value, None,
-        pd.Categorical.from_codes(unit_code[m_code], unit_names), MEASURED)
-    launch_table = _tables.launch_table([events.name[i] for i in keep], launch, [events.device[i] for i in keep],
-                                        np.ones(len(keep), dtype=np.int64), attributes)
+        m_launch,
+        pd.Categorical.from_codes(m_code, names),
+        pd.Categorical.from_codes(canonical_code, ["kernel_duration"]),
+        m_value,
+        None,
+        pd.Categorical.from_codes(unit_code[m_code], unit_names),
+        MEASURED,
+    )
+    launch_table = _tables.launch_table(
+        [events.name[i] for i in keep],
+        launch,
+        [events.device[i] for i in keep],
+        np.ones(len(keep), dtype=np.int64),
+        attributes,
+    )
     gpu_rows = int(gpu.sum())
     runtime_rows = n - len(keep)
     if gpu_rows and unlinked:
-        notes.append(f"{unlinked} of {gpu_rows} GPU activities are linked to no op (no runtime call or op "
-                     "with their correlation id in the trace)")
+        notes.append(
+            f"{unlinked} of {gpu_rows} GPU activities are linked to no op (no runtime call or op "
+            "with their correlation id in the trace)"
+        )
     if runtime_rows:
         notes.append(f"{runtime_rows} runtime calls (cudaLaunchKernel ...) used only to link GPU work to its op")
     if not gpu_rows:
@@ -351,5 +404,12 @@ def to_run(events: Events, *, path: object, fmt: str, dialect: str, device: dict
     environment = {"tool": dialect, "trace_start_us": origin, **environment}
     if windows:
         environment["steps"] = step_names
-    return Run(kind="import", format=fmt, source=str(path), device=device, environment=environment,
-               notes=notes, tables=(launch_table, metric_table))
+    return Run(
+        kind="import",
+        format=fmt,
+        source=str(path),
+        device=device,
+        environment=environment,
+        notes=notes,
+        tables=(launch_table, metric_table),
+    )

@@ -48,14 +48,27 @@ from gpuprof.readers._trace_events import (
 )
 
 NAME = "chrome-trace"
-DESCRIPTION = ("framework profiler traces in Chrome trace JSON, gzipped or not: PyTorch/Kineto *.pt.trace.json, "
-               "TensorFlow 1 timelines, TensorFlow 2 and JAX trace.json.gz")
+DESCRIPTION = (
+    "framework profiler traces in Chrome trace JSON, gzipped or not: PyTorch/Kineto *.pt.trace.json, "
+    "TensorFlow 1 timelines, TensorFlow 2 and JAX trace.json.gz"
+)
 READS_GZIP = True
 
 # Kineto's categories, both spellings, -> the kind of launch.
-_KINETO = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
-           "gpu_memset": "memset", "Memset": "memset", "cpu_op": OP, "Operator": OP,
-           "cuda_runtime": RUNTIME, "Runtime": RUNTIME, "cuda_driver": RUNTIME, "user_annotation": OP}
+_KINETO = {
+    "kernel": "kernel",
+    "Kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "Memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "Memset": "memset",
+    "cpu_op": OP,
+    "Operator": OP,
+    "cuda_runtime": RUNTIME,
+    "Runtime": RUNTIME,
+    "cuda_driver": RUNTIME,
+    "user_annotation": OP,
+}
 _TF1_PROCESS = re.compile(r"/device:(CPU|GPU):(\d+)(?:/(stream:\w+|memcpy))? Compute$")
 _DEVICE_PROCESS = re.compile(r"^/device:([A-Z]+):(\d+)")
 _STREAM_THREAD = re.compile(r"[Ss]tream #?(\d+)")
@@ -114,17 +127,39 @@ def _kineto_events(events: Iterable[dict[str, Any]]) -> tuple[Events, set[Any]]:
             if event.get("cat") == "user_annotation":
                 continue  # record_function ranges other than steps nest ops but are not ops
             extra = args if name in SHAPED_OPS else None
-            add(OP, name, (event.get("pid"), event.get("tid")), float(event["ts"]), float(event.get("dur", 0)),
-                "host", extra=extra)
+            add(
+                OP,
+                name,
+                (event.get("pid"), event.get("tid")),
+                float(event["ts"]),
+                float(event.get("dur", 0)),
+                "host",
+                extra=extra,
+            )
         elif kind == RUNTIME:
-            add(RUNTIME, name, (event.get("pid"), event.get("tid")), float(event["ts"]), float(event.get("dur", 0)),
-                link=args.get("correlation"))
+            add(
+                RUNTIME,
+                name,
+                (event.get("pid"), event.get("tid")),
+                float(event["ts"]),
+                float(event.get("dur", 0)),
+                link=args.get("correlation"),
+            )
         else:
             gpu = args.get("device", event.get("pid"))
             stream = args.get("stream", event.get("tid"))
             gpus.add(gpu)
-            add(kind, name, (f"GPU {gpu}", stream), float(event["ts"]), float(event.get("dur", 0)), f"GPU {gpu}",
-                str(stream), args.get("correlation"), args)
+            add(
+                kind,
+                name,
+                (f"GPU {gpu}", stream),
+                float(event["ts"]),
+                float(event.get("dur", 0)),
+                f"GPU {gpu}",
+                str(stream),
+                args.get("correlation"),
+                args,
+            )
     return out, gpus
 
 
@@ -174,13 +209,23 @@ def _tf1(events: list[dict[str, Any]], processes: dict[Any, str]) -> tuple[Event
         if kind != OP and op_type.upper().startswith("MEMCPY"):
             kind = "memcpy"
         link = (device, node) if node is not None and device.startswith("GPU") else None
-        out.add(kind, op_type, (event.get("pid"), event.get("tid")), float(event["ts"]), float(event.get("dur", 0)),
-                device, stream, link, {"node": node} if kind != OP else None)
+        out.add(
+            kind,
+            op_type,
+            (event.get("pid"), event.get("tid")),
+            float(event["ts"]),
+            float(event.get("dur", 0)),
+            device,
+            stream,
+            link,
+            {"node": node} if kind != OP else None,
+        )
     return out, {}, {"devices": sorted({role[1] for role in roles.values()})}
 
 
-def _tf2(events: list[dict[str, Any]], processes: dict[Any, str],
-         threads: dict[Any, str]) -> tuple[Events, dict[str, Any], dict[str, Any]]:
+def _tf2(
+    events: list[dict[str, Any]], processes: dict[Any, str], threads: dict[Any, str]
+) -> tuple[Events, dict[str, Any], dict[str, Any]]:
     devices: dict[Any, str] = {}
     for pid, name in processes.items():
         if found := _DEVICE_PROCESS.match(name):
@@ -196,15 +241,32 @@ def _tf2(events: list[dict[str, Any]], processes: dict[Any, str],
             found = _STREAM_THREAD.search(thread)
             stream = found.group(1) if found else str(tid)
             kind = "memcpy" if "memcpy" in name.lower() else "memset" if "memset" in name.lower() else "kernel"
-            out.add(kind, name, (pid, tid), float(event["ts"]), float(event.get("dur", 0)), devices[pid], stream,
-                    args.get("correlation_id"), args)
+            out.add(
+                kind,
+                name,
+                (pid, tid),
+                float(event["ts"]),
+                float(event.get("dur", 0)),
+                devices[pid],
+                stream,
+                args.get("correlation_id"),
+                args,
+            )
         elif name.startswith("$"):
             continue  # Python tracer frames
         elif "step_num" in args:
             out.add(STEP, f"{name}#{args['step_num']}", (pid, tid), float(event["ts"]), float(event.get("dur", 0)))
         else:
-            out.add(OP, name, (pid, tid), float(event["ts"]), float(event.get("dur", 0)), "host",
-                    link=args.get("correlation_id"), extra=args if name in SHAPED_OPS else None)
+            out.add(
+                OP,
+                name,
+                (pid, tid),
+                float(event["ts"]),
+                float(event.get("dur", 0)),
+                "host",
+                link=args.get("correlation_id"),
+                extra=args if name in SHAPED_OPS else None,
+            )
     return out, {}, {"devices": sorted(set(devices.values()))}
 
 
@@ -223,22 +285,36 @@ def _read(path: Path) -> Run:
         doc = rest()
         del events, rest, text  # the text goes before the tables are built
         columns, device, environment = _kineto(doc, columns, gpus)
-        return to_run(columns, path=path, fmt=NAME, dialect="kineto", device=device,
-                      environment={"dialect": "kineto", **environment}, notes=[])
+        return to_run(
+            columns,
+            path=path,
+            fmt=NAME,
+            dialect="kineto",
+            device=device,
+            environment={"dialect": "kineto", **environment},
+            notes=[],
+        )
     doc, events = parse_events(text, path)
     del text
     return from_events(doc, events, path, NAME)
 
 
-def from_events(doc: dict[str, Any], events: list[dict[str, Any]], path: Path, fmt: str,
-                environment_extra: dict[str, Any] | None = None) -> Run:
+def from_events(
+    doc: dict[str, Any],
+    events: list[dict[str, Any]],
+    path: Path,
+    fmt: str,
+    environment_extra: dict[str, Any] | None = None,
+) -> Run:
     """The run of a parsed trace (its top-level object and event list), in whichever dialect it is."""
     processes, threads = _processes(events)
     found = dialect(doc, events, processes)
     if found is None:
-        raise FormatError(f"{path}: a Chrome trace, but from no framework profiler gpuprof reads "
-                          "(no Kineto schema, TensorFlow device processes or JAX host/device processes)",
-                          "give a trace written by PyTorch's, TensorFlow's or JAX's profiler")
+        raise FormatError(
+            f"{path}: a Chrome trace, but from no framework profiler gpuprof reads "
+            "(no Kineto schema, TensorFlow device processes or JAX host/device processes)",
+            "give a trace written by PyTorch's, TensorFlow's or JAX's profiler",
+        )
     if found == "kineto":
         columns, device, environment = _kineto(doc, *_kineto_events(dropped(events)))
     elif found == "tf1-timeline":
@@ -246,5 +322,12 @@ def from_events(doc: dict[str, Any], events: list[dict[str, Any]], path: Path, f
     else:
         columns, device, environment = _tf2(events, processes, threads)
     del doc, events
-    return to_run(columns, path=path, fmt=fmt, dialect=found, device=device,
-                  environment={"dialect": found, **environment, **(environment_extra or {})}, notes=[])
+    return to_run(
+        columns,
+        path=path,
+        fmt=fmt,
+        dialect=found,
+        device=device,
+        environment={"dialect": found, **environment, **(environment_extra or {})},
+        notes=[],
+    )

@@ -34,8 +34,10 @@ def read(path: Path) -> Run:
                 continue
             match = _LINE.match(line.strip())
             if match is None:
-                raise FormatError(f"{path}:{number}: not a DL-Prof counter line (CPU:value::event): "
-                                  f"{line.strip()[:60]!r}", "give a file my_papi wrote with ':' as separator")
+                raise FormatError(
+                    f"{path}:{number}: not a DL-Prof counter line (CPU:value::event): {line.strip()[:60]!r}",
+                    "give a file my_papi wrote with ':' as separator",
+                )
             key = (int(match["cpu"]), match["event"])
             if key in blocks[-1]:
                 blocks.append({})
@@ -45,9 +47,24 @@ def read(path: Path) -> Run:
     launches = []
     for number, block in enumerate(blocks):
         for cpu in sorted({cpu for cpu, _ in block}):
-            metrics = [Metric(event, value, "event", origin=MEASURED)
-                       for (at, event), value in block.items() if at == cpu]
-            launches.append(Launch(f"block {number}", len(launches), f"cpu{cpu}", 1,
-                                   {"block": str(number), "cpu": str(cpu), "basis": BASIS}, metrics))
-    return Run(kind="import", format=NAME, source=str(path), device={"kind": "cpu"}, launches=launches,
-               notes=[f"{len(blocks)} block(s) of counts (one per start/stop of the event set; the file names none)"])
+            metrics = [
+                Metric(event, value, "event", origin=MEASURED) for (at, event), value in block.items() if at == cpu
+            ]
+            launches.append(
+                Launch(
+                    f"block {number}",
+                    len(launches),
+                    f"cpu{cpu}",
+                    1,
+                    {"block": str(number), "cpu": str(cpu), "basis": BASIS},
+                    metrics,
+                )
+            )
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device={"kind": "cpu"},
+        launches=launches,
+        notes=[f"{len(blocks)} block(s) of counts (one per start/stop of the event set; the file names none)"],
+    )

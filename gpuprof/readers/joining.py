@@ -32,7 +32,7 @@ def source_text(sources: Sequence[str]) -> str:
     """One name for several files: their common start and end around a '*'
     ('out.fp16.*.csv'), or the names joined by ' + ' when they share neither."""
     start = os.path.commonprefix(list(sources))
-    end = os.path.commonprefix([s[len(start):][::-1] for s in sources])[::-1]
+    end = os.path.commonprefix([s[len(start) :][::-1] for s in sources])[::-1]
     return f"{start}*{end}" if Path(start).name or end else " + ".join(sources)
 
 
@@ -57,8 +57,10 @@ def join(runs: Sequence[Run]) -> Run:
     if len(runs) < 2:
         raise InputError("joining needs at least two files", "give every file of the same application")
     _refuse_mixed(runs)
-    launches = pd.concat([run.launch_table.assign(file=i, position=np.arange(len(run.launch_table)))
-                          for i, run in enumerate(runs)], ignore_index=True)
+    launches = pd.concat(
+        [run.launch_table.assign(file=i, position=np.arange(len(run.launch_table))) for i, run in enumerate(runs)],
+        ignore_index=True,
+    )
     kernels = launches.groupby("index", sort=False)["kernel"].nunique()
     agreed = kernels.index[kernels == 1]
     notes = _disagreements(runs, launches, kernels)
@@ -69,20 +71,28 @@ def join(runs: Sequence[Run]) -> Run:
     kept = launches[launches["index"].isin(agreed)]
     new_position = pd.Series(np.arange(len(agreed)), index=agreed)
     first = kept.drop_duplicates("index")
-    launch_table = tables.launch_table(first["kernel"].tolist(), first["index"].tolist(),
-                                       first["device"].tolist(), first["invocations"].tolist(),
-                                       [dict(a) for a in first["attributes"].tolist()])
+    launch_table = tables.launch_table(
+        first["kernel"].tolist(),
+        first["index"].tolist(),
+        first["device"].tolist(),
+        first["invocations"].tolist(),
+        [dict(a) for a in first["attributes"].tolist()],
+    )
     metrics, disagreeing = _metrics(runs, kept, new_position)
     notes += disagreeing
     notes = [f"{Path(run.source).name}: {note}" for run in runs for note in run.notes] + notes
     sources = [run.source for run in runs]
     formats = sorted({run.format for run in runs})
-    counted = any(cycles_unchecked(run) and _ELAPSED & set(run.metric_table["metric"].cat.categories)
-                  for run in runs)
-    return Run(kind="import", format=formats[0] if len(formats) == 1 else "joined", source=source_text(sources),
-               device=_agreed(run.device for run in runs),
-               environment={**runs[0].environment, "joined": sources, "cycles_beside_counts": counted},
-               notes=notes, tables=(launch_table, metrics))
+    counted = any(cycles_unchecked(run) and _ELAPSED & set(run.metric_table["metric"].cat.categories) for run in runs)
+    return Run(
+        kind="import",
+        format=formats[0] if len(formats) == 1 else "joined",
+        source=source_text(sources),
+        device=_agreed(run.device for run in runs),
+        environment={**runs[0].environment, "joined": sources, "cycles_beside_counts": counted},
+        notes=notes,
+        tables=(launch_table, metrics),
+    )
 
 
 def _named(run: Run) -> tuple[set[str], set[str]]:
@@ -100,16 +110,19 @@ def _refuse_mixed(runs: Sequence[Run]) -> None:
     tools = {Path(run.source).name: str(run.environment.get("tool") or run.format) for run in runs}
     if len(set(tools.values())) > 1:
         listed = "; ".join(f"{name} from {tool}" for name, tool in tools.items())
-        raise InputError(f"--join needs files of one tool, and these come from several ({listed})",
-                         "join only the files one profiler wrote for the same application; import the others "
-                         "without --join")
+        raise InputError(
+            f"--join needs files of one tool, and these come from several ({listed})",
+            "join only the files one profiler wrote for the same application; import the others without --join",
+        )
     for kind, index in (("GPU", 0), ("compute capability", 1)):
         stated = {Path(run.source).name: _named(run)[index] for run in runs}
         distinct = set().union(*stated.values())
         if len(distinct) > 1:
             listed = "; ".join(f"{name}: {', '.join(sorted(values))}" for name, values in stated.items() if values)
-            raise InputError(f"--join needs files of one GPU, and these name different ones ({kind} {listed})",
-                             "join only files profiled on the same GPU; import the others without --join")
+            raise InputError(
+                f"--join needs files of one GPU, and these name different ones ({kind} {listed})",
+                "join only files profiled on the same GPU; import the others without --join",
+            )
 
 
 def _disagreements(runs: Sequence[Run], launches: pd.DataFrame, kernels: pd.Series) -> list[str]:
@@ -118,10 +131,13 @@ def _disagreements(runs: Sequence[Run], launches: pd.DataFrame, kernels: pd.Seri
     if not len(bad):
         return []
     example = launches[launches["index"] == bad[0]].drop_duplicates("kernel")
-    named = "; ".join(f"'{kernel}' in {Path(runs[file].source).name}"
-                      for kernel, file in zip(example["kernel"], example["file"]))
-    return [f"{len(bad)} of {len(kernels)} launch IDs name different kernels in different files and were "
-            f"left out (the files come from separate runs; ID {bad[0]}: {named})"]
+    named = "; ".join(
+        f"'{kernel}' in {Path(runs[file].source).name}" for kernel, file in zip(example["kernel"], example["file"])
+    )
+    return [
+        f"{len(bad)} of {len(kernels)} launch IDs name different kernels in different files and were "
+        f"left out (the files come from separate runs; ID {bad[0]}: {named})"
+    ]
 
 
 def _metrics(runs: Sequence[Run], kept: pd.DataFrame, new_position: pd.Series) -> tuple[pd.DataFrame, list[str]]:
@@ -142,8 +158,9 @@ def _metrics(runs: Sequence[Run], kept: pd.DataFrame, new_position: pd.Series) -
     duplicate = rows.duplicated(["launch", "metric"])
     notes = _disagreeing_values(rows, new_position.index.to_numpy())
     rows = rows[~duplicate]
-    columns = {c: rows[c].tolist() if c in tables.CATEGORY_COLUMNS else rows[c].to_numpy()
-               for c in tables.METRIC_COLUMNS}
+    columns = {
+        c: rows[c].tolist() if c in tables.CATEGORY_COLUMNS else rows[c].to_numpy() for c in tables.METRIC_COLUMNS
+    }
     columns["text"] = rows["text"].tolist()
     return tables.metric_table(**columns), notes
 
@@ -163,10 +180,12 @@ def _disagreeing_values(rows: pd.DataFrame, ids: np.ndarray) -> list[str]:
     if not len(bad):
         return []
     (launch, metric), worst = bad.index[0], bad.iloc[0]
-    return [f"{len(bad)} metric value(s) differ by more than {DISAGREE:.0%} between files that measured the "
-            f"same launch (e.g. {metric} of ID {ids[launch]}: {worst['min']:g} and "
-            f"{worst['max']:g}); the first file's value is kept — passes of the same launches should agree, so "
-            "one of them is off (an instrumented pass inflates cycles)"]
+    return [
+        f"{len(bad)} metric value(s) differ by more than {DISAGREE:.0%} between files that measured the "
+        f"same launch (e.g. {metric} of ID {ids[launch]}: {worst['min']:g} and "
+        f"{worst['max']:g}); the first file's value is kept — passes of the same launches should agree, so "
+        "one of them is off (an instrumented pass inflates cycles)"
+    ]
 
 
 def _agreed(devices: object) -> dict[str, str]:

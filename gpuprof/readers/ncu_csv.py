@@ -48,12 +48,18 @@ _REQUIRED = ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
 
 # Per-launch columns ncu repeats on every row, and the Launch.attributes key each becomes.
 LAUNCH_COLUMNS = {
-    "Process ID": "pid", "Process Name": "process", "Host Name": "host", "Kernel Time": "time",
-    "Context": "context", "Stream": "stream", "Block Size": "block", "Grid Size": "grid",
-    "Device": "device", "CC": "cc",
+    "Process ID": "pid",
+    "Process Name": "process",
+    "Host Name": "host",
+    "Kernel Time": "time",
+    "Context": "context",
+    "Stream": "stream",
+    "Block Size": "block",
+    "Grid Size": "grid",
+    "Device": "device",
+    "CC": "cc",
 }
-_RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
-                 "Estimated Speedup")
+_RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -62,8 +68,9 @@ def sniff(path: Path, head: str) -> bool:
     if head_has_csv_header(head, _REQUIRED):
         return True
     lines = head.splitlines()
-    return (any(line.startswith(("==PROF==", "==ERROR==")) for line in lines)
-            and not any(line.startswith('"') for line in lines))
+    return any(line.startswith(("==PROF==", "==ERROR==")) for line in lines) and not any(
+        line.startswith('"') for line in lines
+    )
 
 
 def launch_columns(header: Sequence[str]) -> dict[str, int]:
@@ -85,8 +92,9 @@ def read(path: Path) -> Run:
         header, _ = find_csv_header(handle, _REQUIRED, log)
         if header is None:
             raise log.failure(path) or FormatError(
-                f"{path}: no Nsight Compute CSV header (\"ID\",...,\"Metric Value\") found",
-                "Export the details page with `ncu --csv --page details` or `ncu --import X.ncu-rep --csv`")
+                f'{path}: no Nsight Compute CSV header ("ID",...,"Metric Value") found',
+                "Export the details page with `ncu --csv --page details` or `ncu --import X.ncu-rep --csv`",
+            )
         table = _Table(header)
         with gc_paused():
             skip = _bulk.skip_for(path, handle, len(header))
@@ -98,10 +106,19 @@ def read(path: Path) -> Run:
         failure = log.failure(path)
         if failure:
             raise failure
-        raise FormatError(f"{path}: the Nsight Compute CSV has a header but no complete metric rows",
-                          "Re-export it; the file may be truncated")
-    return Run(kind="import", format=NAME, source=str(path), device=run_device(repeat(""), table.attributes),
-               environment={"tool": "ncu"}, notes=notes, tables=table.tables())
+        raise FormatError(
+            f"{path}: the Nsight Compute CSV has a header but no complete metric rows",
+            "Re-export it; the file may be truncated",
+        )
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device=run_device(repeat(""), table.attributes),
+        environment={"tool": "ncu"},
+        notes=notes,
+        tables=table.tables(),
+    )
 
 
 class _Table:
@@ -141,8 +158,17 @@ class _Table:
         self.truncated = False
 
     def layout(self) -> _bulk.Layout:
-        return _bulk.Layout(self.columns, self.i_id, self.i_kernel, self.i_name, self.i_unit, self.i_value,
-                            self.i_section, self.i_rule, self.launch_columns)
+        return _bulk.Layout(
+            self.columns,
+            self.i_id,
+            self.i_kernel,
+            self.i_name,
+            self.i_unit,
+            self.i_value,
+            self.i_section,
+            self.i_rule,
+            self.launch_columns,
+        )
 
     def take(self, rows: _bulk.Rows) -> bool:
         """One chunk of the bulk path's columns as this table's launches and metric rows, its text
@@ -157,8 +183,12 @@ class _Table:
             self.new_launches(rows.launch_ids[on:], rows.kernels[on:], rows.attributes[on:])
         counts = np.diff(rows.bounds)
         first = len(self.kernels) - len(rows.launch_ids)
-        self.pieces.append({"launch": np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
-                            **metric_columns(rows.names, rows.units, rows.values)})
+        self.pieces.append(
+            {
+                "launch": np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
+                **metric_columns(rows.names, rows.units, rows.values),
+            }
+        )
         for launch_id, row in rows.rules:
             self.add_rule(self.positions[launch_id], row)
         sections = rows.sections
@@ -168,7 +198,8 @@ class _Table:
             for position, start, end in zip(range(first, first + len(counts)), bounds, bounds[1:]):
                 if end > start:  # each launch's distinct sections, in file order
                     self.sections[position].extend(  # type: ignore[attr-defined]
-                        [sections[start]] if one_section else dict.fromkeys(sections[start:end].tolist()))
+                        [sections[start]] if one_section else dict.fromkeys(sections[start:end].tolist())
+                    )
         return True
 
     def read(self, handle: TextIO, log: ToolLog) -> None:
@@ -207,8 +238,7 @@ class _Table:
         launch_id = row[self.i_id]
         position = self.positions.get(launch_id)
         if position is None:
-            position = self.new_launch(launch_id, row[self.i_kernel],
-                                       {key: row[i] for key, i in self.launch_columns})
+            position = self.new_launch(launch_id, row[self.i_kernel], {key: row[i] for key, i in self.launch_columns})
         name = row[self.i_name]
         if not name:
             if self.i_rule is not None and len(row) > self.i_rule:
@@ -225,8 +255,9 @@ class _Table:
     def new_launch(self, launch_id: str, kernel: str, attributes: dict[str, str]) -> int:
         return self.new_launches([launch_id], [kernel], [attributes])
 
-    def new_launches(self, launch_ids: Sequence[str], kernels: Sequence[str],
-                     attributes: Sequence[dict[str, str]]) -> int:
+    def new_launches(
+        self, launch_ids: Sequence[str], kernels: Sequence[str], attributes: Sequence[dict[str, str]]
+    ) -> int:
         """Add launches new to the table (the bulk path adds them all at once); the last one's position."""
         first = len(self.kernels)
         positions = range(first, first + len(launch_ids))
@@ -239,6 +270,7 @@ class _Table:
 
     def add_rule(self, position: int, row: Sequence[str]) -> None:
         """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
+
         def cell(name: str) -> str:  # '' for a rule column the header or the row lacks
             return row[self.col[name]] if name in self.col and self.col[name] < len(row) else ""
 
@@ -264,10 +296,15 @@ class _Table:
             if len(sections):
                 attributes["sections"] = "; ".join(dict.fromkeys(sections))
         count = len(self.kernels)
-        columns = (_joined(self.pieces) if self.pieces
-                   else {"launch": self.launch, **metric_columns(self.names, self.units, self.texts)})
-        return (tables.launch_table(self.kernels, self.indices, [""] * count, [1] * count, self.attributes),
-                tables.metric_table(**columns))
+        columns = (
+            _joined(self.pieces)
+            if self.pieces
+            else {"launch": self.launch, **metric_columns(self.names, self.units, self.texts)}
+        )
+        return (
+            tables.launch_table(self.kernels, self.indices, [""] * count, [1] * count, self.attributes),
+            tables.metric_table(**columns),
+        )
 
 
 def _joined(pieces: list[dict[str, object]]) -> dict[str, object]:
@@ -285,11 +322,17 @@ def _joined(pieces: list[dict[str, object]]) -> dict[str, object]:
         if len(parts) == 1 or isinstance(first, str):  # the origin is one string for every row
             joined[key] = first
         elif key == "text":
-            joined[key] = (None if all(part is None for part in parts) else np.concatenate(
-                [np.full(count, None, dtype=object) if part is None else part for count, part in zip(rows, parts)]))
+            joined[key] = (
+                None
+                if all(part is None for part in parts)
+                else np.concatenate(
+                    [np.full(count, None, dtype=object) if part is None else part for count, part in zip(rows, parts)]
+                )
+            )
         elif hasattr(first, "categories"):
             joined[key] = union_categoricals(  # an empty chunk's categories have no string dtype
-                [pd.Categorical.from_codes(part.codes, pd.Index(part.categories, dtype=object)) for part in parts])
+                [pd.Categorical.from_codes(part.codes, pd.Index(part.categories, dtype=object)) for part in parts]
+            )
         else:
             joined[key] = np.concatenate(parts)
         del parts, first

@@ -12,7 +12,14 @@ from pathlib import Path
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.readers._text import (
-    CsvRows, ToolLog, cut_off, ends_with_newline, find_csv_header, head_has_csv_header, metric_maker, open_text,
+    CsvRows,
+    ToolLog,
+    cut_off,
+    ends_with_newline,
+    find_csv_header,
+    head_has_csv_header,
+    metric_maker,
+    open_text,
     parse_count,
 )
 from gpuprof.readers.ncu_csv import LAUNCH_COLUMNS, launch_columns, run_device
@@ -35,26 +42,35 @@ def read(path: Path) -> Run:
     with open_text(path) as handle:
         header, _ = find_csv_header(handle, _REQUIRED, log)
         if header is None:
-            raise log.failure(path) or FormatError(f"{path}: no Nsight Compute raw-page CSV header found",
-                                               "Export it with `ncu --page raw --csv`")
+            raise log.failure(path) or FormatError(
+                f"{path}: no Nsight Compute raw-page CSV header found", "Export it with `ncu --page raw --csv`"
+            )
         rows = CsvRows(handle, log, cut=cut_off(path), open_end=not ends_with_newline(path))
         launches, skipped = _launches(header, rows)
     notes = log.notes() + rows.notes()
     if skipped:
         notes.append(f"{skipped} row(s) with a different number of fields than the header were skipped")
     if not launches:
-        raise log.failure(path) or FormatError(f"{path}: the raw-page CSV has a header but no launch rows",
-                                           "Re-export it; the file may be truncated")
-    return Run(kind="import", format=NAME, source=str(path),
-               device=run_device((launch.device for launch in launches), (launch.attributes for launch in launches)),
-               environment={"tool": "ncu"}, launches=launches, notes=notes)
+        raise log.failure(path) or FormatError(
+            f"{path}: the raw-page CSV has a header but no launch rows", "Re-export it; the file may be truncated"
+        )
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device=run_device((launch.device for launch in launches), (launch.attributes for launch in launches)),
+        environment={"tool": "ncu"},
+        launches=launches,
+        notes=notes,
+    )
 
 
 def _launches(header: list[str], rows: CsvRows) -> tuple[list[Launch], int]:
     i_id, i_kernel = header.index("ID"), header.index("Kernel Name")
     attributes = launch_columns(header)
-    metric_columns = [i for i, name in enumerate(header) if name not in LAUNCH_COLUMNS
-                      and name not in ("ID", "Kernel Name")]
+    metric_columns = [
+        i for i, name in enumerate(header) if name not in LAUNCH_COLUMNS and name not in ("ID", "Kernel Name")
+    ]
     units = [""] * len(header)
     make = metric_maker()
     launches: list[Launch] = []
@@ -66,8 +82,11 @@ def _launches(header: list[str], rows: CsvRows) -> tuple[list[Launch], int]:
         if not row[i_id]:  # the units row
             units = row
             continue
-        launch = Launch(kernel=row[i_kernel], index=parse_count(row[i_id], len(launches)),
-                        attributes={key: row[i] for key, i in attributes.items()})
+        launch = Launch(
+            kernel=row[i_kernel],
+            index=parse_count(row[i_id], len(launches)),
+            attributes={key: row[i] for key, i in attributes.items()},
+        )
         launch.metrics = [make(header[i], units[i], row[i]) for i in metric_columns if row[i] != ""]
         name = launch.value("device__attribute_display_name")
         launch.device = name if isinstance(name, str) else ""

@@ -9,13 +9,12 @@ have per-instance values only (``memory_access_type`` ...), which have no single
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from gpuprof.model import catalog, tables
 from gpuprof.errors import FormatError
-from gpuprof.model import Run
+from gpuprof.model import Run, catalog, tables
 from gpuprof.readers._text import metric_columns
 from gpuprof.readers.ncu_csv import run_device
 
@@ -45,21 +44,28 @@ def check_loadable(path: Path) -> None:
 def _raise_for(path: Path, status: int | None, answer: tuple[Any, ...] | None) -> Any:
     """What the child read, or the FormatError for how it ended."""
     if status is None:
-        raise FormatError(f"{path}: ncu_report did not finish loading it within {PROBE_TIMEOUT_S} s",
-                          "check that it is a complete Nsight Compute report (.ncu-rep)")
+        raise FormatError(
+            f"{path}: ncu_report did not finish loading it within {PROBE_TIMEOUT_S} s",
+            "check that it is a complete Nsight Compute report (.ncu-rep)",
+        )
     if status:
-        raise FormatError(f"{path}: ncu_report crashed loading it (signal {status}): the report "
-                          "is damaged", "re-export it from Nsight Compute, or profile again")
+        raise FormatError(
+            f"{path}: ncu_report crashed loading it (signal {status}): the report is damaged",
+            "re-export it from Nsight Compute, or profile again",
+        )
     if answer is None:  # the child ended without a signal or a word
-        raise FormatError(f"{path}: ncu_report stopped reading it without a result",
-                          "re-export it from Nsight Compute, or profile again")
+        raise FormatError(
+            f"{path}: ncu_report stopped reading it without a result",
+            "re-export it from Nsight Compute, or profile again",
+        )
     if answer[0] == "error":
         raise FormatError(*answer[1:])
     return answer[1]
 
 
-def _in_child(path: Path, mode: str, meanwhile: Callable[[], object] = lambda: None
-              ) -> tuple[int | None, tuple[Any, ...] | None]:
+def _in_child(
+    path: Path, mode: str, meanwhile: Callable[[], object] = lambda: None
+) -> tuple[int | None, tuple[Any, ...] | None]:
     """Run the reading child on ``path``: (the signal that ended it, 0 when it ended normally, None
     when it ran past the time limit and was killed; its answer, None when it gave none). The parent
     runs ``meanwhile`` while it waits.
@@ -68,8 +74,8 @@ def _in_child(path: Path, mode: str, meanwhile: Callable[[], object] = lambda: N
     complete answer is the normal end, so the parent goes on at once and a thread reaps the child,
     whose exit (unmapping NVIDIA's 37 MB library) takes longer than a small report's read."""
     import importlib.util
-    import os
     import marshal
+    import os
     import select
     import subprocess
     import sys
@@ -79,10 +85,13 @@ def _in_child(path: Path, mode: str, meanwhile: Callable[[], object] = lambda: N
     spec = importlib.util.find_spec("ncu_report")
     if spec is None:
         _module(path)  # the FormatError naming the extra
-    site_dir = str(Path(spec.submodule_search_locations[0] if spec.submodule_search_locations
-                        else spec.origin).parent)
-    child = subprocess.Popen([sys.executable, "-I", "-S", str(_CHILD), mode, str(path), site_dir],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    site_dir = str(Path(spec.submodule_search_locations[0] if spec.submodule_search_locations else spec.origin).parent)
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-S", str(_CHILD), mode, str(path), site_dir],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + PROBE_TIMEOUT_S
     meanwhile()
     chunks: list[bytes] = []
@@ -121,8 +130,10 @@ def _module(path: Path) -> Any:
     try:
         import ncu_report
     except ImportError:
-        raise FormatError(f"{path}: reading .ncu-rep reports needs NVIDIA's ncu_report module",
-                          'Install it with: pip install "gpuprof-hpc[ncu]"') from None
+        raise FormatError(
+            f"{path}: reading .ncu-rep reports needs NVIDIA's ncu_report module",
+            'Install it with: pip install "gpuprof-hpc[ncu]"',
+        ) from None
     return ncu_report
 
 
@@ -135,14 +146,31 @@ def read(path: Path) -> Run:
             unnamed.append(position)
         kernels.append(name)
     if not kernels:
-        raise FormatError(f"{path}: the report holds no profiled kernels (empty or truncated)",
-                          "Re-export it from Nsight Compute, or profile again")
-    notes = [(f"launch(es) {', '.join(map(str, unnamed))} have no kernel name in the report "
-              "(damaged?): shown as '(unnamed kernel N)'")] if unnamed else []
+        raise FormatError(
+            f"{path}: the report holds no profiled kernels (empty or truncated)",
+            "Re-export it from Nsight Compute, or profile again",
+        )
+    notes = (
+        [
+            (
+                f"launch(es) {', '.join(map(str, unnamed))} have no kernel name in the report "
+                "(damaged?): shown as '(unnamed kernel N)'"
+            )
+        ]
+        if unnamed
+        else []
+    )
     count = len(kernels)
     launch_table = tables.launch_table(kernels, range(count), columns["devices"], [1] * count, columns["attributes"])
-    metric_table = tables.metric_table(columns["launch"], **metric_columns(columns["names"], columns["units"],
-                                                                            columns["texts"]))
-    return Run(kind="import", format=NAME, source=str(path),
-               device=run_device(columns["devices"], columns["attributes"]),
-               environment={"tool": "ncu"}, notes=notes, tables=(launch_table, metric_table))
+    metric_table = tables.metric_table(
+        columns["launch"], **metric_columns(columns["names"], columns["units"], columns["texts"])
+    )
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device=run_device(columns["devices"], columns["attributes"]),
+        environment={"tool": "ncu"},
+        notes=notes,
+        tables=(launch_table, metric_table),
+    )

@@ -59,9 +59,11 @@ def _blocks(path: Path) -> list[tuple[str, list[dict[str, str]], list[str]]]:
             # dict() keeps the last of a repeated column name; the stall columns are unique.
             blocks[-1][1].append(dict(zip(header, record)))
     if not blocks or not any(rows for _, rows, _ in blocks):
-        raise FormatError(f"{path}: no source-page rows (expected a \"Kernel Name\" line, an "
-                          "Address,Source header and instruction rows)",
-                          "export with: ncu --page source --csv --import REPORT.ncu-rep > out.csv")
+        raise FormatError(
+            f'{path}: no source-page rows (expected a "Kernel Name" line, an '
+            "Address,Source header and instruction rows)",
+            "export with: ncu --page source --csv --import REPORT.ncu-rep > out.csv",
+        )
     return blocks
 
 
@@ -87,9 +89,13 @@ def instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
     for kernel, rows, header in _blocks(Path(path)):
         columns = _reason_columns(header)
         result[kernel] = [
-            InstructionSamples(int(row["Address"], 16), row.get("Source", ""),
-                               {reason: _number(row.get(col, "")) for col, reason in columns.items()})
-            for row in rows if row.get("Address", "").startswith("0x")
+            InstructionSamples(
+                int(row["Address"], 16),
+                row.get("Source", ""),
+                {reason: _number(row.get(col, "")) for col, reason in columns.items()},
+            )
+            for row in rows
+            if row.get("Address", "").startswith("0x")
         ]
     return result
 
@@ -109,8 +115,10 @@ def read(path: Path) -> Run:
         bad = next((n for n, count in enumerate(counts) if math.isnan(count)), None)
         if bad is None:
             return sum(counts)
-        unreadable.append(f"{kernel}: {column} of instruction {rows[bad].get('Address', bad)} is "
-                          f"'{shortened(rows[bad].get(column, ''), 40)}', not a count: the kernel's sum is kept as missing")
+        unreadable.append(
+            f"{kernel}: {column} of instruction {rows[bad].get('Address', bad)} is "
+            f"'{shortened(rows[bad].get(column, ''), 40)}', not a count: the kernel's sum is kept as missing"
+        )
         return None
 
     for index, (kernel, rows, header) in enumerate(_blocks(Path(path))):
@@ -119,12 +127,20 @@ def read(path: Path) -> Run:
         metrics = [Metric(_pcsamp_name(reason), total(kernel, rows, col), "sample") for col, reason in columns.items()]
         if all_column:
             metrics.append(Metric("smsp__pcsamp_sample_count", total(kernel, rows, all_column), "sample"))
-        launches.append(Launch(kernel=kernel, index=index, attributes={"instructions": str(len(rows))},
-                               metrics=metrics))
-    return Run(kind="import", format=NAME, source=str(path), launches=launches,
-               notes=["PC-sampling counts summed over the instructions listed in the file; an excerpt "
-                      "covers only its rows", *unreadable[:5],
-                      *([f"{len(unreadable) - 5} more sums kept as missing"] if len(unreadable) > 5 else [])])
+        launches.append(
+            Launch(kernel=kernel, index=index, attributes={"instructions": str(len(rows))}, metrics=metrics)
+        )
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        launches=launches,
+        notes=[
+            "PC-sampling counts summed over the instructions listed in the file; an excerpt covers only its rows",
+            *unreadable[:5],
+            *([f"{len(unreadable) - 5} more sums kept as missing"] if len(unreadable) > 5 else []),
+        ],
+    )
 
 
 def rep_instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
@@ -136,8 +152,9 @@ def rep_instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
     try:
         import ncu_report
     except ImportError:
-        raise ProfilerError("reading .ncu-rep source samples needs NVIDIA's ncu-report module",
-                            'pip install "gpuprof-hpc[ncu]"') from None
+        raise ProfilerError(
+            "reading .ncu-rep source samples needs NVIDIA's ncu-report module", 'pip install "gpuprof-hpc[ncu]"'
+        ) from None
 
     check_loadable(Path(path))
     report = ncu_report.load_report(str(path))
@@ -157,6 +174,8 @@ def rep_instructions(path: str | Path) -> dict[str, list[InstructionSamples]]:
                     per_pc.setdefault(ids.as_uint64(i), {})[kind[1]] = metric.as_double(i)
             if per_pc:
                 kernel = action.name(ncu_report.IAction.NameBase_DEMANGLED)
-                result[kernel] = [InstructionSamples(pc, action.sass_by_pc(pc) or "", samples)
-                                  for pc, samples in sorted(per_pc.items())]
+                result[kernel] = [
+                    InstructionSamples(pc, action.sass_by_pc(pc) or "", samples)
+                    for pc, samples in sorted(per_pc.items())
+                ]
     return result

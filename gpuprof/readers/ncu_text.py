@@ -37,20 +37,26 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError, shortened
 from gpuprof.model import Launch, Run
-from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, number, open_text, parse_count
 from gpuprof.model.units import parse_locale_number
+from gpuprof.readers._text import ToolLog, convert_cell, metric_maker, number, open_text, parse_count
 
 NAME = "ncu-text"
-DESCRIPTION = ("Nsight Compute console output: details page (ncu [--metrics ...] without --csv) and "
-               "--print-summary tables, fixed-width")
+DESCRIPTION = (
+    "Nsight Compute console output: details page (ncu [--metrics ...] without --csv) and "
+    "--print-summary tables, fixed-width"
+)
 
 # Tempered and possessive groups: each part ends at its first separator, so a long line is read once.
-_KERNEL = re.compile(r"^\s*+(?P<name>\S(?:(?!, Block Size ).)*+), Block Size (?P<block>(?:(?!, Grid Size ).)++), "
-                     r"Grid Size (?P<grid>.+?), (?P<invocations>\d++) invocations?\s*+$")
+_KERNEL = re.compile(
+    r"^\s*+(?P<name>\S(?:(?!, Block Size ).)*+), Block Size (?P<block>(?:(?!, Grid Size ).)++), "
+    r"Grid Size (?P<grid>.+?), (?P<invocations>\d++) invocations?\s*+$"
+)
 # Possessive groups: a fuzzed line of a megabyte must not make the name split in many ways.
-_LAUNCH = re.compile(r"^\s*(?P<name>\S.*?) \((?P<grid>\d++, \d++, \d++)\)x\((?P<block>\d++, \d++, \d++)\), "
-                     r"Context (?P<context>\d++), Stream (?P<stream>\d++)"
-                     r"(?:, Device (?P<device>\d++))?(?:, CC (?P<cc>\d++\.\d++))?\s*$")
+_LAUNCH = re.compile(
+    r"^\s*(?P<name>\S.*?) \((?P<grid>\d++, \d++, \d++)\)x\((?P<block>\d++, \d++, \d++)\), "
+    r"Context (?P<context>\d++), Stream (?P<stream>\d++)"
+    r"(?:, Device (?P<device>\d++))?(?:, CC (?P<cc>\d++\.\d++))?\s*$"
+)
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+(?:Minimum\s+Maximum\s+Average|Metric Value)\s*$")
 _DASHES = re.compile(r"-+")
 _PROCESS = re.compile(r"\[(?P<pid>\d++)\]\s++(?P<process>\S.*)")
@@ -81,9 +87,10 @@ def read(path: Path) -> Run:
         page.line(line)
     launches = page.finish()
     if not launches or not any(launch.metrics for launch in launches):
-        raise log.failure(path) or FormatError(f"{path}: no Nsight Compute metric tables with rows found",
-                                               "Give a complete ncu console log (details page or "
-                                               "--print-summary), e.g. one written with --log-file")
+        raise log.failure(path) or FormatError(
+            f"{path}: no Nsight Compute metric tables with rows found",
+            "Give a complete ncu console log (details page or --print-summary), e.g. one written with --log-file",
+        )
     notes = log.notes()
     if page.decimal != ".":
         notes.append(f"numbers use '{page.decimal}' as decimal mark (ncu follows the locale)")
@@ -91,10 +98,19 @@ def read(path: Path) -> Run:
     if len(page.unreadable) > 5:
         notes.append(f"{len(page.unreadable) - 5} more rows that do not fit their table were left out")
     if page.omitted:
-        notes.append(f"the file marks {page.omitted} place(s) where lines were left out ([...]); "
-                     "only the lines present were read")
-    return Run(kind="import", format=NAME, source=str(path), device=_device(launches),
-               environment={"tool": "ncu"}, launches=launches, notes=notes)
+        notes.append(
+            f"the file marks {page.omitted} place(s) where lines were left out ([...]); "
+            "only the lines present were read"
+        )
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device=_device(launches),
+        environment={"tool": "ncu"},
+        launches=launches,
+        notes=notes,
+    )
 
 
 def _process(stripped: str) -> dict[str, str] | None:
@@ -108,7 +124,7 @@ def _process(stripped: str) -> dict[str, str] | None:
     at = rest.find("@", max(last_word, 1))
     if at < 0 or at == len(rest) - 1:
         return None
-    return {"pid": match["pid"], "process": rest[:at], "host": rest[at + 1:]}
+    return {"pid": match["pid"], "process": rest[:at], "host": rest[at + 1 :]}
 
 
 class _Page:
@@ -121,11 +137,11 @@ class _Page:
         self.launch: Launch | None = None
         self.section = ""
         self.columns: list[int] | None = None  # start of each fixed-width column
-        self.rows = 0                          # rows read in the current table
-        self.rule: list[str] | None = None     # the rule paragraph being read
+        self.rows = 0  # rows read in the current table
+        self.rule: list[str] | None = None  # the rule paragraph being read
         self.rules: dict[int, list[str]] = {}  # id(launch) -> its rule paragraphs
         self.omitted = 0
-        self.unreadable: list[str] = []        # rows that do not fit their table, kept as missing
+        self.unreadable: list[str] = []  # rows that do not fit their table, kept as missing
         self.make = metric_maker()
 
     def line(self, line: str) -> None:
@@ -187,16 +203,20 @@ class _Page:
     def _details_launch(self, match: re.Match[str]) -> None:
         attributes = {**self.context, **{k: v for k, v in match.groupdict().items() if v and k != "name"}}
         self.launch = self.launches[(str(len(self.launches)),)] = Launch(
-            kernel=match["name"], index=len(self.launches), attributes=attributes)
+            kernel=match["name"], index=len(self.launches), attributes=attributes
+        )
 
     def _summary_kernel(self, match: re.Match[str]) -> None:
         attributes = {**self.context, "block": match["block"].strip(), "grid": match["grid"].strip()}
         key = (match["name"], *attributes.values(), match["invocations"])
         launch = self.launches.get(key)
         if launch is None:
-            launch = self.launches[key] = Launch(kernel=match["name"], index=len(self.launches),
-                                                 invocations=parse_count(match["invocations"], 1),
-                                                 attributes=attributes)
+            launch = self.launches[key] = Launch(
+                kernel=match["name"],
+                index=len(self.launches),
+                invocations=parse_count(match["invocations"], 1),
+                attributes=attributes,
+            )
         self.launch = launch
 
     def _number(self, text: str) -> str:
@@ -231,8 +251,10 @@ class _Page:
             return
         cells = self._summary_cells(line) if len(starts) == 5 else self._details_cells(line)
         if cells is None:
-            self.unreadable.append(f"{shortened(self.launch.kernel, 60)}: the row '{shortened(line.strip(), 80)}' "
-                                   "does not fit its table's columns: its metric is kept as missing")
+            self.unreadable.append(
+                f"{shortened(self.launch.kernel, 60)}: the row '{shortened(line.strip(), 80)}' "
+                "does not fit its table's columns: its metric is kept as missing"
+            )
             return
         name, unit, *values = cells
         metric = self.make(name, unit, self._number(values[-1]))
@@ -240,9 +262,11 @@ class _Page:
             low, _ = convert_cell(self._number(values[0]), unit)
             high, _ = convert_cell(self._number(values[1]), unit)
             if low is None or high is None:
-                self.unreadable.append(f"{shortened(self.launch.kernel, 60)}: {shortened(name, 80)} has minimum "
-                                       f"'{shortened(values[0], 20)}' and maximum '{shortened(values[1], 20)}': "
-                                       "what is no number is kept as missing")
+                self.unreadable.append(
+                    f"{shortened(self.launch.kernel, 60)}: {shortened(name, 80)} has minimum "
+                    f"'{shortened(values[0], 20)}' and maximum '{shortened(values[1], 20)}': "
+                    "what is no number is kept as missing"
+                )
             metric = dataclasses.replace(metric, minimum=low, maximum=high)
         self.launch.metrics.append(metric)
         sections = self.launch.attributes.get("sections", "").split("; ")

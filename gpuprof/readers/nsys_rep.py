@@ -38,9 +38,10 @@ def sniff(path: Path, head: str) -> bool:
 def _without_nsys(path: Path) -> FormatError:
     sqlite_name = shlex.quote(f"{path.stem}.sqlite")
     command = f"nsys export --type sqlite --output {sqlite_name} {shlex.quote(str(path))}"
-    return FormatError(f"{path} is a binary Nsight Systems report, which only NVIDIA's nsys can read, "
-                       "and no nsys is on PATH",
-                       f"put nsys on PATH, or run '{command}' where nsys is, then 'gpuprof import {sqlite_name}'")
+    return FormatError(
+        f"{path} is a binary Nsight Systems report, which only NVIDIA's nsys can read, and no nsys is on PATH",
+        f"put nsys on PATH, or run '{command}' where nsys is, then 'gpuprof import {sqlite_name}'",
+    )
 
 
 def export(exe: str, path: Path, folder: Path) -> Path:
@@ -49,16 +50,26 @@ def export(exe: str, path: Path, folder: Path) -> Path:
     shutil.copyfile(path, copy)
     sqlite = folder / "report.sqlite"
     try:
-        done = subprocess.run([exe, "export", "--type", "sqlite", "--output", str(sqlite), str(copy)],
-                              capture_output=True, text=True, errors="replace", timeout=EXPORT_TIMEOUT_S,
-                              check=False)
+        done = subprocess.run(
+            [exe, "export", "--type", "sqlite", "--output", str(sqlite), str(copy)],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=EXPORT_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired as error:
-        raise FormatError(f"{path}: nsys export did not finish within {EXPORT_TIMEOUT_S} s",
-                          "export it yourself with 'nsys export --type sqlite' and import the .sqlite") from error
+        raise FormatError(
+            f"{path}: nsys export did not finish within {EXPORT_TIMEOUT_S} s",
+            "export it yourself with 'nsys export --type sqlite' and import the .sqlite",
+        ) from error
     said = " ".join((done.stderr or done.stdout).split())[-300:]
     if done.returncode != 0 or not sqlite.is_file():
-        fix = ("use the nsys that wrote it (or newer), or import its 'nsys export --type sqlite' output"
-               if "newer" in said else "check that it is a complete Nsight Systems report")
+        fix = (
+            "use the nsys that wrote it (or newer), or import its 'nsys export --type sqlite' output"
+            if "newer" in said
+            else "check that it is a complete Nsight Systems report"
+        )
         raise FormatError(f"{path}: {exe} export failed (exit {done.returncode}): {said or 'no message'}", fix)
     return sqlite
 
@@ -69,6 +80,12 @@ def read(path: Path) -> Run:
         raise _without_nsys(path)
     with tempfile.TemporaryDirectory(prefix="gpuprof-nsys-") as folder:
         exported = nsys_sqlite.read(export(exe, path, Path(folder)))
-    return Run(kind="import", format=NAME, source=str(path), device=exported.device,
-               environment={**exported.environment, "converted_by": f"{exe} export --type sqlite"},
-               notes=exported.notes, tables=(exported.launch_table, exported.metric_table))
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device=exported.device,
+        environment={**exported.environment, "converted_by": f"{exe} export --type sqlite"},
+        notes=exported.notes,
+        tables=(exported.launch_table, exported.metric_table),
+    )

@@ -29,16 +29,35 @@ from gpuprof.errors import FormatError
 from gpuprof.model import DERIVED, Launch, Metric, Run, catalog
 
 NAME = "nsys-sqlite"
-DESCRIPTION = ("Nsight Systems SQLite export (nsys export --type sqlite): kernels, memcpy/memset, CUDA runtime "
-               "API calls and NVTX ranges")
+DESCRIPTION = (
+    "Nsight Systems SQLite export (nsys export --type sqlite): kernels, memcpy/memset, CUDA runtime "
+    "API calls and NVTX ranges"
+)
 SQLITE_MAGIC = "SQLite format 3\x00"
 _MARKERS = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "TARGET_INFO_GPU")
 # CUPTI's copy and memory kinds (CUpti_ActivityMemcpyKind, CUpti_ActivityMemoryKind), as nvprof names them;
 # older exports have no ENUM_ tables to look them up in.
-_COPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
-               9: "HtoH", 10: "PtoP"}
-_MEMORY_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
-                 6: "Managed Static"}
+_COPY_KINDS = {
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+}
+_MEMORY_KINDS = {
+    0: "Pageable",
+    1: "Pinned",
+    2: "Device",
+    3: "Array",
+    4: "Managed",
+    5: "Device Static",
+    6: "Managed Static",
+}
 _UNIFIED = (11, 12, 13)  # Unified Memory page migrations: not launches, as nvprof's readers treat them
 _PUSH_POP, _START_END = 59, 60  # NVTX_EVENTS.eventType of ranges (ENUM_NSYS_EVENT_TYPE)
 
@@ -123,14 +142,16 @@ def _common(row: dict, kind: str) -> dict[str, str]:
 
 
 def _kernel(row: dict, strings: dict[int, str]) -> tuple[str, dict[str, str], list[Metric]]:
-    name = next((strings[row[c]] for c in ("demangledName", "shortName", "mangledName")
-                 if row.get(c) in strings), "")
+    name = next((strings[row[c]] for c in ("demangledName", "shortName", "mangledName") if row.get(c) in strings), "")
     attributes = _common(row, "kernel")
     for prefix in ("grid", "block"):
         if dims := _dims(row, prefix):
             attributes[prefix] = dims
-    for column, key in (("registersPerThread", "registers"), ("staticSharedMemory", "static_smem_bytes"),
-                        ("dynamicSharedMemory", "dynamic_smem_bytes")):
+    for column, key in (
+        ("registersPerThread", "registers"),
+        ("staticSharedMemory", "static_smem_bytes"),
+        ("dynamicSharedMemory", "dynamic_smem_bytes"),
+    ):
         if row.get(column) is not None:
             attributes[key] = str(row[column])
     return name, attributes, [Metric("Duration", _duration(row), "second", catalog.canonical("Duration"))]
@@ -163,12 +184,14 @@ def _memory(row: dict, kind: str, memory_kinds: dict[int, str]) -> tuple[str, di
 
 def _refuse(path: Path, tables: dict[str, list[str]]) -> FormatError:
     if "runs" in tables and "meta" in tables:
-        return FormatError(f"{path} is a gpuprof results store, not a profiler output",
-                           f"read it with '--store {path}', or add its runs to another store with "
-                           f"'gpuprof merge OUT_STORE {path}'")
-    return FormatError(f"{path} is an SQLite file but neither an Nsight Systems export nor a gpuprof results store",
-                       "give the file 'nsys export --type sqlite REPORT.nsys-rep' wrote, or a gpuprof store "
-                       "with --store")
+        return FormatError(
+            f"{path} is a gpuprof results store, not a profiler output",
+            f"read it with '--store {path}', or add its runs to another store with 'gpuprof merge OUT_STORE {path}'",
+        )
+    return FormatError(
+        f"{path} is an SQLite file but neither an Nsight Systems export nor a gpuprof results store",
+        "give the file 'nsys export --type sqlite REPORT.nsys-rep' wrote, or a gpuprof store with --store",
+    )
 
 
 def read(path: Path) -> Run:
@@ -176,15 +199,17 @@ def read(path: Path) -> Run:
         db = _connect(path)
         tables = _tables(db)
     except sqlite3.DatabaseError as error:
-        raise FormatError(f"{path}: cannot read this SQLite file ({error})",
-                          "give the complete file nsys export wrote") from None
+        raise FormatError(
+            f"{path}: cannot read this SQLite file ({error})", "give the complete file nsys export wrote"
+        ) from None
     try:
         if not any(marker in tables for marker in _MARKERS):
             raise _refuse(path, tables)
         return _read(path, db, tables)
     except sqlite3.DatabaseError as error:
-        raise FormatError(f"{path}: cannot read this Nsight Systems export ({error})",
-                          "give the complete file nsys export wrote") from None
+        raise FormatError(
+            f"{path}: cannot read this Nsight Systems export ({error})", "give the complete file nsys export wrote"
+        ) from None
     finally:
         db.close()
 
@@ -228,20 +253,32 @@ def _read(path: Path, db: sqlite3.Connection, tables: dict[str, list[str]]) -> R
         attributes["thread"] = str(row.get("globalTid"))
         if path_ := nvtx.path(row.get("globalTid"), row["start"]):
             attributes["nvtx"] = path_
-        launches.append(Launch(strings.get(row.get("nameId"), ""), len(launches), "", 1, attributes,
-                               [Metric("API Duration", _duration(row), "second")]))
+        launches.append(
+            Launch(
+                strings.get(row.get("nameId"), ""),
+                len(launches),
+                "",
+                1,
+                attributes,
+                [Metric("API Duration", _duration(row), "second")],
+            )
+        )
     if not launches:
-        raise FormatError(f"{path}: this Nsight Systems export holds no kernel, memory operation or CUDA API "
-                          "call", "profile with 'nsys profile -t cuda' an application that launches kernels")
+        raise FormatError(
+            f"{path}: this Nsight Systems export holds no kernel, memory operation or CUDA API call",
+            "profile with 'nsys profile -t cuda' an application that launches kernels",
+        )
     notes = []
     if migrations:
         notes.append(f"skipped {migrations} Unified Memory memcpy rows (page migrations, not launches)")
     if runtime:
-        notes.append(f"{len(runtime)} CUDA API calls stored as launches of kind 'api' (host side: not in "
-                     "the per-kernel table)")
+        notes.append(
+            f"{len(runtime)} CUDA API calls stored as launches of kind 'api' (host side: not in the per-kernel table)"
+        )
     if nvtx.count:
-        notes.append(f"{nvtx.count} NVTX ranges: each launch keeps the ranges open when it was launched "
-                     "(attribute nvtx)")
+        notes.append(
+            f"{nvtx.count} NVTX ranges: each launch keeps the ranges open when it was launched (attribute nvtx)"
+        )
     meta = {}
     for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if table in tables:
@@ -251,6 +288,12 @@ def _read(path: Path, db: sqlite3.Connection, tables: dict[str, list[str]]) -> R
     if meta.get("EXPORT_PRODUCT_VERSION"):
         environment["tool_version"] = meta["EXPORT_PRODUCT_VERSION"]
     used = {launch.device for launch in launches if launch.device}
-    return Run(kind="import", format=NAME, source=str(path),
-               device={"name": used.pop()} if len(used) == 1 else {},
-               environment=environment, launches=launches, notes=notes)
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device={"name": used.pop()} if len(used) == 1 else {},
+        environment=environment,
+        launches=launches,
+        notes=notes,
+    )

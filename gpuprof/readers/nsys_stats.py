@@ -33,29 +33,46 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof.model import units
 from gpuprof.errors import FormatError, ProfilerError
-from gpuprof.model import Launch, Metric, Run
+from gpuprof.model import Launch, Metric, Run, units
 from gpuprof.readers._text import column_spans, ends_with_newline, last_line_complete, open_text, split_csv_line
 
 NAME = "nsys-stats"
-DESCRIPTION = ("nsys stats / nsys profile --stats=true summaries of kernels, memory operations, CUDA API calls "
-               "and NVTX ranges (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum, "
-               "nvtx_sum and the pre-2022 gpukernsum, gpumemtimesum, gpumemsizesum, cudaapisum), text or CSV")
+DESCRIPTION = (
+    "nsys stats / nsys profile --stats=true summaries of kernels, memory operations, CUDA API calls "
+    "and NVTX ranges (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, cuda_api_sum, "
+    "nvtx_sum and the pre-2022 gpukernsum, gpumemtimesum, gpumemsizesum, cudaapisum), text or CSV"
+)
 
 _TEXT_CELLS = re.compile(r"\s{2,}")
 # What nsys calls a column over the versions -> the name gpuprof stores it under.
 _COLUMNS = {
-    "Total Time": "Total Time", "Total": "Total", "Instances": "Count", "Count": "Count",
-    "Operations": "Count", "Num Calls": "Count", "Avg": "Avg", "Average": "Avg", "Med": "Med",
-    "Median": "Med", "Min": "Min", "Minimum": "Min", "Max": "Max", "Maximum": "Max", "StdDev": "StdDev",
-    "Name": "Name", "Operation": "Name", "Range": "Name",
+    "Total Time": "Total Time",
+    "Total": "Total",
+    "Instances": "Count",
+    "Count": "Count",
+    "Operations": "Count",
+    "Num Calls": "Count",
+    "Avg": "Avg",
+    "Average": "Avg",
+    "Med": "Med",
+    "Median": "Med",
+    "Min": "Min",
+    "Minimum": "Min",
+    "Max": "Max",
+    "Maximum": "Max",
+    "StdDev": "StdDev",
+    "Name": "Name",
+    "Operation": "Name",
+    "Range": "Name",
 }
 _STATISTICS = ("Avg", "Med", "Min", "Max", "StdDev")
 # The report a table came from, as the lines before it name it (report name, 2020-2021 title).
 _API_REPORT = re.compile(r"cuda_api_sum|cudaapisum|CUDA API (?:Statistics|Summary)")
-_REPORT_NAME = re.compile(r"\b(?:cuda|gpu|osrt|nvtx|openmp|opengl|vulkan|dx1[12]|um_)\w*sum\b|Statistics"
-                          r"|Summary \(")
+_REPORT_NAME = re.compile(
+    r"\b(?:cuda|gpu|osrt|nvtx|openmp|opengl|vulkan|dx1[12]|um_)\w*sum\b|Statistics"
+    r"|Summary \("
+)
 # The lookbehind starts a match only where a name can start, keeping the search linear on long lines.
 _REPORT_FILE = re.compile(r"(?<![^\s\[\]'\"/`*])([^\s\[\]'\"/`*]+)\.(?:nsys-rep|qdrep|sqlite)\b")
 _DEVICE = re.compile(r"GPU \d++: General Metrics for (.+)")
@@ -71,8 +88,8 @@ def _column(label: str) -> tuple[str, str] | None:
         return "Time (%)", "%"
     base, unit = label, ""
     if label.endswith(")") and (opening := label.rfind("(")) >= 0:  # string operations: linear on long labels
-        if ")" not in label[opening + 1:-1]:
-            base, unit = label[:opening].rstrip(), label[opening + 1:-1]
+        if ")" not in label[opening + 1 : -1]:
+            base, unit = label[:opening].rstrip(), label[opening + 1 : -1]
     name = _COLUMNS.get(base)
     return (name, unit) if name else None
 
@@ -113,8 +130,10 @@ def _header(line: str, context: str) -> _Table | None:
         return None
     # Unlabelled units: times in ns; sizes in KiB, as the 2020-2021 tables titled '(by size in KiB)'.
     default = "KiB" if kind == "mem-size" else "ns"
-    columns = [(c[0], c[1] or (default if c[0] in ("Total", "Total Time", *_STATISTICS) else ""))
-               if c else None for c in columns]
+    columns = [
+        (c[0], c[1] or (default if c[0] in ("Total", "Total Time", *_STATISTICS) else "")) if c else None
+        for c in columns
+    ]
     return _Table(kind, labels, columns, is_csv, "", "", context)
 
 
@@ -135,8 +154,11 @@ def _cells(line: str, table: _Table) -> list[str] | None:
     width = len(table.columns)
     if table.is_csv:
         cells = split_csv_line(line)
-    elif table.spans and len(line) > table.spans[-1] and all(line[s - 1] == " " or line[s] == " "
-                                                             for s in table.spans[1:]):
+    elif (
+        table.spans
+        and len(line) > table.spans[-1]
+        and all(line[s - 1] == " " or line[s] == " " for s in table.spans[1:])
+    ):
         cuts = [*table.spans, len(line)]
         cells = [line[a:b].strip() for a, b in zip(cuts, cuts[1:])]
     else:
@@ -155,6 +177,7 @@ def _values(table: _Table, cells: list[str]) -> dict[str, tuple[float, str]]:
 
 def _metrics(table: _Table, values: dict[str, tuple[float, str]]) -> list[Metric]:
     """A row's values as Metrics: durations under nsys's column names, sizes as '<column> Size'."""
+
     def number(name: str) -> float | None:
         return values[name][0] if name in values else None
 
@@ -163,8 +186,9 @@ def _metrics(table: _Table, values: dict[str, tuple[float, str]]) -> list[Metric
     metrics = []
     if "Avg" in values:  # the average duration (or size) of one instance, with its extremes
         canonical = "kernel_duration" if table.kind in ("kernel", "mem-time") else None
-        metrics.append(Metric("Avg" + suffix, *values["Avg"], canonical=canonical,
-                              minimum=number("Min"), maximum=number("Max")))
+        metrics.append(
+            Metric("Avg" + suffix, *values["Avg"], canonical=canonical, minimum=number("Min"), maximum=number("Max"))
+        )
     kept = ("Total", "Med", "StdDev") if size else ("Total Time", "Med", "StdDev", "Time (%)")
     return metrics + [Metric(name + suffix, *values[name]) for name in kept if name in values]
 
@@ -212,11 +236,12 @@ def _launches(tables: list[_Table]) -> tuple[list[Launch], int, int]:
                 if label == "Style" and text.strip():
                     attributes["style"] = text.strip()
             key = (table.report, attributes["kind"], name, occurrence)
-            entry = merged.setdefault(key, (table.device, int(count) if 1 <= count < 2**63 else 1,
-                                            attributes, []))
+            entry = merged.setdefault(key, (table.device, int(count) if 1 <= count < 2**63 else 1, attributes, []))
             entry[3].extend(_metrics(table, values))
-    launches = [Launch(name, index, device, count, attributes, metrics)
-                for index, ((_, _, name, _), (device, count, attributes, metrics)) in enumerate(merged.items())]
+    launches = [
+        Launch(name, index, device, count, attributes, metrics)
+        for index, ((_, _, name, _), (device, count, attributes, metrics)) in enumerate(merged.items())
+    ]
     left_out = sum(len(t.rows) for t in api) if gpu else 0
     return launches, left_out, repeated
 
@@ -225,8 +250,11 @@ def read(path: Path) -> Run:
     with open_text(path) as handle:
         lines = [line.rstrip("\r\n") for line in handle]
     notes: list[str] = []
-    cut = bool(lines) and not ends_with_newline(path) and not last_line_complete(
-        lines[-1], "" if len(lines) < 2 else lines[-2])
+    cut = (
+        bool(lines)
+        and not ends_with_newline(path)
+        and not last_line_complete(lines[-1], "" if len(lines) < 2 else lines[-2])
+    )
     tables: list[_Table] = []
     reports: list[str] = []
     device, context = "", ""
@@ -246,8 +274,10 @@ def read(path: Path) -> Run:
                 table.rows.append(cells)
                 continue
             if _DATA_ROW.match(stripped):
-                raise FormatError(f"{path}: line {number} does not fit the summary table above it",
-                                  "give the unedited output of nsys stats")
+                raise FormatError(
+                    f"{path}: line {number} does not fit the summary table above it",
+                    "give the unedited output of nsys stats",
+                )
             table = None  # a blank line or the next report ends the table
         if found := _REPORT_FILE.search(line):
             if not reports or reports[-1] != found.group(1):
@@ -265,18 +295,30 @@ def read(path: Path) -> Run:
     if not launches:
         cuda = [text for text in skipped if "CUDA" in text]
         if cuda:
-            raise ProfilerError(f"{path}: nsys reported: {cuda[0]}",
-                                "profile with 'nsys profile -t cuda' an application that launches kernels")
-        raise FormatError(f"{path}: no kernel, memory or CUDA API summary rows in this nsys output "
-                          "(empty or truncated)",
-                          "give the output of 'nsys stats --report cuda_gpu_kern_sum <report>'")
+            raise ProfilerError(
+                f"{path}: nsys reported: {cuda[0]}",
+                "profile with 'nsys profile -t cuda' an application that launches kernels",
+            )
+        raise FormatError(
+            f"{path}: no kernel, memory or CUDA API summary rows in this nsys output (empty or truncated)",
+            "give the output of 'nsys stats --report cuda_gpu_kern_sum <report>'",
+        )
     if repeated:
-        notes.append(f"{repeated} rows repeat a name printed above them in the same table: nsys cut different "
-                     "names to the same text; each row is kept as its own launch with its own instances")
+        notes.append(
+            f"{repeated} rows repeat a name printed above them in the same table: nsys cut different "
+            "names to the same text; each row is kept as its own launch with its own instances"
+        )
     if left_out:
         notes.append(f"skipped {left_out} CUDA API rows (host side)")
     elif launches[0].attributes["kind"] == "api":
         notes.append("only a CUDA API summary: host-side calls, imported as launches of kind 'api'")
     environment = {"tool": "nsys", **({"reports": reports} if reports else {})}
-    return Run(kind="import", format=NAME, source=str(path), device={"name": device} if device else {},
-               environment=environment, launches=launches, notes=notes)
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device={"name": device} if device else {},
+        environment=environment,
+        launches=launches,
+        notes=notes,
+    )

@@ -30,8 +30,10 @@ from gpuprof.readers._nvprof import split_device
 from gpuprof.readers._text import column_spans, open_text, split_csv_line
 
 NAME = "nsys-trace"
-DESCRIPTION = ("nsys stats cuda_gpu_trace / cuda_api_trace (and nsys nvprof --print-gpu-trace) reports, "
-               "text or CSV: one launch per GPU activity or CUDA API call")
+DESCRIPTION = (
+    "nsys stats cuda_gpu_trace / cuda_api_trace (and nsys nvprof --print-gpu-trace) reports, "
+    "text or CSV: one launch per GPU activity or CUDA API call"
+)
 
 _UNITS = {"sec": "s", "nsec": "ns", "usec": "us", "msec": "ms", "MBps": "MB/s"}
 _REPORT_FILE = re.compile(r"(?<![^\s\[\]'\"/`*])([^\s\[\]'\"/`*]+)\.(?:nsys-rep|qdrep|sqlite)\b")
@@ -44,11 +46,10 @@ def _split_label(label: str) -> tuple[str, str]:
     label = label.strip()
     opening = label.rfind("(")
     if label.endswith(")") and opening >= 0 and ")" not in label[opening:-1]:
-        base, unit = label[:opening].rstrip(), label[opening + 1:-1]
+        base, unit = label[:opening].rstrip(), label[opening + 1 : -1]
     else:
         base, unit = label, ""
-    return base.replace(" ", "") if base.startswith(("Start", "Duration", "Thru")) else base, \
-        _UNITS.get(unit, unit)
+    return base.replace(" ", "") if base.startswith(("Start", "Duration", "Thru")) else base, _UNITS.get(unit, unit)
 
 
 @dataclass
@@ -116,9 +117,15 @@ def _gpu_launch(row: dict[str, str], table: _Table, index: int) -> Launch | None
         values = [_whole(row.get(f"{prefix}{axis}", "")) for axis in "XYZ"]
         if all(values):
             attributes[key] = f"({', '.join(values)})"
-    for column, key in (("CorrId", "correlation_id"), ("Reg/Trd", "registers"), ("SrcMemKd", "src_mem"),
-                        ("DstMemKd", "dst_mem"), ("Ctx", "context"), ("GreenCtx", "green_context"),
-                        ("Strm", "stream")):
+    for column, key in (
+        ("CorrId", "correlation_id"),
+        ("Reg/Trd", "registers"),
+        ("SrcMemKd", "src_mem"),
+        ("DstMemKd", "dst_mem"),
+        ("Ctx", "context"),
+        ("GreenCtx", "green_context"),
+        ("Strm", "stream"),
+    ):
         if row.get(column, "").strip():
             attributes[key] = _whole(row[column]) if key in ("correlation_id", "registers") else row[column].strip()
     for column, key in (("StcSMem", "static_smem_bytes"), ("DymSMem", "dynamic_smem_bytes")):
@@ -131,8 +138,12 @@ def _gpu_launch(row: dict[str, str], table: _Table, index: int) -> Launch | None
     start = _number(row["Start"], table.units[0])
     if start is not None:
         attributes["start_s"] = f"{start[0]:.15g}"
-    for column, metric in (("Duration", "Duration"), ("Bytes", "Size"), ("Thru", "Throughput"),
-                           ("Throughput", "Throughput")):
+    for column, metric in (
+        ("Duration", "Duration"),
+        ("Bytes", "Size"),
+        ("Thru", "Throughput"),
+        ("Throughput", "Throughput"),
+    ):
         if column in table.bases:
             unit = table.units[table.bases.index(column)] or ("byte" if column == "Bytes" else "")
             value = _number(row.get(column, ""), unit)
@@ -144,8 +155,16 @@ def _gpu_launch(row: dict[str, str], table: _Table, index: int) -> Launch | None
 
 def _api_launch(row: dict[str, str], table: _Table, index: int) -> Launch:
     attributes = {"kind": "api"}
-    for column, key in (("CorrID", "correlation_id"), ("Result", "result"), ("Pid", "pid"), ("PID", "pid"),
-                        ("Tid", "tid"), ("TID", "tid"), ("ThreadName", "thread"), ("Thread Name", "thread")):
+    for column, key in (
+        ("CorrID", "correlation_id"),
+        ("Result", "result"),
+        ("Pid", "pid"),
+        ("PID", "pid"),
+        ("Tid", "tid"),
+        ("TID", "tid"),
+        ("ThreadName", "thread"),
+        ("Thread Name", "thread"),
+    ):
         if row.get(column, "").strip():
             attributes[key] = row[column].strip()
     if table.report:
@@ -170,8 +189,11 @@ def _tables(lines: list[str]) -> list[_Table]:
             if not table.is_csv and not table.rows and not table.starts and stripped and _DASHES.match(line):
                 table.starts = [start for _, start, _ in column_spans(line)]
                 continue
-            if stripped and not stripped.startswith(("```", "[", "Processing", "Generating")) \
-                    or stripped.startswith("[CUDA"):
+            if (
+                stripped
+                and not stripped.startswith(("```", "[", "Processing", "Generating"))
+                or stripped.startswith("[CUDA")
+            ):
                 cells = _cells(line, table)
                 if len(cells) == len(table.bases) and cells[0] and cells[table.bases.index("Name")]:
                     table.rows.append(cells)
@@ -209,8 +231,10 @@ def read(path: Path) -> Run:
             else:
                 migrations += 1
     if not launches:
-        raise FormatError(f"{path}: no rows in this nsys trace report (empty or truncated)",
-                          "give the output of 'nsys stats --report cuda_gpu_trace <report>'")
+        raise FormatError(
+            f"{path}: no rows in this nsys trace report (empty or truncated)",
+            "give the output of 'nsys stats --report cuda_gpu_trace <report>'",
+        )
     notes = []
     if migrations:
         notes.append(f"skipped {migrations} Unified Memory rows (page migrations, not launches)")
@@ -221,5 +245,12 @@ def read(path: Path) -> Run:
     names = list(dict.fromkeys(launch.device for launch in launches if launch.device))
     device = {"name": names[0]} if len(names) == 1 else {"names": names} if names else {}
     environment = {"tool": "nsys", **({"reports": reports} if len(reports) > 1 else {})}
-    return Run(kind="import", format=NAME, source=str(path), device=device, environment=environment,
-               launches=launches, notes=notes)
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device=device,
+        environment=environment,
+        launches=launches,
+        notes=notes,
+    )

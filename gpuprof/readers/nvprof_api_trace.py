@@ -82,16 +82,21 @@ def _csv(output: _nvprof.Output) -> list[Launch] | None:
         return None
     header, rows = found
     if not rows or _nvprof.cell(rows[0][0]):
-        raise FormatError(f"{output.path}: nvprof API trace has no units row under its header",
-                          "give nvprof's CSV output unedited (the second line holds the units)")
+        raise FormatError(
+            f"{output.path}: nvprof API trace has no units row under its header",
+            "give nvprof's CSV output unedited (the second line holds the units)",
+        )
     units = dict(zip(header, rows[0]))
     launches: list[Launch] = []
     for row in rows[1:]:
         cells = dict(zip(header, row))
         start = _nvprof.cell(cells.get("Start", ""), units["Start"])
         duration = _nvprof.cell(cells.get("Duration", ""), units["Duration"])
-        launches.append(_launch(cells.get("Name", "").strip(), start, duration,
-                                cells.get("Correlation_ID", "").strip(), len(launches)))
+        launches.append(
+            _launch(
+                cells.get("Name", "").strip(), start, duration, cells.get("Correlation_ID", "").strip(), len(launches)
+            )
+        )
     return launches
 
 

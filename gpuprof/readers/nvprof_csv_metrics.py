@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuprof.model import catalog
 from gpuprof.errors import FormatError
-from gpuprof.model import Launch, Metric, Run
+from gpuprof.model import Launch, Metric, Run, catalog
 from gpuprof.readers import _nvprof
 from gpuprof.readers._text import head_has_csv_header, parse_count
 
 NAME = "nvprof-csv-metrics"
-DESCRIPTION = ("nvprof --csv --metrics / --events output (Device, Kernel, Invocations, Metric Name or "
-               "Event Name, Min/Max/Avg)")
+DESCRIPTION = (
+    "nvprof --csv --metrics / --events output (Device, Kernel, Invocations, Metric Name or Event Name, Min/Max/Avg)"
+)
 HEADER = ("Device", "Kernel", "Invocations", "Metric Name", "Metric Description", "Min", "Max", "Avg")
 EVENTS = ("Device", "Kernel", "Invocations", "Event Name", "Min", "Max", "Avg", "Total")
 
@@ -62,12 +62,17 @@ def _rows(path: Path, output: _nvprof.Output, columns: tuple[str, ...]) -> list[
     header, rows = table
     missing = [name for name in columns if name not in header]
     if missing:
-        raise FormatError(f"{path}: nvprof {columns[3].lower()} table lacks columns {', '.join(missing)}",
-                          "give the output of 'nvprof --csv --metrics ...' or '--events ...'")
+        raise FormatError(
+            f"{path}: nvprof {columns[3].lower()} table lacks columns {', '.join(missing)}",
+            "give the output of 'nvprof --csv --metrics ...' or '--events ...'",
+        )
     for number, row in enumerate(rows, start=1):
         if len(row) < len(header):
-            raise FormatError(f"{path}: {columns[3].split()[0].lower()} row {number} has {len(row)} of "
-                              f"{len(header)} fields (file truncated?)", "give the complete nvprof output")
+            raise FormatError(
+                f"{path}: {columns[3].split()[0].lower()} row {number} has {len(row)} of "
+                f"{len(header)} fields (file truncated?)",
+                "give the complete nvprof output",
+            )
     return [dict(zip(header, row)) for row in rows]
 
 
@@ -96,6 +101,8 @@ def read(path: Path) -> Run:
             found[key][1].extend(event(*(cells[c] for c in EVENTS[3:])))
         else:
             found[key][1].append(metric(cells["Metric Name"], cells["Min"], cells["Max"], cells["Avg"]))
-    launches = [Launch(kernel, number, device, invocations, metrics=made)
-                for number, ((device, kernel), (invocations, made)) in enumerate(found.items())]
+    launches = [
+        Launch(kernel, number, device, invocations, metrics=made)
+        for number, ((device, kernel), (invocations, made)) in enumerate(found.items())
+    ]
     return _nvprof.make_run(output, NAME, launches, indices)

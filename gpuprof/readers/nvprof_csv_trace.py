@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuprof.model import catalog
 from gpuprof.errors import FormatError
-from gpuprof.model import Launch, Metric, Run
+from gpuprof.model import Launch, Metric, Run, catalog
 from gpuprof.readers import _nvprof
 from gpuprof.readers._text import head_has_csv_header
 
@@ -29,9 +28,14 @@ DESCRIPTION = "nvprof --csv --print-gpu-trace or --print-gpu-summary output (uni
 TRACE = ("Start", "Duration", "Grid X")
 SUMMARY = ("Type", "Time(%)", "Time", "Calls")
 _ATTRIBUTES = {  # trace column -> Launch attribute, for the columns kept as text
-    "Registers Per Thread": "registers", "Static SMem": "static_smem_bytes",
-    "Dynamic SMem": "dynamic_smem_bytes", "SrcMemType": "src_mem", "DstMemType": "dst_mem",
-    "Context": "context", "Stream": "stream", "Correlation_ID": "correlation_id",
+    "Registers Per Thread": "registers",
+    "Static SMem": "static_smem_bytes",
+    "Dynamic SMem": "dynamic_smem_bytes",
+    "SrcMemType": "src_mem",
+    "DstMemType": "dst_mem",
+    "Context": "context",
+    "Stream": "stream",
+    "Correlation_ID": "correlation_id",
 }
 
 
@@ -58,12 +62,16 @@ class Table:
 def _csv_table(path: Path, header: list[str], rows: list[list[str]]) -> Table:
     """The Table of a CSV header + units row + data rows."""
     if not rows or any(_nvprof.cell(c) for c in rows[0] if c.strip()):
-        raise FormatError(f"{path}: nvprof table has no units row under its header",
-                          "give nvprof's CSV output unedited (the second line holds the units)")
+        raise FormatError(
+            f"{path}: nvprof table has no units row under its header",
+            "give nvprof's CSV output unedited (the second line holds the units)",
+        )
     for number, row in enumerate(rows[1:], start=1):
         if len(row) < len(header):
-            raise FormatError(f"{path}: row {number} has {len(row)} of {len(header)} fields "
-                              "(file truncated?)", "give the complete nvprof output")
+            raise FormatError(
+                f"{path}: row {number} has {len(row)} of {len(header)} fields (file truncated?)",
+                "give the complete nvprof output",
+            )
     return Table(dict(zip(header, rows[0])), [dict(zip(header, row)) for row in rows[1:]])
 
 
@@ -121,7 +129,7 @@ def _summary(table: Table, output: _nvprof.Output) -> tuple[list[Launch], dict[s
         notes.append("Unified Memory profiling result table not imported")
         devices = {_nvprof.split_device(row[0]) for row in memory[1] if len(row) == len(memory[0])}
         if len(devices) == 1:
-            (name, index), = devices
+            ((name, index),) = devices
             for launch in launches:
                 launch.device = name
             if index is not None:

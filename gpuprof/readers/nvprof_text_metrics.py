@@ -24,8 +24,9 @@ from gpuprof.readers._text import parse_count
 from gpuprof.readers.nvprof_csv_metrics import event, metric
 
 NAME = "nvprof-text-metrics"
-DESCRIPTION = ("nvprof --metrics / --events text output (Kernel: blocks with Invocations, Metric or Event Name, "
-               "Min/Max/Avg)")
+DESCRIPTION = (
+    "nvprof --metrics / --events text output (Kernel: blocks with Invocations, Metric or Event Name, Min/Max/Avg)"
+)
 _METRICS = re.compile(r"^\s*Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg\s*$", re.M)
 _EVENTS = re.compile(r"^\s*Invocations\s+Event Name\s+Min\s+Max\s+Avg(\s+Total)?\s*$", re.M)
 _DEVICE = re.compile(r'^\s*Device\s+"(.*)"\s*$')
@@ -73,8 +74,10 @@ def read(path: Path) -> Run:
             cells = _CELLS.split(line.strip())
             made = _metrics(cells[1:], events)
             if made is None or kernel is None:
-                raise FormatError(f"{path}: line '{line.strip()[:60]}' does not fit the nvprof table above it",
-                                  "give the complete, unedited output of 'nvprof --metrics/--events ...'")
+                raise FormatError(
+                    f"{path}: line '{line.strip()[:60]}' does not fit the nvprof table above it",
+                    "give the complete, unedited output of 'nvprof --metrics/--events ...'",
+                )
             counts, metrics = found[(run, device, kernel)]
             counts.append(parse_count(cells[0], 0))
             metrics.extend(made)
@@ -82,9 +85,12 @@ def read(path: Path) -> Run:
             kernel = None  # prose or a code fence: a row after it belongs to no kernel
     if events is None:
         raise output.no_data("metric table")
-    launches = [Launch(name, number, device, max(counts), metrics=metrics)
-                for number, ((_, device, name), (counts, metrics)) in enumerate(
-                    (key, value) for key, value in found.items() if value[1])]
+    launches = [
+        Launch(name, number, device, max(counts), metrics=metrics)
+        for number, ((_, device, name), (counts, metrics)) in enumerate(
+            (key, value) for key, value in found.items() if value[1]
+        )
+    ]
     if not launches:
         raise output.no_data("metric rows")
     return _nvprof.make_run(output, NAME, launches, indices)

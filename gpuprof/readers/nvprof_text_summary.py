@@ -26,8 +26,10 @@ from gpuprof.readers._text import column_spans
 NAME = "nvprof-text-summary"
 DESCRIPTION = "nvprof default text summary (GPU activities / API calls, Time(%) Time Calls Avg Min Max Name)"
 _HEADER = re.compile(r"^\s*(?:Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name\s*$", re.M)
-_ROW = re.compile(r"^\s*(?:(?P<type>[A-Za-z][A-Za-z ]*):)?\s*(?P<percent>[\d.]+%?)\s+(?P<time>\S+)\s+"
-                  r"(?P<calls>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<name>\S(?:.*\S)?)\s*$")
+_ROW = re.compile(
+    r"^\s*(?:(?P<type>[A-Za-z][A-Za-z ]*):)?\s*(?P<percent>[\d.]+%?)\s+(?P<time>\S+)\s+"
+    r"(?P<calls>\d+)\s+(?P<avg>\S+)\s+(?P<min>\S+)\s+(?P<max>\S+)\s+(?P<name>\S(?:.*\S)?)\s*$"
+)
 _VALUES = {"avg": "Avg", "min": "Min", "max": "Max", "time": "Time", "percent": "Time(%)"}
 
 
@@ -47,18 +49,27 @@ def read(path: Path) -> Run:
         # Without a Type column the nvprof line above says which table it is; with neither, the first
         # table is the GPU activities, later ones the API calls.
         above = output.message_before(start)
-        section = ("" if "Type" in header else "API calls" if above.startswith("API calls")
-                   else "GPU activities" if number == 0 or above.startswith("Profiling result") else "API calls")
+        section = (
+            ""
+            if "Type" in header
+            else "API calls"
+            if above.startswith("API calls")
+            else "GPU activities"
+            if number == 0 or above.startswith("Profiling result")
+            else "API calls"
+        )
         units: dict[str, str] = {}
-        for line in output.lines[start + 1:]:
+        for line in output.lines[start + 1 :]:
             if _nvprof.table_end(line):
                 break
             if not units and (units := _nvprof.units_row(line, column_spans(header))):
                 continue
             row = _ROW.match(line)
             if row is None:
-                raise FormatError(f"{path}: cannot read summary line '{line.strip()[:80]}'",
-                                  "give the complete, unedited output of nvprof")
+                raise FormatError(
+                    f"{path}: cannot read summary line '{line.strip()[:80]}'",
+                    "give the complete, unedited output of nvprof",
+                )
             section = row["type"] or section
             if section != "GPU activities":
                 api += 1

@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuprof.model import units as units_lib
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
+from gpuprof.model import units as units_lib
 from gpuprof.readers import _nvprof
 from gpuprof.readers._text import column_spans
 from gpuprof.readers.nvprof_csv_trace import Table, trace
@@ -33,9 +33,18 @@ _NEEDS_UNIT = ("Start", "Duration", "Size", "Throughput")  # bare numbers here a
 _DIMS = re.compile(r"^\((\d+) (\d+) (\d+)\)$")
 # text header label -> the CSV trace's column name
 _COLUMNS = {
-    "Start": "Start", "Duration": "Duration", "Regs*": "Registers Per Thread", "SSMem*": "Static SMem",
-    "DSMem*": "Dynamic SMem", "Size": "Size", "Throughput": "Throughput", "SrcMemType": "SrcMemType",
-    "DstMemType": "DstMemType", "Device": "Device", "Context": "Context", "Stream": "Stream",
+    "Start": "Start",
+    "Duration": "Duration",
+    "Regs*": "Registers Per Thread",
+    "SSMem*": "Static SMem",
+    "DSMem*": "Dynamic SMem",
+    "Size": "Size",
+    "Throughput": "Throughput",
+    "SrcMemType": "SrcMemType",
+    "DstMemType": "DstMemType",
+    "Device": "Device",
+    "Context": "Context",
+    "Stream": "Stream",
 }
 
 
@@ -52,10 +61,9 @@ def sniff(path: Path, head: str) -> bool:
 def _cells(line: str, ends: list[int], name_start: int) -> list[str] | None:
     """The cells of ``line`` cut at the column ends; None when a value runs across a cut."""
     cuts = [0, *ends, name_start]
-    if len(line) <= name_start or any(0 < c < len(line) and line[c - 1] != " " and line[c] != " "
-                                      for c in cuts[1:]):
+    if len(line) <= name_start or any(0 < c < len(line) and line[c - 1] != " " and line[c] != " " for c in cuts[1:]):
         return None
-    cells = [line[a:b].strip() for a, b in zip(cuts, cuts[1:])][:len(ends)]
+    cells = [line[a:b].strip() for a, b in zip(cuts, cuts[1:])][: len(ends)]
     return [("" if c == "-" else c) for c in cells] + [line[name_start:].strip()]
 
 
@@ -82,7 +90,7 @@ def _table(path: Path, lines: list[str], start: int) -> Table:
     ends, name_start = [end for _, _, end in spans[:-1]], spans[-1][1]
     units: dict[str, str] = {}
     rows: list[dict[str, str]] = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if _nvprof.table_end(line):
             break  # nvprof's footnotes (Regs: ..., SSMem: ...) follow a blank line
         if not rows and not units and (found := _nvprof.units_row(line, spans)):
@@ -90,13 +98,17 @@ def _table(path: Path, lines: list[str], start: int) -> Table:
             continue
         cells = _cells(line, ends, name_start)
         if cells is None:
-            raise FormatError(f"{path}: trace line '{line.strip()[:60]}' does not fit the columns of its header",
-                              "give the complete, unedited output of 'nvprof --print-gpu-trace'")
+            raise FormatError(
+                f"{path}: trace line '{line.strip()[:60]}' does not fit the columns of its header",
+                "give the complete, unedited output of 'nvprof --print-gpu-trace'",
+            )
         rows.append(_row(labels, cells))
     if bare := next((c for c in _NEEDS_UNIT if c not in units and any(_bare(row.get(c, "")) for row in rows)), None):
-        raise FormatError(f"{path}: {bare} cells carry no unit and no units row gives one",
-                          "give nvprof's output unedited: with -u (--normalized-time-unit) the line under "
-                          "the header holds each column's unit")
+        raise FormatError(
+            f"{path}: {bare} cells carry no unit and no units row gives one",
+            "give nvprof's output unedited: with -u (--normalized-time-unit) the line under "
+            "the header holds each column's unit",
+        )
     return Table(units, rows)
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError, shortened
 from gpuprof.model import DERIVED, MEASURED, Launch, Metric, Run
-from gpuprof.model.units import parse_locale_number as perf_number, to_base
+from gpuprof.model.units import parse_locale_number as perf_number
+from gpuprof.model.units import to_base
 
 NAME = "perf-stat"
 DESCRIPTION = "Linux perf stat counts (human table or -x, CSV; -I, -A, --per-core, -G, -o, -r)"
@@ -38,13 +39,18 @@ UNITS = ("msec", "ns", "us", "Joules", "MiB", "KiB", "GiB", "MB", "kB", "W")
 _HEADER = re.compile(r"Performance counter stats for (?P<rest>.+)")
 _DIGITS = re.compile(r"\d+")
 _STARTED = re.compile(r"^#\s*started on\s+(?P<when>\S(?:.*\S)?|\s)\s*$")
-_SECONDS = re.compile(r"^\s*(?P<value>\d[\d.,'’]*)(?:\s*\+-\s*[\d.,]+)?\s+seconds\s+(?P<what>time elapsed|user|sys)"
-                      r"(?:\s*\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\))?")
+_SECONDS = re.compile(
+    r"^\s*(?P<value>\d[\d.,'’]*)(?:\s*\+-\s*[\d.,]+)?\s+seconds\s+(?P<what>time elapsed|user|sys)"
+    r"(?:\s*\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\))?"
+)
 # A line shaped like an elapsed-time or counter line whose value token perf would never print
 # ('-1', '1e308', 'nan', 'n/a', '2,84.766,97'): its value is kept as missing, with a note.
 _ANY_SECONDS = re.compile(r"^\s*+(?P<value>\S++)(?:\s*+\+-\s*+\S++)?+\s++seconds\s++(?P<what>time elapsed|user|sys)")
-_ANY_COUNT = re.compile(r"^\s*+(?P<value>[-+]?+(?:nan|n/a|inf(?:inity)?+|\.?+\d\S*+))\s++"
-                        r"(?:(?:" + "|".join(UNITS) + r")\s++)?+(?P<event>[A-Za-z{][^\s#(]*+)", re.IGNORECASE)
+_ANY_COUNT = re.compile(
+    r"^\s*+(?P<value>[-+]?+(?:nan|n/a|inf(?:inity)?+|\.?+\d\S*+))\s++"
+    r"(?:(?:" + "|".join(UNITS) + r")\s++)?+(?P<event>[A-Za-z{][^\s#(]*+)",
+    re.IGNORECASE,
+)
 _VALUE = r"<not counted>|<not supported>|\d[\d.,'’\u202f\u00a0]*"
 _AGGREGATE = r"CPU\d+|S\d+(?:-D\d+)?(?:-(?:C|L\d|N)\d+)?|N\d+"
 # The value may end in a (narrow) no-break space that perf meant as the blank after it: the atomic
@@ -54,7 +60,8 @@ _HUMAN = re.compile(
     rf"(?:(?P<agg>{_AGGREGATE})\s+(?:(?P<cpus>\d+)\s+)?)?"
     rf"(?>(?P<value>{_VALUE})\s+)"
     rf"(?:(?P<unit>{'|'.join(UNITS)})\s+)?"
-    r"(?P<event>[A-Za-z{][^\s#(]*)(?P<rest>.*)$")
+    r"(?P<event>[A-Za-z{][^\s#(]*)(?P<rest>.*)$"
+)
 _PCT = re.compile(r"\(\s*(?P<pct>\d[\d.,]*)\s*%\s*\)\s*$")
 _SPREAD = re.compile(r"\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\)")
 # '# <number> <words>' up to a '(' or the end; the words are the text between, stripped.
@@ -67,12 +74,36 @@ AGGREGATE = re.compile(rf"^(?:{_AGGREGATE})$")  # a whole -A/--per-core/--per-so
 # perf's shadow-metric words -> (factor, base unit) for the value printed before them.
 # '-M GFLOPS' annotates the first event of its group with the metric ('# 129.3 GFLOPs'; newer perf
 # metric files name it tma_info_system_gflops), computed by perf from the FP events over duration_time.
-_SHADOW_UNITS = {"GHz": (1e9, "hertz"), "G/sec": (1e9, "event/second"), "M/sec": (1e6, "event/second"),
-                 "K/sec": (1e3, "event/second"), "/sec": (1.0, "event/second"),
-                 "GFLOPs": (1e9, "FLOP/second"), "tma_info_system_gflops": (1e9, "FLOP/second")}
+_SHADOW_UNITS = {
+    "GHz": (1e9, "hertz"),
+    "G/sec": (1e9, "event/second"),
+    "M/sec": (1e6, "event/second"),
+    "K/sec": (1e3, "event/second"),
+    "/sec": (1.0, "event/second"),
+    "GFLOPs": (1e9, "FLOP/second"),
+    "tma_info_system_gflops": (1e9, "FLOP/second"),
+}
 # perf stat options that take a value (so the workload starts after it).
-_VALUED = {"-e", "-M", "-I", "-x", "-o", "-G", "-p", "-C", "-r", "-t", "--pid", "--cpu", "--metrics",
-           "--event", "--interval-print", "--repeat", "--output", "--cgroup"}
+_VALUED = {
+    "-e",
+    "-M",
+    "-I",
+    "-x",
+    "-o",
+    "-G",
+    "-p",
+    "-C",
+    "-r",
+    "-t",
+    "--pid",
+    "--cpu",
+    "--metrics",
+    "--event",
+    "--interval-print",
+    "--repeat",
+    "--output",
+    "--cgroup",
+}
 
 
 @dataclass(frozen=True)
@@ -82,14 +113,14 @@ class PerfCount:
     event: str
     value: float | str
     unit: str = ""
-    time: float | None = None          # interval end, seconds since start (-I)
-    aggregate: str | None = None       # CPU0, S0-D0-C1, ... (-A, --per-core, --per-socket)
-    cpus: int | None = None            # how many CPUs perf summed into the aggregate (not with -A)
-    cgroup: str | None = None          # -G
-    running_pct: float | None = None   # share of the time the event was on the PMU (multiplexing)
-    spread_pct: float | None = None    # -r: relative standard deviation over the runs
+    time: float | None = None  # interval end, seconds since start (-I)
+    aggregate: str | None = None  # CPU0, S0-D0-C1, ... (-A, --per-core, --per-socket)
+    cpus: int | None = None  # how many CPUs perf summed into the aggregate (not with -A)
+    cgroup: str | None = None  # -G
+    running_pct: float | None = None  # share of the time the event was on the PMU (multiplexing)
+    spread_pct: float | None = None  # -r: relative standard deviation over the runs
     shadow: tuple[float, str] | None = None  # perf's own derived metric: (value, words)
-    thread: str | None = None          # --per-thread: the comm-tid cell ('ls-3125')
+    thread: str | None = None  # --per-thread: the comm-tid cell ('ls-3125')
 
 
 @dataclass
@@ -97,13 +128,13 @@ class PerfStat:
     """Everything one perf stat output holds."""
 
     counts: list[PerfCount]
-    form: str                      # "human" or "csv"
-    target: str | None = None      # 'command', process id '123', system wide
-    runs: int | None = None        # -r N
-    started: str | None = None     # '# started on' (-o)
+    form: str  # "human" or "csv"
+    target: str | None = None  # 'command', process id '123', system wide
+    runs: int | None = None  # -r N
+    started: str | None = None  # '# started on' (-o)
     seconds: dict[str, tuple[float, float | None]] = field(default_factory=dict)  # elapsed/user/sys -> (s, spread %)
     decimal: str = "."
-    skipped_lines: int = 0         # program output before the block
+    skipped_lines: int = 0  # program output before the block
     unreadable: list[str] = field(default_factory=list)  # 'line N: ...' for values kept as missing
 
 
@@ -129,10 +160,10 @@ def _header(line: str) -> tuple[str, str | None] | None:
     core = body.removesuffix(":")
     if core.endswith(" runs)"):
         opening = core.rfind("(")
-        digits = core[opening + 1:-len(" runs)")]
+        digits = core[opening + 1 : -len(" runs)")]
         if opening > 0 and _DIGITS.fullmatch(digits):
-            return rest[:max(1, len(core[:opening].rstrip()))], digits
-    return rest[:max(1, len(core))], None
+            return rest[: max(1, len(core[:opening].rstrip()))], digits
+    return rest[: max(1, len(core))], None
 
 
 def _value(text: str, decimal: str) -> float | str | None:
@@ -154,15 +185,23 @@ def parse_human_line(line: str, decimal: str = ".") -> PerfCount | None:
     cgroup = re.split(r"[#(]", rest, maxsplit=1)[0].strip() or None
     time = match.group("time")
     return PerfCount(
-        event=match.group("event"), value=value, unit=match.group("unit") or "",
-        time=perf_number(time, decimal) if time else None, aggregate=match.group("agg"),
+        event=match.group("event"),
+        value=value,
+        unit=match.group("unit") or "",
+        time=perf_number(time, decimal) if time else None,
+        aggregate=match.group("agg"),
         cpus=int(match.group("cpus")) if match.group("cpus") and not match.group("agg").startswith("CPU") else None,
         cgroup=cgroup,
         running_pct=perf_number(pct.group("pct"), decimal) if pct else None,
         spread_pct=perf_number(spread.group("spread"), decimal) if spread else None,
-        shadow=((shadow_value, shadow.group("text"))
-                if shadow and shadow.group("text") and (shadow_value := perf_number(shadow.group("num"), decimal))
-                is not None else None))
+        shadow=(
+            (shadow_value, shadow.group("text"))
+            if shadow
+            and shadow.group("text")
+            and (shadow_value := perf_number(shadow.group("num"), decimal)) is not None
+            else None
+        ),
+    )
 
 
 def parse_thread_line(line: str, decimal: str = ".") -> PerfCount | None:
@@ -171,7 +210,7 @@ def parse_thread_line(line: str, decimal: str = ".") -> PerfCount | None:
     found = _THREAD.match(line)
     if not found:
         return None
-    count = parse_human_line(line[found.end():], decimal)
+    count = parse_human_line(line[found.end() :], decimal)
     return dataclasses.replace(count, thread=found.group("thread")) if count else None
 
 
@@ -196,17 +235,25 @@ def parse_csv_fields(fields: list[str]) -> PerfCount | None:
         start += 1 if aggregate.startswith("CPU") else 2
     if len(fields) < start + 3:
         return None
-    value_text, unit, event = fields[start:start + 3]
+    value_text, unit, event = fields[start : start + 3]
     if not _is_value(value_text) or unit not in ("", *UNITS) or not re.match(r"[A-Za-z{]", event):
         return None
-    rest = fields[start + 3:]
+    rest = fields[start + 3 :]
     cgroup = rest.pop(0) if rest and rest[0] and perf_number(rest[0]) is None else None
     pct = perf_number(rest[1]) if len(rest) > 1 and rest[1] else None
     shadow_value = perf_number(rest[2]) if len(rest) > 2 and rest[2] else None
     shadow_text = rest[3] if len(rest) > 3 else ""
-    return PerfCount(event=event, value=_value(value_text, "."), unit=unit, time=time,
-                     aggregate=aggregate, cpus=cpus, cgroup=cgroup, running_pct=pct,
-                     shadow=(shadow_value, shadow_text) if shadow_value is not None and shadow_text else None)
+    return PerfCount(
+        event=event,
+        value=_value(value_text, "."),
+        unit=unit,
+        time=time,
+        aggregate=aggregate,
+        cpus=cpus,
+        cgroup=cgroup,
+        running_pct=pct,
+        shadow=(shadow_value, shadow_text) if shadow_value is not None and shadow_text else None,
+    )
 
 
 def _split(line: str, separator: str) -> list[str]:
@@ -271,7 +318,7 @@ def parse_human(text: str) -> PerfStat:
         started = _STARTED.match(line)
         if started:
             result.started = started.group("when")
-    for number, line in enumerate(lines[(start or 0):], (start or 0) + 1):
+    for number, line in enumerate(lines[(start or 0) :], (start or 0) + 1):
         seconds = _SECONDS.match(line)
         value = perf_number(seconds.group("value"), decimal) if seconds else None
         if value is not None:
@@ -279,8 +326,10 @@ def parse_human(text: str) -> PerfStat:
             result.seconds[seconds.group("what")] = (value, perf_number(spread, decimal) if spread else None)
             continue
         if bad := _ANY_SECONDS.match(line):
-            result.unreadable.append(f"line {number}: '{shortened(bad['value'], 40)}' is not a duration perf prints, "
-                                     f"so 'seconds {bad['what']}' is kept as missing")
+            result.unreadable.append(
+                f"line {number}: '{shortened(bad['value'], 40)}' is not a duration perf prints, "
+                f"so 'seconds {bad['what']}' is kept as missing"
+            )
             continue
         if line.lstrip().startswith("#"):
             continue
@@ -293,7 +342,9 @@ def parse_human(text: str) -> PerfStat:
 
 
 def _unreadable_count(number: int, value: str, event: str) -> str:
-    return f"line {number}: '{shortened(value, 40)}' is not a count perf prints, so {event_name(event)} is kept as missing"
+    return (
+        f"line {number}: '{shortened(value, 40)}' is not a count perf prints, so {event_name(event)} is kept as missing"
+    )
 
 
 def event_name(event: str) -> str:
@@ -330,16 +381,29 @@ def launches(stat: PerfStat, kernel: str) -> list[Launch]:
     for count in stat.counts:
         key = (count.time, count.aggregate, count.cgroup, count.thread)
         if key not in groups:
-            attributes = {k: str(v) for k, v in (("time_s", count.time), ("aggregate", count.aggregate),
-                                                 ("cpus", count.cpus), ("cgroup", count.cgroup),
-                                                 ("thread", count.thread)) if v is not None}
+            attributes = {
+                k: str(v)
+                for k, v in (
+                    ("time_s", count.time),
+                    ("aggregate", count.aggregate),
+                    ("cpus", count.cpus),
+                    ("cgroup", count.cgroup),
+                    ("thread", count.thread),
+                )
+                if v is not None
+            }
             groups[key] = Launch(kernel, len(groups), count.aggregate or "", stat.runs or 1, attributes)
         groups[key].metrics.extend(count_metrics(count))
     out = list(groups.values())
-    seconds = [Metric(f"time {what}" if what != "time elapsed" else what, value, "second", origin=MEASURED)
-               for what, (value, _) in stat.seconds.items()]
-    seconds += [Metric(f"{what}:spread", spread, "%", origin=MEASURED)
-                for what, (_, spread) in stat.seconds.items() if spread is not None]
+    seconds = [
+        Metric(f"time {what}" if what != "time elapsed" else what, value, "second", origin=MEASURED)
+        for what, (value, _) in stat.seconds.items()
+    ]
+    seconds += [
+        Metric(f"{what}:spread", spread, "%", origin=MEASURED)
+        for what, (_, spread) in stat.seconds.items()
+        if spread is not None
+    ]
     if seconds:
         if len(out) == 1:
             out[0].metrics.extend(seconds)
@@ -380,12 +444,12 @@ def prompt_command(lines: list[str]) -> str | None:
     for line in lines:
         words = line.split()
         if len(words) > 2 and words[0] in ("$", "%", "#") and "perf" in words[1:3]:
-            rest = words[words.index("perf") + 1:]
+            rest = words[words.index("perf") + 1 :]
             if rest[:1] != ["stat"]:
                 continue
             rest = rest[1:]
             if "--" in rest:
-                return " ".join(rest[rest.index("--") + 1:]) or None
+                return " ".join(rest[rest.index("--") + 1 :]) or None
             i = 0
             while i < len(rest) and rest[i].startswith("-"):
                 i += 2 if rest[i] in _VALUED else 1
@@ -407,11 +471,15 @@ def notes(stat: PerfStat) -> list[str]:
     multiplexed = [c for c in stat.counts if c.running_pct is not None and 0 < c.running_pct < 100]
     if multiplexed:
         low = min(c.running_pct or 0 for c in multiplexed)
-        notes.append(f"{len(multiplexed)} counts were multiplexed (on the PMU {low:g}% of the time at least) "
-                     "and scaled up by perf; their ':running' metric gives the share")
+        notes.append(
+            f"{len(multiplexed)} counts were multiplexed (on the PMU {low:g}% of the time at least) "
+            "and scaled up by perf; their ':running' metric gives the share"
+        )
     if stat.form == "human" and stat.target is None and not stat.seconds and all(c.time is None for c in stat.counts):
-        notes.append("no 'Performance counter stats' header and no elapsed time (a trimmed paste): "
-                     "the counts are read as printed")
+        notes.append(
+            "no 'Performance counter stats' header and no elapsed time (a trimmed paste): "
+            "the counts are read as printed"
+        )
     notes += stat.unreadable
     if stat.skipped_lines:
         notes.append(f"{stat.skipped_lines} non-perf lines (program output) skipped")
@@ -422,10 +490,26 @@ def notes(stat: PerfStat) -> list[str]:
 
 def run_from_stat(stat: PerfStat, source: str, command: str | None = None) -> Run:
     kernel = stat.target or command or "perf stat"
-    environment = {k: v for k, v in (("tool", "perf stat"), ("form", stat.form), ("target", stat.target),
-                                     ("runs", stat.runs), ("started", stat.started)) if v is not None}
-    return Run(kind="import", format=NAME, source=source, device={"kind": "cpu"}, environment=environment,
-               launches=launches(stat, kernel), notes=notes(stat))
+    environment = {
+        k: v
+        for k, v in (
+            ("tool", "perf stat"),
+            ("form", stat.form),
+            ("target", stat.target),
+            ("runs", stat.runs),
+            ("started", stat.started),
+        )
+        if v is not None
+    }
+    return Run(
+        kind="import",
+        format=NAME,
+        source=source,
+        device={"kind": "cpu"},
+        environment=environment,
+        launches=launches(stat, kernel),
+        notes=notes(stat),
+    )
 
 
 def blocks(text: str) -> list[str]:
@@ -453,16 +537,25 @@ def _several(path: Path, texts: list[str], command: str | None) -> Run:
     notes += list(dict.fromkeys(note for run in runs for note in run.notes))
     targets = [run.environment.get("target") for run in runs]
     environment = {"tool": "perf stat", "form": "human", "targets": [t for t in targets if t]}
-    return Run(kind="import", format=NAME, source=str(path), device={"kind": "cpu"}, environment=environment,
-               launches=launches, notes=notes)
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device={"kind": "cpu"},
+        environment=environment,
+        launches=launches,
+        notes=notes,
+    )
 
 
 def read(path: Path) -> Run:
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     stat = parse(text)
     if not stat.counts:
-        raise FormatError(f"{path}: no perf stat counter lines found",
-                          "give the output of 'perf stat' (human form or -x,), e.g. the file written with -o")
+        raise FormatError(
+            f"{path}: no perf stat counter lines found",
+            "give the output of 'perf stat' (human form or -x,), e.g. the file written with -o",
+        )
     command = prompt_command(text.splitlines())
     texts = blocks(text)
     if len(texts) > 1:

@@ -38,8 +38,9 @@ _TARGET = re.compile(r"Performance counter stats for '([^']*)'")
 _PMU = re.compile(r"TopdownL1\s+\((\w+)\)")
 # The indent before 'retiring' stays on its line ([^\S\n]): a \s* there ran from every line start over
 # all the blank lines after it (quadratic on a head of empty lines) for the same yes/no answer.
-_SNIFF = re.compile(r"%\s+(?:tma_)?(?:backend_bound|frontend_bound|bad_speculation)\b|^[^\S\n]*retiring\s+bad speculat",
-                    re.MULTILINE)
+_SNIFF = re.compile(
+    r"%\s+(?:tma_)?(?:backend_bound|frontend_bound|bad_speculation)\b|^[^\S\n]*retiring\s+bad speculat", re.MULTILINE
+)
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -79,7 +80,7 @@ def _workload(lines: list[str]) -> str:
 def _old_table(lines: list[str], start: int) -> list[tuple[dict[str, str], list[Metric]]]:
     names = [w for w in re.split(r"\s{2,}", lines[start].strip()) if w]
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         cells = line.replace("<==", "").split()
         if len(cells) != len(names) + 1 or not all(re.fullmatch(r"\d+(?:[.,]\d+)?%", c) for c in cells[1:]):
             break
@@ -94,7 +95,7 @@ def _metric_only_table(lines: list[str], start: int) -> list[tuple[dict[str, str
     names = _TABLE_HEADER.findall(lines[start])
     timed = lines[start].lstrip().startswith("#") and "time" in lines[start]
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         cells = line.split()
         if not cells:
             continue
@@ -141,20 +142,35 @@ def read(path: Path) -> Run:
         if metrics:
             rows = [(attributes, metrics)]
         if running:
-            notes.append(f"counters multiplexed: each metric counted {min(running):g}-{max(running):g}% "
-                         "of the time; perf scaled the values")
+            notes.append(
+                f"counters multiplexed: each metric counted {min(running):g}-{max(running):g}% "
+                "of the time; perf scaled the values"
+            )
     if not any(_level1(m.name) for _, metrics in rows for m in metrics):
-        raise FormatError(f"{path}: no Top-Down level-1 values found",
-                          "record with: perf stat --topdown -a -- CMD, perf stat -M TopdownL1 -- CMD "
-                          "(Intel) or perf stat -M PipelineL1 -- CMD (AMD)")
+        raise FormatError(
+            f"{path}: no Top-Down level-1 values found",
+            "record with: perf stat --topdown -a -- CMD, perf stat -M TopdownL1 -- CMD "
+            "(Intel) or perf stat -M PipelineL1 -- CMD (AMD)",
+        )
     workload = _workload(lines)
-    launches = [Launch(kernel=workload, index=i, device="cpu", attributes=attributes, metrics=metrics)
-                for i, (attributes, metrics) in enumerate(rows)]
+    launches = [
+        Launch(kernel=workload, index=i, device="cpu", attributes=attributes, metrics=metrics)
+        for i, (attributes, metrics) in enumerate(rows)
+    ]
     elapsed = _ELAPSED.search(text)
     if elapsed:
         launches[-1].metrics.append(Metric("seconds time elapsed", _float(elapsed.group(1)), "second"))
     names = {m.name for launch in launches for m in launch.metrics}
     vendor = "Intel" if any(n.startswith("tma_") for n in names) or old is not None else "AMD"
-    notes.append(f"vendor inferred from the metric names ({'tma_* / --topdown table' if vendor == 'Intel' else 'PipelineL1 names'})")
-    return Run(kind="import", format=NAME, source=str(path), device={"kind": "cpu", "vendor": vendor},
-               launches=launches, notes=notes, workload={"command": workload})
+    notes.append(
+        f"vendor inferred from the metric names ({'tma_* / --topdown table' if vendor == 'Intel' else 'PipelineL1 names'})"
+    )
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device={"kind": "cpu", "vendor": vendor},
+        launches=launches,
+        notes=notes,
+        workload={"command": workload},
+    )

@@ -40,13 +40,13 @@ class Region:
     begin_ns: int
     thread: int = 0
     index: Any = None
-    parent: int | None = None          # the parent's ident in the same process
+    parent: int | None = None  # the parent's ident in the same process
     end_ns: int | None = None
     rank: int | None = None
     unclosed: str | None = None
-    raised: str | None = None           # the exception that ended it, by name
+    raised: str | None = None  # the exception that ended it, by name
     attributes: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, dict[str, Any]] = field(default_factory=dict)   # hook values: {"begin": {}, "end": {}}
+    extra: dict[str, dict[str, Any]] = field(default_factory=dict)  # hook values: {"begin": {}, "end": {}}
 
     @property
     def seconds(self) -> float:
@@ -60,12 +60,13 @@ class Regions:
     regions: list[Region]
     run_id: str
     start_ns: int
-    processes: dict[int, int | None]   # pid -> rank
+    processes: dict[int, int | None]  # pid -> rank
 
 
 def _refuse(path: Path, what: str) -> FormatError:
-    return FormatError(f"{path}: {what}", "give the regions file gpuprof profile wrote for this run "
-                                          "(reports/<run-id>/regions.jsonl)")
+    return FormatError(
+        f"{path}: {what}", "give the regions file gpuprof profile wrote for this run (reports/<run-id>/regions.jsonl)"
+    )
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -91,20 +92,37 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _event(path: Path, number: int, event: dict[str, Any], head: dict[str, Any],
-           found: dict[tuple[int, int], Region], processes: dict[int, int | None]) -> int:
+def _event(
+    path: Path,
+    number: int,
+    event: dict[str, Any],
+    head: dict[str, Any],
+    found: dict[tuple[int, int], Region],
+    processes: dict[int, int | None],
+) -> int:
     """Take one line into ``found``/``processes``; returns its timestamp."""
     kind, pid, ts = event["e"], int(event["p"]), int(event["ts"])
     if kind == "process":
         if event.get("run") != head.get("run"):
-            raise _refuse(path, f"line {number}: process {pid} belongs to run {event.get('run')!r}, the file "
-                                f"to {head.get('run')!r}: lines of two runs in one file")
+            raise _refuse(
+                path,
+                f"line {number}: process {pid} belongs to run {event.get('run')!r}, the file "
+                f"to {head.get('run')!r}: lines of two runs in one file",
+            )
         processes[pid] = event.get("rank")
     elif kind == "b":
         key = (pid, int(event["id"]))
-        found[key] = Region(str(event["n"]), pid, key[1], ts, int(event.get("t", 0)), event.get("i"),
-                            event.get("par"), attributes=dict(event.get("a") or {}),
-                            extra={"begin": {k: v for k, v in event.items() if k not in _KNOWN_KEYS}})
+        found[key] = Region(
+            str(event["n"]),
+            pid,
+            key[1],
+            ts,
+            int(event.get("t", 0)),
+            event.get("i"),
+            event.get("par"),
+            attributes=dict(event.get("a") or {}),
+            extra={"begin": {k: v for k, v in event.items() if k not in _KNOWN_KEYS}},
+        )
     elif kind == "e":
         opened = found.get((pid, int(event["id"])))
         if opened is None or opened.end_ns is not None:
@@ -125,8 +143,11 @@ def parse(path: str | Path, run_id: str | None = None, end_ns: int | None = None
     events = _lines(path)
     head = events[0]
     if run_id is not None and head.get("run") != run_id:
-        raise _refuse(path, f"belongs to run {head.get('run')!r}, not to this run {run_id!r} (a stale file or "
-                            f"a $GPUPROF_REGIONS left set from another profile)")
+        raise _refuse(
+            path,
+            f"belongs to run {head.get('run')!r}, not to this run {run_id!r} (a stale file or "
+            f"a $GPUPROF_REGIONS left set from another profile)",
+        )
     found: dict[tuple[int, int], Region] = {}
     processes: dict[int, int | None] = {}
     last = int(head.get("ts", 0))
@@ -150,10 +171,16 @@ def launches(found: Regions, first_index: int = 0) -> list[Launch]:
     made = []
     for position, one in enumerate(found.regions):
         parent = number.get((one.process, one.parent)) if one.parent is not None else None
-        attributes = {"kind": KIND, "name": one.name, "index": "" if one.index is None else str(one.index),
-                      "parent": "" if parent is None else str(parent), "thread": str(one.thread),
-                      "process": str(one.process), "rank": "" if one.rank is None else str(one.rank),
-                      "clock": "CLOCK_MONOTONIC"}
+        attributes = {
+            "kind": KIND,
+            "name": one.name,
+            "index": "" if one.index is None else str(one.index),
+            "parent": "" if parent is None else str(parent),
+            "thread": str(one.thread),
+            "process": str(one.process),
+            "rank": "" if one.rank is None else str(one.rank),
+            "clock": "CLOCK_MONOTONIC",
+        }
         if one.unclosed:
             attributes["unclosed"] = one.unclosed
         if one.raised:
@@ -162,9 +189,11 @@ def launches(found: Regions, first_index: int = 0) -> list[Launch]:
             attributes["attributes"] = json.dumps(one.attributes, sort_keys=True)
         if any(one.extra.values()):
             attributes["extra"] = json.dumps(one.extra, sort_keys=True)
-        metrics = [Metric("wall time", one.seconds, "second", None, TIMED),
-                   Metric("begin", one.begin_ns / 1e9, "second", None, TIMED),
-                   Metric("end", (one.end_ns or one.begin_ns) / 1e9, "second", None, TIMED)]
+        metrics = [
+            Metric("wall time", one.seconds, "second", None, TIMED),
+            Metric("begin", one.begin_ns / 1e9, "second", None, TIMED),
+            Metric("end", (one.end_ns or one.begin_ns) / 1e9, "second", None, TIMED),
+        ]
         made.append(Launch(one.name, first_index + position, "", 1, attributes, metrics))
     return made
 
@@ -172,10 +201,11 @@ def launches(found: Regions, first_index: int = 0) -> list[Launch]:
 def notes(found: Regions) -> list[str]:
     """One line per kind of region that had to be closed for the program."""
     said = []
-    for reason, why in (("exit", "still open when the program exited; closed then"),
-                        ("parent", "left open inside a region that was closed; closed with it"),
-                        (KILLED, ("of a process that ended without closing them (killed or crashed); closed "
-                                  "at the command's end"))):
+    for reason, why in (
+        ("exit", "still open when the program exited; closed then"),
+        ("parent", "left open inside a region that was closed; closed with it"),
+        (KILLED, ("of a process that ended without closing them (killed or crashed); closed at the command's end")),
+    ):
         count = sum(1 for r in found.regions if r.unclosed == reason)
         if count:
             said.append(f"{count} region(s) {why} (marked unclosed={reason})")
@@ -189,7 +219,15 @@ def sniff(path: Path, head: str) -> bool:
 
 def read(path: Path) -> Run:
     found = parse(path)
-    return Run(kind="import", format=NAME, source=str(path), launches=launches(found),
-               environment={"run_id_of_regions": found.run_id, "clock": CLOCK_BASIS,
-                            "processes": {str(pid): rank for pid, rank in found.processes.items()}},
-               notes=notes(found))
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        launches=launches(found),
+        environment={
+            "run_id_of_regions": found.run_id,
+            "clock": CLOCK_BASIS,
+            "processes": {str(pid): rank for pid, rank in found.processes.items()},
+        },
+        notes=notes(found),
+    )

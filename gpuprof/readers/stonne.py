@@ -23,7 +23,9 @@ from gpuprof.errors import FormatError
 from gpuprof.model import ANALYTIC, DERIVED, SIMULATED, Launch, Metric, Run
 
 NAME = "stonne"
-DESCRIPTION = "STONNE simulator outputs: a layer's .counters or output_stats JSON, a folder of them, its console or energy script"
+DESCRIPTION = (
+    "STONNE simulator outputs: a layer's .counters or output_stats JSON, a folder of them, its console or energy script"
+)
 
 _LAYER_FILE = re.compile(r"^(output_stats_layer_.+?)timestamp_\d+\.(txt|counters)$")
 _CONSOLE_CYCLES = re.compile(r"Number of cycles running:\s*(\d+)")
@@ -55,7 +57,9 @@ def sniff_dir(path: Path) -> bool:
     return any(_LAYER_FILE.match(child.name) for child in path.iterdir() if child.is_file())
 
 
-def parse_counters(text: str, source: str) -> tuple[int | None, dict[tuple[str, str, str], int], dict[tuple[str, str], int]]:
+def parse_counters(
+    text: str, source: str
+) -> tuple[int | None, dict[tuple[str, str, str], int], dict[tuple[str, str], int]]:
     """CYCLES, the sum of every (section, component, key) count, and the instances of each component."""
     cycles: int | None = None
     sums: dict[tuple[str, str, str], int] = defaultdict(int)
@@ -66,7 +70,7 @@ def parse_counters(text: str, source: str) -> tuple[int | None, dict[tuple[str, 
         if not line:
             continue
         if line.startswith("CYCLES="):
-            cycles = _int(line[len("CYCLES="):], source, number)
+            cycles = _int(line[len("CYCLES=") :], source, number)
         elif line.startswith("[") and line.endswith("]"):
             section = line[1:-1]
         else:
@@ -75,8 +79,10 @@ def parse_counters(text: str, source: str) -> tuple[int | None, dict[tuple[str, 
             for pair in pairs:
                 key, sep, value = pair.partition("=")
                 if not sep:
-                    raise FormatError(f"{source}:{number}: '{pair}' is not KEY=VALUE",
-                                      "give the .counters file STONNE wrote, unedited")
+                    raise FormatError(
+                        f"{source}:{number}: '{pair}' is not KEY=VALUE",
+                        "give the .counters file STONNE wrote, unedited",
+                    )
                 sums[(section, component, key)] += _int(value, source, number)
     return cycles, dict(sums), dict(instances)
 
@@ -85,8 +91,9 @@ def _int(text: str, source: str, number: int) -> int:
     try:
         return int(text)
     except ValueError:
-        raise FormatError(f"{source}:{number}: '{text}' is not a count",
-                          "give the .counters file STONNE wrote, unedited") from None
+        raise FormatError(
+            f"{source}:{number}: '{text}' is not a count", "give the .counters file STONNE wrote, unedited"
+        ) from None
 
 
 def counter_metrics(text: str, source: str) -> list[Metric]:
@@ -101,8 +108,9 @@ def counter_metrics(text: str, source: str) -> list[Metric]:
         metrics.append(Metric(MULTIPLIERS, multipliers, "", canonical=MULTIPLIERS, origin=SIMULATED))
     for key, name in (("READ", GB_READS), ("WRITE", GB_WRITES)):
         if ("GlobalBuffer", "GLOBALBUFFER", key) in sums:
-            metrics.append(Metric(name, sums[("GlobalBuffer", "GLOBALBUFFER", key)], "", canonical=name,
-                                  origin=SIMULATED))
+            metrics.append(
+                Metric(name, sums[("GlobalBuffer", "GLOBALBUFFER", key)], "", canonical=name, origin=SIMULATED)
+            )
     return metrics
 
 
@@ -111,11 +119,15 @@ def stats_metrics(text: str, source: str) -> tuple[list[Metric], dict[str, str]]
     try:
         return _stats_metrics(json.loads(text))
     except json.JSONDecodeError as error:
-        raise FormatError(f"{source}: not valid JSON ({error.msg} at line {error.lineno})",
-                          "give the output_stats file STONNE wrote, whole") from None
+        raise FormatError(
+            f"{source}: not valid JSON ({error.msg} at line {error.lineno})",
+            "give the output_stats file STONNE wrote, whole",
+        ) from None
     except (AttributeError, TypeError, ValueError, ZeroDivisionError):
-        raise FormatError(f"{source}: not STONNE's statistics layout (hardwareConfiguration, "
-                          "LayerConfiguration, GlobalStats ...)", "give the output_stats file STONNE wrote, unedited") from None
+        raise FormatError(
+            f"{source}: not STONNE's statistics layout (hardwareConfiguration, LayerConfiguration, GlobalStats ...)",
+            "give the output_stats file STONNE wrote, unedited",
+        ) from None
 
 
 def _stats_metrics(stats: dict) -> tuple[list[Metric], dict[str, str]]:
@@ -132,8 +144,7 @@ def _stats_metrics(stats: dict) -> tuple[list[Metric], dict[str, str]]:
         metrics.append(Metric(CYCLES, int(cycles), "cycle", canonical=CYCLES, origin=SIMULATED))
     for key, value in stats.get("SDMemoryStats", {}).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            metrics.append(Metric(f"SDMemory.{key}", value, "cycle" if key == "Total_cycles" else "",
-                                  origin=SIMULATED))
+            metrics.append(Metric(f"SDMemory.{key}", value, "cycle" if key == "Total_cycles" else "", origin=SIMULATED))
     size = hardware.get("MSNetwork", {}).get("ms_size")
     rows, columns = (hardware.get("MSNetwork", {}).get(k) for k in ("ms_rows", "ms_columns"))
     multipliers = size or ((rows or 0) * (columns or 0))
@@ -152,23 +163,34 @@ def energy_metrics(text: str, source: str) -> list[Metric]:
     metrics: list[Metric] = []
     try:
         for line in text.splitlines():
-            if (found := _ENERGY_COMPONENT.match(line.strip())):
+            if found := _ENERGY_COMPONENT.match(line.strip()):
                 component, static, area, dynamic = found.groups()
-                metrics += [Metric(f"{component} static energy (table units)", float(static), "", origin=DERIVED),
-                            Metric(f"{component} dynamic energy (table units)", float(dynamic), "", origin=DERIVED),
-                            Metric(f"{component} area (table units)", float(area), "", origin=DERIVED)]
-            elif (found := _ENERGY_TOTAL.match(line.strip())):
+                metrics += [
+                    Metric(f"{component} static energy (table units)", float(static), "", origin=DERIVED),
+                    Metric(f"{component} dynamic energy (table units)", float(dynamic), "", origin=DERIVED),
+                    Metric(f"{component} area (table units)", float(area), "", origin=DERIVED),
+                ]
+            elif found := _ENERGY_TOTAL.match(line.strip()):
                 what, value = found.groups()
-                name = {"STATIC Energy": "static energy", "DYNAMIC Energy": "dynamic energy", "Area": "area",
-                        "Energy": "energy"}[what]
-                metrics.append(Metric(f"{name} (table units)", float(value), "", canonical=f"{name} (table units)",
-                                      origin=DERIVED))
+                name = {
+                    "STATIC Energy": "static energy",
+                    "DYNAMIC Energy": "dynamic energy",
+                    "Area": "area",
+                    "Energy": "energy",
+                }[what]
+                metrics.append(
+                    Metric(f"{name} (table units)", float(value), "", canonical=f"{name} (table units)", origin=DERIVED)
+                )
     except ValueError:
-        raise FormatError(f"{source}: a value of STONNE's energy output is not a number",
-                          "give the file calculate_energy.py wrote, unedited") from None
+        raise FormatError(
+            f"{source}: a value of STONNE's energy output is not a number",
+            "give the file calculate_energy.py wrote, unedited",
+        ) from None
     if not any(m.name == "energy (table units)" for m in metrics):
-        raise FormatError(f"{source}: no 'Total Energy' line (calculate_energy.py did not finish?)",
-                          "run STONNE's calculate_energy.py again and give its whole output")
+        raise FormatError(
+            f"{source}: no 'Total Energy' line (calculate_energy.py did not finish?)",
+            "run STONNE's calculate_energy.py again and give its whole output",
+        )
     return metrics
 
 
@@ -185,7 +207,7 @@ def layer_key(name: str) -> str | None:
 
 def _layer_name(key: str) -> str:
     """``output_stats_layer_TestLayer_architecture_…`` → ``TestLayer``."""
-    rest = key[len("output_stats_layer_"):]
+    rest = key[len("output_stats_layer_") :]
     return rest.split("_architecture_")[0] if "_architecture_" in rest else rest.rstrip("_")
 
 
@@ -196,36 +218,54 @@ def _read_folder(path: Path) -> Run:
         if key and child.is_file():
             pairs[key][child.suffix] = child
     if not pairs:
-        raise FormatError(f"{path}: no STONNE layer files (output_stats_layer_…timestamp_N.txt/.counters)",
-                          "give the folder STONNE wrote its outputs into")
+        raise FormatError(
+            f"{path}: no STONNE layer files (output_stats_layer_…timestamp_N.txt/.counters)",
+            "give the folder STONNE wrote its outputs into",
+        )
     unpaired = [files for files in pairs.values() if len(files) != 2]
     if unpaired:
         named = ", ".join(p.name for files in unpaired for p in files.values())
-        raise FormatError(f"{path}: {len(unpaired)} STONNE layer file(s) without their pair: {named}",
-                          "each layer needs both its .counters file and its output_stats .txt; "
-                          "copy the missing one or import the complete file alone")
+        raise FormatError(
+            f"{path}: {len(unpaired)} STONNE layer file(s) without their pair: {named}",
+            "each layer needs both its .counters file and its output_stats .txt; "
+            "copy the missing one or import the complete file alone",
+        )
     launches = []
     for index, (key, files) in enumerate(pairs.items()):
         counters = counter_metrics(files[".counters"].read_text(errors="replace"), str(files[".counters"]))
         stats, attributes = stats_metrics(files[".txt"].read_text(errors="replace"), str(files[".txt"]))
         _check_cycles(counters, stats, files)
         attributes.update({"stats_file": files[".txt"].name, "counters_file": files[".counters"].name})
-        launches.append(Launch(kernel=_layer_name(key), index=index, device="STONNE (simulated)",
-                               attributes=attributes, metrics=_merge(counters, stats)))
+        launches.append(
+            Launch(
+                kernel=_layer_name(key),
+                index=index,
+                device="STONNE (simulated)",
+                attributes=attributes,
+                metrics=_merge(counters, stats),
+            )
+        )
     return _run(path, launches)
 
 
 def _check_cycles(counters: list[Metric], stats: list[Metric], files: dict[str, Path]) -> None:
     one, two = ({m.name: m.value for m in metrics}.get(CYCLES) for metrics in (counters, stats))
     if one is not None and two is not None and one != two:
-        raise FormatError(f"{files['.counters'].name} says {one} cycles but {files['.txt'].name} says {two}",
-                          "the two files are from different simulations; pair them by hand and import each alone")
+        raise FormatError(
+            f"{files['.counters'].name} says {one} cycles but {files['.txt'].name} says {two}",
+            "the two files are from different simulations; pair them by hand and import each alone",
+        )
 
 
 def _run(path: Path, launches: list[Launch]) -> Run:
-    return Run(kind="import", format=NAME, source=str(path),
-               device={"kind": "simulated", "name": "STONNE (simulated)"}, launches=launches,
-               notes=[_NOTE])
+    return Run(
+        kind="import",
+        format=NAME,
+        source=str(path),
+        device={"kind": "simulated", "name": "STONNE (simulated)"},
+        launches=launches,
+        notes=[_NOTE],
+    )
 
 
 def read(path: Path) -> Run:
@@ -246,8 +286,19 @@ def read(path: Path) -> Run:
         if not found:
             raise FormatError(f"{path}: no 'Number of cycles running' line", "give STONNE's console output")
         if len(found) > 1:
-            return _run(path, [Launch(kernel=f"layer {i}", index=i, device="STONNE (simulated)", metrics=[
-                Metric(CYCLES, int(n), "cycle", canonical=CYCLES, origin=SIMULATED)]) for i, n in enumerate(found)])
+            return _run(
+                path,
+                [
+                    Launch(
+                        kernel=f"layer {i}",
+                        index=i,
+                        device="STONNE (simulated)",
+                        metrics=[Metric(CYCLES, int(n), "cycle", canonical=CYCLES, origin=SIMULATED)],
+                    )
+                    for i, n in enumerate(found)
+                ],
+            )
         metrics, attributes = [Metric(CYCLES, int(found[0]), "cycle", canonical=CYCLES, origin=SIMULATED)], {}
-    return _run(path, [Launch(kernel=kernel, index=0, device="STONNE (simulated)", attributes=attributes,
-                              metrics=metrics)])
+    return _run(
+        path, [Launch(kernel=kernel, index=0, device="STONNE (simulated)", attributes=attributes, metrics=metrics)]
+    )

@@ -56,8 +56,10 @@ def convert(path: Path, tool: str) -> Any:
     try:
         from xprof.convert import raw_to_tool_data
     except ImportError:
-        raise FormatError(f"{path}: reading .xplane.pb profiles needs the xprof package",
-                          "pip install 'gpuprof[xprof]' (or pip install xprof)") from None
+        raise FormatError(
+            f"{path}: reading .xplane.pb profiles needs the xprof package",
+            "pip install 'gpuprof[xprof]' (or pip install xprof)",
+        ) from None
     with tempfile.TemporaryDirectory(prefix="gpuprof-xplane-") as folder, plain_file(path) as plain:
         copy = Path(folder) / (path.name.removesuffix(".gz"))
         shutil.copyfile(plain, copy)
@@ -77,11 +79,20 @@ def _op_stats(path: Path) -> list[Launch]:
     for index, row in enumerate(table.get("rows", [])):
         cells = dict(zip(ids, (cell.get("v") if isinstance(cell, dict) else None for cell in row["c"])))
         metrics = [Metric("occurrences", float(cells.get("occurrences") or 0), "")]
-        metrics += [Metric(name, float(cells[key]) * 1e-6, "second")
-                    for key, name in (("total_time", "total time"), ("total_self_time", "self time"))
-                    if isinstance(cells.get(key), (int, float))]
-        launches.append(Launch(str(cells.get("operation", "")), index, str(cells.get("host_or_device", "")),
-                               attributes={"kind": "op-stats", "type": str(cells.get("type", ""))}, metrics=metrics))
+        metrics += [
+            Metric(name, float(cells[key]) * 1e-6, "second")
+            for key, name in (("total_time", "total time"), ("total_self_time", "self time"))
+            if isinstance(cells.get(key), (int, float))
+        ]
+        launches.append(
+            Launch(
+                str(cells.get("operation", "")),
+                index,
+                str(cells.get("host_or_device", "")),
+                attributes={"kind": "op-stats", "type": str(cells.get("type", ""))},
+                metrics=metrics,
+            )
+        )
     return launches
 
 
@@ -100,5 +111,12 @@ def read(path: Path) -> Run:
     for column in _tables.CATEGORY_COLUMNS:
         metrics[column] = metrics[column].astype("category")
     notes = [*run.notes, f"{len(stats)} rows of xprof's framework op statistics kept as launches of kind op-stats"]
-    return Run(kind=run.kind, format=run.format, source=run.source, device=run.device, environment=run.environment,
-               notes=notes, tables=(pd.concat([run.launch_table, launch_table], ignore_index=True), metrics))
+    return Run(
+        kind=run.kind,
+        format=run.format,
+        source=run.source,
+        device=run.device,
+        environment=run.environment,
+        notes=notes,
+        tables=(pd.concat([run.launch_table, launch_table], ignore_index=True), metrics),
+    )

@@ -49,10 +49,13 @@ class Renderer(Protocol):
 
 def renderers() -> dict[str, Renderer]:
     """Every ``--format`` by name; ``table`` fits the terminal (:func:`table_width`)."""
-    return {"table": lambda frame, title=None: text.table(frame, title, table_width()),
-            "markdown": text.markdown, "json": text.json,
-            # to a terminal, escape sequences in names are written out
-            "csv": lambda frame, title=None: text.csv(frame, title, terminal=sys.stdout.isatty())}
+    return {
+        "table": lambda frame, title=None: text.table(frame, title, table_width()),
+        "markdown": text.markdown,
+        "json": text.json,
+        # to a terminal, escape sequences in names are written out
+        "csv": lambda frame, title=None: text.csv(frame, title, terminal=sys.stdout.isatty()),
+    }
 
 
 def emit(frame: pd.DataFrame, fmt: str = "table", title: str | None = None) -> str:

@@ -28,8 +28,11 @@ def colour(i: int) -> str:
 
 def series(i: int) -> dict[str, Any]:
     """Colour, marker and line style of the ``i``-th series: no two of the first 48 alike."""
-    return {"color": colour(i), "marker": MARKERS[i % len(MARKERS)],
-            "linestyle": LINESTYLES[(i // len(MARKERS)) % len(LINESTYLES)]}
+    return {
+        "color": colour(i),
+        "marker": MARKERS[i % len(MARKERS)],
+        "linestyle": LINESTYLES[(i // len(MARKERS)) % len(LINESTYLES)],
+    }
 
 
 def number(value: float) -> str:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from gpuprof.devices.peaks import Peaks
 
+
 def png(fig: Figure | None) -> bytes | None:
     """The figure as PNG bytes (None stays None)."""
     if fig is None:
@@ -73,14 +74,20 @@ def lines_by_op(frame: pd.DataFrame, devices: list[str], quantity: str, ylabel: 
         ax.grid(True, which="major", linewidth=0.4, alpha=0.6)
         log_ticks(ax.xaxis, base=2, most=6)
         log_ticks(ax.yaxis)
-    for ax in axes[len(names):]:
+    for ax in axes[len(names) :]:
         ax.set_visible(False)
     by_label: dict[str, object] = {}
-    for ax in axes[:len(names)]:
+    for ax in axes[: len(names)]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             by_label.setdefault(label, handle)
-    fig.legend(list(by_label.values()), list(by_label.keys()), loc="outside lower center",
-               ncols=min(4, len(by_label)), fontsize=8, title="device")
+    fig.legend(
+        list(by_label.values()),
+        list(by_label.keys()),
+        loc="outside lower center",
+        ncols=min(4, len(by_label)),
+        fontsize=8,
+        title="device",
+    )
     fig.suptitle(title, fontsize=11)
     return fig
 
@@ -95,23 +102,33 @@ def best_rate_bars(frame: pd.DataFrame, devices: list[str]) -> Figure | None:
     if not names:
         return None
     best = data.groupby(["op", "device"])["MFLOP/s"].max()
-    inches = min(12.5, max(7.0, 1.6 * len(names) + 0.35 * len(names) * len(devices)))   # the report: 1500 px
+    inches = min(12.5, max(7.0, 1.6 * len(names) + 0.35 * len(names) * len(devices)))  # the report: 1500 px
     fig = Figure(figsize=(inches, 5.2), layout="constrained")
     ax = fig.add_subplot()
     width = 0.8 / len(devices)
     x = np.arange(len(names))
     for i, device in enumerate(devices):
         heights = [best.get((op, device), np.nan) for op in names]
-        ax.bar(x + (i - (len(devices) - 1) / 2) * width, heights, width, label=device, color=colour(i),
-               hatch=HATCHES[i % len(HATCHES)], edgecolor="white", linewidth=0.5)
+        ax.bar(
+            x + (i - (len(devices) - 1) / 2) * width,
+            heights,
+            width,
+            label=device,
+            color=colour(i),
+            hatch=HATCHES[i % len(HATCHES)],
+            edgecolor="white",
+            linewidth=0.5,
+        )
     ax.set_xticks(x, names)
     ax.set_yscale("log")
     ax.set_xlabel("operation")
     ax.set_ylabel("best MFLOP/s over the sizes measured (10^6 FLOP/s)")
     title = "Throughput per device. Measured runs: analytic FLOPs / timed median"
     if data["source"].str.startswith("paper").any():
-        title += ("; paper: nvprof counts (for sigmoid and tanh nvprof counts 10-18 FLOPs per element, "
-                  "the analytic model 4 and 5)")
+        title += (
+            "; paper: nvprof counts (for sigmoid and tanh nvprof counts 10-18 FLOPs per element, "
+            "the analytic model 4 and 5)"
+        )
     fig.suptitle(wrap(title, fig, 10), fontsize=10)
     ax.grid(True, axis="y", which="major", linewidth=0.4, alpha=0.6)
     log_ticks(ax.yaxis)
@@ -126,14 +143,27 @@ def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     known = frame[frame["GB/s"].notna() & (frame["GB/s"] > 0) & frame["MFLOP/s"].notna()]
-    return pd.DataFrame({
-        "device": known["device"], "kernel": known["op"],
-        "label": [f"{o} {size_text(s * 1e6)}" for o, s in zip(known["op"], known["size_MB"])],
-        "op": known["op"], "precision": known["dtype"].map(DTYPE_PRECISION), "tensor_kind": "",
-        "ai": known["MFLOP/s"] * 1e6 / (known["GB/s"] * 1e9), "ai_l2": np.nan, "ai_l1": np.nan,
-        "flop_rate": known["MFLOP/s"] * 1e6, "time": np.nan, "clock": np.nan, "origin": known["MFLOP/s origin"],
-        "run_id": known["run"], "ai_check": "", "left_out": "",
-    }, columns=POINT_COLUMNS)
+    return pd.DataFrame(
+        {
+            "device": known["device"],
+            "kernel": known["op"],
+            "label": [f"{o} {size_text(s * 1e6)}" for o, s in zip(known["op"], known["size_MB"])],
+            "op": known["op"],
+            "precision": known["dtype"].map(DTYPE_PRECISION),
+            "tensor_kind": "",
+            "ai": known["MFLOP/s"] * 1e6 / (known["GB/s"] * 1e9),
+            "ai_l2": np.nan,
+            "ai_l1": np.nan,
+            "flop_rate": known["MFLOP/s"] * 1e6,
+            "time": np.nan,
+            "clock": np.nan,
+            "origin": known["MFLOP/s origin"],
+            "run_id": known["run"],
+            "ai_check": "",
+            "left_out": "",
+        },
+        columns=POINT_COLUMNS,
+    )
 
 
 def rooflines(points: pd.DataFrame, peaks: dict[str, list[Peaks]], devices: list[str]) -> dict[str, bytes]:

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 GAP = 2
 NOTE_HEADER = re.compile(r"(basis|source|origin|\. ceiling|above 100)$", re.IGNORECASE)
 NOTE_AT = (16, 10)  # cells of note columns longer than this become notes when the table is too wide (2nd try)
-MIN_TEXT = 8       # text columns wrap down to this width (or their longest word, up to MAX_WORD)
+MIN_TEXT = 8  # text columns wrap down to this width (or their longest word, up to MAX_WORD)
 MAX_WORD = 32
-INDENT = "  "      # before the continuation lines of a wrapped cell
-WHOLE = 17         # cells up to this long (a number and its unit, a label) are never wrapped
+INDENT = "  "  # before the continuation lines of a wrapped cell
+WHOLE = 17  # cells up to this long (a number and its unit, a label) are never wrapped
 
 
 @dataclass
@@ -55,8 +55,11 @@ def _with_notes(columns: list[Column], notes: list[str], longer: int) -> tuple[l
     (equal texts share a number), numbered in reading order."""
     notes = list(notes)
     moved = [Column(c.header, list(c.cells), c.numeric, c.group) for c in columns]
-    explaining = [c for c in moved[1:] if not c.numeric and NOTE_HEADER.search(c.header)
-                  and any(len(cell) > longer for cell in c.cells)]
+    explaining = [
+        c
+        for c in moved[1:]
+        if not c.numeric and NOTE_HEADER.search(c.header) and any(len(cell) > longer for cell in c.cells)
+    ]
     for row in range(len(columns[0].cells)):
         for column in explaining:
             cell = column.cells[row]
@@ -72,10 +75,12 @@ def _shrink(columns: list[Column], width: int) -> None:
     row's key; at their narrowest when even that does not fit."""
     for column in columns:
         column.width = column.natural()
-    steps = ((lambda c: True, lambda c: max([*map(len, c.cells), c.narrowest()])),
-             (lambda c: bool(NOTE_HEADER.search(c.header)), Column.narrowest),
-             (lambda c: c is not columns[0], Column.narrowest),   # the row's key last
-             (lambda c: True, Column.narrowest))
+    steps = (
+        (lambda c: True, lambda c: max([*map(len, c.cells), c.narrowest()])),
+        (lambda c: bool(NOTE_HEADER.search(c.header)), Column.narrowest),
+        (lambda c: c is not columns[0], Column.narrowest),  # the row's key last
+        (lambda c: True, Column.narrowest),
+    )
     for chosen, floor in steps:
         while _span(columns, [c.width for c in columns]) > width:
             candidates = [c for c in columns if chosen(c) and c.width > floor(c)]
@@ -120,8 +125,9 @@ def _render(columns: list[Column], rows: int) -> list[str]:
     heads = [_wrap(c.header, c.width) for c in columns]
     depth = max(map(len, heads))
     for i in range(depth):  # headers wrap upwards-aligned to their last line, above the rule
-        out.append(line([aligned(h[i - depth + len(h)] if i >= depth - len(h) else "", c)
-                         for h, c in zip(heads, columns)]))
+        out.append(
+            line([aligned(h[i - depth + len(h)] if i >= depth - len(h) else "", c) for h, c in zip(heads, columns)])
+        )
     out.append(line(["-" * c.width for c in columns]))
     for r in range(rows):
         cells = [_wrap(c.cells[r], c.width, INDENT) if not c.numeric else [c.cells[r]] for c in columns]

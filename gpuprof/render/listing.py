@@ -25,14 +25,23 @@ def listing_frame(runs: list[Run], ceilings: Callable[[Run, list[Run]], list[Pea
         if run.kind == "run":
             rows.append({"kind": run.kind, **summary_row(run, ceilings(run, runs) if ceilings else None)})
         else:
-            rows.append({"kind": run.kind, "run": run.run_id[:8], "created": run.created,
-                         "device": run.device.get("name", ""), "format": run.format,
-                         "source": run.source, "launches": len(run.launch_table)})
+            rows.append(
+                {
+                    "kind": run.kind,
+                    "run": run.run_id[:8],
+                    "created": run.created,
+                    "device": run.device.get("name", ""),
+                    "format": run.format,
+                    "source": run.source,
+                    "launches": len(run.launch_table),
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def find_run(store: Store, prefix: str, fmt: str,
-             ceilings: Callable[[Run, list[Run]], list[Peaks]] | None = None) -> str:
+def find_run(
+    store: Store, prefix: str, fmt: str, ceilings: Callable[[Run, list[Run]], list[Peaks]] | None = None
+) -> str:
     """The report of the one run whose id starts with ``prefix``; a measured run's efficiencies
     against ``ceilings(run, every stored run)`` (``gpuprof.compare.ceilings_for``) when given."""
     matches = [run_id for run_id in store.run_ids() if run_id.startswith(prefix)]
@@ -59,11 +68,22 @@ def _with_counted_flops(run: Run) -> pd.DataFrame:
         total, seconds, basis = counted["total"][position], counted["time"][position], counted["basis"][position]
         if not basis:
             continue
-        common = {"run_id": run.run_id, "device": launch.device, "kernel": launch.kernel, "launch": launch.index,
-                  "invocations": launch.invocations, "canonical": None, "text": basis,
-                  "minimum": float("nan"), "maximum": float("nan")}
+        common = {
+            "run_id": run.run_id,
+            "device": launch.device,
+            "kernel": launch.kernel,
+            "launch": launch.index,
+            "invocations": launch.invocations,
+            "canonical": None,
+            "text": basis,
+            "minimum": float("nan"),
+            "maximum": float("nan"),
+        }
         rows.append({**common, "metric": "counted FLOPs", "value": total, "unit": "FLOP", "origin": MEASURED})
-        rows.append({**common, "metric": "counted FLOP/s", "value": total / seconds, "unit": "FLOP/second",
-                     "origin": DERIVED})
-    return pd.concat([frame.astype({c: object for c in ("metric", "canonical", "unit", "origin")}),
-                      pd.DataFrame(rows)], ignore_index=True).sort_values("launch", kind="stable")
+        rows.append(
+            {**common, "metric": "counted FLOP/s", "value": total / seconds, "unit": "FLOP/second", "origin": DERIVED}
+        )
+    return pd.concat(
+        [frame.astype({c: object for c in ("metric", "canonical", "unit", "origin")}), pd.DataFrame(rows)],
+        ignore_index=True,
+    ).sort_values("launch", kind="stable")

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from matplotlib.text import Annotation
     from matplotlib.transforms import Bbox
 
-Offset = tuple[float, float]     # points from the anchor, as ``annotate(textcoords="offset points")``
+Offset = tuple[float, float]  # points from the anchor, as ``annotate(textcoords="offset points")``
 
 
 def ring(radius: float) -> list[Offset]:
@@ -28,8 +28,10 @@ def ring(radius: float) -> list[Offset]:
 def _alignment(offset: Offset) -> dict[str, str]:
     """Text on the side of the anchor its offset points to."""
     dx, dy = offset
-    return {"ha": "left" if dx > 0 else "right" if dx < 0 else "center",
-            "va": "bottom" if dy > 0 else "top" if dy < 0 else "center"}
+    return {
+        "ha": "left" if dx > 0 else "right" if dx < 0 else "center",
+        "va": "bottom" if dy > 0 else "top" if dy < 0 else "center",
+    }
 
 
 class Placer:
@@ -53,8 +55,13 @@ class Placer:
             return False
         return not any(box.overlaps(other) for other in self.taken)
 
-    def label(self, text: str, spots: Sequence[tuple[tuple[float, float], Offset, dict[str, Any]]],
-              leader_beyond: float = 14.0, **style: Any) -> Annotation:
+    def label(
+        self,
+        text: str,
+        spots: Sequence[tuple[tuple[float, float], Offset, dict[str, Any]]],
+        leader_beyond: float = 14.0,
+        **style: Any,
+    ) -> Annotation:
         """Annotate ``text`` at the first free spot of ``spots`` ((data xy, offset, text options)
         each); spots further than ``leader_beyond`` points get a thin line back to their anchor.
         With no free spot it goes to the first one, so a crowded chart still names everything."""
@@ -63,10 +70,19 @@ class Placer:
         chosen = None
         for xy, offset, options in spots:
             far = max(abs(offset[0]), abs(offset[1])) > leader_beyond
-            arrow = {"arrowprops": {"arrowstyle": "-", "color": "0.45", "linewidth": 0.6, "shrinkA": 0,
-                                    "shrinkB": 3}} if far else {}
-            note = self.ax.annotate(text, xy, xytext=offset, textcoords="offset points", annotation_clip=False,
-                                    **{**_alignment(offset), **style, **options, **arrow})
+            arrow = (
+                {"arrowprops": {"arrowstyle": "-", "color": "0.45", "linewidth": 0.6, "shrinkA": 0, "shrinkB": 3}}
+                if far
+                else {}
+            )
+            note = self.ax.annotate(
+                text,
+                xy,
+                xytext=offset,
+                textcoords="offset points",
+                annotation_clip=False,
+                **{**_alignment(offset), **style, **options, **arrow},
+            )
             note.update_positions(self.renderer)
             box = Text.get_window_extent(note, self.renderer)
             if self.free(box):

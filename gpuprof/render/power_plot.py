@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 SHADES = ("#56B4E9", "#E69F00")  # light blue and orange of the palette, alternating
-MOST_NAMED = 12   # region names written on the chart; more are shaded without a name
+MOST_NAMED = 12  # region names written on the chart; more are shaded without a name
 
 
 def power_chart(run: Run) -> Figure | None:
@@ -35,8 +35,12 @@ def power_chart(run: Run) -> Figure | None:
         points = [(t - origin, p) for t, p in zip(trace["t"], trace["power_w"]) if p is not None]
         if points:
             style = {**series(i), "markersize": 3}
-            ax.plot([t for t, _ in points], [p for _, p in points],
-                    label=f"{name}{'' if trace['in_use'] else ' (idle)'}", **style)
+            ax.plot(
+                [t for t, _ in points],
+                [p for _, p in points],
+                label=f"{name}{'' if trace['in_use'] else ' (idle)'}",
+                **style,
+            )
     regions = region_frame(run)
     top = regions[regions["parent"] == ""] if not regions.empty else regions
     if not top.empty:

@@ -60,9 +60,17 @@ def kernel_frame(runs: Sequence[Run]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _row(quantity: str, value: float | str | None, unit: str, origin: str, basis: str, people: bool) -> dict[str, object]:
+def _row(
+    quantity: str, value: float | str | None, unit: str, origin: str, basis: str, people: bool
+) -> dict[str, object]:
     shown = human(value, "" if unit == "event" else unit) if people and isinstance(value, (int, float)) else value
-    return {"quantity": quantity, "value": shown, **({} if people else {"unit": unit}), "origin": origin, "basis": basis}
+    return {
+        "quantity": quantity,
+        "value": shown,
+        **({} if people else {"unit": unit}),
+        "origin": origin,
+        "basis": basis,
+    }
 
 
 def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
@@ -88,11 +96,23 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
         peaks = run.device.get("peaks", [{}])[0]
         for dtype, flops in flops_by_dtype(launch.metrics).items():
             rows.append(_row(f"FLOPs counted ({dtype})", flops, "FLOP", MEASURED, counted[1], people))
-            rows.append(_row(f"FLOP/s ({dtype})", flops / seconds, "FLOP/second", DERIVED, "counted FLOPs / elapsed time", people))
+            rows.append(
+                _row(
+                    f"FLOP/s ({dtype})", flops / seconds, "FLOP/second", DERIVED, "counted FLOPs / elapsed time", people
+                )
+            )
             peak = peaks.get("flops", {}).get(dtype)
             if peak:
-                rows.append(_row(f"efficiency vs peak ({dtype})", 100 * flops / seconds / peak, "%", DERIVED,
-                                 f"of {peaks.get('source', 'the theoretical peak')}", people))
+                rows.append(
+                    _row(
+                        f"efficiency vs peak ({dtype})",
+                        100 * flops / seconds / peak,
+                        "%",
+                        DERIVED,
+                        f"of {peaks.get('source', 'the theoretical peak')}",
+                        people,
+                    )
+                )
     for breakdown in topdown_breakdowns(run):
         for share in breakdown.shares:
             rows.append(_row(f"Top-Down: {share.label}", share.percent, "%", MEASURED, BASIS, people))
@@ -102,13 +122,23 @@ def cpu_frame(run: Run, people: bool = True) -> pd.DataFrame:
 def profile_report(runs: Sequence[Run], fmt: str) -> str:
     """The table of one profile's runs (one per process), in ``fmt``; "" when a GPU profile read no kernel."""
     if runs and runs[0].device.get("kind") == "cpu":
-        shown = emit(cpu_frame(runs[0], people=fmt in ("table", "markdown")), fmt,
-                     title="CPU profile (perf stat around the whole command)")
+        shown = emit(
+            cpu_frame(runs[0], people=fmt in ("table", "markdown")),
+            fmt,
+            title="CPU profile (perf stat around the whole command)",
+        )
     else:
         frame = kernel_frame(runs)
         tool = runs[0].environment.get("profiler", "the profiler") if runs else ""
-        shown = "" if frame.empty else emit(frame, fmt, title=f"Profiled kernels (measured by {tool}; base units; "
-                                                              "values per launch, rates time-weighted)")
+        shown = (
+            ""
+            if frame.empty
+            else emit(
+                frame,
+                fmt,
+                title=f"Profiled kernels (measured by {tool}; base units; values per launch, rates time-weighted)",
+            )
+        )
     if fmt in ("csv", "json") or not runs:
         return shown  # one table stays whole; the regions as data: gpuprof.region_table(run)
     regions = region_frame(runs[0])
@@ -118,16 +148,27 @@ def profile_report(runs: Sequence[Run], fmt: str) -> str:
     empty = [c for c in ("rank", "unclosed") if (listed[c] == "").all()]
     same = ["thread"] if (listed["thread"] == listed["process"]).all() else []  # main threads only
     listed = listed.drop(columns=empty + same)
-    title = ("Regions of the program (one row per instance, wall time timed on CLOCK_MONOTONIC)"
-             + (f"; first {REGION_ROWS} of {len(regions)}" if len(regions) > REGION_ROWS else ""))
+    title = "Regions of the program (one row per instance, wall time timed on CLOCK_MONOTONIC)" + (
+        f"; first {REGION_ROWS} of {len(regions)}" if len(regions) > REGION_ROWS else ""
+    )
     parts = [shown, emit(listed, fmt, title=title)]
     counts = counts_from_regions(runs[0])
     if not counts.empty:
         mix = mix_frame(counts).dropna(axis=1, how="all").head(REGION_ROWS)
-        parts.append(emit(mix.reset_index(names="launch"), fmt, title="Counters per region (measured counts; "
-                                                                      "ratios derived; blank: not counted)"))
+        parts.append(
+            emit(
+                mix.reset_index(names="launch"),
+                fmt,
+                title="Counters per region (measured counts; ratios derived; blank: not counted)",
+            )
+        )
         gaps = consistency_frame(counts)
         if not gaps.empty:
-            parts.append(emit(gaps.dropna(axis=1, how="all"), fmt,
-                              title="Consistency per parent: sum of its children's counts / its own - 1"))
+            parts.append(
+                emit(
+                    gaps.dropna(axis=1, how="all"),
+                    fmt,
+                    title="Consistency per parent: sum of its children's counts / its own - 1",
+                )
+            )
     return "\n\n".join(part for part in parts if part)

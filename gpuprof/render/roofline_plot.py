@@ -38,14 +38,22 @@ if TYPE_CHECKING:
 MAX_KERNELS = 30
 SUFFIXES = (".png", ".svg")
 # level, its AI column, name, colour (Okabe-Ito), marker fill: hollow, half, full tell them apart in grey
-LEVELS = (("l1", "ai_l1", "L1", "#0072B2", "none"), ("l2", "ai_l2", "L2", "#D55E00", "bottom"),
-          ("dram", "ai", "DRAM", "#009E73", "full"))
+LEVELS = (
+    ("l1", "ai_l1", "L1", "#0072B2", "none"),
+    ("l2", "ai_l2", "L2", "#D55E00", "bottom"),
+    ("dram", "ai", "DRAM", "#009E73", "full"),
+)
 _COMPUTE_STYLE = {"fma": "-", "no-fma": "--", "tensor": "-.", "tensor-f16acc": "-."}
-_PRECISION_TEXT = {"all": "every precision and the tensor cores", "fp64": "FP64 only",
-                   "fp32": "FP32 only", "fp16": "FP16 only (CUDA cores)", "tensor": "tensor cores only"}
+_PRECISION_TEXT = {
+    "all": "every precision and the tensor cores",
+    "fp64": "FP64 only",
+    "fp32": "FP32 only",
+    "fp16": "FP16 only (CUDA cores)",
+    "tensor": "tensor cores only",
+}
 _BACKING = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75}
-_KEY_WIDTH = 118         # characters of a key line: a kernel's name gives way to its values
-_PLOT_HEIGHT = 4.8       # inches of the plot area itself
+_KEY_WIDTH = 118  # characters of a key line: a kernel's name gives way to its values
+_PLOT_HEIGHT = 4.8  # inches of the plot area itself
 
 
 def slug(device: str) -> str:
@@ -79,8 +87,11 @@ def _compute_roofs(roofs: list[Ceiling], frame: pd.DataFrame) -> tuple[list[Ceil
             found = [r for r in roofs if f"{r.precision}/{r.kind}" in named]
             if not named:
                 found = [r for r in roofs if (r.precision, r.kind) == ("fp16", "tensor")]
-                notes += ["tensor roof: FP16 tensor with FP32 accumulate (the counters do not say which tensor "
-                          "type ran)"] if found else []
+                notes += (
+                    ["tensor roof: FP16 tensor with FP32 accumulate (the counters do not say which tensor type ran)"]
+                    if found
+                    else []
+                )
         else:
             found = [r for r in roofs if r.precision == precision and r.kind in ("fma", "no-fma")]
         if not found and roofs:
@@ -92,20 +103,26 @@ def _compute_roofs(roofs: list[Ceiling], frame: pd.DataFrame) -> tuple[list[Ceil
 def _memory_roofs(roofs: list[Ceiling], levels: list[tuple[str, ...]]) -> tuple[list[tuple[Ceiling, str]], list[str]]:
     """(ceiling, colour) per level drawn, and a note for each level the peaks lack."""
     if not roofs:
-        return [], ["no ceilings: no peaks are known for this device (a profile that does not name its GPU: "
-                    "'gpuprof roofline --peaks GPU' names one)"]
+        return [], [
+            "no ceilings: no peaks are known for this device (a profile that does not name its GPU: "
+            "'gpuprof roofline --peaks GPU' names one)"
+        ]
     chosen, notes = [], []
     for level, _, name, colour, _ in levels:
         found = [r for r in roofs if r.kind == level]
         if found:
             chosen += [(r, colour) for r in found]
         elif level != "dram":
-            notes.append(f"{name}: the device table has no {name} bandwidth for this GPU (NVIDIA publishes "
-                         f"none), so its {name} points have no roof")
+            notes.append(
+                f"{name}: the device table has no {name} bandwidth for this GPU (NVIDIA publishes "
+                f"none), so its {name} points have no roof"
+            )
     if not any(r.kind == "dram" for r in roofs):
         origins = ", ".join(sorted({r.origin for r in roofs}))
-        notes.append(f"no memory ceiling: the {origins} peaks of this device have no bandwidth"
-                     " (a CPU gets one from 'gpuprof calibrate')")
+        notes.append(
+            f"no memory ceiling: the {origins} peaks of this device have no bandwidth"
+            " (a CPU gets one from 'gpuprof calibrate')"
+        )
     return chosen, notes
 
 
@@ -121,8 +138,9 @@ def _roof_note(roof: Ceiling) -> str:
     return f"{roof.name} {_value_text(roof)} {roof.origin}" + (f" ({how})" if how else "")
 
 
-def _limits(frame: pd.DataFrame, compute: list[Ceiling], memory: list[tuple[Ceiling, str]],
-            levels: list[tuple[str, ...]]) -> tuple[tuple[float, float], tuple[float, float]]:
+def _limits(
+    frame: pd.DataFrame, compute: list[Ceiling], memory: list[tuple[Ceiling, str]], levels: list[tuple[str, ...]]
+) -> tuple[tuple[float, float], tuple[float, float]]:
     ais = [v for level in levels for v in frame[level[1]] if v > 0]
     top = max((c.value for c in compute), default=0)
     ridges = [top / m.value for m, _ in memory if top]
@@ -132,8 +150,7 @@ def _limits(frame: pd.DataFrame, compute: list[Ceiling], memory: list[tuple[Ceil
     return xlim, ylim
 
 
-def _draw_roofs(ax: Axes, compute: list[Ceiling], memory: list[tuple[Ceiling, str]],
-                xlim: tuple[float, float]) -> None:
+def _draw_roofs(ax: Axes, compute: list[Ceiling], memory: list[tuple[Ceiling, str]], xlim: tuple[float, float]) -> None:
     """Memory slopes from the left edge up to the highest compute roof; compute roofs from where
     they meet the fastest memory level to the right edge (NERSC's hierarchical layout)."""
     top = max((c.value for c in compute), default=None)
@@ -143,8 +160,13 @@ def _draw_roofs(ax: Axes, compute: list[Ceiling], memory: list[tuple[Ceiling, st
         ax.plot([xlim[0], end], [roof.value * xlim[0], roof.value * end], color=colour, linewidth=1.6)
     for roof in compute:
         start = roof.value / fastest if fastest else xlim[0]
-        ax.plot([start, xlim[1]], [roof.value] * 2, color="black", linewidth=1.3,
-                linestyle=_COMPUTE_STYLE.get(roof.kind, "-"))
+        ax.plot(
+            [start, xlim[1]],
+            [roof.value] * 2,
+            color="black",
+            linewidth=1.3,
+            linestyle=_COMPUTE_STYLE.get(roof.kind, "-"),
+        )
 
 
 def _clusters(ax: Axes, frame: pd.DataFrame) -> list[Cluster]:
@@ -161,8 +183,9 @@ def _clusters(ax: Axes, frame: pd.DataFrame) -> list[Cluster]:
     return [Cluster(i, members) for i, (_, _, members) in enumerate(groups, 1)]
 
 
-def _draw_points(ax: Axes, frame: pd.DataFrame, levels: list[tuple[str, ...]], styles: dict[str, dict[str, Any]],
-                 hierarchical: bool) -> list[tuple[float, float]]:
+def _draw_points(
+    ax: Axes, frame: pd.DataFrame, levels: list[tuple[str, ...]], styles: dict[str, dict[str, Any]], hierarchical: bool
+) -> list[tuple[float, float]]:
     """Every kernel's points (joined across levels); returns their display positions."""
     drawn = []
     for row in frame.itertuples():
@@ -173,16 +196,24 @@ def _draw_points(ax: Axes, frame: pd.DataFrame, levels: list[tuple[str, ...]], s
         for _, column, _, colour, fill in levels:
             x = getattr(row, column)
             if x > 0:
-                ax.plot([x], [row.flop_rate], linestyle="", marker=style["marker"], markersize=7, zorder=3,
-                        color=colour if hierarchical else style["color"], fillstyle=fill if hierarchical else "full",
-                        markeredgewidth=1.3)
+                ax.plot(
+                    [x],
+                    [row.flop_rate],
+                    linestyle="",
+                    marker=style["marker"],
+                    markersize=7,
+                    zorder=3,
+                    color=colour if hierarchical else style["color"],
+                    fillstyle=fill if hierarchical else "full",
+                    markeredgewidth=1.3,
+                )
                 drawn.append(tuple(ax.transData.transform((x, row.flop_rate))))
     return drawn
 
 
 def _size_order(member: tuple[str, str]) -> tuple[str, float]:
     op, label = member
-    number = label[len(op):].split()[:1]
+    number = label[len(op) :].split()[:1]
     try:
         return op, float(number[0]) if number else 0.0
     except ValueError:
@@ -197,17 +228,18 @@ def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
     """'add 6, 12 MB; mul 6 MB' for coincident sizes (labels 'op size unit'); one kernel with its values."""
     if len(rows) == 1:
         row = rows[0]
-        ais = [f"{getattr(row, column):.3g} {name}" for _, column, name, *_ in reversed(LEVELS)
-               if getattr(row, column) > 0]
+        ais = [
+            f"{getattr(row, column):.3g} {name}" for _, column, name, *_ in reversed(LEVELS) if getattr(row, column) > 0
+        ]
         where = f"AI {', '.join(ais)}" if hierarchical else f"AI {row.ai:.3g}"
         clock = f" at {human(row.clock, 'hertz', 3)}" if row.clock > 0 else ""
         values = f": {human(row.flop_rate, 'FLOP/second', 3)}{clock}, {where} FLOP/byte"
-        name, _, launches = str(row.label).partition(" (")       # 'gemm (2 launches)': the name gives way
+        name, _, launches = str(row.label).partition(" (")  # 'gemm (2 launches)': the name gives way
         launches = f" ({launches}" if launches else ""
         return _cut(name, _KEY_WIDTH - len(values) - len(launches)) + launches + values
     by_op: dict[str, list[str]] = {}
     for op, label in sorted(((str(r.op), str(r.label)) for r in rows), key=_size_order):
-        by_op.setdefault(op, []).append(label[len(op):].strip() if label.startswith(op) else label)
+        by_op.setdefault(op, []).append(label[len(op) :].strip() if label.startswith(op) else label)
     parts = []
     for op, rests in by_op.items():
         units = {r.rpartition(" ")[2] for r in rests}
@@ -220,8 +252,13 @@ def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
     return "; ".join(parts)
 
 
-def _label_roofs(placer: Placer, compute: list[Ceiling], memory: list[tuple[Ceiling, str]],
-                 xlim: tuple[float, float], ylim: tuple[float, float]) -> None:
+def _label_roofs(
+    placer: Placer,
+    compute: list[Ceiling],
+    memory: list[tuple[Ceiling, str]],
+    xlim: tuple[float, float],
+    ylim: tuple[float, float],
+) -> None:
     """Each compute roof's name and value on its line (coincident roofs share one label), then each
     memory slope's along it, at the first spot clear of the others."""
     ax = placer.ax
@@ -241,7 +278,7 @@ def _label_roofs(placer: Placer, compute: list[Ceiling], memory: list[tuple[Ceil
         spots += [((middle, value), (0, dy), {"ha": "center"}) for dy in (3, -3)]
         placer.label(text, spots, fontsize=8, bbox=_BACKING)
     top = max((c.value for c in compute), default=ylim[1])
-    for roof, colour in sorted(memory, key=lambda pair: pair[0].value):   # the slowest, nearest the points, first
+    for roof, colour in sorted(memory, key=lambda pair: pair[0].value):  # the slowest, nearest the points, first
         low = max(xlim[0], ylim[0] / roof.value)
         high = min(top / roof.value, ylim[1] / roof.value, xlim[1])
         if high <= low:
@@ -249,13 +286,17 @@ def _label_roofs(placer: Placer, compute: list[Ceiling], memory: list[tuple[Ceil
         (x0, y0), (x1, y1) = ax.transData.transform([(low, roof.value * low), (high, roof.value * high)])
         angle = math.degrees(math.atan2(y1 - y0, x1 - x0))
         spots = []
-        for share in (0.06, 0.2, 0.35, 0.5, 0.65, 0.8, 0.13, 0.27, 0.42, 0.57, 0.72, 0.88):   # coarse, then finer
+        for share in (0.06, 0.2, 0.35, 0.5, 0.65, 0.8, 0.13, 0.27, 0.42, 0.57, 0.72, 0.88):  # coarse, then finer
             x = low * (high / low) ** share
-            spots += [((x, roof.value * x), (0, dy), {"rotation": angle, "rotation_mode": "anchor",
-                                                      "va": "bottom" if dy > 0 else "top", "ha": "left"})
-                      for dy in (3, -3)]
-        placer.label(f"{roof.name} {_value_text(roof)} ({roof.origin})", spots, fontsize=8, color=colour,
-                     bbox=_BACKING)
+            spots += [
+                (
+                    (x, roof.value * x),
+                    (0, dy),
+                    {"rotation": angle, "rotation_mode": "anchor", "va": "bottom" if dy > 0 else "top", "ha": "left"},
+                )
+                for dy in (3, -3)
+            ]
+        placer.label(f"{roof.name} {_value_text(roof)} ({roof.origin})", spots, fontsize=8, color=colour, bbox=_BACKING)
 
 
 def _number_points(placer: Placer, clusters: list[Cluster]) -> None:
@@ -277,22 +318,51 @@ def _key(key_ax: Axes, clusters: list[Cluster], styles: dict[str, dict[str, Any]
     handles, labels = [], []
     for cluster in clusters:
         style = styles[cluster.rows[0].op]
-        handles.append(Line2D([], [], linestyle="", marker=style["marker"], markersize=6,
-                              color="0.2" if hierarchical else style["color"]))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="",
+                marker=style["marker"],
+                markersize=6,
+                color="0.2" if hierarchical else style["color"],
+            )
+        )
         text = _cluster_text(cluster.rows, hierarchical)
         labels.append(f"{cluster.number}  {_cut(text, _KEY_WIDTH)}")
     columns = 1 if max(map(len, labels)) > 52 else 2
-    return key_ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(0, 1), borderaxespad=0, frameon=False,
-                         ncols=columns, fontsize=8, handletextpad=0.3, columnspacing=1.5, alignment="left")
+    return key_ax.legend(
+        handles,
+        labels,
+        loc="upper left",
+        bbox_to_anchor=(0, 1),
+        borderaxespad=0,
+        frameon=False,
+        ncols=columns,
+        fontsize=8,
+        handletextpad=0.3,
+        columnspacing=1.5,
+        alignment="left",
+    )
 
 
 def _level_legend(ax: Axes) -> None:
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], linestyle="", marker="o", markersize=7, color=colour, fillstyle=fill,
-                      markeredgewidth=1.3) for _, _, _, colour, fill in LEVELS]
-    ax.legend(handles, [f"AI at {name}" for _, _, name, _, _ in LEVELS], loc="upper left",
-              bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize=8, title="points", title_fontsize=8)
+    handles = [
+        Line2D([], [], linestyle="", marker="o", markersize=7, color=colour, fillstyle=fill, markeredgewidth=1.3)
+        for _, _, _, colour, fill in LEVELS
+    ]
+    ax.legend(
+        handles,
+        [f"AI at {name}" for _, _, name, _, _ in LEVELS],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1),
+        borderaxespad=0,
+        fontsize=8,
+        title="points",
+        title_fontsize=8,
+    )
 
 
 def _shown(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -300,8 +370,9 @@ def _shown(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     if len(frame) <= MAX_KERNELS:
         return frame, []
     kept = frame.sort_values("time", ascending=False, na_position="last").head(MAX_KERNELS)
-    return kept, [f"{len(frame) - MAX_KERNELS} more kernels (the shortest) are not drawn: "
-                  "choose with --kernel, --run or --op"]
+    return kept, [
+        f"{len(frame) - MAX_KERNELS} more kernels (the shortest) are not drawn: choose with --kernel, --run or --op"
+    ]
 
 
 def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str = "all") -> Figure:
@@ -324,8 +395,14 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     grid = fig.add_gridspec(2, 1, height_ratios=[_PLOT_HEIGHT, 1])
     ax, key_ax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     key_ax.set_axis_off()
-    ax.set(xscale="log", yscale="log", xlim=xlim, ylim=ylim, xlabel="Arithmetic intensity (FLOP/byte)",
-           ylabel="Performance (FLOP/s)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlim=xlim,
+        ylim=ylim,
+        xlabel="Arithmetic intensity (FLOP/byte)",
+        ylabel="Performance (FLOP/s)",
+    )
     counted = _PRECISION_TEXT.get(precision, precision)
     if precision == "all":
         counted += f" (here: {' + '.join(p.upper() if p != 'tensor' else 'tensor' for p in _precisions(frame))})"
@@ -343,13 +420,25 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     origins = "; ".join(sorted(set(frame["origin"])))
     roof_notes = "; ".join(_roof_note(r) for r in [*compute, *(m for m, _ in memory)]) or "none known"
     notes = [f"Points: {origins}.", f"Ceilings: {roof_notes}.", *compute_notes, *memory_notes, *notes, *left_out]
-    fig.get_layout_engine().execute(fig)   # a first layout, so points cluster by where they will sit
+    fig.get_layout_engine().execute(fig)  # a first layout, so points cluster by where they will sit
     clusters = _clusters(ax, frame)
-    notes += [f"{c.number} {row.label}: {row.ai_check}" for c in clusters for row in c.rows
-              if isinstance(row.ai_check, str) and row.ai_check]
+    notes += [
+        f"{c.number} {row.label}: {row.ai_check}"
+        for c in clusters
+        for row in c.rows
+        if isinstance(row.ai_check, str) and row.ai_check
+    ]
     key = _key(key_ax, clusters, styles, hierarchical)
-    note_text = key_ax.text(0, 0, wrap("\n".join(notes), fig, 7, share=0.88), transform=key_ax.transAxes,
-                            fontsize=7, color="0.3", va="bottom", ha="left")
+    note_text = key_ax.text(
+        0,
+        0,
+        wrap("\n".join(notes), fig, 7, share=0.88),
+        transform=key_ax.transAxes,
+        fontsize=7,
+        color="0.3",
+        va="bottom",
+        ha="left",
+    )
     _fit_key(fig, grid, key, note_text)
     positions = _draw_points(ax, frame, levels, styles, hierarchical)
     placer = Placer(ax)
@@ -384,7 +473,7 @@ def save(fig: Figure, paths: list[Path]) -> list[Path]:
     """Write ``fig`` to each of ``paths`` (PNG at 150 dpi; SVG with its text kept as text)."""
     import matplotlib
 
-    with matplotlib.rc_context({"svg.fonttype": "none"}):   # SVG text stays text: searchable, small
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # SVG text stays text: searchable, small
         for path in paths:
             outputs.make_folder(path.parent)
             with outputs.replacing(path, "wb") as handle:
@@ -392,15 +481,15 @@ def save(fig: Figure, paths: list[Path]) -> list[Path]:
     return paths
 
 
-def plot_device(frame: pd.DataFrame, device: str, peaks: list[Peaks], out_dir: Path,
-                precision: str = "all") -> list[Path]:
+def plot_device(
+    frame: pd.DataFrame, device: str, peaks: list[Peaks], out_dir: Path, precision: str = "all"
+) -> list[Path]:
     """Write ``roofline-<device>.png`` and ``.svg`` for the points of one device."""
     paths = [out_dir / f"roofline-{slug(device)}.{ext}" for ext in ("png", "svg")]
     return save(figure(frame, device, peaks, precision), paths)
 
 
-def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path,
-         precision: str = "all") -> list[Path]:
+def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path, precision: str = "all") -> list[Path]:
     """One chart per device in ``frame``: into directory ``out`` as PNG and SVG, or, when ``out``
     names a .png or .svg file, to that file (``<stem>-<device>`` when there are several devices)."""
     devices = sorted(set(drawable(frame)["device"]))

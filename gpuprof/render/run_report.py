@@ -64,14 +64,28 @@ def quantity_frame(run: Run, for_people: bool, peaks: list[Peaks] | None = None)
 def identity(run: Run) -> dict[str, object]:
     """What was measured where, for ``--format json``: the run id, op, shape, dtype, device and notes."""
     w, d = run.workload or {}, run.device
-    return {"run": run.run_id, "created": run.created, "command": run.environment.get("command", run.source),
-            "op": w.get("op"), "formula": w.get("formula"), "dtype": w.get("dtype"), "shape": w.get("shape"),
-            "size_bytes": w.get("size_bytes"), "requested": w.get("requested"), "engine": w.get("engine"),
-            "engine_version": run.environment.get("engine_version"),
-            "device": {"kind": d.get("kind"), "name": d.get("name"), "chosen_because": d.get("chosen_because"),
-                       "host": run.environment.get("host")},
-            "timing": {key: w.get(key) for key in ("repeat", "warmup", "cache", "buffer_sets")},
-            "relative_error": w.get("relative_error"), "notes": list(run.notes)}
+    return {
+        "run": run.run_id,
+        "created": run.created,
+        "command": run.environment.get("command", run.source),
+        "op": w.get("op"),
+        "formula": w.get("formula"),
+        "dtype": w.get("dtype"),
+        "shape": w.get("shape"),
+        "size_bytes": w.get("size_bytes"),
+        "requested": w.get("requested"),
+        "engine": w.get("engine"),
+        "engine_version": run.environment.get("engine_version"),
+        "device": {
+            "kind": d.get("kind"),
+            "name": d.get("name"),
+            "chosen_because": d.get("chosen_because"),
+            "host": run.environment.get("host"),
+        },
+        "timing": {key: w.get(key) for key in ("repeat", "warmup", "cache", "buffer_sets")},
+        "relative_error": w.get("relative_error"),
+        "notes": list(run.notes),
+    }
 
 
 def run_report(run: Run, fmt: str, peaks: list[Peaks] | None = None) -> str:
@@ -88,12 +102,19 @@ def run_report(run: Run, fmt: str, peaks: list[Peaks] | None = None) -> str:
     body = emit(quantity_frame(run, for_people=True, peaks=peaks), fmt)
     validation = matmul_validation(run)
     if validation is not None:
-        body += "\n\n" + emit(validation, fmt, title="Validation: counted FLOPs of one matrix product vs 2n³ and n²(2n−1)")
+        body += "\n\n" + emit(
+            validation, fmt, title="Validation: counted FLOPs of one matrix product vs 2n³ and n²(2n−1)"
+        )
     head = header(run)
     if fmt == "markdown":
         return "\n".join(f"- {line.strip()}" for line in head) + "\n\n" + body
     width = table_width()
     if width:  # the header's lines fit too, continuing under the text after their label
-        head = [part for line in head for part in textwrap.wrap(line, width, subsequent_indent=" " * 10,
-                                                                   break_long_words=False, break_on_hyphens=False)]
+        head = [
+            part
+            for line in head
+            for part in textwrap.wrap(
+                line, width, subsequent_indent=" " * 10, break_long_words=False, break_on_hyphens=False
+            )
+        ]
     return "\n".join(head) + "\n\n" + body

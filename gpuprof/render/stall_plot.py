@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 MAX_PANELS = 8
 SUFFIXES = (".png", ".svg")
 
-Panel = tuple[str, Sequence[tuple[str, float]]]   # (title, [(label, percent), ...] ranked)
+Panel = tuple[str, Sequence[tuple[str, float]]]  # (title, [(label, percent), ...] ranked)
 
 
 def _title(text: str, fig: Figure) -> str:

@@ -56,9 +56,12 @@ def _columns(frame: pd.DataFrame) -> list[Column]:
     columns = []
     for name, cells in zip(frame.columns, cell_texts(frame)):
         group = next((g for g in groups if str(name).startswith(f"{g} ")), None)
-        header = str(name)[len(group) + 1:] if group else str(name)
-        columns.append(Column(visible(header), cells, pd.api.types.is_numeric_dtype(frame[name]),
-                              visible(group) if group else group))
+        header = str(name)[len(group) + 1 :] if group else str(name)
+        columns.append(
+            Column(
+                visible(header), cells, pd.api.types.is_numeric_dtype(frame[name]), visible(group) if group else group
+            )
+        )
     return columns
 
 
@@ -93,8 +96,9 @@ def markdown(frame: pd.DataFrame, title: str | None = None) -> str:
 def _csv_safe(value: Any) -> Any:
     """Prefix text a spreadsheet would evaluate as a formula with a quote (OWASP CSV injection). Checked as
     the spreadsheet reads it: after leading blanks, with full-width signs (``＝``, ``＋``) read as ASCII."""
-    if isinstance(value, str) and (value.startswith(_FORMULA_START) or
-                                   unicodedata.normalize("NFKC", value.lstrip()[:1]).startswith(_FORMULA_START)):
+    if isinstance(value, str) and (
+        value.startswith(_FORMULA_START) or unicodedata.normalize("NFKC", value.lstrip()[:1]).startswith(_FORMULA_START)
+    ):
         return "'" + value
     return value
 

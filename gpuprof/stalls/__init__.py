@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuprof import measure as measuring
 from gpuprof.derive.stalls import hot_spots, stall_profiles
 from gpuprof.derive.topdown import topdown_breakdowns
 from gpuprof.errors import InputError
 from gpuprof.launch.topdown import record_topdown
-from gpuprof import measure as measuring
 from gpuprof.readers import ncu_source_csv, read
 
 if TYPE_CHECKING:
@@ -39,8 +39,13 @@ class Findings:
     hint: str = ""
 
 
-def analyze_files(paths: Iterable[str | Path], basis: str | None = None, kernel: str | None = None,
-                  top: int = 10, reason: str | None = None) -> Findings:
+def analyze_files(
+    paths: Iterable[str | Path],
+    basis: str | None = None,
+    kernel: str | None = None,
+    top: int = 10,
+    reason: str | None = None,
+) -> Findings:
     """Read each file and gather its stall profiles (on ``basis``), hot spots (the ``top`` instructions,
     ranked by ``reason``'s samples when given) and Top-Down breakdowns, keeping kernels whose name
     contains ``kernel``. A file that gives none of them raises InputError naming how to collect them."""
@@ -50,8 +55,9 @@ def analyze_files(paths: Iterable[str | Path], basis: str | None = None, kernel:
     return findings
 
 
-def measure_live(op: str, size: str, device: str, command: str, basis: str | None = None,
-                 kernel: str | None = None) -> Findings:
+def measure_live(
+    op: str, size: str, device: str, command: str, basis: str | None = None, kernel: str | None = None
+) -> Findings:
     """Measure ``op`` at ``size`` now: Top-Down through perf on the CPU (``device == "cpu"``), warp
     stalls through the GPU session otherwise. ``command`` is what the user typed, recorded on the GPU
     run so it can be repeated. Without the hardware this raises the DeviceError/ProfilerError that
@@ -70,8 +76,9 @@ def _live_run(op: str, size: str, device: str, command: str) -> Run:
     return measuring.measure(measuring.RunSettings(op=op, size=size, device="cuda", command=command))
 
 
-def _hot_spots(path: Path, run: Run, kernel: str | None, top: int,
-               reason: str | None) -> list[tuple[str, list[HotSpot]]]:
+def _hot_spots(
+    path: Path, run: Run, kernel: str | None, top: int, reason: str | None
+) -> list[tuple[str, list[HotSpot]]]:
     """Per-instruction hot spots when the input has them (source-page CSV or .ncu-rep)."""
     if run.format == ncu_source_csv.NAME:
         per_kernel = ncu_source_csv.instructions(path)
@@ -79,12 +86,18 @@ def _hot_spots(path: Path, run: Run, kernel: str | None, top: int,
         per_kernel = ncu_source_csv.rep_instructions(path)
     else:
         return []
-    return [(name, hot_spots(rows, top, reason)) for name, rows in per_kernel.items()
-            if not kernel or kernel in name]
+    return [(name, hot_spots(rows, top, reason)) for name, rows in per_kernel.items() if not kernel or kernel in name]
 
 
-def _add_run(findings: Findings, run: Run, path: Path | None, basis: str | None, kernel: str | None,
-             top: int = 10, reason: str | None = None) -> None:
+def _add_run(
+    findings: Findings,
+    run: Run,
+    path: Path | None,
+    basis: str | None,
+    kernel: str | None,
+    top: int = 10,
+    reason: str | None = None,
+) -> None:
     """Add one run's findings (hot spots only from a file); a run with none is an input error
     rather than an empty report."""
     from_topdown = topdown_breakdowns(run)
@@ -92,10 +105,13 @@ def _add_run(findings: Findings, run: Run, path: Path | None, basis: str | None,
     spots = _hot_spots(path, run, kernel, top, reason) if path is not None else []
     if not (from_topdown or profiles or spots):
         where = path or run.source
-        raise InputError(f"{where}: no stall metrics" + (f" for kernel '{kernel}'" if kernel else "")
-                         + (f" on basis '{basis}'" if basis else ""),
-                         "collect them with nvprof --metrics stall_..., ncu --section WarpStateStats "
-                         "--section SourceCounters, or perf stat --topdown / -M TopdownL1")
+        raise InputError(
+            f"{where}: no stall metrics"
+            + (f" for kernel '{kernel}'" if kernel else "")
+            + (f" on basis '{basis}'" if basis else ""),
+            "collect them with nvprof --metrics stall_..., ncu --section WarpStateStats "
+            "--section SourceCounters, or perf stat --topdown / -M TopdownL1",
+        )
     findings.topdown += from_topdown
     findings.profiles += profiles
     findings.hot_spots += spots

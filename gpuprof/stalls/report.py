@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from gpuprof.stalls import Findings
 
 
-def stall_report(findings: Findings, fmt: str, show_zero: bool = False,
-                 hot_only: bool = False) -> tuple[str, list[str]]:
+def stall_report(
+    findings: Findings, fmt: str, show_zero: bool = False, hot_only: bool = False
+) -> tuple[str, list[str]]:
     """``(output, stderr lines)`` for ``fmt``. csv/json carry one frame (hot spots with ``hot_only`` or
     when nothing else was found, else stall reasons, else Top-Down) and send the explanations to
     stderr; table/markdown put every table, its basis and the explanations in the output."""
@@ -45,8 +46,8 @@ def stall_report(findings: Findings, fmt: str, show_zero: bool = False,
             frame = profiles_frame([profile], show_zero)
             # what every row shares goes to the title and headers, so the table is narrower
             frame = frame.drop(columns=["device", "kernel", "basis", "origin", "unit"]).rename(
-                columns={"value": f"value ({frame['unit'].iloc[0]})" if len(frame) else "value",
-                         "share_pct": "share %"})
+                columns={"value": f"value ({frame['unit'].iloc[0]})" if len(frame) else "value", "share_pct": "share %"}
+            )
             where = f"{profile.device}: " if profile.device else ""
             blocks.append(emit(frame, fmt, title=f"Warp stall reasons (measured), {where}{profile.kernel}"))
         bases = sorted({p.basis for p in findings.profiles})
@@ -55,10 +56,15 @@ def stall_report(findings: Findings, fmt: str, show_zero: bool = False,
         blocks.append(emit(topdown_frame(findings.topdown), fmt, title="CPU Top-Down level 1"))
         blocks.append(_fit(f"Basis: {BASIS}."))
     for (name, _), frame in zip(findings.hot_spots, spot_frames):
-        blocks.append(emit(frame.drop(columns=["kernel", "origin"]), fmt,
-                           title=f"Source hot spots (PC sampling, SASS, measured), {name}"))
+        blocks.append(
+            emit(
+                frame.drop(columns=["kernel", "origin"]),
+                fmt,
+                title=f"Source hot spots (PC sampling, SASS, measured), {name}",
+            )
+        )
     if explanations and not hot_only:
-        if fmt == "markdown":   # kernel names such as f<float>(T*) must not become HTML tags
+        if fmt == "markdown":  # kernel names such as f<float>(T*) must not become HTML tags
             import html
 
             explanations = [html.escape(line, quote=False) for line in explanations]
@@ -77,15 +83,18 @@ def stall_panels(findings: Findings) -> tuple[list[Panel], str, str]:
     footer, so the chart says where its numbers came from."""
     if findings.profiles:
         panels: list[Panel] = [
-            (f"{p.device}  " + (f"[reasons collected: {100 * p.coverage:.1f}% of stalls]  "
-                                if p.coverage < 0.95 else "") + p.kernel,
-             [(s.label, 100 * s.share) for s in p.reasons if s.share > 0])
-            for p in findings.profiles]
+            (
+                f"{p.device}  "
+                + (f"[reasons collected: {100 * p.coverage:.1f}% of stalls]  " if p.coverage < 0.95 else "")
+                + p.kernel,
+                [(s.label, 100 * s.share) for s in p.reasons if s.share > 0],
+            )
+            for p in findings.profiles
+        ]
         bases = sorted({p.basis for p in findings.profiles})
         footer = "Basis: " + "; ".join(BASIS_TEXT[b] for b in bases) + ". Origin: measured."
         return panels, "% of stall cycles", footer
-    panels = [(f"{b.workload} {b.scope}".strip(), [(s.label, s.percent) for s in b.shares])
-              for b in findings.topdown]
+    panels = [(f"{b.workload} {b.scope}".strip(), [(s.label, s.percent) for s in b.shares]) for b in findings.topdown]
     return panels, "% of pipeline slots", f"Basis: {BASIS}. Origin: measured."
 
 

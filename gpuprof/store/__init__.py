@@ -20,11 +20,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from gpuprof.store import columns as store_columns
 from gpuprof import inputs
 from gpuprof.errors import FormatError, StoreError, shortened
 from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run, schema
 from gpuprof.outputs import creatable_in, regular_file
+from gpuprof.store import columns as store_columns
 
 STORE_ENV = "GPUPROF_STORE"
 DEFAULT_PATH = Path("reports") / "gpuprof.sqlite"
@@ -97,16 +97,19 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     at work, or one that was killed) it is opened read-only so the runs in the WAL are read as well.
     """
     if not path.exists():
-        raise StoreError(f"no results store at {path}",
-                         "measure with 'gpuprof run' or 'gpuprof sweep' (they create it), or give another --store")
+        raise StoreError(
+            f"no results store at {path}",
+            "measure with 'gpuprof run' or 'gpuprof sweep' (they create it), or give another --store",
+        )
     if not path.is_file():
         raise StoreError(f"{path} is not a file", "give the path of a gpuprof results store with --store")
     if path.stat().st_size == 0:
-        raise StoreError(f"{path} is an empty file, not a gpuprof results store",
-                         "give a store written by gpuprof with --store or $GPUPROF_STORE")
+        raise StoreError(
+            f"{path} is an empty file, not a gpuprof results store",
+            "give a store written by gpuprof with --store or $GPUPROF_STORE",
+        )
     mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
-    return sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, timeout=BUSY_SECONDS,
-                           isolation_level=None)
+    return sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, timeout=BUSY_SECONDS, isolation_level=None)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -124,12 +127,19 @@ def _creatable(path: Path, real: Path) -> None:
     folder = real.parent
     while not folder.exists():
         folder = folder.parent
-    why = "Not a directory" if not folder.is_dir() else \
-        "Read-only file system" if os.statvfs(folder).f_flag & os.ST_RDONLY else \
-        "Permission denied" if not os.access(folder, os.W_OK) else creatable_in(folder)
+    why = (
+        "Not a directory"
+        if not folder.is_dir()
+        else "Read-only file system"
+        if os.statvfs(folder).f_flag & os.ST_RDONLY
+        else "Permission denied"
+        if not os.access(folder, os.W_OK)
+        else creatable_in(folder)
+    )
     if why:
-        raise StoreError(f"cannot create results store {path}: {why}",
-                         "give a writable path with --store or $GPUPROF_STORE")
+        raise StoreError(
+            f"cannot create results store {path}: {why}", "give a writable path with --store or $GPUPROF_STORE"
+        )
 
 
 def _switch_to_wal(db: sqlite3.Connection) -> None:
@@ -158,12 +168,16 @@ class Store:
             try:
                 inputs.regular_file(path)
             except FormatError as error:
-                raise StoreError(f"results store {error.problem}",
-                                 "give a gpuprof results store with --store or $GPUPROF_STORE") from None
+                raise StoreError(
+                    f"results store {error.problem}", "give a gpuprof results store with --store or $GPUPROF_STORE"
+                ) from None
         self._connection: sqlite3.Connection | None = None
         # through a symlink to its target; a device or FIFO cannot hold SQLite's file
-        self._real = path if read_only else regular_file(path, "results store", StoreError,
-                                                         "give a file path with --store or $GPUPROF_STORE")
+        self._real = (
+            path
+            if read_only
+            else regular_file(path, "results store", StoreError, "give a file path with --store or $GPUPROF_STORE")
+        )
         if read_only or self._real.exists():
             self._connection = self._open()
         else:  # created by the first write: a command that fails before storing leaves no file
@@ -188,8 +202,10 @@ class Store:
         for place in ([self._real] if self._real.exists() else []) + [folder]:
             if not os.access(place, os.W_OK):
                 why = "Read-only file system" if os.statvfs(place).f_flag & os.ST_RDONLY else "Permission denied"
-                raise StoreError(f"cannot write results store {self.path}: {place} is not writable ({why})",
-                                 "give a writable path with --store or $GPUPROF_STORE")
+                raise StoreError(
+                    f"cannot write results store {self.path}: {place} is not writable ({why})",
+                    "give a writable path with --store or $GPUPROF_STORE",
+                )
 
     def _open(self) -> sqlite3.Connection:
         path, read_only = self.path, self.read_only
@@ -200,18 +216,23 @@ class Store:
                 self._real.parent.mkdir(parents=True, exist_ok=True)
                 db = _connect(self._real)
         except OSError as error:
-            raise StoreError(f"cannot create results store {path}: {error.strerror}",
-                             "give a writable path with --store or $GPUPROF_STORE") from None
+            raise StoreError(
+                f"cannot create results store {path}: {error.strerror}",
+                "give a writable path with --store or $GPUPROF_STORE",
+            ) from None
         except sqlite3.DatabaseError as error:
-            raise StoreError(f"cannot open results store {path}: {error}",
-                             "give a writable path with --store or $GPUPROF_STORE") from None
+            raise StoreError(
+                f"cannot open results store {path}: {error}", "give a writable path with --store or $GPUPROF_STORE"
+            ) from None
         self._connection = db
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
             db.execute("PRAGMA foreign_keys = ON")
             if read_only and not _layout(db):  # nothing to read, and nothing may be created
-                raise StoreError(f"{path} is an SQLite file but not a gpuprof results store (it has no tables)",
-                                 "give another path with --store or $GPUPROF_STORE")
+                raise StoreError(
+                    f"{path} is an SQLite file but not a gpuprof results store (it has no tables)",
+                    "give another path with --store or $GPUPROF_STORE",
+                )
             self._check_schema()
             if not read_only and db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 _switch_to_wal(db)
@@ -223,10 +244,12 @@ class Store:
         except sqlite3.DatabaseError as error:
             self._connection = None
             db.close()
-            raise StoreError(f"cannot open results store {path}: {error}",
-                             "give a gpuprof results store with --store or $GPUPROF_STORE" if read_only else
-                             "check free disk space and write permission, or give another path with "
-                             "--store or $GPUPROF_STORE") from None
+            raise StoreError(
+                f"cannot open results store {path}: {error}",
+                "give a gpuprof results store with --store or $GPUPROF_STORE"
+                if read_only
+                else "check free disk space and write permission, or give another path with --store or $GPUPROF_STORE",
+            ) from None
 
     def _check_schema(self) -> None:
         """Create the tables in a new (empty) file; refuse any file this gpuprof cannot read.
@@ -242,31 +265,40 @@ class Store:
                     self._create()
         layout = _layout(self._db)
         if not (set(_expected_layout()) | set(_expected_layout(1))) & set(layout):
-            raise StoreError(f"{self.path} is an SQLite file but not a gpuprof results store "
-                             f"(its tables: {', '.join(sorted(layout))})",
-                             "give another path with --store or $GPUPROF_STORE")
+            raise StoreError(
+                f"{self.path} is an SQLite file but not a gpuprof results store "
+                f"(its tables: {', '.join(sorted(layout))})",
+                "give another path with --store or $GPUPROF_STORE",
+            )
         version = self._version() if "meta" in layout else None
         if version is not None and version > SCHEMA_VERSION:
             raise StoreError(
                 f"results store {self.path} was written by a newer gpuprof (schema {version}, "
-                f"this one reads 1 to {SCHEMA_VERSION})", "upgrade gpuprof or use another --store")
+                f"this one reads 1 to {SCHEMA_VERSION})",
+                "upgrade gpuprof or use another --store",
+            )
         expected = _expected_layout(1 if version == 1 else SCHEMA_VERSION)
         missing = [t for t in expected if t not in layout]
         changed = [t for t in expected if t in layout and layout[t] != expected[t]]
         if missing or changed:
-            what = "; ".join([f"table {t} is missing" for t in missing]
-                             + [f"table {t} has other columns" for t in changed])
-            raise StoreError(f"results store {self.path} does not have the layout this gpuprof writes "
-                             f"({what})", "it was damaged or written by another version; give another "
-                             "path with --store or $GPUPROF_STORE")
+            what = "; ".join(
+                [f"table {t} is missing" for t in missing] + [f"table {t} has other columns" for t in changed]
+            )
+            raise StoreError(
+                f"results store {self.path} does not have the layout this gpuprof writes ({what})",
+                "it was damaged or written by another version; give another path with --store or $GPUPROF_STORE",
+            )
         if version is None:
-            raise StoreError(f"results store {self.path} has no schema version",
-                             "it was damaged or not written by gpuprof; give another --store")
+            raise StoreError(
+                f"results store {self.path} has no schema version",
+                "it was damaged or not written by gpuprof; give another --store",
+            )
         if version < 1:
             raise StoreError(
                 f"results store {self.path} was written by an older gpuprof (schema {version}, "
                 f"this one reads 1 to {SCHEMA_VERSION} and has no migration from it)",
-                "read it with the gpuprof that wrote it, or use another --store")
+                "read it with the gpuprof that wrote it, or use another --store",
+            )
 
     def _version(self) -> int | None:
         row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -312,8 +344,10 @@ class Store:
         """Store ``run`` whole, in one transaction; a run already stored (same id) is left as is.
         A schema-1 store is migrated to the current schema first, in the same transaction."""
         parts = [(run.run_id, *part) for part in store_columns.encode(run.launch_table, run.metric_table)]
-        with self._errors("write", "check free disk space and write permission, or use another --store"), \
-                self._transaction():
+        with (
+            self._errors("write", "check free disk space and write permission, or use another --store"),
+            self._transaction(),
+        ):
             if self._version() == 1:
                 self._migrate()
             self._db.execute(_KIND_INDEX)
@@ -324,10 +358,21 @@ class Store:
     def _insert(self, run: Run, parts: list[tuple[str, str, str, str, bytes]]) -> None:
         self._db.execute(
             "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (run.run_id, run.created, run.kind, run.format, run.source,
-             json.dumps(run.device), json.dumps(run.workload) if run.workload is not None else None,
-             json.dumps(run.environment), json.dumps(run.notes), run.schema_version,
-             len(run.launch_table), len(run.metric_table)))
+            (
+                run.run_id,
+                run.created,
+                run.kind,
+                run.format,
+                run.source,
+                json.dumps(run.device),
+                json.dumps(run.workload) if run.workload is not None else None,
+                json.dumps(run.environment),
+                json.dumps(run.notes),
+                run.schema_version,
+                len(run.launch_table),
+                len(run.metric_table),
+            ),
+        )
         self._db.executemany("INSERT INTO columns VALUES (?,?,?,?,?)", parts)
 
     def _migrate(self) -> None:
@@ -341,8 +386,9 @@ class Store:
         self._db.execute("ALTER TABLE runs ADD COLUMN metrics INTEGER NOT NULL DEFAULT 0")
         self._db.execute(_SCHEMA.split(";")[2])  # CREATE TABLE columns
         for run in runs:
-            self._insert(run, [(run.run_id, *part)
-                               for part in store_columns.encode(run.launch_table, run.metric_table)])
+            self._insert(
+                run, [(run.run_id, *part) for part in store_columns.encode(run.launch_table, run.metric_table)]
+            )
         self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def run_ids(self, kind: str | None = None) -> list[str]:
@@ -363,8 +409,9 @@ class Store:
         if not self._created():
             return []
         with self._errors("read", _READ_FIX):
-            texts = [r[0] for r in self._db.execute("SELECT workload FROM runs WHERE instr(workload, ?) > 0",
-                                                    (marker,))]
+            texts = [
+                r[0] for r in self._db.execute("SELECT workload FROM runs WHERE instr(workload, ?) > 0", (marker,))
+            ]
         found = []
         for text in texts:
             with suppress(ValueError):
@@ -378,8 +425,11 @@ class Store:
             return self._get_v1(run_id) if self._version() == 1 else self._get(run_id)
 
     def _row(self, run_id: str, counts: str) -> tuple:
-        row = self._db.execute("SELECT run_id, created, kind, format, source, device, workload, environment, "
-                               f"notes, schema_version{counts} FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        row = self._db.execute(
+            "SELECT run_id, created, kind, format, source, device, workload, environment, "
+            f"notes, schema_version{counts} FROM runs WHERE run_id=?",
+            (run_id,),
+        ).fetchone()
         if row is None:
             raise StoreError(f"no run {run_id} in {self.path}", "list stored runs with 'gpuprof show'")
         return row
@@ -387,8 +437,12 @@ class Store:
     def _get(self, run_id: str) -> Run:
         *meta, launches, metrics = self._row(run_id, ", launches, metrics")
         meta = _checked(meta, self.path)
-        parts = {(table, name): (encoding, data) for table, name, encoding, data in self._db.execute(
-            "SELECT tbl, name, encoding, data FROM columns WHERE run_id=?", (run_id,))}
+        parts = {
+            (table, name): (encoding, data)
+            for table, name, encoding, data in self._db.execute(
+                "SELECT tbl, name, encoding, data FROM columns WHERE run_id=?", (run_id,)
+            )
+        }
         return _run(meta, tables=store_columns.decode(parts, launches, metrics, run_id[:8]))
 
     def _get_v1(self, run_id: str) -> Run:
@@ -396,14 +450,15 @@ class Store:
         meta = _checked(self._row(run_id, ""), self.path)
         metrics: dict[int, list[Metric]] = {}
         for pos, name, num, text, unit, canon, origin, lo, hi in self._db.execute(
-                "SELECT launch_idx, name, value_num, value_text, unit, canonical, origin, minimum, maximum "
-                "FROM metrics WHERE run_id=? ORDER BY launch_idx, position", (run_id,)):
-            metrics.setdefault(pos, []).append(
-                Metric(name, num if text is None else text, unit, canon, origin, lo, hi))
+            "SELECT launch_idx, name, value_num, value_text, unit, canonical, origin, minimum, maximum "
+            "FROM metrics WHERE run_id=? ORDER BY launch_idx, position",
+            (run_id,),
+        ):
+            metrics.setdefault(pos, []).append(Metric(name, num if text is None else text, unit, canon, origin, lo, hi))
         launches: list[Launch] = []
         for pos, kernel, dev, invocations, attributes in self._db.execute(
-                "SELECT idx, kernel, device, invocations, attributes FROM launches "
-                "WHERE run_id=? ORDER BY idx", (run_id,)):
+            "SELECT idx, kernel, device, invocations, attributes FROM launches WHERE run_id=? ORDER BY idx", (run_id,)
+        ):
             attrs = json.loads(attributes)
             index = attrs.pop("index", pos)
             launches.append(Launch(kernel, index, dev, invocations, attrs, metrics.get(pos, [])))
@@ -422,8 +477,18 @@ class Store:
         return found
 
 
-_META = ("run_id", "created", "kind", "format", "source", "device", "workload", "environment", "notes",
-         "schema_version")
+_META = (
+    "run_id",
+    "created",
+    "kind",
+    "format",
+    "source",
+    "device",
+    "workload",
+    "environment",
+    "notes",
+    "schema_version",
+)
 
 
 def _checked(meta: tuple | list, path: Path) -> dict[str, object]:
@@ -438,8 +503,9 @@ def _checked(meta: tuple | list, path: Path) -> dict[str, object]:
     except (ValueError, TypeError, RecursionError) as error:
         problem = f"{type(error).__name__}: {error}"
     if problem:
-        raise StoreError(f"run {str(fields['run_id'])[:12]} in {path} cannot be read ({shortened(problem, 120)})",
-                         _READ_FIX)
+        raise StoreError(
+            f"run {str(fields['run_id'])[:12]} in {path} cannot be read ({shortened(problem, 120)})", _READ_FIX
+        )
     return fields
 
 

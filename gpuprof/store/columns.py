@@ -28,11 +28,20 @@ from gpuprof.model import tables
 
 # (table, column, encoding) in the order they are written; the tables' layout is gpuprof.model.tables'.
 LAYOUT = (
-    ("launches", "kernel", "category"), ("launches", "index", "npy"), ("launches", "device", "category"),
-    ("launches", "invocations", "npy"), ("launches", "attributes", "keyed"),
-    ("metrics", "launch", "counts"), ("metrics", "metric", "category"), ("metrics", "canonical", "category"),
-    ("metrics", "value", "npy"), ("metrics", "text", "sparse"), ("metrics", "unit", "category"),
-    ("metrics", "origin", "category"), ("metrics", "minimum", "npy"), ("metrics", "maximum", "npy"),
+    ("launches", "kernel", "category"),
+    ("launches", "index", "npy"),
+    ("launches", "device", "category"),
+    ("launches", "invocations", "npy"),
+    ("launches", "attributes", "keyed"),
+    ("metrics", "launch", "counts"),
+    ("metrics", "metric", "category"),
+    ("metrics", "canonical", "category"),
+    ("metrics", "value", "npy"),
+    ("metrics", "text", "sparse"),
+    ("metrics", "unit", "category"),
+    ("metrics", "origin", "category"),
+    ("metrics", "minimum", "npy"),
+    ("metrics", "maximum", "npy"),
 )
 
 
@@ -112,15 +121,20 @@ def _from_keyed(data: bytes) -> list[dict[str, str]]:
 
     head, _, body = data.partition(b"\n")
     header, codes = json.loads(head), _from_npy(body)
-    columns = [np.array([*values, None], dtype=object)[codes[:, column]]
-               for column, values in enumerate(header["values"])]  # code -1 takes the trailing None
+    columns = [
+        np.array([*values, None], dtype=object)[codes[:, column]] for column, values in enumerate(header["values"])
+    ]  # code -1 takes the trailing None
     keys = header["keys"]
-    return [{key: value for key, value in zip(keys, row) if value is not None}
-            for row in zip(*columns)] if keys else [{} for _ in range(len(codes))]
+    return (
+        [{key: value for key, value in zip(keys, row) if value is not None} for row in zip(*columns)]
+        if keys
+        else [{} for _ in range(len(codes))]
+    )
 
 
-def decode(parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metrics: int,
-           where: str) -> tuple[object, object]:
+def decode(
+    parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metrics: int, where: str
+) -> tuple[object, object]:
     """The (launch table, metric table) of a run from its stored columns; StoreError naming
     ``where`` when a column is missing or does not decode."""
     import numpy as np
@@ -154,11 +168,19 @@ def decode(parts: dict[tuple[str, str], tuple[str, bytes]], launches: int, metri
             if len(values) != sizes[table]:
                 raise ValueError(f"column {table}.{column} has {len(values)} rows, not {sizes[table]}")
         except (ValueError, TypeError, IndexError, KeyError, AttributeError, RecursionError) as error:
-            raise StoreError(f"run {where} in the results store cannot be read: {error}",
-                             "the store was damaged; give another path with --store or $GPUPROF_STORE") from None
+            raise StoreError(
+                f"run {where} in the results store cannot be read: {error}",
+                "the store was damaged; give another path with --store or $GPUPROF_STORE",
+            ) from None
         columns[table][column] = values
-    for table, column in (("launches", "kernel"), ("launches", "device"), ("launches", "attributes"),
-                          ("metrics", "text")):
+    for table, column in (
+        ("launches", "kernel"),
+        ("launches", "device"),
+        ("launches", "attributes"),
+        ("metrics", "text"),
+    ):
         columns[table][column] = pd.Series(np.asarray(columns[table][column], dtype=object), dtype=object)
-    return (pd.DataFrame(columns["launches"], columns=list(tables.LAUNCH_COLUMNS)),
-            pd.DataFrame(columns["metrics"], columns=list(tables.METRIC_COLUMNS)))
+    return (
+        pd.DataFrame(columns["launches"], columns=list(tables.LAUNCH_COLUMNS)),
+        pd.DataFrame(columns["metrics"], columns=list(tables.METRIC_COLUMNS)),
+    )

@@ -54,8 +54,10 @@ def _write_table(path: str | Path, runs: list[Run], fmt: str) -> None:
     try:
         import pyarrow  # noqa: F401  (pandas writes Parquet through it)
     except ImportError:
-        raise InputError("writing Parquet needs pyarrow, which is not installed",
-                         "pip install 'gpuprof[parquet]', or export with --format csv") from None
+        raise InputError(
+            "writing Parquet needs pyarrow, which is not installed",
+            "pip install 'gpuprof[parquet]', or export with --format csv",
+        ) from None
     with outputs.replacing(path, "wb") as handle:
         frame.to_parquet(handle, index=False)
 
@@ -79,8 +81,10 @@ def write(path: str | Path, runs: list[Run], replace: bool = True, fmt: str = "j
             if os.path.isfile(path):
                 os.fsync(handle.fileno())
         except OSError as error:
-            raise InputError(f"cannot write run file {path}: {error.strerror or error}",
-                             "give a path in a folder that exists and that you can write") from None
+            raise InputError(
+                f"cannot write run file {path}: {error.strerror or error}",
+                "give a path in a folder that exists and that you can write",
+            ) from None
 
 
 def load(path: str | Path) -> tuple[list[Run], list[str]]:

@@ -46,8 +46,14 @@ from gpuprof.workloads import ENGINES, ops
 # In ``engines``, the device's default engine (NumPy on a CPU, CuPy on a GPU), so one config serves both.
 DEVICE_DEFAULT = "default"
 # Keys a grid entry may override, with their defaults.
-_SETTINGS: dict[str, Any] = {"repeat": 10, "warmup": 3, "dtypes": ["float32"], "engines": [None],
-                             "cache": "warm", "counters": True}
+_SETTINGS: dict[str, Any] = {
+    "repeat": 10,
+    "warmup": 3,
+    "dtypes": ["float32"],
+    "engines": [None],
+    "cache": "warm",
+    "counters": True,
+}
 # [slurm] is read and checked by gpuprof.sweep.slurm (``gpuprof sweep --slurm``).
 # A config's name is a folder name (reports/slurm/<name>) and a tag in the store: one safe path component.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -62,7 +68,7 @@ class Point:
     """One measurement of a sweep."""
 
     op: str
-    size: str          # as written in the config ("6MB")
+    size: str  # as written in the config ("6MB")
     size_bytes: int
     dtype: str
     engine: str | None
@@ -74,8 +80,10 @@ class Point:
     @property
     def key(self) -> str:
         """Stable identity: changes exactly when the measurement would."""
-        return (f"{self.op}:{self.size_bytes}B:{self.dtype}:{self.engine or 'default'}:{self.cache}:"
-                f"r{self.repeat}:w{self.warmup}")
+        return (
+            f"{self.op}:{self.size_bytes}B:{self.dtype}:{self.engine or 'default'}:{self.cache}:"
+            f"r{self.repeat}:w{self.warmup}"
+        )
 
     @property
     def label(self) -> str:
@@ -164,21 +172,30 @@ def _grid_points(path: Path, index: int, entry: Any, base: dict[str, Any]) -> li
         except InputError as error:
             raise _bad(path, f"{where}sizes[{position}]", f"= {size!r} is not a size", error.fix or "") from None
     s = _settings(path, where, entry, base)
-    return [Point(op, text, count, dtype, engine, s["cache"], s["repeat"], s["warmup"], s["counters"])
-            for op in names for text, count in sizes for dtype in s["dtypes"] for engine in s["engines"]]
+    return [
+        Point(op, text, count, dtype, engine, s["cache"], s["repeat"], s["warmup"], s["counters"])
+        for op in names
+        for text, count in sizes
+        for dtype in s["dtypes"]
+        for engine in s["engines"]
+    ]
 
 
 def load_config(path: str | Path) -> SweepConfig:
     """Read and check a sweep config; an InputError names the file and the offending key."""
     path = Path(path)
     try:
-        data = tomllib.loads(inputs.read_capped(path, CONFIG_BYTES, "a sweep config",
-                                                "give a TOML sweep config such as configs/quick.toml").decode("utf-8"))
+        data = tomllib.loads(
+            inputs.read_capped(
+                path, CONFIG_BYTES, "a sweep config", "give a TOML sweep config such as configs/quick.toml"
+            ).decode("utf-8")
+        )
     except FormatError as error:  # missing, a FIFO or device, too big: a bad argument to sweep
         raise InputError(error.problem, error.fix) from None
     except UnicodeDecodeError:
-        raise InputError(f"{path} is not a text file, so not a sweep config",
-                         "give a TOML sweep config such as configs/quick.toml") from None
+        raise InputError(
+            f"{path} is not a text file, so not a sweep config", "give a TOML sweep config such as configs/quick.toml"
+        ) from None
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"{path} is not valid TOML: {error}", "fix the syntax at that line") from None
     _unknown(path, "", data, _TOP_KEYS)
@@ -186,8 +203,12 @@ def load_config(path: str | Path) -> SweepConfig:
         if key in data and not isinstance(data[key], str):
             raise _bad(path, key, "must be a string", f'e.g. {key} = "quick"')
     if "name" in data and not _SAFE_NAME.fullmatch(data["name"]):  # it names reports/slurm/<name>
-        raise _bad(path, "name", f"= {shortened(repr(data['name']), 60)} is not one folder name",
-                   'use letters, digits, ".", "_" and "-", starting with a letter or digit (e.g. name = "quick")')
+        raise _bad(
+            path,
+            "name",
+            f"= {shortened(repr(data['name']), 60)} is not one folder name",
+            'use letters, digits, ".", "_" and "-", starting with a letter or digit (e.g. name = "quick")',
+        )
     seed = _int(path, "seed", data.get("seed", 0), 0)
     grid = data.get("grid")
     if not isinstance(grid, list) or not grid:
@@ -198,8 +219,13 @@ def load_config(path: str | Path) -> SweepConfig:
         for point in _grid_points(path, index, entry, base):
             if point not in points:
                 points.append(point)
-    return SweepConfig(name=data.get("name", _UNSAFE.sub("_", path.stem).lstrip("._-")[:100] or "sweep"), description=data.get("description", ""),
-                       path=str(path), points=tuple(points), seed=seed)
+    return SweepConfig(
+        name=data.get("name", _UNSAFE.sub("_", path.stem).lstrip("._-")[:100] or "sweep"),
+        description=data.get("description", ""),
+        path=str(path),
+        points=tuple(points),
+        seed=seed,
+    )
 
 
 class Listener(Protocol):
@@ -232,8 +258,13 @@ class SweepResult:
 
 def sweep_tag(config: SweepConfig, point: Point, device: str, host: str) -> dict[str, str]:
     """The ``workload["sweep"]`` record that lets ``--resume`` find a point again."""
-    return {"config": config.name, "config_hash": config.config_hash, "point": point.key,
-            "device": device, "host": host}
+    return {
+        "config": config.name,
+        "config_hash": config.config_hash,
+        "point": point.key,
+        "device": device,
+        "host": host,
+    }
 
 
 def stored_points(workloads: Iterable[dict[str, Any] | None], config_name: str, device: str, host: str) -> set[str]:
@@ -256,9 +287,15 @@ def _failure(error: BaseException) -> str:
     return f"unexpected {type(error).__name__}: {error} (a gpuprof bug: please report it)"
 
 
-def run_sweep(config: SweepConfig, store_path: str | Path | None = None, device: str = "auto",
-              resume: bool = False, listener: Listener | None = None,
-              stop: Callable[[], bool] = lambda: False, command: str = "") -> SweepResult:
+def run_sweep(
+    config: SweepConfig,
+    store_path: str | Path | None = None,
+    device: str = "auto",
+    resume: bool = False,
+    listener: Listener | None = None,
+    stop: Callable[[], bool] = lambda: False,
+    command: str = "",
+) -> SweepResult:
     """Measure every point of ``config``, storing each as it finishes.
 
     ``stop`` is asked before each point (the CLI sets it on Ctrl-C); a point that fails is recorded
@@ -282,10 +319,19 @@ def run_sweep(config: SweepConfig, store_path: str | Path | None = None, device:
                 break
             listener.point_started(point)
             try:
-                settings = RunSettings(op=point.op, size=point.size, dtype=point.dtype, engine=point.engine,
-                                       device=kind, repeat=point.repeat, warmup=point.warmup,
-                                       cache=point.cache, counters=point.counters, seed=config.seed,
-                                       command=command)
+                settings = RunSettings(
+                    op=point.op,
+                    size=point.size,
+                    dtype=point.dtype,
+                    engine=point.engine,
+                    device=kind,
+                    repeat=point.repeat,
+                    warmup=point.warmup,
+                    cache=point.cache,
+                    counters=point.counters,
+                    seed=config.seed,
+                    command=command,
+                )
                 run = measure(settings, str(store.path))
             except DeviceError:
                 raise  # no such device: every other point would fail the same way

@@ -62,23 +62,31 @@ class SlurmOptions:
     """How jobs are requested: sbatch's partition, GPUs, CPUs, time limit, plus anything else."""
 
     partition: str | None = None
-    gpus: int | None = None        # GPUs per job for CUDA points (default 1); CPU points never ask for one
-    cpus: int | None = None        # --cpus-per-task
-    time_min: int = 60             # --time, per job
-    chunk: int = 0                 # points per job; 0: every point of one device kind in one job
-    sbatch: tuple[str, ...] = ()   # more sbatch options: "--account=proj", "--qos=short", "--exclusive"
-    setup: tuple[str, ...] = ()    # shell lines run before the job ("module load cuda")
-    poll_s: float = 2.0            # how often to look at the queue while waiting
+    gpus: int | None = None  # GPUs per job for CUDA points (default 1); CPU points never ask for one
+    cpus: int | None = None  # --cpus-per-task
+    time_min: int = 60  # --time, per job
+    chunk: int = 0  # points per job; 0: every point of one device kind in one job
+    sbatch: tuple[str, ...] = ()  # more sbatch options: "--account=proj", "--qos=short", "--exclusive"
+    setup: tuple[str, ...] = ()  # shell lines run before the job ("module load cuda")
+    poll_s: float = 2.0  # how often to look at the queue while waiting
 
     def __post_init__(self) -> None:
-        for name, value, least in (("gpus", self.gpus, 0), ("cpus", self.cpus, 1), ("time", self.time_min, 1),
-                                   ("chunk", self.chunk, 0)):
+        for name, value, least in (
+            ("gpus", self.gpus, 0),
+            ("cpus", self.cpus, 1),
+            ("time", self.time_min, 1),
+            ("chunk", self.chunk, 0),
+        ):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
-                raise InputError(f"slurm option {name} must be an integer of at least {least}, got {value!r}",
-                                 f"e.g. {name} = {max(least, 1)} in [slurm] or --slurm-{name}")
+                raise InputError(
+                    f"slurm option {name} must be an integer of at least {least}, got {value!r}",
+                    f"e.g. {name} = {max(least, 1)} in [slurm] or --slurm-{name}",
+                )
         if isinstance(self.poll_s, bool) or not isinstance(self.poll_s, (int, float)) or self.poll_s <= 0:
-            raise InputError(f"slurm option poll must be a number of seconds above 0, got {self.poll_s!r}",
-                             "e.g. poll = 2 in [slurm]")
+            raise InputError(
+                f"slurm option poll must be a number of seconds above 0, got {self.poll_s!r}",
+                "e.g. poll = 2 in [slurm]",
+            )
         _additional(self.sbatch)
 
     @classmethod
@@ -94,9 +102,13 @@ class SlurmOptions:
         if "partition" in table and not isinstance(table["partition"], str):
             raise InputError(f"{where}: partition must be a string", 'e.g. partition = "gpu"')
         values: dict[str, Any] = {
-            "partition": table.get("partition"), "gpus": table.get("gpus"), "cpus": table.get("cpus"),
-            "time_min": table.get("time", 60), "chunk": table.get("chunk", 0),
-            "sbatch": tuple(table.get("sbatch", ())), "setup": tuple(table.get("setup", ())),
+            "partition": table.get("partition"),
+            "gpus": table.get("gpus"),
+            "cpus": table.get("cpus"),
+            "time_min": table.get("time", 60),
+            "chunk": table.get("chunk", 0),
+            "sbatch": tuple(table.get("sbatch", ())),
+            "setup": tuple(table.get("setup", ())),
             "poll_s": table.get("poll", 2.0),
         }
         values.update({k: v for k, v in overrides.items() if v is not None and v != ()})
@@ -120,16 +132,18 @@ class SlurmFailure:
     """A job (or one point in it) that did not bring back all its runs, and where to look."""
 
     job_id: str
-    state: str                # Slurm state (CANCELLED, TIMEOUT, FAILED...) or POINT-FAILED
-    keys: tuple[str, ...]     # points without a run
+    state: str  # Slurm state (CANCELLED, TIMEOUT, FAILED...) or POINT-FAILED
+    keys: tuple[str, ...]  # points without a run
     message: str
-    stdout: str               # "" when the job never wrote one (it never started)
+    stdout: str  # "" when the job never wrote one (it never started)
     stderr: str
 
     def describe(self) -> str:
         logs = f" (logs: {self.stdout}, {self.stderr})" if self.stdout or self.stderr else ""
-        return (f"Slurm job {self.job_id} {self.state}: {self.message}{logs}; "
-                "rerun with --resume to measure the missing points")
+        return (
+            f"Slurm job {self.job_id} {self.state}: {self.message}{logs}; "
+            "rerun with --resume to measure the missing points"
+        )
 
 
 @dataclass(frozen=True)
@@ -138,14 +152,16 @@ class SlurmProgress:
 
     event: str
     job_id: str
-    points: int        # points in this job
+    points: int  # points in this job
     jobs_done: int
     jobs_total: int
-    runs: int          # runs collected so far in this call
+    runs: int  # runs collected so far in this call
 
     def describe(self) -> str:
-        return (f"Slurm job {self.job_id} {self.event} ({self.points} point(s)); "
-                f"{self.jobs_done} of {self.jobs_total} job(s) done, {self.runs} run(s) back")
+        return (
+            f"Slurm job {self.job_id} {self.event} ({self.points} point(s)); "
+            f"{self.jobs_done} of {self.jobs_total} job(s) done, {self.runs} run(s) back"
+        )
 
 
 ProgressCallback = Callable[[SlurmProgress], None]
@@ -171,9 +187,16 @@ def _point_identity(point: SlurmPoint) -> tuple[str, str]:
 def _slurm_environment() -> dict[str, str]:
     import os
 
-    names = {"SLURM_JOB_ID": "job_id", "SLURM_ARRAY_JOB_ID": "array_job_id", "SLURM_ARRAY_TASK_ID": "array_task",
-             "SLURM_JOB_PARTITION": "partition", "SLURMD_NODENAME": "node", "SLURM_JOB_GPUS": "gpus",
-             "SLURM_CPUS_PER_TASK": "cpus_per_task", "SLURM_CLUSTER_NAME": "cluster"}
+    names = {
+        "SLURM_JOB_ID": "job_id",
+        "SLURM_ARRAY_JOB_ID": "array_job_id",
+        "SLURM_ARRAY_TASK_ID": "array_task",
+        "SLURM_JOB_PARTITION": "partition",
+        "SLURMD_NODENAME": "node",
+        "SLURM_JOB_GPUS": "gpus",
+        "SLURM_CPUS_PER_TASK": "cpus_per_task",
+        "SLURM_CLUSTER_NAME": "cluster",
+    }
     found = {short: os.environ[name] for name, short in names.items() if name in os.environ}
     if "array_job_id" in found:  # the id submitit and sacct show for an array task
         found["job"] = f"{found['array_job_id']}_{found.get('array_task', '')}"
@@ -202,13 +225,21 @@ def measure_points(points: list[SlurmPoint], result_file: str) -> list[tuple[str
             try:
                 run = measure(point.settings, str(Path(private) / "calibration.sqlite"))
             except Exception as error:  # one bad point must not lose the rest of the job
-                failed.append((point.key, str(error) if isinstance(error, GpuprofError)
-                               else f"unexpected {type(error).__name__}: {error} (a gpuprof bug: please report it)"))
+                failed.append(
+                    (
+                        point.key,
+                        str(error)
+                        if isinstance(error, GpuprofError)
+                        else f"unexpected {type(error).__name__}: {error} (a gpuprof bug: please report it)",
+                    )
+                )
                 continue
             run.workload = {**(run.workload or {}), "sweep": {**point.tag, "host": platform.node()}}
             run.environment["slurm"] = {**slurm, "point": point.key}
-            run.notes.append(f"measured in Slurm job {slurm['job']} on {platform.node()}; "
-                             "calibrated ceilings are not looked up in Slurm jobs")
+            run.notes.append(
+                f"measured in Slurm job {slurm['job']} on {platform.node()}; "
+                "calibrated ceilings are not looked up in Slurm jobs"
+            )
             export.append(path, run)
     return failed
 
@@ -222,7 +253,9 @@ def _additional(sbatch: Iterable[str]) -> dict[str, Any]:
     for item in sbatch:
         name, sep, value = item.lstrip("-").partition("=")
         if not name or " " in name or (sep and not value):
-            raise InputError(f"cannot read sbatch option '{item}'", "write it as --name=value or --flag, e.g. --qos=short")
+            raise InputError(
+                f"cannot read sbatch option '{item}'", "write it as --name=value or --flag, e.g. --qos=short"
+            )
         out[name.replace("-", "_")] = value if sep else True
     return out
 
@@ -233,8 +266,9 @@ def _require_submitit() -> Any:
     except ImportError:
         raise InputError("--slurm needs the submitit package", "pip install 'gpuprof-hpc[slurm]'") from None
     if shutil.which("sbatch") is None or shutil.which("srun") is None:
-        raise InputError("--slurm needs Slurm's sbatch and srun on PATH",
-                         "run on a login node of a Slurm cluster, or drop --slurm")
+        raise InputError(
+            "--slurm needs Slurm's sbatch and srun on PATH", "run on a login node of a Slurm cluster, or drop --slurm"
+        )
     return submitit
 
 
@@ -246,17 +280,20 @@ def _jobs_plan(points: list[SlurmPoint], chunk: int) -> list[tuple[str, list[Slu
     plan = []
     for kind, members in groups.items():
         size = chunk or len(members)
-        plan += [(kind, members[i:i + size]) for i in range(0, len(members), size)]
+        plan += [(kind, members[i : i + size]) for i in range(0, len(members), size)]
     return plan
 
 
 def _executor(submitit: Any, folder: Path, options: SlurmOptions, kind: str, python: str | None) -> Any:
     executor = submitit.SlurmExecutor(folder=folder / "%j", max_num_timeout=0, python=python)
     gpus = options.gpus if options.gpus is not None else (1 if kind == "cuda" else 0)
-    params: dict[str, Any] = {"job_name": f"gpuprof-{kind}", "time": options.time_min,
-                              "additional_parameters": _additional(options.sbatch),
-                              # submitit's pre-timeout signal (unused here) must fit in short time limits.
-                              "signal_delay_s": min(90, max(10, options.time_min * 6))}
+    params: dict[str, Any] = {
+        "job_name": f"gpuprof-{kind}",
+        "time": options.time_min,
+        "additional_parameters": _additional(options.sbatch),
+        # submitit's pre-timeout signal (unused here) must fit in short time limits.
+        "signal_delay_s": min(90, max(10, options.time_min * 6)),
+    }
     if options.partition:
         params["partition"] = options.partition
     if gpus and kind != "cpu":
@@ -268,21 +305,24 @@ def _executor(submitit: Any, folder: Path, options: SlurmOptions, kind: str, pyt
     try:
         executor.update_parameters(**params)
     except ValueError as error:
-        raise InputError(f"submitit refused the Slurm options: {str(error).splitlines()[0]}",
-                         "check [slurm] in the config and the --slurm-* options") from None
+        raise InputError(
+            f"submitit refused the Slurm options: {str(error).splitlines()[0]}",
+            "check [slurm] in the config and the --slurm-* options",
+        ) from None
     return executor
 
 
 @dataclass
 class _Job:
-    job: Any                    # submitit.SlurmJob
+    job: Any  # submitit.SlurmJob
     points: list[SlurmPoint]
     result_file: Path
-    seen: str = "PENDING"       # the last state squeue listed; sbatch queues a job as PENDING
+    seen: str = "PENDING"  # the last state squeue listed; sbatch queues a job as PENDING
 
 
-def _collect(result_dir: Path, wanted: dict[tuple[str, str], SlurmPoint],
-             files: Iterable[Path] | None = None) -> dict[tuple[str, str], Run]:
+def _collect(
+    result_dir: Path, wanted: dict[tuple[str, str], SlurmPoint], files: Iterable[Path] | None = None
+) -> dict[tuple[str, str], Run]:
     """Runs for wanted points found in the job result files (first one per point)."""
     found: dict[tuple[str, str], Run] = {}
     for path in sorted(files if files is not None else result_dir.glob("runs-*.jsonl")):
@@ -309,8 +349,12 @@ def _manifest_entries(result_dir: Path) -> list[dict[str, Any]]:
 
 
 def _record(result_dir: Path, job: _Job) -> None:
-    entry = {"job_id": str(job.job.job_id), "folder": str(job.job.paths.folder.parent),
-             "result_file": str(job.result_file), "keys": [_point_identity(p) for p in job.points]}
+    entry = {
+        "job_id": str(job.job.job_id),
+        "folder": str(job.job.paths.folder.parent),
+        "result_file": str(job.result_file),
+        "keys": [_point_identity(p) for p in job.points],
+    }
     with open(result_dir / MANIFEST, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")
 
@@ -332,8 +376,12 @@ def _reattach(submitit: Any, result_dir: Path, wanted: dict[tuple[str, str], Slu
     for entry in _manifest_entries(result_dir):
         points = [wanted[tuple(k)] for k in entry.get("keys", []) if tuple(k) in wanted]
         if points:
-            job = _Job(submitit.SlurmJob(folder=Path(entry["folder"]) / "%j", job_id=entry["job_id"]),
-                       points, Path(entry["result_file"]), (queued or {}).get(entry["job_id"], "UNKNOWN"))
+            job = _Job(
+                submitit.SlurmJob(folder=Path(entry["folder"]) / "%j", job_id=entry["job_id"]),
+                points,
+                Path(entry["result_file"]),
+                (queued or {}).get(entry["job_id"], "UNKNOWN"),
+            )
             if queued is None or not _finished(job, queued):
                 jobs.append(job)
     return jobs
@@ -347,30 +395,41 @@ def _outcome(job: _Job, queued: dict[str, str], poll_s: float) -> tuple[str, lis
             return "COMPLETED", list(job.job.result()), ""
         except submitit.core.utils.FailedJobError as error:
             lines = [line for line in str(error).splitlines() if line.strip() and not line.startswith("-")]
-            trace = [line for line in lines if not line.startswith(("Job (task", "You can check", "or at paths", "  - "))]
+            trace = [
+                line for line in lines if not line.startswith(("Job (task", "You can check", "or at paths", "  - "))
+            ]
             return "FAILED", [], trace[-1].strip() if trace else "the job raised an error"
     state, message = final_state(str(job.job.job_id), queued.get(str(job.job.job_id)), job.seen, poll_s)
     return state, [], message
 
 
-def _failures(job: _Job, state: str, point_errors: list[tuple[str, str]], message: str,
-              measured: set[tuple[str, str]]) -> list[SlurmFailure]:
+def _failures(
+    job: _Job, state: str, point_errors: list[tuple[str, str]], message: str, measured: set[tuple[str, str]]
+) -> list[SlurmFailure]:
     paths = job.job.paths
     logs = tuple(str(path) if path.exists() else "" for path in (paths.stdout, paths.stderr))
     out = [SlurmFailure(str(job.job.job_id), "POINT-FAILED", (key,), error, *logs) for key, error in point_errors]
     errored = {key for key, _ in point_errors}
     missing = tuple(p.key for p in job.points if _point_identity(p) not in measured and p.key not in errored)
     if missing:
-        out.append(SlurmFailure(str(job.job.job_id), state, missing,
-                                message or "finished without measuring these points", *logs))
+        out.append(
+            SlurmFailure(
+                str(job.job.job_id), state, missing, message or "finished without measuring these points", *logs
+            )
+        )
     return out
 
 
-def run_points_on_slurm(points: list[SlurmPoint], options: SlurmOptions, result_dir: str | Path,
-                        progress_callback: ProgressCallback | None = None, resume: bool = False,
-                        on_runs: Callable[[list[Run]], None] | None = None,
-                        stop: Callable[[], bool] = lambda: False,
-                        python: str | None = None) -> tuple[list[Run], list[SlurmFailure]]:
+def run_points_on_slurm(
+    points: list[SlurmPoint],
+    options: SlurmOptions,
+    result_dir: str | Path,
+    progress_callback: ProgressCallback | None = None,
+    resume: bool = False,
+    on_runs: Callable[[list[Run]], None] | None = None,
+    stop: Callable[[], bool] = lambda: False,
+    python: str | None = None,
+) -> tuple[list[Run], list[SlurmFailure]]:
     """Measure ``points`` as Slurm jobs and wait for them; (runs, failures). See the module docstring.
 
     ``on_runs`` receives runs as they come back (to store them at once). When ``stop()`` turns true,
@@ -396,8 +455,16 @@ def run_points_on_slurm(points: list[SlurmPoint], options: SlurmOptions, result_
     return _wait(jobs, options, result_dir, wanted, runs, notify, deliver, stop)
 
 
-def _submit(submitit: Any, todo: list[SlurmPoint], options: SlurmOptions, result_dir: Path, python: str | None,
-            notify: ProgressCallback, attached: int, collected: int) -> list[_Job]:
+def _submit(
+    submitit: Any,
+    todo: list[SlurmPoint],
+    options: SlurmOptions,
+    result_dir: Path,
+    python: str | None,
+    notify: ProgressCallback,
+    attached: int,
+    collected: int,
+) -> list[_Job]:
     batch = uuid.uuid4().hex[:8]
     plan = _jobs_plan(todo, options.chunk)
     by_kind: dict[str, list[tuple[int, list[SlurmPoint]]]] = {}
@@ -410,12 +477,14 @@ def _submit(submitit: Any, todo: list[SlurmPoint], options: SlurmOptions, result
         refused = (submitit.core.utils.FailedSubmissionError, submitit.core.utils.FailedJobError)
         try:
             with contextlib.redirect_stderr(io.StringIO()), executor.batch():  # submitit echoes sbatch's stderr
-                submitted = [executor.submit(measure_points, members, str(path))
-                             for (_, members), path in zip(chunks, files)]
+                submitted = [
+                    executor.submit(measure_points, members, str(path)) for (_, members), path in zip(chunks, files)
+                ]
         except refused as error:
             detail = str(error).strip().splitlines()[-1] if str(error).strip() else "sbatch failed"
-            raise InputError(f"Slurm refused the jobs: {detail}",
-                             "check the partition, GPU count and time limit against 'sinfo'") from None
+            raise InputError(
+                f"Slurm refused the jobs: {detail}", "check the partition, GPU count and time limit against 'sinfo'"
+            ) from None
         for job, (_, members), path in zip(submitted, chunks, files):
             entry = _Job(job, members, path)
             _record(result_dir, entry)
@@ -426,9 +495,16 @@ def _submit(submitit: Any, todo: list[SlurmPoint], options: SlurmOptions, result
     return jobs
 
 
-def _wait(jobs: list[_Job], options: SlurmOptions, result_dir: Path, wanted: dict[tuple[str, str], SlurmPoint],
-          runs: dict[tuple[str, str], Run], notify: ProgressCallback, deliver: Callable[[list[Run]], None],
-          stop: Callable[[], bool]) -> tuple[list[Run], list[SlurmFailure]]:
+def _wait(
+    jobs: list[_Job],
+    options: SlurmOptions,
+    result_dir: Path,
+    wanted: dict[tuple[str, str], SlurmPoint],
+    runs: dict[tuple[str, str], Run],
+    notify: ProgressCallback,
+    deliver: Callable[[list[Run]], None],
+    stop: Callable[[], bool],
+) -> tuple[list[Run], list[SlurmFailure]]:
     failures: list[SlurmFailure] = []
     pending = list(jobs)
     while pending and not stop():
@@ -443,8 +519,16 @@ def _wait(jobs: list[_Job], options: SlurmOptions, result_dir: Path, wanted: dic
             state, point_errors, message = _outcome(job, queued or {}, options.poll_s)
             lost = _failures(job, state, point_errors, message, set(runs))
             failures += lost
-            notify(SlurmProgress("failed" if lost else "finished", str(job.job.job_id), len(job.points),
-                                 len(jobs) - len(pending), len(jobs), len(runs)))
+            notify(
+                SlurmProgress(
+                    "failed" if lost else "finished",
+                    str(job.job.job_id),
+                    len(job.points),
+                    len(jobs) - len(pending),
+                    len(jobs),
+                    len(runs),
+                )
+            )
         if pending:
             time.sleep(options.poll_s)
     order = list(wanted)
@@ -485,10 +569,18 @@ def stored_on_cluster(workloads: Iterable[dict[str, Any] | None], config_name: s
     return keys
 
 
-def sweep_on_slurm(config: SweepConfig, options: SlurmOptions, result_dir: str | Path, listener: Listener,
-                   store_path: str | Path | None = None, device: str = "auto", resume: bool = False,
-                   progress_callback: ProgressCallback | None = None, stop: Callable[[], bool] = lambda: False,
-                   command: str = "") -> SweepResult:
+def sweep_on_slurm(
+    config: SweepConfig,
+    options: SlurmOptions,
+    result_dir: str | Path,
+    listener: Listener,
+    store_path: str | Path | None = None,
+    device: str = "auto",
+    resume: bool = False,
+    progress_callback: ProgressCallback | None = None,
+    stop: Callable[[], bool] = lambda: False,
+    command: str = "",
+) -> SweepResult:
     """``gpuprof sweep --slurm``: the sweep's points as Slurm jobs, each run stored as it comes back."""
     kind = cluster_device(device, options)
     result = SweepResult()
@@ -501,9 +593,19 @@ def sweep_on_slurm(config: SweepConfig, options: SlurmOptions, result_dir: str |
         points: list[SlurmPoint] = []
         for point in (p for p in config.points if p.key not in done):
             try:
-                settings = RunSettings(op=point.op, size=point.size, dtype=point.dtype, engine=point.engine,
-                                       device=kind, repeat=point.repeat, warmup=point.warmup, cache=point.cache,
-                                       counters=point.counters, seed=config.seed, command=command)
+                settings = RunSettings(
+                    op=point.op,
+                    size=point.size,
+                    dtype=point.dtype,
+                    engine=point.engine,
+                    device=kind,
+                    repeat=point.repeat,
+                    warmup=point.warmup,
+                    cache=point.cache,
+                    counters=point.counters,
+                    seed=config.seed,
+                    command=command,
+                )
             except GpuprofError as error:
                 result.failed.append((point, str(error)))
                 listener.point_failed(point, str(error))

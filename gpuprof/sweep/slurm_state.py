@@ -13,12 +13,26 @@ import subprocess
 import time
 
 # States after which a job produces nothing more.
-FINAL_STATES = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-                          "BOOT_FAIL", "DEADLINE", "REVOKED"})
+FINAL_STATES = frozenset(
+    {
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "REVOKED",
+    }
+)
 # How long accounting may lag behind a job that ran and then aged out of squeue.
 ACCOUNTING_WAIT_S = 10.0
-NEVER_STARTED = ("cancelled before it started (Slurm drops an array task cancelled while pending from the queue "
-                 "and keeps no record of it)")
+NEVER_STARTED = (
+    "cancelled before it started (Slurm drops an array task cancelled while pending from the queue "
+    "and keeps no record of it)"
+)
 
 
 def queue() -> dict[str, str] | None:

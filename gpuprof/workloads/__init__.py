@@ -39,8 +39,8 @@ class Engine(Protocol):
 class FrameworkEngine(Engine, Protocol):
     """An engine whose arrays live in a framework of its own, dispatched asynchronously and compiled."""
 
-    COMPILER: str            # what compiles the op (its compile time is reported apart)
-    WAITS: dict[str, str]    # per device, how :meth:`block` waits
+    COMPILER: str  # what compiles the op (its compile time is reported apart)
+    WAITS: dict[str, str]  # per device, how :meth:`block` waits
 
     def place(self, arrays: list[Any], device: str) -> list[Any]:
         """The host operands copied to ``device``, before anything is timed."""
@@ -70,8 +70,9 @@ DEFAULT = {"cpu": "numpy", "cuda": "cupy"}
 # On a GPU, ``pytensor`` (and ``theano``) take the first of these backends that is installed with GPU support.
 GPU_BACKENDS = ("pytensor-jax", "pytensor-torch")
 # The GPU extras, one per CUDA line (pyproject.toml); every "not installed" message names both.
-CUDA_INSTALL = ('pip install "gpuprof-hpc[cuda13]" (driver 580 or newer, CUDA 13) or '
-                '"gpuprof-hpc[cuda12]" (CUDA 12 drivers)')
+CUDA_INSTALL = (
+    'pip install "gpuprof-hpc[cuda13]" (driver 580 or newer, CUDA 13) or "gpuprof-hpc[cuda12]" (CUDA 12 drivers)'
+)
 
 
 def engine_names(device: str | None = None) -> list[str]:
@@ -89,8 +90,10 @@ def load(name: str, device: str) -> Engine:
         raise InputError(f"unknown engine '{name}'", f"choose one of: {', '.join(ENGINES)}")
     module_name, devices = ENGINES[name]
     if device not in devices:
-        raise InputError(f"engine '{name}' runs on {' or '.join(devices)}, not {device}",
-                         f"use --device {devices[0]} or one of: {', '.join(engine_names(device))}")
+        raise InputError(
+            f"engine '{name}' runs on {' or '.join(devices)}, not {device}",
+            f"use --device {devices[0]} or one of: {', '.join(engine_names(device))}",
+        )
     try:
         return cast(Engine, importlib.import_module(f"gpuprof.workloads.{module_name}"))
     except ImportError as error:
@@ -114,8 +117,11 @@ def resolve(name: str, device: str) -> tuple[Engine, list[str]]:
         else:
             why = "legacy Theano ran on GPUs through pygpu/libgpuarray, which are gone (not on PyPI)"
         engine, notes = resolve("pytensor", device)
-        return engine, [f"engine theano: {why}; using PyTensor, Theano's maintained successor and gpuprof's "
-                        f"supported Theano engine, as {engine.NAME}", *notes]
+        return engine, [
+            f"engine theano: {why}; using PyTensor, Theano's maintained successor and gpuprof's "
+            f"supported Theano engine, as {engine.NAME}",
+            *notes,
+        ]
     if name == "pytensor" and device == "cuda":
         missing = []
         for backend in GPU_BACKENDS:
@@ -124,14 +130,20 @@ def resolve(name: str, device: str) -> tuple[Engine, list[str]]:
             except EngineError as error:
                 missing.append(f"{backend}: {error.problem.split('(')[-1].rstrip(')')} not installed")
                 continue
-            return engine, [f"engine pytensor on the GPU: {backend} ({cast(FrameworkEngine, engine).COMPILER}), the first installed of "
-                            f"{', '.join(GPU_BACKENDS)}"]
-        raise EngineError(f"engine pytensor needs a GPU backend on --device cuda ({'; '.join(missing)})",
-                          'pip install "gpuprof-hpc[jax]" with "jax[cuda12]", or "gpuprof-hpc[torch]" with a CUDA '
-                          "build of torch (docs/theano-gpu.md)")
+            return engine, [
+                f"engine pytensor on the GPU: {backend} ({cast(FrameworkEngine, engine).COMPILER}), the first installed of "
+                f"{', '.join(GPU_BACKENDS)}"
+            ]
+        raise EngineError(
+            f"engine pytensor needs a GPU backend on --device cuda ({'; '.join(missing)})",
+            'pip install "gpuprof-hpc[jax]" with "jax[cuda12]", or "gpuprof-hpc[torch]" with a CUDA '
+            "build of torch (docs/theano-gpu.md)",
+        )
     if name == "pytensor":
-        return load(name, device), ["engine pytensor on the CPU: Numba, PyTensor's default backend "
-                                    "(--engine pytensor-jax or pytensor-torch for the others)"]
+        return load(name, device), [
+            "engine pytensor on the CPU: Numba, PyTensor's default backend "
+            "(--engine pytensor-jax or pytensor-torch for the others)"
+        ]
     return load(name, device), []
 
 

@@ -17,7 +17,7 @@ from gpuprof.errors import EngineError
 from gpuprof.model import TIMED, Launch, Metric
 
 PHASE = "compile"
-PREPARE = "compile_prepare"        # canonical names of the two metrics
+PREPARE = "compile_prepare"  # canonical names of the two metrics
 FIRST_CALL = "compile_first_call"
 
 
@@ -29,18 +29,30 @@ def first_call(engine: Any, call: Callable[[], Any], op: str, dtype: str, device
         result = call()
     except Exception as error:  # noqa: BLE001 - every backend raises its own types; the user needs one line
         text = str(error).strip().splitlines()
-        raise EngineError(f"engine {engine.NAME} cannot compute {op} in {dtype} on {device}: "
-                          f"{type(error).__name__}: {text[0][:200] if text else ''}",
-                          "try another --dtype or --engine (docs/theano-gpu.md lists what each backend supports)"
-                          ) from None
+        raise EngineError(
+            f"engine {engine.NAME} cannot compute {op} in {dtype} on {device}: "
+            f"{type(error).__name__}: {text[0][:200] if text else ''}",
+            "try another --dtype or --engine (docs/theano-gpu.md lists what each backend supports)",
+        ) from None
     return result, time.perf_counter() - start
 
 
-def launch(compiler: str | None, kernel: str, device: str, index: int, prepare_s: float,
-           first_s: float) -> list[Launch]:
+def launch(
+    compiler: str | None, kernel: str, device: str, index: int, prepare_s: float, first_s: float
+) -> list[Launch]:
     """The compile launch of an engine that names its ``COMPILER``; none for the others."""
     if compiler is None:
         return []
-    return [Launch(kernel, index, device, 1, {"phase": PHASE, "compiler": compiler},
-                   [Metric("prepare_time", prepare_s, "second", PREPARE, TIMED),
-                    Metric("first_call_time", first_s, "second", FIRST_CALL, TIMED)])]
+    return [
+        Launch(
+            kernel,
+            index,
+            device,
+            1,
+            {"phase": PHASE, "compiler": compiler},
+            [
+                Metric("prepare_time", prepare_s, "second", PREPARE, TIMED),
+                Metric("first_call_time", first_s, "second", FIRST_CALL, TIMED),
+            ],
+        )
+    ]

@@ -29,8 +29,8 @@ NAME = "cuda-kernels"
 SOURCE = "gpuprof_ops.cu"
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 SUFFIX = {"float32": "f32", "float64": "f64", "float16": "f16"}
-BLOCK = 256          # elementwise threads per block (the kernels' __launch_bounds__)
-TILE = 16            # dot tile edge (TILE in gpuprof_ops.cu)
+BLOCK = 256  # elementwise threads per block (the kernels' __launch_bounds__)
+TILE = 16  # dot tile edge (TILE in gpuprof_ops.cu)
 MAX_BLOCKS = 65535 * 32  # elementwise grids are grid-stride loops, so any cap is correct
 
 
@@ -50,17 +50,20 @@ def kernel_name(op: str, dtype: str) -> str:
 def include_dirs() -> list[str]:
     """Folders that hold ``cuda_fp16.h`` for NVRTC, most specific first."""
     roots = [cp.cuda.get_cuda_path(), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    return [str(Path(root) / "include") for root in roots
-            if root and (Path(root) / "include" / "cuda_fp16.h").is_file()]
+    return [
+        str(Path(root) / "include") for root in roots if root and (Path(root) / "include" / "cuda_fp16.h").is_file()
+    ]
 
 
 def nvrtc_options() -> tuple[str, ...]:
     found = include_dirs()
     if not found:
-        raise EngineError("NVRTC cannot compile the gpuprof kernels: cuda_fp16.h is not in CuPy's CUDA "
-                          "path, CUDA_PATH or /usr/local/cuda",
-                          "install the CUDA headers (pip install nvidia-cuda-runtime, or a CUDA toolkit) "
-                          "or set CUDA_PATH to a toolkit")
+        raise EngineError(
+            "NVRTC cannot compile the gpuprof kernels: cuda_fp16.h is not in CuPy's CUDA "
+            "path, CUDA_PATH or /usr/local/cuda",
+            "install the CUDA headers (pip install nvidia-cuda-runtime, or a CUDA toolkit) "
+            "or set CUDA_PATH to a toolkit",
+        )
     return ("-std=c++17", f"-I{found[0]}")
 
 
@@ -71,9 +74,10 @@ def _module() -> Any:
         module.compile()
     except cp.cuda.compiler.CompileException as error:
         first = str(error).strip().splitlines()[:1]
-        raise EngineError(f"NVRTC could not compile {SOURCE} for this GPU: {first[0] if first else error}",
-                          "check that NVRTC supports this GPU's architecture (a CUDA 13 NVRTC starts at "
-                          "sm_75), or use --engine cupy") from None
+        raise EngineError(
+            f"NVRTC could not compile {SOURCE} for this GPU: {first[0] if first else error}",
+            "check that NVRTC supports this GPU's architecture (a CUDA 13 NVRTC starts at sm_75), or use --engine cupy",
+        ) from None
     return module
 
 

@@ -47,10 +47,17 @@ def _residual() -> type:
             super().__init__()
             nn = torch.nn
             self.body = nn.Sequential(
-                nn.Conv2d(inputs, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
-                nn.Conv2d(width, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width))
-            self.shortcut = (nn.Sequential(nn.Conv2d(inputs, width, 1, stride, bias=False), nn.BatchNorm2d(width))
-                             if stride != 1 or inputs != width else nn.Identity())
+                nn.Conv2d(inputs, width, 3, stride, 1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, width, 3, 1, 1, bias=False),
+                nn.BatchNorm2d(width),
+            )
+            self.shortcut = (
+                nn.Sequential(nn.Conv2d(inputs, width, 1, stride, bias=False), nn.BatchNorm2d(width))
+                if stride != 1 or inputs != width
+                else nn.Identity()
+            )
             self.relu = nn.ReLU(inplace=True)
 
         def forward(self, x: Any) -> Any:
@@ -64,8 +71,12 @@ def resnet34(channels: int = 1, classes: int = 9) -> Any:
     import torch
 
     nn, block = torch.nn, _residual()
-    layers: list[Any] = [nn.Conv2d(channels, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
-                         nn.MaxPool2d(3, 2, 1)]
+    layers: list[Any] = [
+        nn.Conv2d(channels, 64, 7, 2, 3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, 2, 1),
+    ]
     inputs = 64
     for stage, (count, width) in enumerate(zip(RESNET34_BLOCKS, RESNET_WIDTHS)):
         for i in range(count):
@@ -81,9 +92,19 @@ def cnn(size: int = 50, dropout: float = 0.25) -> Any:
 
     nn = torch.nn
     flat = 64 * ((size - 4) // 2) ** 2
-    return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Dropout(dropout), nn.Flatten(), nn.Linear(flat, 128), nn.ReLU(), nn.Dropout(2 * dropout),
-                         nn.Linear(128, 1))
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3),
+        nn.ReLU(),
+        nn.Conv2d(32, 64, 3),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Dropout(dropout),
+        nn.Flatten(),
+        nn.Linear(flat, 128),
+        nn.ReLU(),
+        nn.Dropout(2 * dropout),
+        nn.Linear(128, 1),
+    )
 
 
 def mlp(hidden: tuple[int, ...] | list[int], inputs: int = 50) -> Any:

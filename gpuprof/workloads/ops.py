@@ -46,14 +46,14 @@ Kernel = Callable[..., Any]
 class Op:
     name: str
     formula: str
-    arrays: int            # operands counted in --size (inputs + output)
+    arrays: int  # operands counted in --size (inputs + output)
     flops_per_element: int | None  # per output element; None for dot (depends on k)
-    flop_basis: str        # how the analytic FLOPs are counted, as ``gpuprof run`` shows it
-    reference: Kernel      # (numpy, a, b, s) -> the float64 result
-    numpy: Kernel          # (numpy, a, b, s, out) -> a call that computes into out: the NumPy engine
-    cupy: Kernel           # (cupy, a, b, s, out) -> a call that computes into out: the CuPy engine
-    symbolic: Kernel       # (tensor namespace, a, b, s) -> the graph: PyTensor (and its backends), Theano
-    kernel: str            # argument list of the CUDA kernel: "matmul", "binary", "scalar" or "unary"
+    flop_basis: str  # how the analytic FLOPs are counted, as ``gpuprof run`` shows it
+    reference: Kernel  # (numpy, a, b, s) -> the float64 result
+    numpy: Kernel  # (numpy, a, b, s, out) -> a call that computes into out: the NumPy engine
+    cupy: Kernel  # (cupy, a, b, s, out) -> a call that computes into out: the CuPy engine
+    symbolic: Kernel  # (tensor namespace, a, b, s) -> the graph: PyTensor (and its backends), Theano
+    kernel: str  # argument list of the CUDA kernel: "matmul", "binary", "scalar" or "unary"
 
 
 def _numpy_sigmoid(np: Any, a: Any, b: Any, s: Any, out: Any) -> Callable[[], Any]:
@@ -81,35 +81,78 @@ def _cupy_sigmoid(cp: Any, a: Any, b: Any, s: Any, out: Any) -> Callable[[], Any
 
 
 OPS: dict[str, Op] = {
-    "add": Op("add", "C = A + B", 3, 1, "1 per element",
-              reference=lambda np, a, b, s: a + b,
-              numpy=lambda np, a, b, s, out: lambda: np.add(a, b, out=out),
-              cupy=lambda cp, a, b, s, out: lambda: cp.add(a, b, out=out),
-              symbolic=lambda t, a, b, s: a + b, kernel="binary"),
-    "mul": Op("mul", "C = A ∘ B, elementwise", 3, 1, "1 per element",
-              reference=lambda np, a, b, s: a * b,
-              numpy=lambda np, a, b, s, out: lambda: np.multiply(a, b, out=out),
-              cupy=lambda cp, a, b, s, out: lambda: cp.multiply(a, b, out=out),
-              symbolic=lambda t, a, b, s: a * b, kernel="binary"),
-    "dot": Op("dot", "C = A · B, matrix product", 3, None, "2·m·n·k",
-              reference=lambda np, a, b, s: a @ b,
-              numpy=lambda np, a, b, s, out: lambda: np.matmul(a, b, out=out),
-              cupy=lambda cp, a, b, s, out: lambda: cp.matmul(a, b, out=out),
-              symbolic=lambda t, a, b, s: t.dot(a, b), kernel="matmul"),
-    "scalar": Op("scalar", "C = s · A", 2, 1, "1 per element",
-                 reference=lambda np, a, b, s: s * a,
-                 numpy=lambda np, a, b, s, out: lambda: np.multiply(a, s, out=out),
-                 cupy=lambda cp, a, b, s, out: lambda: cp.multiply(a, s, out=out),
-                 symbolic=lambda t, a, b, s: s * a, kernel="scalar"),
-    "sigmoid": Op("sigmoid", "C = 1 / (1 + e^-A)", 2, 4, "4 per element (neg, exp, add, div)",
-                  reference=lambda np, a, b, s: 1.0 / (1.0 + np.exp(-a)),
-                  numpy=_numpy_sigmoid, cupy=_cupy_sigmoid,
-                  symbolic=lambda t, a, b, s: t.sigmoid(a), kernel="unary"),
-    "tanh": Op("tanh", "C = tanh(A)", 2, 5, "5 per element (scale, exp, add, div, sub)",
-               reference=lambda np, a, b, s: np.tanh(a),
-               numpy=lambda np, a, b, s, out: lambda: np.tanh(a, out=out),
-               cupy=lambda cp, a, b, s, out: lambda: cp.tanh(a, out=out),
-               symbolic=lambda t, a, b, s: t.tanh(a), kernel="unary"),
+    "add": Op(
+        "add",
+        "C = A + B",
+        3,
+        1,
+        "1 per element",
+        reference=lambda np, a, b, s: a + b,
+        numpy=lambda np, a, b, s, out: lambda: np.add(a, b, out=out),
+        cupy=lambda cp, a, b, s, out: lambda: cp.add(a, b, out=out),
+        symbolic=lambda t, a, b, s: a + b,
+        kernel="binary",
+    ),
+    "mul": Op(
+        "mul",
+        "C = A ∘ B, elementwise",
+        3,
+        1,
+        "1 per element",
+        reference=lambda np, a, b, s: a * b,
+        numpy=lambda np, a, b, s, out: lambda: np.multiply(a, b, out=out),
+        cupy=lambda cp, a, b, s, out: lambda: cp.multiply(a, b, out=out),
+        symbolic=lambda t, a, b, s: a * b,
+        kernel="binary",
+    ),
+    "dot": Op(
+        "dot",
+        "C = A · B, matrix product",
+        3,
+        None,
+        "2·m·n·k",
+        reference=lambda np, a, b, s: a @ b,
+        numpy=lambda np, a, b, s, out: lambda: np.matmul(a, b, out=out),
+        cupy=lambda cp, a, b, s, out: lambda: cp.matmul(a, b, out=out),
+        symbolic=lambda t, a, b, s: t.dot(a, b),
+        kernel="matmul",
+    ),
+    "scalar": Op(
+        "scalar",
+        "C = s · A",
+        2,
+        1,
+        "1 per element",
+        reference=lambda np, a, b, s: s * a,
+        numpy=lambda np, a, b, s, out: lambda: np.multiply(a, s, out=out),
+        cupy=lambda cp, a, b, s, out: lambda: cp.multiply(a, s, out=out),
+        symbolic=lambda t, a, b, s: s * a,
+        kernel="scalar",
+    ),
+    "sigmoid": Op(
+        "sigmoid",
+        "C = 1 / (1 + e^-A)",
+        2,
+        4,
+        "4 per element (neg, exp, add, div)",
+        reference=lambda np, a, b, s: 1.0 / (1.0 + np.exp(-a)),
+        numpy=_numpy_sigmoid,
+        cupy=_cupy_sigmoid,
+        symbolic=lambda t, a, b, s: t.sigmoid(a),
+        kernel="unary",
+    ),
+    "tanh": Op(
+        "tanh",
+        "C = tanh(A)",
+        2,
+        5,
+        "5 per element (scale, exp, add, div, sub)",
+        reference=lambda np, a, b, s: np.tanh(a),
+        numpy=lambda np, a, b, s, out: lambda: np.tanh(a, out=out),
+        cupy=lambda cp, a, b, s, out: lambda: cp.tanh(a, out=out),
+        symbolic=lambda t, a, b, s: t.tanh(a),
+        kernel="unary",
+    ),
 }
 
 
@@ -132,8 +175,10 @@ def shape_for_size(op: str, size_bytes: int, dtype: str) -> tuple[int, ...]:
     spec = get_op(op)
     n = math.isqrt(size_bytes // (spec.arrays * itemsize(dtype)))
     if n < 1:
-        raise InputError(f"--size {size_bytes} B is too small for {op} in {dtype}",
-                         f"give at least {spec.arrays * itemsize(dtype)} bytes")
+        raise InputError(
+            f"--size {size_bytes} B is too small for {op} in {dtype}",
+            f"give at least {spec.arrays * itemsize(dtype)} bytes",
+        )
     return (n, n, n) if op == "dot" else (n, n)
 
 
@@ -152,8 +197,7 @@ def parse_shape(op: str, text: str) -> tuple[int, ...]:
     if len(dims) == 1:
         return dims * expected
     if len(dims) != expected:
-        raise InputError(f"--shape '{text}' does not fit {op}: it takes {expected} dimensions",
-                         f"give {want}")
+        raise InputError(f"--shape '{text}' does not fit {op}: it takes {expected} dimensions", f"give {want}")
     return dims
 
 

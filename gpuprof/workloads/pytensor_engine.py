@@ -33,8 +33,9 @@ def version() -> str:
     return f"pytensor {pytensor.__version__} (mode {MODE})"
 
 
-def _expression(op: str, a: pt.TensorVariable, b: pt.TensorVariable | None, scalar: float,
-                dtype: str) -> pt.TensorVariable:
+def _expression(
+    op: str, a: pt.TensorVariable, b: pt.TensorVariable | None, scalar: float, dtype: str
+) -> pt.TensorVariable:
     return get_op(op).symbolic(pt, a, b, pt.constant(np.asarray(scalar, dtype=dtype)))
 
 

@@ -36,8 +36,10 @@ jax.config.update("jax_default_matmul_precision", "highest")
 NAME = "pytensor-jax"
 MODE = "JAX"
 COMPILER = "PyTensor graph rewrite, then jax.jit: XLA compiles on the first call"
-WAITS = {"cpu": "block_until_ready (JAX dispatches asynchronously)",
-         "cuda": "block_until_ready (JAX dispatches asynchronously)"}
+WAITS = {
+    "cpu": "block_until_ready (JAX dispatches asynchronously)",
+    "cuda": "block_until_ready (JAX dispatches asynchronously)",
+}
 _PLATFORM = {"cpu": "cpu", "cuda": "gpu"}
 
 
@@ -49,9 +51,11 @@ def _device(device: str) -> Any:
     try:
         return jax.devices(_PLATFORM[device])[0]
     except RuntimeError as error:
-        raise DeviceError(f"JAX {jax.__version__} cannot use a {device} device here "
-                          f"({str(error).splitlines()[0] if str(error) else type(error).__name__})",
-                          'install a CUDA build of jaxlib: pip install "jax[cuda12]" (or "jax[cuda13]")') from None
+        raise DeviceError(
+            f"JAX {jax.__version__} cannot use a {device} device here "
+            f"({str(error).splitlines()[0] if str(error) else type(error).__name__})",
+            'install a CUDA build of jaxlib: pip install "jax[cuda12]" (or "jax[cuda13]")',
+        ) from None
 
 
 def place(arrays: list[np.ndarray], device: str) -> list[Any]:
@@ -67,9 +71,11 @@ def to_host(result: Any) -> np.ndarray:
     return np.asarray(result)
 
 
-GPU_TIMER = ("time.perf_counter around {count} dispatches, stopped when the last result is ready "
-             "(block_until_ready: a device runs XLA's executions in order on its compute stream; JAX exposes "
-             "no CUDA events), time per call = batch / {count}, dispatch latency included where it exceeds the kernel")
+GPU_TIMER = (
+    "time.perf_counter around {count} dispatches, stopped when the last result is ready "
+    "(block_until_ready: a device runs XLA's executions in order on its compute stream; JAX exposes "
+    "no CUDA events), time per call = batch / {count}, dispatch latency included where it exceeds the kernel"
+)
 
 
 def batch_seconds(call: Callable[[], Any], count: int) -> float:

@@ -35,10 +35,13 @@ COMPILER = "PyTensor graph rewrite, then torch.compile: TorchInductor compiles o
 torch.set_float32_matmul_precision("highest")
 # PyTensor hands its read-only constant (the s of ``scalar``) to torch.as_tensor, which warns that
 # writing to it would be undefined; nothing writes to it.
-warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning,
-                        module=r"pytensor\.link\.pytorch")
-WAITS = {"cpu": "the result (PyTorch on the CPU computes before it returns)",
-         "cuda": "torch.cuda.synchronize (CUDA launches are asynchronous)"}
+warnings.filterwarnings(
+    "ignore", message="The given NumPy array is not writable", category=UserWarning, module=r"pytensor\.link\.pytorch"
+)
+WAITS = {
+    "cpu": "the result (PyTorch on the CPU computes before it returns)",
+    "cuda": "torch.cuda.synchronize (CUDA launches are asynchronous)",
+}
 
 
 def version() -> str:
@@ -50,8 +53,10 @@ def place(arrays: list[np.ndarray], device: str) -> list[Any]:
         return [torch.from_numpy(x) for x in arrays]
     if not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, no usable device"
-        raise DeviceError(f"PyTorch {torch.__version__} cannot use a GPU here ({build})",
-                          "install a CUDA build of torch (docs/theano-gpu.md), or use --device cpu")
+        raise DeviceError(
+            f"PyTorch {torch.__version__} cannot use a GPU here ({build})",
+            "install a CUDA build of torch (docs/theano-gpu.md), or use --device cpu",
+        )
     return [torch.as_tensor(x, device="cuda") for x in arrays]
 
 
@@ -65,8 +70,10 @@ def to_host(result: Any) -> np.ndarray:
     return result.detach().cpu().numpy()
 
 
-GPU_TIMER = ("CUDA events (torch.cuda.Event) on PyTorch's current stream around {count} dispatches, "
-             "time per call = batch / {count}, dispatch latency included where it exceeds the kernels")
+GPU_TIMER = (
+    "CUDA events (torch.cuda.Event) on PyTorch's current stream around {count} dispatches, "
+    "time per call = batch / {count}, dispatch latency included where it exceeds the kernels"
+)
 
 
 def batch_seconds(call: Callable[[], Any], count: int) -> float:

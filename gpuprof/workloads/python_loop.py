@@ -39,8 +39,11 @@ def prepare(op: str, inputs: list[np.ndarray], scalar: float, out: np.ndarray) -
     a = inputs[0].tolist()
     b = inputs[1].tolist() if len(inputs) > 1 else None
     elementwise: dict[str, Callable[..., float]] = {
-        "add": lambda x, y: x + y, "mul": lambda x, y: x * y, "scalar": lambda x: x * scalar,
-        "tanh": math.tanh, "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)),
+        "add": lambda x, y: x + y,
+        "mul": lambda x, y: x * y,
+        "scalar": lambda x: x * scalar,
+        "tanh": math.tanh,
+        "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)),
     }
 
     def run() -> np.ndarray:

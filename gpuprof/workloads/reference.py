@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuprof.workloads import ops
 from gpuprof.errors import EngineError
+from gpuprof.workloads import ops
 
 SCALAR = 1.5  # the s of the scalar op, C = s·A
 TOLERANCE = {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2}
@@ -41,5 +41,6 @@ def check_result(op: str, dtype: str, engine: str, result: Any, expected: Any) -
         raise EngineError(
             f"engine {engine} computed a wrong {op} in {dtype}: relative error {error:.3g} against "
             f"the float64 reference exceeds {TOLERANCE[dtype]:g}",
-            "nothing was timed; report this engine/dtype combination")
+            "nothing was timed; report this engine/dtype combination",
+        )
     return error

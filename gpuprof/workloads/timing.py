@@ -13,12 +13,16 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 
+Progress = Callable[[str, int, int], None]  # ("warm-up" or "repeat", calls done, calls in all)
 
-Progress = Callable[[str, int, int], None]   # ("warm-up" or "repeat", calls done, calls in all)
 
-
-def time_calls(calls: Sequence[Callable[[], object]], warmup: int, repeat: int,
-               around: Sequence[AbstractContextManager[object]] = (), progress: Progress | None = None) -> list[float]:
+def time_calls(
+    calls: Sequence[Callable[[], object]],
+    warmup: int,
+    repeat: int,
+    around: Sequence[AbstractContextManager[object]] = (),
+    progress: Progress | None = None,
+) -> list[float]:
     """Seconds taken by each of ``repeat`` timed calls, after ``warmup`` untimed ones."""
     count = len(calls)
     for i in range(warmup):

@@ -47,7 +47,7 @@ class Job:
     height: int = 148
     width: int = 197
     seed: int = 0
-    threads: int | None = None      # torch threads per process (default: torch's; DDP CPU ranks share the cores)
+    threads: int | None = None  # torch threads per process (default: torch's; DDP CPU ranks share the cores)
 
     @property
     def processes(self) -> int:
@@ -81,8 +81,9 @@ def _device(job: Job, rank: int) -> Any:
     return torch.device("cpu")
 
 
-def _batches(job: Job, shape: tuple[int, ...], outputs: int, count: int, salt: int, rank: int, world: int,
-             device: Any) -> list[tuple[Any, Any]]:
+def _batches(
+    job: Job, shape: tuple[int, ...], outputs: int, count: int, salt: int, rank: int, world: int, device: Any
+) -> list[tuple[Any, Any]]:
     """``count`` synthetic batches (this rank's share of each global batch), made once before timing."""
     import torch
 
@@ -91,8 +92,11 @@ def _batches(job: Job, shape: tuple[int, ...], outputs: int, count: int, salt: i
     made = []
     for _ in range(count):
         x = torch.randn((per_rank, *shape), generator=generator)
-        y = (torch.randint(0, outputs, (per_rank,), generator=generator) if outputs > 1
-             else torch.randn((per_rank, 1), generator=generator))
+        y = (
+            torch.randint(0, outputs, (per_rank,), generator=generator)
+            if outputs > 1
+            else torch.randn((per_rank, 1), generator=generator)
+        )
         made.append((x.to(device), y.to(device)))
     return made
 
@@ -157,8 +161,10 @@ def train(job: Job, rank: int = 0, world: int = 1) -> list[tuple[int, float]]:
     validation = _batches(job, spec.input_shape, spec.outputs, job.validation_batches, 1, rank, world, device)
     test = _batches(job, spec.input_shape, spec.outputs, job.test_batches, 2, rank, world, device)
     if rank == 0:
-        print(f"{spec.name}: {parameters(model):,} parameters; set-up {job.setup} on {device}, {world} process(es)",
-              flush=True)
+        print(
+            f"{spec.name}: {parameters(model):,} parameters; set-up {job.setup} on {device}, {world} process(es)",
+            flush=True,
+        )
     with regions.region("train"):
         for epoch in range(job.epochs):
             with regions.region("epoch", index=epoch):
@@ -242,16 +248,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--height", type=int, default=148)
     parser.add_argument("--width", type=int, default=197)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads per process (default: torch's own; DDP ranks on CPUs: cores / ranks)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads per process (default: torch's own; DDP ranks on CPUs: cores / ranks)",
+    )
     args = parser.parse_args(argv)
     try:
         setup = parse_setup(args.setup)
     except ValueError as error:
         parser.error(str(error))
-    run(Job(args.model, setup, args.epochs, args.batch_size, args.train_batches, args.validation_batches,
-            args.test_batches, args.inference_sizes, args.repeats, args.hidden, args.height, args.width, args.seed,
-            args.threads))
+    run(
+        Job(
+            args.model,
+            setup,
+            args.epochs,
+            args.batch_size,
+            args.train_batches,
+            args.validation_batches,
+            args.test_batches,
+            args.inference_sizes,
+            args.repeats,
+            args.hidden,
+            args.height,
+            args.width,
+            args.seed,
+            args.threads,
+        )
+    )
 
 
 if __name__ == "__main__":

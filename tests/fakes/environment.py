@@ -19,9 +19,22 @@ def stand_in_gpu(name: str, cc: str, driver: str | None = None) -> Any:
     """NVML's record of a GPU as a stand-in gives it: name and compute capability, nothing else known."""
     from gpuprof.devices.gpu_detect import GpuInfo
 
-    return GpuInfo(index=0, name=name, pci_bus_id=None, cc=cc, sm_count=None, sm_count_source="unknown",
-                   cores=None, max_sm_clock_hz=None, sm_clock_hz=None, max_memory_clock_hz=None,
-                   bus_width_bits=None, memory_bytes=None, l2_bytes=None, driver=driver)
+    return GpuInfo(
+        index=0,
+        name=name,
+        pci_bus_id=None,
+        cc=cc,
+        sm_count=None,
+        sm_count_source="unknown",
+        cores=None,
+        max_sm_clock_hz=None,
+        sm_clock_hz=None,
+        max_memory_clock_hz=None,
+        bus_width_bits=None,
+        memory_bytes=None,
+        l2_bytes=None,
+        driver=driver,
+    )
 
 
 def search_path(*dirs: Path | str) -> str:

@@ -45,9 +45,24 @@ BANNER = {
 
 
 # ncu's and nvprof's options that take a value (the others gpuprof passes are flags)
-VALUED = {"--nvtx-include", "--metrics", "--clock-control", "--cache-control", "--replay-mode", "--export",
-          "--page", "--log-file", "--kernel-name", "--kernel-name-base", "--launch-skip", "--launch-count",
-          "--target-processes", "--profile-from-start", "--kernels", "--devices"}
+VALUED = {
+    "--nvtx-include",
+    "--metrics",
+    "--clock-control",
+    "--cache-control",
+    "--replay-mode",
+    "--export",
+    "--page",
+    "--log-file",
+    "--kernel-name",
+    "--kernel-name-base",
+    "--launch-skip",
+    "--launch-count",
+    "--target-processes",
+    "--profile-from-start",
+    "--kernels",
+    "--devices",
+}
 
 
 def _value(argv: list[str], option: str) -> str | None:
@@ -98,8 +113,10 @@ def main(tool: str) -> int:
     if log and "%p" in log:
         _per_process(log, "GPUPROF_FAKE_TRACES" if trace else "GPUPROF_FAKE_LOGS")
         log = None
-    copies = [("GPUPROF_FAKE_TRACE" if trace else "GPUPROF_FAKE_LOG", log),
-              ("GPUPROF_FAKE_CHILD", _value(argv, "--result"))]
+    copies = [
+        ("GPUPROF_FAKE_TRACE" if trace else "GPUPROF_FAKE_LOG", log),
+        ("GPUPROF_FAKE_CHILD", _value(argv, "--result")),
+    ]
     export = _value(argv, "--export")
     if export:
         copies.append(("GPUPROF_FAKE_REPORT", export + ".ncu-rep"))

@@ -32,14 +32,15 @@ PLACES = ("symlink", "fifo", "device", "dangling symlink", "symlink loop", "/pro
 class Row:
     writer: str
     place: str
-    outcome: str    # "written through", "refused (one line)" or "FAILED: ..."
+    outcome: str  # "written through", "refused (one line)" or "FAILED: ..."
 
 
 def _gpuprof(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     environment.pop("GPUPROF_DEBUG", None)
-    return subprocess.run([*GPUPROF, *args], cwd=cwd, env=environment, capture_output=True, text=True,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [*GPUPROF, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def _kind(path: Path) -> str:
@@ -47,14 +48,26 @@ def _kind(path: Path) -> str:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return "missing"
-    return ("symlink" if stat.S_ISLNK(mode) else "fifo" if stat.S_ISFIFO(mode) else
-            "device" if stat.S_ISCHR(mode) else "file" if stat.S_ISREG(mode) else "other")
+    return (
+        "symlink"
+        if stat.S_ISLNK(mode)
+        else "fifo"
+        if stat.S_ISFIFO(mode)
+        else "device"
+        if stat.S_ISCHR(mode)
+        else "file"
+        if stat.S_ISREG(mode)
+        else "other"
+    )
 
 
 def _place(folder: Path, place: str, suffix: str) -> tuple[Path, Callable[[], None]]:
     """The output path for ``place`` and a function to call after the command (a FIFO's reader)."""
     path = folder / f"out-{place.replace(' ', '-').replace('/', '')}{suffix}"
-    done: Callable[[], None] = lambda: None
+
+    def done() -> None:
+        return None
+
     if place == "symlink":
         target = folder / f"target{suffix}"
         target.write_bytes(b"")
@@ -99,20 +112,54 @@ def writers(store: Path) -> dict[str, tuple[str, Callable[[Path], list[str]]]]:
     """Writer name -> (suffix, argv for an output path)."""
     return {
         "export": (".jsonl", lambda out: ["export", str(out), "--store", str(store)]),
-        "compare --html": (".html", lambda out: ["compare", "--import", str(K40C), "--html", str(out),
-                                                 "--store", str(store)]),
+        "compare --html": (
+            ".html",
+            lambda out: ["compare", "--import", str(K40C), "--html", str(out), "--store", str(store)],
+        ),
         "roofline --out": (".svg", lambda out: ["roofline", "--store", str(store), "--out", str(out)]),
         "stalls --plot": (".svg", lambda out: ["stalls", str(K40C), "--plot", str(out)]),
         "merge (store)": (".sqlite", lambda out: ["merge", str(out), str(store)]),
-        "run --store": (".sqlite", lambda out: ["run", "--op", "add", "--size", "1KB", "--device", "cpu",
-                                                "--repeat", "1", "--warmup", "0", "--store", str(out)]),
+        "run --store": (
+            ".sqlite",
+            lambda out: [
+                "run",
+                "--op",
+                "add",
+                "--size",
+                "1KB",
+                "--device",
+                "cpu",
+                "--repeat",
+                "1",
+                "--warmup",
+                "0",
+                "--store",
+                str(out),
+            ],
+        ),
     }
 
 
 def output_matrix(folder: Path) -> list[Row]:
     store = folder / "good.sqlite"
-    made = _gpuprof(["run", "--op", "add", "--size", "1MB", "--device", "cpu", "--repeat", "2", "--warmup", "0",
-                     "--store", str(store)], folder)
+    made = _gpuprof(
+        [
+            "run",
+            "--op",
+            "add",
+            "--size",
+            "1MB",
+            "--device",
+            "cpu",
+            "--repeat",
+            "2",
+            "--warmup",
+            "0",
+            "--store",
+            str(store),
+        ],
+        folder,
+    )
     if made.returncode:
         raise RuntimeError(f"cannot make the store the writers read: {made.stderr}")
     rows = []
@@ -137,14 +184,30 @@ def profiled_command(folder: Path) -> Row:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     decoy = folder / "perf-own"
     decoy.mkdir()
-    (decoy / "python3").write_text("#!/bin/sh\necho decoy > \"$3\"\n")
+    (decoy / "python3").write_text('#!/bin/sh\necho decoy > "$3"\n')
     (decoy / "python3").chmod(0o755)
     ran = folder / "ran.txt"
     path = os.pathsep.join([str(venv / "bin"), str(Path(shutil.which("perf")).parent), "/usr/bin", "/bin"])
-    result = _gpuprof(["profile", "--device", "cpu", "--store", str(folder / "p.sqlite"), "--", "python3", "-c",
-                       "import sys; open(sys.argv[1], 'w').write(sys.prefix)", str(ran)], folder,
-                      {"PATH": path, "PERF_EXEC_PATH": str(decoy)})
+    result = _gpuprof(
+        [
+            "profile",
+            "--device",
+            "cpu",
+            "--store",
+            str(folder / "p.sqlite"),
+            "--",
+            "python3",
+            "-c",
+            "import sys; open(sys.argv[1], 'w').write(sys.prefix)",
+            str(ran),
+        ],
+        folder,
+        {"PATH": path, "PERF_EXEC_PATH": str(decoy)},
+    )
     got = ran.read_text() if ran.exists() else ""
-    outcome = "the venv's python3 ran" if got == str(venv) else \
-        f"FAILED: ran {got or 'nothing'} (exit {result.returncode}: {result.stderr.strip()[-160:]})"
+    outcome = (
+        "the venv's python3 ran"
+        if got == str(venv)
+        else f"FAILED: ran {got or 'nothing'} (exit {result.returncode}: {result.stderr.strip()[-160:]})"
+    )
     return Row("profile -- python3", "user's PATH", outcome)

@@ -29,10 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE_DIRS = (ROOT / "tests" / "fixtures" / "profiler-outputs", ROOT / "tests" / "fixtures" / "cpu-counters",
-                ROOT / "tests" / "fixtures" / "stonne" / "run_0001_TM2_TN1_TK64", ROOT / "tests" / "fixtures" / "traces",
-                ROOT / "tests" / "fixtures" / "dlprof", ROOT / "tests" / "fixtures" / "regions")
-COMPRESSED_SEED_CAP = 256 * 1024  # a compressed trace larger than this (the 1 MB Kineto one) is left out: slow to mutate
+FIXTURE_DIRS = (
+    ROOT / "tests" / "fixtures" / "profiler-outputs",
+    ROOT / "tests" / "fixtures" / "cpu-counters",
+    ROOT / "tests" / "fixtures" / "stonne" / "run_0001_TM2_TN1_TK64",
+    ROOT / "tests" / "fixtures" / "traces",
+    ROOT / "tests" / "fixtures" / "dlprof",
+    ROOT / "tests" / "fixtures" / "regions",
+)
+COMPRESSED_SEED_CAP = (
+    256 * 1024
+)  # a compressed trace larger than this (the 1 MB Kineto one) is left out: slow to mutate
 SEED_CAP = 64 * 1024  # text seeds are cut to their first 64 KiB of whole lines; binary reports stay whole
 BINARY_SUFFIXES = (".ncu-rep", ".gz", ".pb", ".qdrep", ".nsys-rep", ".sqlite")
 # Mutated inputs are cut to 4 MiB: the time limit is there to catch pathological (quadratic,
@@ -87,10 +94,44 @@ def own_seeds(target: str, all_seeds: dict[str, bytes]) -> list[str]:
 # --- mutations: each takes (data, rng, seeds) and returns new bytes ---------------------------------
 
 Mutation = Callable[[bytes, random.Random, dict[str, bytes]], bytes]
-_EXTREME_NUMBERS = (b"1e999", b"-1e999", b"nan", b"inf", b"-0", b"", b"99999999999999999999999999",
-                    b"1,2,3", b"0x1f", b"1.2.3", b"-", b"n/a", b"1e-400", b"\xe2\x80\x89", b"%")
-_INSERTS = (b"\x00", b'"', b",", b"\r", b"\n", b"\t", b"==ERROR== ", b"==PROF== ", b"\xff\xfe", b"\xc3",
-            b"\xe2\x80\xa8", b"(", b")", b"[", b"%", b"#", b";", b"  ", b"\x1b[31m")
+_EXTREME_NUMBERS = (
+    b"1e999",
+    b"-1e999",
+    b"nan",
+    b"inf",
+    b"-0",
+    b"",
+    b"99999999999999999999999999",
+    b"1,2,3",
+    b"0x1f",
+    b"1.2.3",
+    b"-",
+    b"n/a",
+    b"1e-400",
+    b"\xe2\x80\x89",
+    b"%",
+)
+_INSERTS = (
+    b"\x00",
+    b'"',
+    b",",
+    b"\r",
+    b"\n",
+    b"\t",
+    b"==ERROR== ",
+    b"==PROF== ",
+    b"\xff\xfe",
+    b"\xc3",
+    b"\xe2\x80\xa8",
+    b"(",
+    b")",
+    b"[",
+    b"%",
+    b"#",
+    b";",
+    b"  ",
+    b"\x1b[31m",
+)
 _NON_ASCII = ("é", "µ", "ß", "’", "°", "€")
 _FOREIGN_CSV = (
     b"Date,Open,High,Low,Close,Volume\n2020-01-02,74.06,75.15,73.80,75.09,135480400\n",
@@ -157,7 +198,7 @@ def drop_field(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
         sep = b"," if b"," in line else b" "
         if rng.random() < 0.5 and sep in line:
             cut = line.index(sep)
-            lines[at] = line[:cut] + line[cut + 1:]
+            lines[at] = line[:cut] + line[cut + 1 :]
         else:
             lines[at] = sep + line
     return b"".join(lines)
@@ -222,8 +263,7 @@ def line_ends(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
 def huge_line(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
     """A line or a quoted field longer than the csv module's default 128 KiB field limit."""
     size = rng.choice((1000, 140_000, 1_100_000))
-    filler = rng.choice((b"A" * size, b'"' + b"x" * size + b'"', b"," * size, b"9" * size,
-                         b'"' + b"y" * size))
+    filler = rng.choice((b"A" * size, b'"' + b"x" * size + b'"', b"," * size, b"9" * size, b'"' + b"y" * size))
     lines = _lines(data)
     at = rng.randrange(len(lines) + 1)
     if lines and rng.random() < 0.5:  # grow a field inside an existing line
@@ -245,7 +285,7 @@ def garbage(data: bytes, rng: random.Random, _: dict[str, bytes]) -> bytes:
 def splice(data: bytes, rng: random.Random, all_seeds: dict[str, bytes]) -> bytes:
     """The start of this file followed by the end of another (a CSV of another tool inside)."""
     other = all_seeds[rng.choice(sorted(all_seeds))]
-    return data[: rng.randrange(len(data) + 1)] + other[rng.randrange(len(other) + 1):]
+    return data[: rng.randrange(len(data) + 1)] + other[rng.randrange(len(other) + 1) :]
 
 
 def replace_whole(data: bytes, rng: random.Random, all_seeds: dict[str, bytes]) -> bytes:
@@ -261,8 +301,20 @@ def replace_whole(data: bytes, rng: random.Random, all_seeds: dict[str, bytes]) 
 
 
 MUTATIONS: tuple[Mutation, ...] = (
-    truncate, flip_bytes, insert_bytes, shuffle_lines, duplicate_lines, delete_lines, drop_field,
-    extreme_numbers, reencode, line_ends, huge_line, garbage, splice, replace_whole,
+    truncate,
+    flip_bytes,
+    insert_bytes,
+    shuffle_lines,
+    duplicate_lines,
+    delete_lines,
+    drop_field,
+    extreme_numbers,
+    reencode,
+    line_ends,
+    huge_line,
+    garbage,
+    splice,
+    replace_whole,
 )
 
 
@@ -279,8 +331,7 @@ class Case:
         return Path(self.seed_name).suffix
 
 
-def build_case(target: str, index: int, base_seed: int, all_seeds: dict[str, bytes],
-               own: list[str]) -> Case:
+def build_case(target: str, index: int, base_seed: int, all_seeds: dict[str, bytes], own: list[str]) -> Case:
     rng = random.Random(f"{target}:{index}:{base_seed}")
     pool = own if own and rng.random() < 0.75 else sorted(all_seeds)
     seed_name = rng.choice(pool)
@@ -309,8 +360,9 @@ def _check_run(run: object) -> None:
         if not isinstance(launch, Launch):
             raise TypeError(f"launch of type {type(launch).__name__}")
         for metric in launch.metrics:
-            if not (metric.value is None or isinstance(metric.value, (str, float, int))) \
-                    or isinstance(metric.value, bool):
+            if not (metric.value is None or isinstance(metric.value, (str, float, int))) or isinstance(
+                metric.value, bool
+            ):
                 raise TypeError(f"metric {metric.name}: value of type {type(metric.value).__name__}")
             for bound in (metric.minimum, metric.maximum):
                 if bound is not None and not isinstance(bound, (float, int)):
@@ -349,19 +401,20 @@ def run_case(target: str, path: Path) -> tuple[str, str]:
         return CLEAN, type(error).__name__
     except Exception as error:  # noqa: BLE001 - that is exactly what we are counting
         frames = traceback.extract_tb(error.__traceback__)
-        where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)
-                      if "/gpuprof/" in f.filename), "?")
+        where = next(
+            (f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames) if "/gpuprof/" in f.filename), "?"
+        )
         return TRACEBACK, f"{type(error).__name__} at {where}: {str(error)[:160]}"
 
 
 # --- the watched worker ------------------------------------------------------------------------------
 
+
 @dataclass
 class Tally:
     target: str
     inputs: int = 0
-    counts: dict[str, int] = field(default_factory=lambda: {k: 0 for k in (IMPORTED, CLEAN, TRACEBACK,
-                                                                             HANG, CRASH)})
+    counts: dict[str, int] = field(default_factory=lambda: {k: 0 for k in (IMPORTED, CLEAN, TRACEBACK, HANG, CRASH)})
     failures: dict[str, int] = field(default_factory=dict)  # detail -> first case index
     seconds: float = 0.0
     slowest: float = 0.0
@@ -374,8 +427,15 @@ class Tally:
             self.failures.setdefault(f"{outcome}: {detail}", index)
 
 
-def _worker(conn: multiprocessing.connection.Connection, target: str, start: int, stop: int,
-            base_seed: int, own: list[str], scratch: str) -> None:
+def _worker(
+    conn: multiprocessing.connection.Connection,
+    target: str,
+    start: int,
+    stop: int,
+    base_seed: int,
+    own: list[str],
+    scratch: str,
+) -> None:
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 2)  # ncu_report's C++ logs its parse failures on stderr; a crash shows as an exit code
     all_seeds = seeds()
@@ -396,8 +456,9 @@ def _scratch() -> str | None:
     return str(shm) if shm.is_dir() else None
 
 
-def fuzz_target(target: str, inputs: int, base_seed: int = 0, limit: float = 2.0,
-                own: list[str] | None = None) -> Tally:
+def fuzz_target(
+    target: str, inputs: int, base_seed: int = 0, limit: float = 2.0, own: list[str] | None = None
+) -> Tally:
     """Run ``inputs`` cases of ``target`` in watched workers; a hang or crash costs one case."""
     if own is None:
         own = own_seeds(target, seeds())
@@ -410,8 +471,16 @@ def fuzz_target(target: str, inputs: int, base_seed: int = 0, limit: float = 2.0
     return tally
 
 
-def _watch(tally: Tally, context: multiprocessing.context.BaseContext, target: str, inputs: int,
-           base_seed: int, limit: float, own: list[str], scratch: str) -> None:
+def _watch(
+    tally: Tally,
+    context: multiprocessing.context.BaseContext,
+    target: str,
+    inputs: int,
+    base_seed: int,
+    limit: float,
+    own: list[str],
+    scratch: str,
+) -> None:
     """Feed the cases to workers; a worker killed on a hang leaves its file in ``scratch`` (removed
     by the caller), and the next worker goes on after the case that failed."""
     start = 0
@@ -427,8 +496,7 @@ def _watch(tally: Tally, context: multiprocessing.context.BaseContext, target: s
             # generous before "start" (building a case with a 1 MB line), strict while reading
             if not parent.poll(limit if current is not None else 30):
                 worker.kill()
-                tally.add(current if current is not None else start, HANG, f"no answer in {limit} s",
-                          limit)
+                tally.add(current if current is not None else start, HANG, f"no answer in {limit} s", limit)
                 start = (current if current is not None else start) + 1
                 break
             try:

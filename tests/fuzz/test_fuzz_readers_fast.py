@@ -41,11 +41,13 @@ def test_mutations_are_reproducible_by_seed(all_seeds):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_reader_survives_mutated_inputs(target, all_seeds):
-    tally = reader_fuzz.fuzz_target(target, INPUTS, base_seed=0, limit=2.0,
-                                    own=reader_fuzz.own_seeds(target, all_seeds))
+    tally = reader_fuzz.fuzz_target(
+        target, INPUTS, base_seed=0, limit=2.0, own=reader_fuzz.own_seeds(target, all_seeds)
+    )
     assert tally.inputs == INPUTS
     failures = list(reader_fuzz.iter_failures([tally]))
-    assert failures == [], (f"{failures}; rebuild one with: "
-                            f"python benchmarks/fuzz_readers.py --show {failures[0].split()[0]}")
+    assert failures == [], (
+        f"{failures}; rebuild one with: python benchmarks/fuzz_readers.py --show {failures[0].split()[0]}"
+    )
     if target not in ("nsys-rep",):  # nsys-rep always answers with the nsys command to run
         assert tally.counts[reader_fuzz.IMPORTED] > 0 and tally.counts[reader_fuzz.CLEAN] > 0
