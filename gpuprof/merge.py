@@ -55,6 +55,7 @@ def _profiler_runs(path: Path) -> tuple[list[Run], str]:
 
 
 def _is_sqlite(path: Path) -> bool:
+    path = regular_file(path, "give a results store written by gpuprof with --store")  # a FIFO would block here
     with open(path, "rb") as handle:
         return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
 
