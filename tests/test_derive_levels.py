@@ -130,7 +130,9 @@ def test_binding_above_100_percent_says_so() -> None:
     """A rate above the lowest roof (here FP32 on a K40 at its 745 MHz base-clock peak) is said to
     be a wrong ceiling or a wrong counter, not printed as an efficiency like any other."""
     frame = pd.DataFrame(
-        {"dominant": ["fp32/fma"], "ai_l1": [np.nan], "ai_l2": [np.nan], "ai_dram": [np.nan], "flop_rate_total": [5e12]}
+        # DRAM counted at an intensity far right of the ridge, so the compute roof binds (without any memory
+        # counter the bound is unknown: test_no_binding_ceiling_without_memory_counters)
+        {"dominant": ["fp32/fma"], "ai_l1": [np.nan], "ai_l2": [np.nan], "ai_dram": [1e6], "flop_rate_total": [5e12]}
     )
     value, text, percent = levels.binding(frame, ["Tesla K40c"])
     assert value[0] == gpu_table.ceiling(gpu_table.match("Tesla K40c"), "fp32", "fma").value == 4.291e12
@@ -146,7 +148,7 @@ def test_binding_ceilings_follow_the_sm_clock_measured_but_not_dram() -> None:
             "dominant": ["fp32/fma", "fp32/fma", "fp32/fma"],
             "ai_l1": [np.nan] * 3,
             "ai_l2": [np.nan] * 3,
-            "ai_dram": [np.nan, np.nan, 1.0],
+            "ai_dram": [1e6, 1e6, 1.0],  # the first two far right of the ridge: compute binds
             "flop_rate_total": [5e12, 5e12, 1e11],
         }
     )

@@ -20,6 +20,10 @@ IMPORT_NAME = {
     "nvtx": "nvtx",
     "jax": "jax",
     "torch": "torch",
+    "pyarrow": "pyarrow",
+    "keras": "keras",
+    "xprof": "xprof",
+    "python-papi": "pypapi",
 }
 
 

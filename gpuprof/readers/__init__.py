@@ -120,7 +120,10 @@ def read(path: str | Path, fmt: str | None = None) -> Run:
         by_name = {m.NAME: m for m in modules()}
         if fmt not in by_name:
             raise FormatError(f"unknown format '{fmt}'", f"choose one of: {', '.join(by_name)}")
-        run = _read(by_name[fmt], inputs.regular_file(path, "give a profiler output file"))
+        run = _read(
+            by_name[fmt],
+            Path(path) if os.path.isdir(path) else inputs.regular_file(path, "give a profiler output file"),
+        )
     else:
         run = _read(detect(path), Path(path))
     run.notes += unreadable_notes(run) + truncation_notes(run)
