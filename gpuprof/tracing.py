@@ -53,11 +53,15 @@ class TraceSettings:
 
 
 def _has_module(python: str, module: str) -> bool:
-    found = subprocess.run(
-        [python, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"],
-        capture_output=True,
-        check=False,
-    )
+    try:
+        found = subprocess.run(
+            [python, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"],
+            capture_output=True,
+            check=False,
+            timeout=60,  # an interpreter that cannot even look a module up in a minute has not got it usable
+        )
+    except subprocess.TimeoutExpired:
+        return False
     return found.returncode == 0
 
 
