@@ -89,6 +89,22 @@ class Point:
     def label(self) -> str:
         return f"{self.op} {format_bytes(self.size_bytes)} {self.dtype} {self.engine or 'default engine'}"
 
+    def settings(self, device: str, seed: int, command: str) -> RunSettings:
+        """The run this point asks for, locally or in a Slurm job (InputError where it is not one)."""
+        return RunSettings(
+            op=self.op,
+            size=self.size,
+            dtype=self.dtype,
+            engine=self.engine,
+            device=device,
+            repeat=self.repeat,
+            warmup=self.warmup,
+            cache=self.cache,
+            counters=self.counters,
+            seed=seed,
+            command=command,
+        )
+
 
 @dataclass(frozen=True)
 class SweepConfig:
@@ -319,19 +335,7 @@ def run_sweep(
                 break
             listener.point_started(point)
             try:
-                settings = RunSettings(
-                    op=point.op,
-                    size=point.size,
-                    dtype=point.dtype,
-                    engine=point.engine,
-                    device=kind,
-                    repeat=point.repeat,
-                    warmup=point.warmup,
-                    cache=point.cache,
-                    counters=point.counters,
-                    seed=config.seed,
-                    command=command,
-                )
+                settings = point.settings(kind, config.seed, command)
                 run = measure(settings, str(store.path))
             except DeviceError:
                 raise  # no such device: every other point would fail the same way

@@ -593,19 +593,7 @@ def sweep_on_slurm(
         points: list[SlurmPoint] = []
         for point in (p for p in config.points if p.key not in done):
             try:
-                settings = RunSettings(
-                    op=point.op,
-                    size=point.size,
-                    dtype=point.dtype,
-                    engine=point.engine,
-                    device=kind,
-                    repeat=point.repeat,
-                    warmup=point.warmup,
-                    cache=point.cache,
-                    counters=point.counters,
-                    seed=config.seed,
-                    command=command,
-                )
+                settings = point.settings(kind, config.seed, command)
             except GpuprofError as error:
                 result.failed.append((point, str(error)))
                 listener.point_failed(point, str(error))
