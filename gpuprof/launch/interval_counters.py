@@ -59,10 +59,14 @@ def plan(events: list[str], interval_s: float, perf_name: str = "perf") -> tuple
     found = perf.probe(names, perf_name)
     if found.error or found.perf is None:
         return None, f"not used: {NAME}: {found.error or 'perf is not installed'}"
-    left_out = [*found.unsupported, *found.unknown]
-    missing = f"; perf cannot count {', '.join(left_out)} here" if left_out else ""
+    left_out = [
+        f"{what}: {', '.join(events)}"
+        for what, events in (("<not supported>", found.unsupported), ("unknown to this perf", found.unknown))
+        if events
+    ]
+    missing = f" ({'; '.join(left_out)})" if left_out else ""
     if not found.usable:
-        return None, f"not used: {NAME}: perf counts none of {', '.join(names)} here{missing}"
+        return None, f"not used: {NAME}: perf counts none of these events here{missing}"
     made = IntervalCounting(found.perf, found.version, found.usable, max(interval_s, MINIMUM_S))
     return made, (
         f"used: {NAME} {made.interval_s * 1e3:g} ms around the command ({found.version or 'perf'}), "
