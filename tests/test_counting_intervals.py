@@ -102,7 +102,7 @@ def test_profile_counters_fall_back_to_perf_stat_intervals(tmp_path, monkeypatch
         f"used: perf stat -I 20 ms around the command (perf version 6.1.stand-in), 3 of {len(events)} events "
         f"(<not supported>: {', '.join(others)}); counts per region attributed by time"
     )
-    assert "Counters per region" in result.output
+    assert "Counters per region (shares of perf stat -I intervals by time, derived" in result.output
     with open_store(store) as opened:
         [run] = opened.runs()
     counting_ = run.environment["counters"]
