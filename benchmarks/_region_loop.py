@@ -2,12 +2,14 @@
 to load from other processes.
 
 The loop's body is fixed work of about ``period`` seconds (NumPy sums, calibrated on the fastest of
-five batches). Each iteration is timed on its own, region enter and exit included. Variants run in
-interleaved rounds, in a rotated order each round, so drift and bursts of load hit them alike; a
+five batches). Each iteration is timed on its own, region enter and exit included, on two clocks:
+wall time (``perf_counter``) and this thread's CPU time (``thread_time``, which leaves out the time
+other processes hold the core, so it stays near the quiet machine's figure under load). Variants run
+in interleaved rounds, in a rotated order each round, so drift and bursts of load hit them alike; a
 round keeps each variant's median iteration. Load only ever adds time, so the ratio reported is the
 minimum over rounds of a variant's medians over the baseline's (the "min of medians": the loop as the
-machine runs it when nothing else interferes); the median of the rounds' own ratios and their range
-are printed beside it to show the noise.
+machine runs it when nothing else interferes); the median of the rounds' own wall ratios and their
+range are printed beside it to show the noise.
 """
 
 from __future__ import annotations
@@ -41,38 +43,42 @@ class Loop:
         for _ in range(self.repeat):
             self.data.sum()
 
-    def run(self, with_regions: bool) -> list[float]:
-        """Seconds per iteration, each with its region's begin and end when ``with_regions``."""
-        times = []
-        clock = time.perf_counter
-        if with_regions:
-            for i in range(ITERATIONS):
-                start = clock()
+    def run(self, with_regions: bool) -> tuple[list[float], list[float]]:
+        """Wall and thread CPU seconds per iteration, each with its region's begin and end when
+        ``with_regions``."""
+        walls, cpus = [], []
+        wall, cpu = time.perf_counter, time.thread_time
+        for i in range(ITERATIONS):
+            start, used = wall(), cpu()
+            if with_regions:
                 with regions.region("step", index=i):
                     self._work()
-                times.append(clock() - start)
-        else:
-            for _ in range(ITERATIONS):
-                start = clock()
+            else:
                 self._work()
-                times.append(clock() - start)
-        return times
+            cpus.append(cpu() - used)
+            walls.append(wall() - start)
+        return walls, cpus
 
 
 Setup = Callable[[], AbstractContextManager[object]]
 
 
-def interleaved(loop: Loop, variants: dict[str, tuple[bool, Setup]], rounds: int) -> dict[str, list[float]]:
+Medians = dict[str, tuple[list[float], list[float]]]
+
+
+def interleaved(loop: Loop, variants: dict[str, tuple[bool, Setup]], rounds: int) -> Medians:
     """Per variant (name -> (with regions, set-up around its loop)), its median iteration of each
-    round; every round runs every variant once, in a rotated order."""
+    round, wall and CPU; every round runs every variant once, in a rotated order."""
     names = list(variants)
-    medians: dict[str, list[float]] = {name: [] for name in names}
+    medians: Medians = {name: ([], []) for name in names}
     for number in range(rounds):
         shift = number % len(names)
         for name in names[shift:] + names[:shift]:
             with_regions, setup = variants[name]
             with setup():
-                medians[name].append(statistics.median(loop.run(with_regions)))
+                walls, cpus = loop.run(with_regions)
+            medians[name][0].append(statistics.median(walls))
+            medians[name][1].append(statistics.median(cpus))
     return medians
 
 
@@ -80,14 +86,15 @@ def no_setup() -> AbstractContextManager[object]:
     return nullcontext()
 
 
-def ratios(medians: dict[str, list[float]], base: str) -> Iterator[tuple[str, float, float, float, float]]:
-    """Per variant but the baseline: (name, min of medians ratio, median of round ratios, lowest, highest)."""
-    floor = min(medians[base])
-    for name, found in medians.items():
+def ratios(medians: Medians, base: str) -> Iterator[tuple[str, float, float, float, float, float]]:
+    """Per variant but the baseline: (name, min of medians wall ratio, the same on CPU time, median
+    of the rounds' wall ratios, lowest, highest)."""
+    walls, cpus = medians[base]
+    for name, (found, used) in medians.items():
         if name == base:
             continue
-        rounds = [value / reference for value, reference in zip(found, medians[base], strict=True)]
-        yield name, min(found) / floor, statistics.median(rounds), min(rounds), max(rounds)
+        rounds = [value / reference for value, reference in zip(found, walls, strict=True)]
+        yield name, min(found) / min(walls), min(used) / min(cpus), statistics.median(rounds), min(rounds), max(rounds)
 
 
 def empty_cost(count: int, batches: int = 5) -> tuple[float, float]:

@@ -78,13 +78,13 @@ def main() -> None:
                 costs[name] = empty_cost(EMPTY)
         regions.record_to(None)
     print(
-        f"loop: {ITERATIONS} iterations of ~{min(medians['no region']) * 1e3:.2f} ms work (fastest round's median), "
+        f"loop: {ITERATIONS} iterations of ~{min(medians['no region'][0]) * 1e3:.2f} ms work (fastest round's median), "
         f"{args.rounds} interleaved rounds; events: {', '.join(events)}"
     )
-    for name, floor, middle, low, high in ratios(medians, "no region"):
+    for name, floor, cpu_floor, middle, low, high in ratios(medians, "no region"):
         print(
-            f"  {name:<34} ratio {floor:.4f} (min of medians; target <= 1.01); rounds' ratios median "
-            f"{middle:.4f}, {low:.4f}-{high:.4f}"
+            f"  {name:<26} ratio {floor:.4f} wall, {cpu_floor:.4f} CPU (min of medians; target <= 1.01); "
+            f"rounds' wall ratios median {middle:.4f}, {low:.4f}-{high:.4f}"
         )
         wall, cpu = costs[name]
         print(

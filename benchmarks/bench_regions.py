@@ -52,17 +52,17 @@ def main() -> None:
         with recording():
             recording_cost = empty_cost(EMPTY)
         lines = sum(1 for _ in path.open())
-    period = min(medians["no region"])
+    period = min(medians["no region"][0])
     print(
         f"loop: {ITERATIONS} iterations of {period * 1e3:.2f} ms work (fastest round's median), {args.rounds} "
         f"interleaved rounds; {lines:,} lines recorded"
     )
     costs = {"not recording": idle_cost, "recording": recording_cost}
-    for name, floor, middle, low, high in ratios(medians, "no region"):
+    for name, floor, cpu_floor, middle, low, high in ratios(medians, "no region"):
         wall, cpu = costs[name]
         print(
-            f"  region per iteration, {name:>13}: ratio {floor:.4f} (min of medians; target <= 1.01); "
-            f"rounds' ratios median {middle:.4f}, {low:.4f}-{high:.4f}"
+            f"  region per iteration, {name:>13}: ratio {floor:.4f} wall, {cpu_floor:.4f} CPU (min of medians; "
+            f"target <= 1.01); rounds' wall ratios median {middle:.4f}, {low:.4f}-{high:.4f}"
         )
         print(
             f"    one empty region: {wall * 1e6:.2f} us wall, {cpu * 1e6:.2f} us CPU; at one region per "
