@@ -124,6 +124,7 @@ class PerfEventOpen:
         self.encoded = [_encode(e) for e in events]
         self.names = [name for name, _, _ in self.encoded]
         self.groups: list[int] = []
+        self._layout = struct.Struct(f"{3 + len(self.names)}Q")  # nr, time enabled, time running, values
         self.user_only = user_space_only()
         self.name = "perf_event_open" + (" (user space only: perf_event_paranoid >= 2)" if self.user_only else "")
         targets = [(-1, cpu) for cpu in cpus] or [(0, -1)]  # (pid, cpu): per CPU, or this thread and children
@@ -162,9 +163,13 @@ class PerfEventOpen:
     def read(self) -> tuple[dict[str, float], float]:
         """Cumulative counts summed over the groups, each scaled by enabled/running; and the
         smallest running/enabled fraction (1.0 when nothing was multiplexed)."""
+        if len(self.groups) == 1:  # one group (per thread): read as is when nothing was multiplexed
+            count, enabled, running, *values = self._layout.unpack(os.read(self.groups[0], self._layout.size))
+            if running == enabled:
+                return dict(zip(self.names, values[:count], strict=True)), 1.0
         totals = [0.0] * len(self.names)
         fraction = 1.0
-        size = 8 * (3 + len(self.names))
+        size = self._layout.size
         for leader in self.groups:
             data = os.read(leader, size)
             count, enabled, running, *values = struct.unpack(f"{len(data) // 8}Q", data)
