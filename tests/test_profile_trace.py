@@ -77,6 +77,7 @@ def _profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, framework: str, sc
     return result, store
 
 
+@pytest.mark.slow  # the child process imports torch and its profiler: 7 s of CPU on two cores, 25 s loaded
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (the [torch] extra)")
 def test_profile_trace_torch_two_steps_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result, store = _profile(tmp_path, monkeypatch, "torch", TORCH_SCRIPT, "3")  # 1 warm-up + 2 recorded
@@ -96,6 +97,7 @@ def test_profile_trace_torch_two_steps_end_to_end(tmp_path: Path, monkeypatch: p
     assert "aten::linear" in result.output
 
 
+@pytest.mark.slow  # the child process imports torch and its profiler: 7 s of CPU on two cores, 25 s loaded
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (the [torch] extra)")
 def test_profile_trace_torch_without_optimizer_steps_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result, _ = _profile(tmp_path, monkeypatch, "torch", TORCH_SCRIPT, "0")
