@@ -49,6 +49,10 @@ def test_compare_of_traces_prints_the_table_and_the_kernels(tmp_path: Path, monk
     one = CliRunner().invoke(main, ["compare", "--import", str(GPU)])
     assert one.exit_code == 0 and "give two or more" in one.output
     assert list(tmp_path.iterdir()) == []  # read-only
+    html = tmp_path / "report.html"
+    written = CliRunner().invoke(main, ["compare", "--import", str(CPU), "--import", str(GPU), "--html", str(html)])
+    assert written.exit_code == 0, written.output
+    assert "Framework ops side by side" in html.read_text() and "<td>MatMul</td>" in html.read_text()
 
 
 def test_compare_of_two_kineto_ranks_keeps_every_op(side_by_side_csv) -> None:

@@ -554,11 +554,12 @@ def study_sections(comparison_: Comparison, device_order: list[str] | None = Non
 def detail_sections(
     comparison_: Comparison, stalls: pd.DataFrame | None = None, device_order: list[str] | None = None
 ) -> list[tuple[str, pd.DataFrame]]:
-    """(title, frame) of what follows the study tables: sources, ceilings, imported kernels, stalls."""
+    """(title, frame) of what follows the study tables: framework traces' ops side by side, sources,
+    ceilings, imported kernels, stalls."""
     frame = comparison_.rows
     order = device_order or devices(frame)
     shown = frame[frame["device"].isin(order)]
-    out = []
+    out = trace_section(comparison_)
     if len(shown):
         out.append(("Sources: where each device's numbers come from", sources_frame(shown)))
     ceilings = device_frame(comparison_, comparison_.dtype)
@@ -573,4 +574,4 @@ def detail_sections(
 
 def sections(comparison_: Comparison, stalls: pd.DataFrame | None = None) -> list[tuple[str, pd.DataFrame]]:
     """Everything ``gpuprof compare`` prints, as (title, frame) in reading order."""
-    return study_sections(comparison_) + trace_section(comparison_) + detail_sections(comparison_, stalls)
+    return study_sections(comparison_) + detail_sections(comparison_, stalls)
