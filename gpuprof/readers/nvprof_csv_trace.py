@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Metric, Run, catalog
-from gpuprof.readers import _nvprof
+from gpuprof.readers import _nvprof, nvprof_api_trace
 from gpuprof.readers._text import head_has_csv_header
 
 NAME = "nvprof-csv-trace"
@@ -152,5 +152,5 @@ def read(path: Path) -> Run:
             raise output.no_data("GPU activity rows")
         run = _nvprof.make_run(output, NAME, launches, indices, notes)
         run.environment["nvprof_mode"] = f"gpu-{parse}"
-        return run
+        return nvprof_api_trace.add_api_calls(run, output) if parse == "trace" else run
     raise output.no_data("GPU trace or summary table")
