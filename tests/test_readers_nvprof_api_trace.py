@@ -81,6 +81,22 @@ def test_a_file_with_gpu_and_api_traces_keeps_both_never_mixed() -> None:
         "vector_add(float*, float*, float*, int)",
         "[CUDA memcpy DtoH]",
     }
+    assert len(run.launch_table) == 12  # the run's own tables hold the calls, so a store keeps them
+
+
+def test_a_stored_gpu_and_api_trace_keeps_its_api_calls(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from gpuprof.cli import main
+    from gpuprof.store import open_store
+
+    store = tmp_path / "s.sqlite"
+    result = CliRunner().invoke(main, ["import", "--store", str(store), str(GPU_AND_API_TEXT)])
+    assert result.exit_code == 0, result.output
+    assert "12 launches" in result.output
+    with open_store(store) as reopened:
+        (stored,) = reopened.runs()
+    assert [launch.attributes["kind"] for launch in stored.launches].count("api") == 8
 
 
 def test_a_csv_gpu_trace_followed_by_an_api_trace_adds_the_calls(tmp_path) -> None:

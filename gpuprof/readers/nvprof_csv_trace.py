@@ -150,7 +150,10 @@ def read(path: Path) -> Run:
             launches, indices, notes = _summary(table, output)
         if not launches:
             raise output.no_data("GPU activity rows")
+        if parse == "trace":
+            calls, api_notes = nvprof_api_trace.api_calls(output, len(launches))
+            launches, notes = launches + calls, notes + api_notes
         run = _nvprof.make_run(output, NAME, launches, indices, notes)
         run.environment["nvprof_mode"] = f"gpu-{parse}"
-        return nvprof_api_trace.add_api_calls(run, output) if parse == "trace" else run
+        return run
     raise output.no_data("GPU trace or summary table")

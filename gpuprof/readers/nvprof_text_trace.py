@@ -129,4 +129,5 @@ def read(path: Path) -> Run:
         notes += found_notes
     if not launches:
         raise output.no_data("kernel, memcpy or memset rows")
-    return nvprof_api_trace.add_api_calls(_nvprof.make_run(output, NAME, launches, indices, notes), output)
+    calls, api_notes = nvprof_api_trace.api_calls(output, len(launches))
+    return _nvprof.make_run(output, NAME, launches + calls, indices, notes + api_notes)
