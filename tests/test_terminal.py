@@ -160,3 +160,38 @@ def test_diff_says_what_it_compared_and_how_within_the_width(monkeypatch, column
         monkeypatch.setenv("COLUMNS", width)
         outputs.append(CliRunner().invoke(main, ["diff", str(K40C), str(K40C), "--format", "json"]).stdout)
     assert outputs[0] == outputs[1] and json.loads(outputs[0])
+
+
+def test_split_tables_repeat_the_run_id_in_every_panel(store, monkeypatch):
+    # each panel repeated the 'kind' column ('run' in every row), so no row of a later panel could be told apart
+    monkeypatch.setenv("COLUMNS", "80")
+    ids = [
+        row["run"]
+        for row in json.loads(CliRunner().invoke(main, ["show", "--store", str(store), "--format", "json"]).stdout)
+    ]
+    shown = CliRunner().invoke(main, ["show", "--store", str(store)]).stdout
+    panels = [panel for panel in shown.split("\n\n") if panel.strip()]
+    assert len(panels) >= 3 and shown.count("kind") == 1
+    for panel in panels:  # each panel's rows start with their run's id (wrapped cells continue indented)
+        lines = panel.splitlines()
+        rows = lines[next(i for i, line in enumerate(lines) if line.startswith("---")) + 1 :]
+        assert [row.split()[0] for row in rows if not row.startswith(" ")] == ids, panel
+
+
+def test_piped_compare_tells_engines_of_one_device_apart(tmp_path, monkeypatch):
+    # cut to their columns, four engines of one CPU were 'AMD EPYC · nump', 'AMD EPYC · pyte' (twice) ...
+    path = tmp_path / "s.sqlite"
+    with open_store(path) as opened:
+        for engine in ("numpy", "pytensor-jax", "pytensor", "pytensor-torch"):
+            run = measured("add", [1000, 1000], [2e-3], name="AMD EPYC 7B13 64-Core Processor")
+            run.workload["engine"] = engine
+            opened.add(run)
+    monkeypatch.setenv("COLUMNS", "80")
+    shown = CliRunner().invoke(main, ["compare", "--store", str(path), "--op", "add"]).stdout
+    lines = shown.splitlines()
+    group_lines = [lines[i - 1] for i, line in enumerate(lines) if line.startswith("size (MB)")]  # one per panel
+    groups = [label for line in group_lines for label in re.split(r"\s{2,}", line.strip())]
+    assert len(groups) == 4 and len(set(groups)) == 4, shown
+    for engine, label in zip(("numpy", "pytensor-jax", "pytensor", "pytensor-torch"), groups):
+        assert label.endswith(engine) or label.endswith("…"), label  # whole, or cut where the ellipsis says
+        assert "…" in label  # a cut name says it was cut
