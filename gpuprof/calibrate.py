@@ -433,13 +433,48 @@ def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, A
     return rows
 
 
+def listing_rows(runs: list[Run]) -> list[dict[str, Any]]:
+    """One row per ceiling of each calibration in ``runs`` (``gpuprof show --kind calibration``):
+    as :func:`summary_rows`, judged among the calibrations in ``runs`` of the same host and CPU."""
+    rows = []
+    for run in runs:
+        if run.kind != KIND:
+            continue
+        host = run.environment.get("host", "")
+        others = [r for r in calibrations(runs, host, run.device.get("name")) if r is not run]
+        best = best_ceilings([*others, run])
+        for ceiling, row in zip(ceilings(run), summary_rows(run, others)):
+            used = _used(ceiling, best.get(ceiling.key))
+            why = not_used(ceiling)
+            rows.append(
+                {
+                    "run": run.run_id[:8],
+                    "created": run.created[:16],
+                    "host": host,
+                    **row,
+                    "in use": used,
+                    "why not used": "" if used == "this" else _why_not(why),
+                }
+            )
+    return rows
+
+
 def _in_use(ceiling: CalibratedCeiling, chosen: CalibratedCeiling | None) -> str:
     """'this', or the calibration whose value is used instead, with why this one is not where it is not."""
+    instead = _used(ceiling, chosen)
+    why = not_used(ceiling)
+    return f"{instead} (not this: {why})" if instead != "this" and why and why != "unstable" else instead
+
+
+def _why_not(why: str) -> str:
+    return {"unstable": "did not settle", "": "another stable value as high or higher is in use"}.get(why, why)
+
+
+def _used(ceiling: CalibratedCeiling, chosen: CalibratedCeiling | None) -> str:
+    """'this', the calibration whose value runs use instead (id: value), or 'none'."""
     if chosen is not None and chosen.launch is ceiling.launch:
         return "this"
-    why = not_used(ceiling)
-    instead = f"{chosen.run.run_id[:8]}: {chosen.value / 1e9:.4g}" if chosen else "none"
-    return f"{instead} (not this: {why})" if why and why != "unstable" else instead
+    return f"{chosen.run.run_id[:8]}: {chosen.value / 1e9:.4g}" if chosen else "none"
 
 
 def review(run: Run, earlier: list[Run]) -> list[str]:

@@ -15,7 +15,7 @@ import textwrap
 from dataclasses import dataclass
 
 GAP = 2
-NOTE_HEADER = re.compile(r"(basis|source|origin|\. ceiling|above 100)$", re.IGNORECASE)
+NOTE_HEADER = re.compile(r"(basis|source|origin|\. ceiling|above 100|why not used)$", re.IGNORECASE)
 NOTE_AT = (16, 10)  # cells of note columns longer than this become notes when the table is too wide (2nd try)
 MIN_TEXT = 8  # text columns wrap down to this width (or their longest word, up to MAX_WORD)
 MAX_WORD = 32
