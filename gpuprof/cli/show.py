@@ -45,6 +45,8 @@ def show(run_id: str | None, kind: str, fmt: str, store_path: str | None) -> Non
     note(
         f"{len(runs)} stored run(s) in {where}"
         if runs
+        else f"no stored calibrations in {where}: measure this host's ceilings with 'gpuprof calibrate'"
+        if kind == "calibration"
         else f"no stored runs in {where}: measure with 'gpuprof run' or read a profile with 'gpuprof import'"
     )
 
