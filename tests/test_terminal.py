@@ -122,8 +122,13 @@ def _prose_commands(tmp_path: Path) -> dict[str, list[str]]:
     }
 
 
-@pytest.mark.parametrize("what", ["profile's plan", "calibrate's notes", "each sweep line"])
-@pytest.mark.parametrize("columns", [80, 120])
+# at 120 columns the two that measure run in the slow set (subprocesses that time calls)
+WRAP_CASES = [(80, "profile's plan"), (80, "calibrate's notes"), (80, "each sweep line"), (120, "profile's plan")] + [
+    pytest.param(120, what, marks=pytest.mark.slow) for what in ("calibrate's notes", "each sweep line")
+]
+
+
+@pytest.mark.parametrize(("columns", "what"), WRAP_CASES)
 def test_notes_wrap_to_the_terminal_and_stay_whole_when_piped(tmp_path, what, columns):
     # notes, plans and sweep lines ran to 329 columns in an 80-column terminal
     argv = _prose_commands(tmp_path)[what]
