@@ -141,6 +141,12 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
     ]
 
 
+UNNAMED_GPU = (
+    "the file does not name its GPU, so no efficiency can be computed for it (roofline, compare have no "
+    "peaks to judge it by): import it with --gpu NAME (the names and keys: gpuprof peaks)"
+)
+
+
 def import_files(
     paths: Iterable[str | Path],
     store_path: str | Path | None = None,
@@ -183,6 +189,8 @@ def import_files(
                 run = keep_nvtx(run, nvtx_include)
             if spec:
                 name_device(run, spec)
+            elif run.format.startswith(("ncu", "nvprof")) and not run.device.get("name"):
+                run.notes.append(UNNAMED_GPU)
             if tensor_flop_per_inst:
                 take_tensor_factor(run, tensor_flop_per_inst)
             run.run_id = run_id
