@@ -83,9 +83,10 @@ _ROOFLINE_COLUMNS = [
 ]
 
 
-def read_file(path: str | Path, fmt: str | None = None) -> Run:
+def read_file(path: str | Path, fmt: str | None = None, *, time_notes: bool = True) -> Run:
     """One file as a Run (nothing stored): its format detected from its content unless ``fmt``;
-    its notes say where its kernel times cannot be trusted as they stand (:mod:`gpuprof.derive.skew`)."""
+    its notes say where its kernel times cannot be trusted as they stand (:mod:`gpuprof.derive.skew`;
+    without ``time_notes``, for a file joined with others, whose joined run gets them instead)."""
     path = Path(path)
     if not os.path.isdir(path):  # os.path: an over-long name or a loop is False here, one line below
         path = regular_file(path, "give a profiler output file")  # a FIFO, loop or over-long name: one line
@@ -94,7 +95,7 @@ def read_file(path: str | Path, fmt: str | None = None) -> Run:
             f"{path}: the file is empty", "give the file the profiler wrote (did the profiling run fail or not finish?)"
         )
     run = readers.read(path, fmt)
-    run.notes += skew.notes(run) + _valueless(run)
+    run.notes += (skew.notes(run) if time_notes else []) + _valueless(run)
     return run
 
 
@@ -170,7 +171,8 @@ def import_files(
     paths = list(paths)
     runs: list[Run] = []
     if join:
-        run = joining.join([read_file(path, fmt) for path in paths])
+        run = joining.join([read_file(path, fmt, time_notes=False) for path in paths])
+        run.notes += skew.notes(run)
         batches = iter([(run, content_id(paths, f"join|{run.format}{tag}"))])
     else:
         batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
