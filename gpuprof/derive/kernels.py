@@ -55,6 +55,7 @@ RATES = (
     *(f"peak_flop_rate_{p}" for p in PRECISIONS),
     "dram_bandwidth",
     "sm_clock",
+    "flop_rate_from_rates",
 )  # time-weighted
 DRAM_FROM_RATE = "DRAM bytes = dram__bytes.sum.per_second x kernel time"
 
@@ -99,6 +100,7 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
             **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in PRECISIONS.items()},
             "dram_bandwidth": values["dram_bandwidth"],
             "sm_clock": values["sm_clock"],
+            "flop_rate_from_rates": values["flop_rate_from_rates"],
             "tensor_kind": values["tensor_kind"].fillna("").astype(str),
         }
     )
@@ -114,7 +116,8 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
 
 def _counter_names(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame under :func:`gpuprof.derive.levels.roofline_columns`' column names (dp/sp/hp)."""
-    return frame.rename(columns={f"flops_{p}": f"flops_{s}" for p, s in PRECISIONS.items()})
+    names = {f"flops_{p}": f"flops_{s}" for p, s in PRECISIONS.items()}
+    return frame.rename(columns={**names, **{f"flop_rate_{p}": f"flop_rate_{s}" for p, s in PRECISIONS.items()}})
 
 
 def _group_sum(values: np.ndarray, codes: np.ndarray, count: int) -> np.ndarray:
@@ -197,6 +200,10 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
     for p in (*PRECISIONS, "tensor"):  # each kind of work's own roofline point
         for level in levels.LEVELS:
             out[f"ai_{level}_{p}"] = ratio(f"flops_{p}", f"{level}_bytes")
+    for p in PRECISIONS:  # no counts or no time: FLOP/s / DRAM byte/s, as ncu's roofline section
+        with np.errstate(divide="ignore", invalid="ignore"):
+            by_rate = out[f"flop_rate_{p}"] / np.where(out["dram_bandwidth"] > 0, out["dram_bandwidth"], np.nan)
+        out[f"ai_dram_{p}"] = np.where(np.isnan(out[f"ai_dram_{p}"]), by_rate, out[f"ai_dram_{p}"])
     for name in extra:
         value = launches[name].to_numpy(dtype=float)
         out[name] = _over(weight * value, np.where(np.isnan(value), np.nan, weight), codes, count)

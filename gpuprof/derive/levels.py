@@ -109,6 +109,10 @@ def dominant(frame: pd.DataFrame) -> np.ndarray:
 
     columns = [*VECTOR_KINDS, "flops_tensor"]
     values = np.vstack([np.nan_to_num(frame[c].to_numpy(dtype=float), nan=-1.0) for c in columns])
+    rates = [c.replace("flops_", "flop_rate_") for c in VECTOR_KINDS]
+    if set(rates) <= set(frame.columns):  # nothing counted: the work measured as rates
+        measured = np.vstack([np.nan_to_num(frame[c].to_numpy(dtype=float), nan=-1.0) for c in rates])
+        values = np.where((values < 0).all(axis=0), np.vstack([measured, np.full(len(frame), -1.0)]), values)
     kinds = np.array(list(VECTOR_KINDS.values()) + [""], dtype=object)[values.argmax(axis=0)]
     kinds = np.where(kinds == "", frame["tensor_kind"].to_numpy(dtype=object), kinds)
     return np.where(values.max(axis=0) > 0, kinds, "")
@@ -237,16 +241,25 @@ def roofline_columns(
     ``tensor_kind``), bytes (``l1_bytes``, ``l2_bytes``, ``dram_bytes``) and kernel ``time``, per
     launch or per kernel: FLOP/s, intensity per level, the AI check, the dominant work and the
     binding ceiling with the percent of it. ``ratio(top, bottom)`` divides two of the frame's
-    columns (row by row unless given: a per-kernel table divides sums over the same launches)."""
+    columns (row by row unless given: a per-kernel table divides sums over the same launches).
+    Where FLOPs or time were not counted, FLOP/s is ``flop_rate_from_rates`` and AI DRAM is FLOP/s /
+    ``dram_bandwidth``: Nsight Compute's roofline section plots exactly these rates."""
+    import numpy as np
     import pandas as pd
 
     def row_ratio(top: str, bottom: str) -> np.ndarray:
         return _ratio(frame[top].to_numpy(dtype=float), frame[bottom].to_numpy(dtype=float))
 
     ratio = ratio or row_ratio
-    out = pd.DataFrame({"flop_rate_total": ratio("flops_total", "time")}, index=frame.index)
+    rate = ratio("flops_total", "time")
+    if "flop_rate_from_rates" in frame:  # no count: the rates ncu's roofline section plots
+        rate = np.where(np.isnan(rate), frame["flop_rate_from_rates"].to_numpy(dtype=float), rate)
+    out = pd.DataFrame({"flop_rate_total": rate}, index=frame.index)
     for level in LEVELS:
         out[f"ai_{level}"] = ratio("flops_total", f"{level}_bytes")
+    if "dram_bandwidth" in frame:  # Nsight Compute's section formula: FLOP/s / DRAM byte/s
+        by_rate = _ratio(rate, frame["dram_bandwidth"].to_numpy(dtype=float))
+        out["ai_dram"] = np.where(np.isnan(out["ai_dram"]), by_rate, out["ai_dram"])
     out["ai_check"] = consistency(*(frame[f"{level}_bytes"].to_numpy(dtype=float) for level in LEVELS))
     out["dominant"] = dominant(frame)
     clock = frame["sm_clock"].to_numpy(dtype=float) if "sm_clock" in frame else None

@@ -153,7 +153,26 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
         "bytes_l1": "l1_bytes",
     }.items():
         sums[name] = frame[column].where(frame[f"{column}_complete"])
+    for p in PRECISIONS[:3]:  # the measured rates, for a kernel with no counts or no time
+        sums[f"rate_{p}"], sums[f"ai_rate_{p}"] = frame[f"flop_rate_{p}"], frame[f"ai_dram_{p}"]
     return sums
+
+
+def _rate_points(row: Any, run: Run, precision: str) -> list[dict[str, Any]]:
+    """A kernel without counts or time (a file of ncu's roofline-section rates): a DRAM-level point
+    per precision measured, FLOP/s = per-cycle rate x SM clock at AI = FLOP/s / DRAM byte/s, as
+    Nsight Compute's own per-precision roofline places it."""
+    measured = [p for p in PRECISIONS[:3] if precision in ("all", p) and getattr(row, f"rate_{p}") > 0]
+    points = []
+    for p in measured:
+        point = _kernel_point(row, run, p, math.nan, p, p.upper() if len(measured) > 1 else "")
+        point.update(
+            ai=getattr(row, f"ai_rate_{p}"),
+            flop_rate=getattr(row, f"rate_{p}"),
+            origin=f"{MEASURED} FLOP/s and DRAM byte/s (rates: Nsight Compute's roofline section formula)",
+        )
+        points.append(point)
+    return points
 
 
 def _kernel_point(row: Any, run: Run, precision: str, work: float, used: str, tag: str) -> dict[str, Any]:
@@ -190,6 +209,7 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
     points = []
     for row in sums.itertuples(index=False):
         if not row.time > 0:  # NaN compares False
+            points += _rate_points(row, run, precision)
             continue
         counted = [p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0]
         if precision != "all":
