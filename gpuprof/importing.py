@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuprof import readers
-from gpuprof.derive import kernels, simulated, skew
+from gpuprof.derive import kernels, levels, simulated, skew
+from gpuprof.derive.pivot import Counters
 from gpuprof.devices import gpu_table
 from gpuprof.errors import FormatError, InputError
 from gpuprof.inputs import regular_file
@@ -152,6 +153,7 @@ def import_files(
     gpu: str | None = None,
     tensor_flop_per_inst: float | None = None,
     nvtx_include: Sequence[str] = (),
+    l2_bytes: str = "lts",
 ) -> list[Run]:
     """Read each file and store its Run; returns the runs in order.
 
@@ -159,7 +161,8 @@ def import_files(
     (:mod:`gpuprof.readers.joining`): they are stored as one run, or, when one cannot be read, not at
     all. ``gpu`` names the GPU (a device-table name or key) for files that do not name theirs;
     ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`);
-    ``nvtx_include`` keeps only the launches made inside matching NVTX ranges (:func:`keep_nvtx`).
+    ``nvtx_include`` keeps only the launches made inside matching NVTX ranges (:func:`keep_nvtx`);
+    ``l2_bytes`` is the L2 traffic counted (:func:`take_l2_definition`).
 
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
@@ -167,7 +170,7 @@ def import_files(
     """
     spec = gpu_table.match(gpu) if gpu else None
     tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")
-    tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include)
+    tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include) + (f"|l2={l2_bytes}" if l2_bytes != "lts" else "")
     paths = list(paths)
     runs: list[Run] = []
     if join:
@@ -187,6 +190,8 @@ def import_files(
                 name_device(run, spec)
             if tensor_flop_per_inst:
                 take_tensor_factor(run, tensor_flop_per_inst)
+            if l2_bytes != "lts":
+                take_l2_definition(run, l2_bytes)
             run.run_id = run_id
             added = not store.has(run.run_id)
             store.add(run)
@@ -270,6 +275,26 @@ def take_tensor_factor(run: Run, factor: float) -> None:
         f"--tensor-flop-per-inst {factor:g}: tensor FLOPs = {factor:g} x tensor-pipe warp instructions "
         "where the file has no sm__ops_path_tensor_* counter and the GPU is not a Volta (an estimate: "
         "docs/tensor-cores.md section 8)"
+    )
+
+
+def take_l2_definition(run: Run, definition: str) -> None:
+    """Count L2 traffic as ``definition`` (:data:`gpuprof.derive.levels.L2_DEFINITIONS`; 'lts', NERSC's
+    lts__t_bytes, is the default) and say so in the run's notes, or that the file lacks its counter."""
+    import numpy as np
+
+    if definition not in levels.L2_DEFINITIONS:
+        raise InputError(
+            f"--l2-bytes {definition} is not a definition gpuprof knows",
+            f"give one of {', '.join(levels.L2_DEFINITIONS)}",
+        )
+    run.environment = {**run.environment, "l2_bytes": definition}
+    found = ~np.isnan(levels.level_parts(Counters.of_run(run), "l2")[0])
+    run.notes.append(
+        f"--l2-bytes {definition}: L2 bytes are the L1/TEX unit's reads from L2 (32 x "
+        "lts__t_sectors_srcunit_tex_op_read.sum, Nsight Compute's L2 -> L1 arrow), not NERSC's lts__t_bytes; "
+        "the AI check holds them to DRAM reads"
+        + ("" if found.all() else f"; {int((~found).sum())} launch(es) lack that counter: their L2 bytes are empty")
     )
 
 

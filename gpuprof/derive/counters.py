@@ -145,6 +145,8 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     l1, l1_rule = levels.level_parts(c, "l1")
     l2, l2_rule = levels.level_parts(c, "l2")
     columns.update(l1_bytes=l1, l2_bytes=l2, tensor_kind=tensor_kind)
+    reads_only = c.l2_definition == "l1-reads"  # L2 counts reads only: checked against DRAM reads
+    columns["dram_check_bytes"] = c.number("dram_read_bytes") if reads_only else columns["dram_bytes"]
     counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in PRECISIONS])).all(axis=0)
     tensor_said = np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1)
     columns["basis"] = _bases(

@@ -49,7 +49,7 @@ KEYS = ("run_id", "file", "session", "device", "kernel")
 PRECISIONS = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}  # the frames' names -> derive.counters' suffixes
 FLOPS = (*(f"flops_{p}" for p in PRECISIONS), "flops_tensor", "flops_total")
 BYTES = tuple(f"{level}_bytes" for level in levels.LEVELS)
-EXTENSIVE = ("time", *FLOPS, *BYTES)  # summed
+EXTENSIVE = ("time", *FLOPS, *BYTES, "dram_check_bytes")  # summed; the last: what the AI check holds L2 to
 RATES = (
     *(f"flop_rate_{p}" for p in PRECISIONS),
     *(f"peak_flop_rate_{p}" for p in PRECISIONS),
@@ -79,6 +79,8 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
     basis = values["basis"].to_numpy(dtype=object)
     if from_rate.any():
         basis = np.where(from_rate, [f"{b}; {DRAM_FROM_RATE}" if b else DRAM_FROM_RATE for b in basis], basis)
+    dram = np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted)
+    reads_only = run.environment.get("l2_bytes") == "l1-reads"
     out = pd.DataFrame(
         {
             "run_id": run.run_id,
@@ -94,7 +96,8 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
             "flops_total": values["flops_total"],
             "l1_bytes": values["l1_bytes"],
             "l2_bytes": values["l2_bytes"],
-            "dram_bytes": np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted),
+            "dram_bytes": dram,
+            "dram_check_bytes": values["dram_check_bytes"].to_numpy(dtype=float) if reads_only else dram,
             **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in PRECISIONS.items()},
             **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in PRECISIONS.items()},
             **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in PRECISIONS.items()},

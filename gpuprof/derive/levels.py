@@ -46,8 +46,14 @@ _SOURCES = {
         ("l2_xbar_cycles", False),
         ("l2_xbar_rate", True),
         ("l2_xbar_cycle_rate", True),
+        ("l2_l1_read_sectors", False),
     ),
 }
+# Which L2 traffic a run counts ('import --l2-bytes'), and the rules of _SOURCES["l2"] each may use:
+# NERSC's bytes through L2's tag stage (every request, reads and writes, from any unit: the default;
+# ncu's crossbar forms where the file has no tag-stage count), or the L1/TEX unit's reads from L2 (the
+# L2 -> L1 arrow of Nsight Compute's memory chart), checked against DRAM reads (dram__bytes_read.sum).
+L2_DEFINITIONS = {"lts": (0, 1, 2, 3, 4), "l1-reads": (5,)}
 # The vector work of each precision and the ceiling it meets (gpu_table's "precision/kind").
 VECTOR_KINDS = {"flops_dp": "fp64/fma", "flops_sp": "fp32/fma", "flops_hp": "fp16/fma"}
 # Bytes of an inner level may fall short of the outer one's by this much before the check says so:
@@ -60,7 +66,14 @@ def _rule(level: str, key: str, per_second: bool) -> str:
     entry = catalog.entries()[key]
     name = (entry.ncu or entry.also)[0]
     factor = f"{entry.bytes_per_cycle:g} x " if entry.bytes_per_cycle else ""
-    return f"{LABELS[level]} bytes = {factor}{name}" + (" x kernel time" if per_second else "")
+    said = f"{LABELS[level]} bytes = {factor}{name}" + (" x kernel time" if per_second else "")
+    return said + (_CHOSEN.get(key) or "")
+
+
+_CHOSEN = {  # rules a user picks ('import --l2-bytes'): the basis says so
+    "l2_l1_read_sectors": " (L2 -> L1 reads, Nsight Compute's memory chart; --l2-bytes l1-reads: the AI check "
+    "compares them with DRAM reads, dram__bytes_read.sum)"
+}
 
 
 LEVEL_RULES = {level: tuple(_rule(level, key, rate) for key, rate in sources) for level, sources in _SOURCES.items()}
@@ -73,12 +86,16 @@ def names() -> list[str]:
 
 def level_parts(c: Counters, level: str) -> tuple[np.ndarray, np.ndarray]:
     """Bytes at L1 or L2 per launch (NaN where none) and which rule of :data:`LEVEL_RULES` gave them."""
+    import numpy as np
+
     c.fetch(names())
     time = kernel_time(c)
+    allowed = L2_DEFINITIONS[c.l2_definition] if level == "l2" else range(len(_SOURCES[level]))
     columns = []
-    for key, per_second in _SOURCES[level]:
+    for i, (key, per_second) in enumerate(_SOURCES[level]):
         factor = catalog.entries()[key].bytes_per_cycle or 1.0
-        columns.append(c.number(key) * factor * (time if per_second else 1.0))
+        value = c.number(key) * factor * (time if per_second else 1.0)
+        columns.append(value if i in allowed else np.full(c.launches, np.nan))
     return choose(*columns)
 
 
@@ -242,7 +259,8 @@ def roofline_columns(
     launch or per kernel: FLOP/s, intensity per level, the AI check, the dominant work and the
     binding ceiling with the percent of it. ``ratio(top, bottom)`` divides two of the frame's
     columns (row by row unless given: a per-kernel table divides sums over the same launches).
-    Where FLOPs or time were not counted, FLOP/s is ``flop_rate_from_rates`` and AI DRAM is FLOP/s /
+    The AI check compares L2 with ``dram_check_bytes`` where the frame has them (the DRAM reads,
+    when L2 counts the L1 unit's reads only). Where FLOPs or time were not counted, FLOP/s is ``flop_rate_from_rates`` and AI DRAM is FLOP/s /
     ``dram_bandwidth``: Nsight Compute's roofline section plots exactly these rates."""
     import numpy as np
     import pandas as pd
@@ -260,7 +278,12 @@ def roofline_columns(
     if "dram_bandwidth" in frame:  # Nsight Compute's section formula: FLOP/s / DRAM byte/s
         by_rate = _ratio(rate, frame["dram_bandwidth"].to_numpy(dtype=float))
         out["ai_dram"] = np.where(np.isnan(out["ai_dram"]), by_rate, out["ai_dram"])
-    out["ai_check"] = consistency(*(frame[f"{level}_bytes"].to_numpy(dtype=float) for level in LEVELS))
+    checked = "dram_check_bytes" if "dram_check_bytes" in frame else "dram_bytes"  # DRAM reads under l1-reads
+    out["ai_check"] = consistency(
+        frame["l1_bytes"].to_numpy(dtype=float),
+        frame["l2_bytes"].to_numpy(dtype=float),
+        frame[checked].to_numpy(dtype=float),
+    )
     out["dominant"] = dominant(frame)
     clock = frame["sm_clock"].to_numpy(dtype=float) if "sm_clock" in frame else None
     value, text, percent = binding(out, devices, clock)
