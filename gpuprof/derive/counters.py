@@ -25,6 +25,7 @@ from gpuprof.derive.counted import (
     flops,
     kernel_time,
     keys,
+    peak_dram_bandwidth,
     peak_flop_rate,
     sm_clock,
     time_parts,
@@ -55,6 +56,7 @@ __all__ = [
     "kernel_time",
     "launch_device_names",
     "launch_values",
+    "peak_dram_bandwidth",
     "peak_flop_rate",
     "sm_clock",
     "RATE_RULE",
@@ -142,6 +144,7 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
         [columns[f"flops_{p}"] for p in PRECISIONS], [columns[f"flop_rate_{p}"] for p in PRECISIONS], tensor_rule
     )
     columns.update(dram_bytes=dram_bytes(c), dram_bandwidth=dram_bandwidth(c), sm_clock=sm_clock(c))
+    columns["peak_dram_bandwidth"] = peak_dram_bandwidth(c)
     l1, l1_rule = levels.level_parts(c, "l1")
     l2, l2_rule = levels.level_parts(c, "l2")
     columns.update(l1_bytes=l1, l2_bytes=l2, tensor_kind=tensor_kind)

@@ -56,6 +56,7 @@ RATES = (
     "dram_bandwidth",
     "sm_clock",
     "flop_rate_from_rates",
+    "peak_dram_bandwidth",
 )  # time-weighted
 DRAM_FROM_RATE = "DRAM bytes = dram__bytes.sum.per_second x kernel time"
 
@@ -104,6 +105,7 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
             "dram_bandwidth": values["dram_bandwidth"],
             "sm_clock": values["sm_clock"],
             "flop_rate_from_rates": values["flop_rate_from_rates"],
+            "peak_dram_bandwidth": values["peak_dram_bandwidth"],
             "tensor_kind": values["tensor_kind"].fillna("").astype(str),
         }
     )
@@ -119,8 +121,8 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
 
 def _counter_names(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame under :func:`gpuprof.derive.levels.roofline_columns`' column names (dp/sp/hp)."""
-    names = {f"flops_{p}": f"flops_{s}" for p, s in PRECISIONS.items()}
-    return frame.rename(columns={**names, **{f"flop_rate_{p}": f"flop_rate_{s}" for p, s in PRECISIONS.items()}})
+    names = {f"{q}_{p}": f"{q}_{s}" for q in ("flops", "flop_rate", "peak_flop_rate") for p, s in PRECISIONS.items()}
+    return frame.rename(columns=names)
 
 
 def _group_sum(values: np.ndarray, codes: np.ndarray, count: int) -> np.ndarray:

@@ -186,10 +186,39 @@ def _ceiling_text(ceiling: gpu_table.Ceiling, sm_hz: float | None = None) -> str
 
 
 NO_MEMORY = "bound unknown: no memory counters"
+# The ceilings a file carries (Nsight Compute's roofline sections collect them), by the kind binding
+# names, with the frame column that holds each and how it was measured.
+FILE_CEILINGS = {
+    "fp32/fma": (
+        "peak_flop_rate_sp",
+        "FP32 FMA",
+        "2 x sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained x SM clock measured",
+    ),
+    "fp64/fma": (
+        "peak_flop_rate_dp",
+        "FP64 FMA",
+        "2 x sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained x SM clock measured",
+    ),
+    "dram": (
+        "peak_dram_bandwidth",
+        "DRAM",
+        "dram__bytes.sum.peak_sustained x dram__cycles_elapsed.avg.per_second",
+    ),
+}
+
+
+def file_ceiling_text(kind: str, value: float) -> str:
+    """A ceiling the file carries, as the binding column names it."""
+    _, name, formula = FILE_CEILINGS[kind]
+    unit, scale = ("TB/s", 1e12) if kind == "dram" else ("TFLOP/s", 1e12)
+    return f"{name} {value / scale:.4g} {unit} from the file ({formula})"
 
 
 def binding(
-    frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | None = None
+    frame: pd.DataFrame,
+    devices: Sequence[str],
+    sm_clock: np.ndarray | None = None,
+    carried: pd.DataFrame | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row of a frame with ``dominant``, ``ai_l1/l2/dram`` and ``flop_rate_total``, the device
     of each row and the SM clock it ran at (Hz, NaN or None where not measured): the binding ceiling
@@ -198,7 +227,9 @@ def binding(
     NaN where the device is not in the table or the table has no compute ceiling for the dominant
     work: a memory roof alone would be an upper bound that hides that; and where no level's bytes
     were counted, :data:`NO_MEMORY` (the compute roof alone would hide memory in the same way).
-    Above 100 % the text says so.
+    Above 100 % the text says so. Where ``carried`` (the input frame) holds a ceiling the file
+    itself carries (:data:`FILE_CEILINGS`: the FMA pipes' and DRAM's peaks at the clocks measured),
+    it replaces the table's.
     """
     import numpy as np
     import pandas as pd
@@ -233,7 +264,11 @@ def binding(
             found = gpu_table.memory_ceiling(specs[name], level) if specs[name] else None
             if found:
                 place(i, device_code == code, found, f" x AI {LABELS[level]}")
+        if level == "dram":
+            _take_carried(candidates[i], labels[i], carried, "dram", np.full(rows, True), " x AI DRAM")
         candidates[i] = candidates[i] * frame[f"ai_{level}"].to_numpy(dtype=float)
+    for work in ("fp32/fma", "fp64/fma"):
+        _take_carried(candidates[0], labels[0], carried, work, frame["dominant"].to_numpy(dtype=object) == work)
     compute = candidates[0]
     stacked = np.vstack(candidates)
     lowest = np.nan_to_num(stacked, nan=np.inf).argmin(axis=0)
@@ -249,6 +284,22 @@ def binding(
         " - above 100 %: this ceiling (at the clock named) is below what ran, or a counter is wrong (see the AI check)"
     )
     return value, text, percent
+
+
+def _take_carried(
+    values: np.ndarray, labels: np.ndarray, carried: pd.DataFrame | None, kind: str, where: np.ndarray, suffix: str = ""
+) -> None:
+    """The file's own ceiling of ``kind`` into ``values``/``labels`` on the rows ``where`` it has one."""
+    import numpy as np
+
+    column = FILE_CEILINGS[kind][0]
+    if carried is None or column not in carried:
+        return
+    found = carried[column].to_numpy(dtype=float)
+    take = where & np.isfinite(found) & (found > 0)
+    for value in np.unique(found[take]).tolist():
+        rows = take & (found == value)
+        values[rows], labels[rows] = value, file_ceiling_text(kind, value) + suffix
 
 
 def roofline_columns(
@@ -286,6 +337,6 @@ def roofline_columns(
     )
     out["dominant"] = dominant(frame)
     clock = frame["sm_clock"].to_numpy(dtype=float) if "sm_clock" in frame else None
-    value, text, percent = binding(out, devices, clock)
+    value, text, percent = binding(out, devices, clock, frame)
     out["binding_ceiling"], out["binding_name"], out["binding_percent"] = value, text, percent
     return out

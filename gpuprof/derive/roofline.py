@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.derive import kernels
+from gpuprof.derive import kernels, levels
 from gpuprof.derive.levels import consistency
 from gpuprof.derive.stats import timing_stats
 from gpuprof.derive.summary import run_peaks, timings
@@ -367,6 +367,71 @@ def _as_ceilings(peaks: Peaks) -> list[Ceiling]:
     if peaks.bandwidth:
         found.append(Ceiling("DRAM", "", "dram", peaks.bandwidth, "byte/s", peaks.origin, peaks.source, None, ""))
     return found
+
+
+_CARRIED = (
+    ("FP32 FMA", "fp32/fma", "fp32", "fma"),
+    ("FP64 FMA", "fp64/fma", "fp64", "fma"),
+    ("DRAM", "dram", "", "dram"),
+)
+
+
+def ceiling_sources(runs: list[Run], fallback: str | None = None) -> pd.DataFrame:
+    """Per device of the imported ``runs``, the ceilings its files carry (Nsight Compute's
+    ``*.peak_sustained`` at the clocks measured, the median over the launches that have them) beside
+    the device table's (or ``fallback``'s, a table GPU for files that name none), each with its
+    source, and which one the binding ceiling uses: the file's where it has one."""
+    import numpy as np
+    import pandas as pd
+
+    carried: dict[str, dict[str, list[float]]] = {}
+    for run in runs:
+        if run.kind != "import":
+            continue
+        frame = kernels.launch_frame(run, roofline=False)
+        frame["device"] = [device_name(run, d) for d in frame["device"].tolist()]
+        for device, part in frame.groupby("device", sort=False):
+            mine = carried.setdefault(str(device), {})
+            for _, kind, _, _ in _CARRIED:
+                column = levels.FILE_CEILINGS[kind][0].replace("_sp", "_fp32").replace("_dp", "_fp64")
+                values = part[column].to_numpy(dtype=float)
+                mine.setdefault(kind, []).extend(values[np.isfinite(values) & (values > 0)].tolist())
+    rows = []
+    for device, found in carried.items():
+        specs = gpu_table.find(device) if device else []
+        if len(specs) != 1 and fallback:
+            specs = [gpu_table.match(fallback)]
+        spec = specs[0] if len(specs) == 1 else None
+        for name, kind, precision, level in _CARRIED:
+            values = found.get(kind, [])
+            table = None
+            if spec is not None:
+                table = (
+                    gpu_table.memory_ceiling(spec, level)
+                    if level == "dram"
+                    else gpu_table.ceiling(spec, precision, level)
+                )
+            rows.append(
+                {
+                    "device": device,
+                    "ceiling": name,
+                    "unit": "byte/s" if level == "dram" else "FLOP/s",
+                    "from the file": float(np.median(values)) if values else None,
+                    "file source": levels.FILE_CEILINGS[kind][2] if values else "not in the file",
+                    "from the device table": table.value if table else None,
+                    "table source": (
+                        f"{table.origin} at {table.clock_mhz:g} MHz {table.clock}: {table.source}".replace(
+                            " at  MHz ", " "
+                        )
+                        if table and table.clock_mhz
+                        else f"{table.origin}: {table.source}"
+                        if table
+                        else "no table row for this device"
+                    ),
+                    "used": "file" if values else "table" if table else "none",
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def chart_clock(frame: pd.DataFrame) -> float | None:
