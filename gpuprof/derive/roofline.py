@@ -133,6 +133,7 @@ def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
         "clock": run.device.get("clock_during_run_hz") or math.nan,
         "origin": f"{ANALYTIC} FLOPs and bytes / timed median",
         "run_id": run.run_id,
+        "engine": w.get("engine") or "",
     }
 
 
@@ -236,6 +237,20 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
     return points
 
 
+def _name_engines(rows: list[dict[str, Any]]) -> None:
+    """Measured points of a device whose runs used several engines name theirs ('add · numpy 64 KB'):
+    one chart holds them, and an op's points would otherwise read alike."""
+    engines: dict[str, set[str]] = {}
+    for row in rows:
+        if row.get("engine"):
+            engines.setdefault(row["device"], set()).add(row["engine"])
+    for row in rows:
+        if row.get("engine") and len(engines[row["device"]]) > 1:
+            named = f"{row['op']} · {row['engine']}"
+            row["label"] = named + row["label"][len(row["op"]) :]
+            row["op"] = named
+
+
 def drawable(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of a :func:`points` frame that have a place on the chart."""
     return frame[(frame["ai"] > 0) & (frame["flop_rate"] > 0)]
@@ -275,6 +290,7 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
             + ", ".join(f"{n} {fmt}" for fmt, n in formats.most_common())
             + f"): {ids}"
         )
+    _name_engines(rows)
     frame = pd.DataFrame(rows, columns=POINT_COLUMNS)
     frame["left_out"] = frame["left_out"].astype(object).fillna("")
     # bytes per FLOP at each level, which is what the check compares (a point's FLOPs are the same at all three)
