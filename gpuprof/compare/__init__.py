@@ -493,7 +493,7 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
     notes: list[str] = []
     for run in runs:
         frame = kernels.kernel_frame([run], (reported_name,))
-        frame = frame[frame["time"].notna() | frame[f"flops_{mine}"].notna()]
+        frame = frame[frame["time"].notna() | frame[f"flops_{mine}"].notna() | frame["flops_total"].notna()]
         if not len(frame):
             notes.append(f"imported {Path(run.source).name} ({run.format}): no kernel time or {dtype} FLOP count")
         for row in frame.to_dict("records"):
@@ -504,6 +504,9 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
             cells = _efficiency_cells(rate, bandwidth, dtype, roofline.table_peaks(device)) if rate else {}
             measured = not np.isnan(row[f"flop_efficiency_{mine}"])
             efficiency = row[f"flop_efficiency_{mine}"] if measured else row[reported_name]
+            # a CPU run's FP events (lane weights in its basis) count FLOPs of every precision together
+            cpu_basis = row["basis"] if run.device.get("kind") == "cpu" and "counted FLOPs:" in row["basis"] else ""
+            total, total_rate = row["flops_total_per_launch"], row["flop_rate_total"]
             rows.append(
                 {
                     "device": device,
@@ -514,10 +517,16 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
                     f"FLOPs/launch ({dtype})": None if np.isnan(flops) else flops,
                     "MFLOP/s": rate / 1e6 if rate is not None else None,
                     "Efic.%": None if np.isnan(efficiency) else efficiency,
+                    "counted FLOPs/launch (all precisions)": total if cpu_basis and not np.isnan(total) else None,
+                    "counted MFLOP/s (all precisions)": (
+                        total_rate / 1e6 if cpu_basis and not np.isnan(total_rate) else None
+                    ),
                     "roof.%": cells.get("roof.%"),
                     "bound": cells.get("bound"),
                     "MFLOP/s origin": (
-                        IMPORTED_ORIGIN
+                        f"{MEASURED}: {cpu_basis}; FLOP/s over the elapsed time perf measured"
+                        if cpu_basis
+                        else IMPORTED_ORIGIN
                         if rate is not None
                         else f"{MEASURED} ({'FLOPs' if np.isnan(time) else 'time'} only)"
                     ),
@@ -532,6 +541,11 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
                 }
             )
     imported = pd.DataFrame(rows)
+    counted = [
+        c for c in ("counted FLOPs/launch (all precisions)", "counted MFLOP/s (all precisions)") if c in imported
+    ]
+    if counted and imported[counted].isna().all().all():  # no CPU run counted FLOPs: no columns for them
+        imported = imported.drop(columns=counted)
     if len(imported):
         efficiency = imported["Efic.%"].astype(float)
         mark(

@@ -54,6 +54,8 @@ def keys() -> tuple[str, ...]:
         "dram_throughput",
         "dram_peak_per_cycle",
         "dram_clock",
+        "dram_read_throughput",
+        "dram_write_throughput",
         *_ELAPSED,
     ):
         names += aliases(key)
@@ -158,8 +160,13 @@ def dram_bytes(c: Counters) -> np.ndarray:
 
 @also_per_launch("byte/second")
 def dram_bandwidth(c: Counters) -> np.ndarray:
-    """DRAM bandwidth: the measured ``dram__bytes.sum.per_second`` or DRAM bytes / kernel time."""
-    return first(c.number("dram_throughput"), dram_bytes(c) / nonzero(kernel_time(c)))
+    """DRAM bandwidth: the measured ``dram__bytes.sum.per_second``, or DRAM bytes / kernel time, or
+    the read + write throughputs where only those were given (nvprof's dram_read/write_throughput)."""
+    return first(
+        c.number("dram_throughput"),
+        dram_bytes(c) / nonzero(kernel_time(c)),
+        c.number("dram_read_throughput") + c.number("dram_write_throughput"),
+    )
 
 
 @also_per_launch("FLOP/second")
