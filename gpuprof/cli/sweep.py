@@ -57,13 +57,10 @@ class _Progress:
         self.bar.update(self.task, description=point.label)
 
     def point_stored(self, point: Point, run: Run) -> None:
-        from gpuprof.derive.summary import quantities
+        from gpuprof.sweep import stored_line
 
-        rate = next((q.value for q in quantities(run) if q.name == "MFLOP/s"), None)
-        rate_text = f"{rate:,.1f} MFLOP/s (derived: analytic FLOPs / timed median)" if isinstance(rate, float) else ""
-        engine = (run.workload or {}).get("engine", "?")
         self.console.print(
-            f"stored {point.label}: {rate_text}, {engine} on {run.device.get('name', '?')}, run {run.run_id[:8]}",
+            stored_line(point, run),
             markup=False,
             highlight=False,
             soft_wrap=not self.console.is_terminal,  # wrapped on a terminal, one line into a log

@@ -36,7 +36,7 @@ from gpuprof.derive.efficiency import (
 from gpuprof.derive.energy import energy_basis, energy_columns
 from gpuprof.derive.roofline import device_name
 from gpuprof.derive.stats import timing_stats
-from gpuprof.derive.summary import run_clock, run_peaks, timings
+from gpuprof.derive.summary import UNSTABLE_NOTE, instability, run_clock, run_peaks, timings
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
 from gpuprof.model import CALIBRATED, CALIBRATION, DERIVED, MEASURED, Run
@@ -72,6 +72,7 @@ COLUMNS = [
     "Efic. above 100",
     "roof. above 100",
     "energy basis",
+    "unstable",
     "run",
 ]
 # The columns that say why a percentage is above 100 %, by the column they explain.
@@ -200,6 +201,7 @@ def measured_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
         ),
         **energy_columns(run),
         "energy basis": energy_basis(run),
+        "unstable": instability(run) or None,
         "run": run.run_id[:8],
         "created": run.created,
     }
@@ -278,17 +280,37 @@ def _label_devices(rows: list[dict[str, Any]]) -> None:
             row["device"] = f"{row['device']} · {row['engine']}"
 
 
+SHOWN_RULE = (
+    "a point measured several times shows its most recent run (the rule: most recent, so a rerun made "
+    "after a change replaces what it reran; not the most stable, which could hide a change, nor a median "
+    "of runs made under different conditions)"
+)
+
+
 def _latest(rows: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
-    """One row per device × op × dtype × size: the most recent run; the others are counted in a note."""
-    kept: dict[tuple[Any, ...], dict[str, Any]] = {}
+    """One row per device × op × dtype × size: the most recent run (:data:`SHOWN_RULE`); a note
+    counts the others and names, for the first few points, the run shown and whether an older
+    run of it was stable where the shown one is not."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in sorted(rows, key=lambda r: r["created"]):
-        kept[(row["device"], row["op"], row["dtype"], row["size_MB"])] = row
-    if len(kept) < len(rows):
+        groups.setdefault((row["device"], row["op"], row["dtype"], row["size_MB"]), []).append(row)
+    repeated = [group for group in groups.values() if len(group) > 1]
+    if repeated:
+        named = []
+        for group in repeated[:3]:
+            shown = group[-1]
+            stable = [r["run"] for r in group[:-1] if not r.get("unstable")]
+            hint = f", UNSTABLE; run {stable[-1]} of it was stable" if shown.get("unstable") and stable else ""
+            named.append(
+                f"{shown['op']} {shown['dtype']} {shown['size_MB']:g} MB on {shown['device']}: run {shown['run']}, "
+                f"the newest of {len(group)}{hint}"
+            )
+        more = f"; and {len(repeated) - 3} more" if len(repeated) > 3 else ""
         notes.append(
-            f"{len(rows) - len(kept)} older run(s) of a device, op, dtype and size shown by "
-            "their most recent run (see them all with 'gpuprof show')"
+            f"{len(rows) - len(groups)} older run(s) not shown: {SHOWN_RULE}; see them all with 'gpuprof show' "
+            f"({'; '.join(named)}{more})"
         )
-    return list(kept.values())
+    return [group[-1] for group in groups.values()]
 
 
 def comparison(
@@ -413,6 +435,9 @@ def study_table(frame: pd.DataFrame, op: str, device_order: list[str] | None = N
             out[column] = values
             if quantity in FLAGS:
                 mark(out, column, out["size (MB)"].map(mine[FLAGS[quantity]]))
+            if quantity == "MFLOP/s":
+                unstable = out["size (MB)"].map(mine["unstable"])
+                mark(out, column, unstable.map(lambda u: UNSTABLE_NOTE if isinstance(u, str) else None))
     return out
 
 

@@ -52,6 +52,8 @@ def keys() -> tuple[str, ...]:
         "dram_read_bytes",
         "dram_write_bytes",
         "dram_throughput",
+        "dram_peak_per_cycle",
+        "dram_clock",
         "dram_read_throughput",
         "dram_write_throughput",
         *_ELAPSED,
@@ -173,6 +175,13 @@ def peak_flop_rate(c: Counters, precision: str = "sp") -> np.ndarray:
     ``*.sum.peak_sustained`` (thread instructions per cycle, whole GPU) * clock * 2."""
     per_cycle = first(*(c.number(name) for name in _peak_names(_op_letter(precision))))
     return per_cycle * sm_clock(c) * 2.0
+
+
+@also_per_launch("byte/second")
+def peak_dram_bandwidth(c: Counters) -> np.ndarray:
+    """DRAM's peak at the DRAM clock measured during this kernel, as ncu's roofline section takes it:
+    ``dram__bytes.sum.peak_sustained`` (bytes per DRAM cycle) * ``dram__cycles_elapsed.avg.per_second``."""
+    return c.number("dram_peak_per_cycle") * nonzero(c.number("dram_clock"))
 
 
 @also_per_launch("%")
