@@ -186,7 +186,7 @@ class _Table:
         self.pieces.append(
             {
                 "launch": np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
-                **metric_columns(rows.names, rows.units, rows.values),
+                **metric_columns(rows.names, rows.units, rows.values, numbers=rows.numbers),
             }
         )
         for launch_id, row in rows.rules:
