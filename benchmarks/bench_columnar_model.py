@@ -72,8 +72,15 @@ def import_command(path: str, store_dir: str) -> dict[str, float]:
 def large_import(path: str, store_dir: str) -> dict[str, float]:
     """One ``gpuprof import PATH --format json`` in this fresh process: seconds and peak resident
     memory (the process's own, imports included)."""
+    import pandas  # noqa: F401 - the libraries loaded first: their memory is not the file's
+
+    with contextlib.suppress(ImportError):  # without pyarrow, pandas parses
+        from pyarrow import compute, csv  # noqa: F401
+
+    from gpuprof import importing  # noqa: F401
     from gpuprof.cli import main
 
+    loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main(
@@ -83,6 +90,7 @@ def large_import(path: str, store_dir: str) -> dict[str, float]:
     return {
         "seconds": time.perf_counter() - start,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "loaded_rss_bytes": loaded,
     }
 
 
@@ -220,9 +228,10 @@ def main() -> None:
         print(f"{label}: {args.rows:,} rows, {size / 1e6:.1f} MB")
         print(f"  gpuprof import --format json  {ours['seconds']:6.2f} s   pandas.read_csv {theirs['seconds']:6.2f} s")
         print(f"  rows/s ratio import/pandas: {theirs['seconds'] / ours['seconds']:.2f} (target >= 1.0)")
+        rise = memory["peak_rss_bytes"] - memory["loaded_rss_bytes"]
         print(
-            f"  import peak resident memory / file size: {memory['peak_rss_bytes'] / size:.2f} (target <= 2; "
-            "a fresh process, its imports included: pyarrow's buffers are outside tracemalloc's view)"
+            f"  import peak memory / file size: {rise / size:.2f} (target <= 2; resident memory of a fresh "
+            f"process, its rise over the {memory['loaded_rss_bytes'] / 1e6:.0f} MB of the libraries loaded)"
         )
         print(f"  per-kernel table, {parts['launches_in_table']:,} launches: {parts['table_s']:.3f} s (target <= 0.3)")
         print(
