@@ -139,13 +139,13 @@ def _read_with_id(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, str
     read (hashlib lets go of the GIL) when its format is known beforehand, as it nearly always is."""
     from concurrent.futures import ThreadPoolExecutor
 
-    try:
-        guess = fmt or (readers.detect(path).NAME if os.path.isfile(path) else None)
+    try:  # only a regular file is hashed ahead (a device such as /dev/zero has no end)
+        guess = (fmt or readers.detect(path).NAME) if os.path.isfile(path) else None
     except (GpuprofError, OSError, ValueError):
         guess = None  # read_file says what is wrong with it
     with ThreadPoolExecutor(max_workers=1) as pool:
         hashing = pool.submit(content_id, path, guess + tag) if guess else None
-        run = read_file(path, fmt)
+        run = read_file(path, guess or fmt)  # detected once
         return run, hashing.result() if hashing and run.format == guess else content_id(path, run.format + tag)
 
 
