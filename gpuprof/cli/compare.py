@@ -21,7 +21,8 @@ from gpuprof.workloads.ops import OPS
     "imports",
     multiple=True,
     type=click.Path(dir_okay=False),
-    help="Profiler output or .jsonl run file to include without storing it (repeatable).",
+    help="Profiler output or .jsonl run file to include without storing it (repeatable). Two or more "
+    "framework traces (PyTorch, TensorFlow, JAX) also get their per-op tables side by side.",
 )
 @click.option(
     "--reference",
@@ -127,8 +128,13 @@ def compare(
 
         echo(emit(stall_rows(stall_table), fmt))
         note("note: the stall comparison, one row per profile and reason; the comparison rows: without --stalls")
+    elif fmt in ("csv", "json") and result.trace_ops is not None and not len(result.rows):
+        echo(emit(result.trace_ops, fmt))
+        note(f"note: the framework ops side by side: {'; '.join(result.trace_legend)}")
     elif fmt in ("csv", "json"):
         echo(emit(result.rows, fmt))
+        if result.trace_ops is not None:
+            note("note: the framework ops side by side are listed with --format table or markdown")
         if len(result.imported):
             note(f"{len(result.imported)} imported kernel(s) are listed with --format table or markdown, or --html")
     else:

@@ -5,7 +5,9 @@ and, on request, the study's published rows; :func:`study_table` pivots one op o
 paper's layout (rows = size, columns = device × MFLOP/s, Efic.(%), roofline-relative efficiency
 and bound, then joules per call and GFLOP/s per watt for devices whose runs were metered).
 Imported profiler results have no op or size, so they get their own per-kernel frame
-(:func:`imported_frame`). Pure functions of Runs: nothing here reads files or prints.
+(:func:`imported_frame`); two or more framework traces also get their per-op tables side by side
+(:func:`gpuprof.tracing.side_by_side`, the study's CPU-vs-GPU per-op comparison). Pure functions of
+Runs: nothing here reads files or prints.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import calibrate
+from gpuprof import calibrate, tracing
 from gpuprof.compare import study as reference
 from gpuprof.compare.study import FLOP_COUNT_NOTE
-from gpuprof.derive import kernels, roofline
+from gpuprof.derive import kernels, roofline, traces
 from gpuprof.derive.efficiency import (
     BYTE_RATE,
     FLOP_RATE,
@@ -90,6 +92,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     imported_points: pd.DataFrame | None = None  # roofline points of imported kernels (derive.roofline)
     dtype: str = "float32"  # the precision compared: its ceilings are the ones listed
+    trace_ops: pd.DataFrame | None = None  # two or more framework traces' per-op tables side by side
+    trace_legend: list[str] = field(default_factory=list)  # "A = file", one per trace
 
 
 def _first(found: list[Efficiency], kind: str, unit: str = "FLOP/second") -> Efficiency | None:
@@ -332,14 +336,38 @@ def comparison(
     )
     frame.attrs["devices"] = order
     notes += _without_energy(frame)
-    imports = [r for r in runs if r.kind == "import"]
+    traced = [r for r in runs if r.format in traces.TRACE_FORMATS]
+    # a trace's kernels join the other imported kernels; its ops are compared in their own table
+    imports = [r for r in runs if r.kind == "import" and r not in traced]
+    imports += [kernels_only for kernels_only in map(traces.gpu_launches, traced) if len(kernels_only.launch_table)]
     imported, imported_notes = imported_frame(imports, dtype)
     points, _ = roofline.points(imports)
     for run in imports:
         for device in set(roofline.launch_devices(run)):
             if device not in peaks:
                 peaks[device] = roofline.table_peaks(device)
-    return Comparison(frame, imported, peaks, notes + imported_notes, points, dtype)
+    result = Comparison(frame, imported, peaks, notes + imported_notes, points, dtype)
+    if len(traced) >= 2:
+        names = tracing.labels(len(traced))
+        result.trace_ops = tracing.side_by_side(*traced, names=names)
+        result.trace_legend = [f"{name} = {run.source}" for name, run in zip(names, traced)]
+    elif traced:
+        result.notes.append("one framework trace: give two or more to see their ops side by side")
+    return result
+
+
+TRACE_ROWS = 30  # ops shown in a terminal table (csv and json give them all)
+
+
+def trace_section(comparison_: Comparison) -> list[tuple[str, pd.DataFrame]]:
+    """(title, the first :data:`TRACE_ROWS` ops) of the traces' side-by-side per-op table, if any."""
+    frame = comparison_.trace_ops
+    if frame is None:
+        return []
+    ratio = "op time X/A: an op's GPU time where it launched kernels, else its total time"
+    more = f"; the first {TRACE_ROWS} of {len(frame)} ops by total time" if len(frame) > TRACE_ROWS else ""
+    title = f"Framework ops side by side (seconds; {ratio}{more}): {'; '.join(comparison_.trace_legend)}"
+    return [(title, frame.head(TRACE_ROWS))]
 
 
 def _without_energy(frame: pd.DataFrame) -> list[str]:
@@ -526,11 +554,12 @@ def study_sections(comparison_: Comparison, device_order: list[str] | None = Non
 def detail_sections(
     comparison_: Comparison, stalls: pd.DataFrame | None = None, device_order: list[str] | None = None
 ) -> list[tuple[str, pd.DataFrame]]:
-    """(title, frame) of what follows the study tables: sources, ceilings, imported kernels, stalls."""
+    """(title, frame) of what follows the study tables: framework traces' ops side by side, sources,
+    ceilings, imported kernels, stalls."""
     frame = comparison_.rows
     order = device_order or devices(frame)
     shown = frame[frame["device"].isin(order)]
-    out = []
+    out = trace_section(comparison_)
     if len(shown):
         out.append(("Sources: where each device's numbers come from", sources_frame(shown)))
     ceilings = device_frame(comparison_, comparison_.dtype)
