@@ -80,11 +80,7 @@ def _read(path: Any, fmt: str | None = None) -> Any:
     beside it: a cold ``gpuprof.read`` costs about what ncu_report alone does."""
     from gpuprof.readers import ncu_rep  # no pandas: quick to load
 
-    started = fmt in (None, ncu_rep.NAME) and ncu_rep.start(path)
-    try:
+    with ncu_rep.ahead(path, fmt):
         from gpuprof import importing  # what api.read calls, without the rest of the library
 
         return importing.read_file(path, fmt)
-    finally:
-        if started:
-            ncu_rep.forget(path)

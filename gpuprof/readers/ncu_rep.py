@@ -9,7 +9,8 @@ have per-instance values only (``memory_access_type`` ...), which have no single
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,18 @@ def forget(path: str | Path) -> None:
         child.kill()
         child.stdout.close()
         child.wait()
+
+
+@contextlib.contextmanager
+def ahead(path: str | Path, fmt: str | None = None) -> Iterator[None]:
+    """:func:`start` ``path``'s child (when ``fmt`` allows a report) for the body, which loads the
+    library and then reads; :func:`forget` it afterwards if the body did not take it."""
+    started = fmt in (None, NAME) and start(path)
+    try:
+        yield
+    finally:
+        if started:
+            forget(path)
 
 
 def _spec() -> Any:
