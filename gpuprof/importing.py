@@ -9,6 +9,7 @@ file is.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import itertools
@@ -24,10 +25,12 @@ from gpuprof.devices import gpu_table
 from gpuprof.errors import FormatError, GpuprofError, InputError
 from gpuprof.inputs import regular_file
 from gpuprof.model import MEASURED, Run
-from gpuprof.readers import joining
+from gpuprof.readers import _ncu_csv_bulk, joining, ncu_csv
 from gpuprof.store import open_store
+from gpuprof.store.columns import MetricSpill
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from gpuprof.devices import gpu_table
@@ -115,6 +118,13 @@ def _valueless(run: Run) -> list[str]:
     has_text[given] = [str(t).strip().lower() not in ("", "nan", "n/a") for t in texts[given]]
     useful = np.bincount(metrics["launch"].to_numpy(), weights=finite | has_text, minlength=len(run.launch_table))
     counted = np.bincount(metrics["launch"].to_numpy(), minlength=len(run.launch_table))
+    return _valueless_note(run, counted, useful)
+
+
+def _valueless_note(run: Run, counted: np.ndarray, useful: np.ndarray) -> list[str]:
+    """:func:`_valueless` from the metric rows and the useful ones per launch."""
+    import numpy as np
+
     empty = np.flatnonzero((counted > 0) & (useful == 0))
     if not len(empty):
         return []
@@ -149,6 +159,77 @@ def _read_with_id(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, str
         hashing = pool.submit(content_id, path, guess + tag) if guess else None
         run = read_file(path, guess or fmt)  # detected once
         return run, hashing.result() if hashing and run.format == guess else content_id(path, run.format + tag)
+
+
+# ncu details CSVs larger than this are read chunk by chunk into the store (:func:`_read_streamed`):
+# a 10 GB file is never held as one metric table.
+STREAM_MIN_BYTES = _ncu_csv_bulk.ARROW_MAX_BYTES
+
+
+def _read_streamed(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, str, MetricSpill] | None:
+    """A large Nsight Compute details CSV read a chunk at a time, its metric rows written to a
+    :class:`~gpuprof.store.columns.MetricSpill` as they are read; the Run holds its launches whole
+    but only the metric rows the per-kernel table and the notes read (catalog counters,
+    :data:`KEY_METRICS`, values given as text). None for any other file, or one the chunked
+    reader does not take (it is then read whole)."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) <= STREAM_MIN_BYTES:
+            return None
+        if (fmt or readers.detect(path).NAME) != ncu_csv.NAME:
+            return None
+    except (GpuprofError, OSError, ValueError):
+        return None  # read_file says what is wrong with it
+    spill = MetricSpill()
+    try:
+        wanted: set[str] = set()
+        run = ncu_csv.read_chunked(Path(path), lambda piece: _kept(spill, piece, wanted))
+        if run is None:
+            spill.close()
+            return None
+        run.notes += readers.unreadable_notes(run) + readers.truncation_notes(run, spill.counted)
+        run.notes += skew.notes(run) + _valueless_note(run, spill.counted, spill.useful)
+        return run, content_id(path, run.format + tag), spill
+    except BaseException:
+        spill.close()
+        raise
+
+
+def _kept(spill: MetricSpill, piece: dict, wanted: set[str]) -> dict:
+    """One chunk's metric columns written to ``spill``; the rows of it the Run holds: those of the
+    metrics the per-kernel table and the notes look up (``wanted``, found on the first chunk),
+    catalog counters, :data:`KEY_METRICS` and values given as text."""
+    import numpy as np
+
+    spill.append(piece)
+    metric, text = piece["metric"], piece["text"]
+    if not wanted:
+        wanted.update(_looked_up(piece), KEY_METRICS, [""])
+    keep = piece["canonical"].codes >= 0
+    keep |= np.isin(metric.codes, [i for i, name in enumerate(metric.categories) if name in wanted])
+    if text is not None:
+        keep |= np.not_equal(text, None)
+    return {key: column if isinstance(column, str) or column is None else column[keep] for key, column in piece.items()}
+
+
+def _looked_up(piece: dict) -> set[str]:
+    """The metric names the per-kernel table and the notes look up in a run of ``piece``'s rows
+    (every launch of a details CSV has the same metrics, so its first chunk tells them all)."""
+    from gpuprof.model import tables
+
+    looked: set[str] = set()
+
+    class Probe(Run):
+        def lookup(self, keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
+            looked.update(keys)
+            return super().lookup(keys)
+
+    count = int(piece["launch"].max()) + 1 if len(piece["launch"]) else 0
+    launches = tables.launch_table([""] * count, range(count), [""] * count, [1] * count, [{}] * count)
+    probe = Probe("import", ncu_csv.NAME, "", tables=(launches, tables.metric_table(**piece)))
+    with contextlib.suppress(Exception):  # a probe only: what it could not look up is kept by the catalog rule
+        _run_kernels(probe)
+        skew.notes(probe)
+    return looked
 
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
@@ -199,14 +280,17 @@ def import_files(
     if join:
         run = joining.join([read_file(path, fmt, time_notes=False) for path in paths])
         run.notes += skew.notes(run)
-        batches = iter([(run, content_id(paths, f"join|{run.format}{tag}"))])
+        batches = iter([(run, content_id(paths, f"join|{run.format}{tag}"), None)])
     else:
-        batches = (_read_with_id(path, fmt, tag) for path in paths)
+        batches = (
+            (not nvtx_include and _read_streamed(path, fmt, tag)) or (*_read_with_id(path, fmt, tag), None)
+            for path in paths
+        )
     first = next(batches, None)  # read before the store is opened: a failed import creates no store
     if first is None:
         return runs
     with open_store(store_path) as store:
-        for run, run_id in itertools.chain([first], batches):
+        for run, run_id, spill in itertools.chain([first], batches):
             if nvtx_include:
                 run = keep_nvtx(run, nvtx_include)
             if spec:
@@ -219,7 +303,13 @@ def import_files(
                 take_l2_definition(run, l2_bytes)
             run.run_id = run_id
             added = not store.has(run.run_id)
-            store.add(run)
+            if spill is None:
+                store.add(run)
+            else:
+                try:
+                    store.add_streamed(run, spill.rows, spill.columns(len(run.launch_table)))
+                finally:
+                    spill.close()
             runs.append(run)
             if on_stored:
                 on_stored(run, added)

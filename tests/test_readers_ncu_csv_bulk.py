@@ -402,3 +402,36 @@ def test_pyarrow_value_cast_reads_each_cell_as_the_python_converter_does() -> No
     assert [n for n, f in zip(numbers.tolist(), finite) if f] == [n for n, f in zip(expected.tolist(), finite) if f]
     assert texts == {i: cell for i, cell in enumerate(cells) if not finite[i]}
     assert numbers[cells.index("12,345")] == 12345 and numbers[cells.index("28.05%")] == 28.05
+
+
+@pytest.mark.parametrize("fixture", [A100, B200, V100], ids=lambda p: p.name)
+@pytest.mark.parametrize("chunk", [37, 500])
+def test_streamed_import_stores_the_same_run_as_a_whole_file_import(
+    fixture: Path, chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file over STREAM_MIN_BYTES goes into the store chunk by chunk (its metric rows spilled to
+    disk, then written column by column): the stored run is the whole-file import's, row for row,
+    and the per-kernel table from the rows it holds is the whole run's."""
+    from gpuprof import importing
+    from gpuprof.store import open_store
+
+    (whole,) = importing.import_files([fixture], tmp_path / "whole.sqlite")
+    streamed_reads: list[bool] = []
+    chunked_read = ncu_csv.read_chunked
+    monkeypatch.setattr(ncu_csv, "read_chunked", lambda *args: streamed_reads.append(True) or chunked_read(*args))
+    monkeypatch.setattr(importing, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(_ncu_csv_bulk, "CHUNK_ROWS", chunk)
+    (lean,) = importing.import_files([fixture], tmp_path / "streamed.sqlite")
+    assert streamed_reads and lean.run_id == whole.run_id
+    stored = []
+    for name in ("whole", "streamed"):
+        with open_store(tmp_path / f"{name}.sqlite", read_only=True) as store:
+            (run,) = store.runs()
+        stored.append(run)
+    assert _contents(stored[1]) == _contents(stored[0])
+    frames = [run.metrics_frame().drop(columns="run_id").astype(str) for run in stored]
+    assert len(frames[0]) == len(whole.metric_table) >= 45
+    assert frames[0].equals(frames[1])
+    assert lean.notes == whole.notes
+    kernels = [importing.kernel_table([run]).astype(str) for run in (whole, lean)]
+    assert kernels[0].equals(kernels[1])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -135,13 +136,20 @@ def read(path: str | Path, fmt: str | None = None) -> Run:
 _SAME_METRICS_PER_LAUNCH = ("ncu-csv", "ncu-raw", "ncu-text", "ncu-rep", "nvprof-csv-metrics", "nvprof-text-metrics")
 
 
-def truncation_notes(run: Run) -> list[str]:
+def truncation_notes(run: Run, counted: Sequence[int] | None = None) -> list[str]:
     """'The file looks truncated' when its last launch has fewer metric rows than every other launch:
-    a file cut at a line boundary reads as a smaller profile, and this is the trace such a cut leaves."""
+    a file cut at a line boundary reads as a smaller profile, and this is the trace such a cut leaves.
+    ``counted``: the metric rows per launch, for a run whose metric table holds only some of them."""
+    import pandas as pd
+
     launches = run.launch_table
     if len(launches) < 2 or run.format not in _SAME_METRICS_PER_LAUNCH:
         return []
-    rows = run.metric_table["launch"].value_counts().reindex(range(len(launches)), fill_value=0)
+    rows = (
+        run.metric_table["launch"].value_counts().reindex(range(len(launches)), fill_value=0)
+        if counted is None
+        else pd.Series(counted)
+    )
     last, others = int(rows.iloc[-1]), int(rows.iloc[:-1].min())
     if last >= others:
         return []

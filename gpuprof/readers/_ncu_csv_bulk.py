@@ -64,6 +64,12 @@ def read(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) ->
     return _read_pandas(path, skip, layout, take)
 
 
+def read_chunks(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) -> bool:
+    """:func:`read` by pandas' chunks whatever the file's size (a file read chunk by chunk into a
+    store: nothing but the chunk at hand is held)."""
+    return _read_pandas(path, skip, layout, take)
+
+
 def _read_pandas(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) -> bool:
     import pandas as pd
 

@@ -17,7 +17,7 @@ same result.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -91,18 +91,44 @@ def run_device(devices: Iterable[str], attributes: Iterable[dict[str, str]]) -> 
 def read(path: Path) -> Run:
     log = ToolLog("ncu")
     with open_text(path) as handle:
-        header, _ = find_csv_header(handle, _REQUIRED, log)
-        if header is None:
-            raise log.failure(path) or FormatError(
-                f'{path}: no Nsight Compute CSV header ("ID",...,"Metric Value") found',
-                "Export the details page with `ncu --csv --page details` or `ncu --import X.ncu-rep --csv`",
-            )
+        header = _header(path, handle, log)
         table = _Table(header)
         with gc_paused():
             skip = _bulk.skip_for(path, handle, len(header))
             if skip is None or not _bulk.read(path, skip, table.layout(), table.take):
                 table = _Table(header)  # nothing of a refused bulk read is kept
                 table.read(handle, log)
+    return _run(path, table, log)
+
+
+def read_chunked(path: Path, keep: Callable[[dict[str, object]], dict[str, object]]) -> Run | None:
+    """A clean table read by pandas ``CHUNK_ROWS`` rows at a time, each chunk's metric columns
+    handed to ``keep`` as they are converted (to be written elsewhere) and only what it returns
+    held: the Run's metric table is those rows, its launch table whole. None when the table is not
+    one the bulk path takes (the caller then reads the file whole with :func:`read`); ``keep`` may
+    then have been given chunks already. For files too large to hold as one metric table."""
+    log = ToolLog("ncu")
+    with open_text(path) as handle:
+        header = _header(path, handle, log)
+        table = _Table(header, keep)
+        with gc_paused():
+            skip = _bulk.skip_for(path, handle, len(header))
+            if skip is None or not _bulk.read_chunks(path, skip, table.layout(), table.take):
+                return None
+    return _run(path, table, log)
+
+
+def _header(path: Path, handle: TextIO, log: ToolLog) -> list[str]:
+    header, _ = find_csv_header(handle, _REQUIRED, log)
+    if header is None:
+        raise log.failure(path) or FormatError(
+            f'{path}: no Nsight Compute CSV header ("ID",...,"Metric Value") found',
+            "Export the details page with `ncu --csv --page details` or `ncu --import X.ncu-rep --csv`",
+        )
+    return header
+
+
+def _run(path: Path, table: _Table, log: ToolLog) -> Run:
     notes = log.notes() + table.notes()
     if not table.kernels:
         failure = log.failure(path)
@@ -134,7 +160,8 @@ class _Table:
     spanning lines, a tool message, a cut-off last line) takes the csv path.
     """
 
-    def __init__(self, header: list[str]) -> None:
+    def __init__(self, header: list[str], keep: Callable[[dict[str, object]], dict[str, object]] | None = None) -> None:
+        self.keep = keep  # what of each bulk chunk's metric columns is held (all, without it)
         self.col = col = column_index(header, (*_REQUIRED, "Section Name", *_RULE_COLUMNS))
         self.needed = max(col[name] for name in _REQUIRED) + 1
         # metric rows have every column, or (2023+ layout) stop after Metric Value
@@ -186,12 +213,11 @@ class _Table:
             self.new_launches(new, rows.kernels[on:], rows.attributes[on:], list(map(int, new)))
         counts = np.diff(rows.bounds)
         first = len(self.kernels) - len(rows.launch_ids)
-        self.pieces.append(
-            {
-                "launch": np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
-                **metric_columns(rows.names, rows.units, rows.values, numbers=rows.numbers),
-            }
-        )
+        piece = {
+            "launch": np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
+            **metric_columns(rows.names, rows.units, rows.values, numbers=rows.numbers),
+        }
+        self.pieces.append(piece if self.keep is None else self.keep(piece))
         for launch_id, row in rows.rules:
             self.add_rule(self.positions[launch_id], row)
         sections = rows.sections

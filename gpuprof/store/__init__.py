@@ -16,7 +16,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -355,7 +355,36 @@ class Store:
                 return
             self._insert(run, parts)
 
-    def _insert(self, run: Run, parts: list[tuple[str, str, str, str, bytes]]) -> None:
+    def add_streamed(self, run: Run, metrics: int, columns: Iterable[store_columns.Streamed]) -> None:
+        """Store ``run`` with its launch table and the ``metrics`` rows of its metric table given as
+        ``columns`` streamed piece by piece (:class:`gpuprof.store.columns.MetricSpill`), in one
+        transaction as :meth:`add`: each column's BLOB is made at its full size and filled in
+        place, so no column is ever held whole. ``run.metric_table`` is not stored (it may hold
+        only some rows)."""
+        launches = [
+            (run.run_id, *part)
+            for part in store_columns.encode(run.launch_table, run.metric_table)
+            if part[0] == "launches"
+        ]
+        with (
+            self._errors("write", "check free disk space and write permission, or use another --store"),
+            self._transaction(),
+        ):
+            if self._version() == 1:
+                self._migrate()
+            self._db.execute(_KIND_INDEX)
+            if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone():
+                return
+            self._insert(run, launches, metrics)
+            for table, name, encoding, size, pieces in columns:
+                row = self._db.execute(
+                    "INSERT INTO columns VALUES (?,?,?,?,zeroblob(?))", (run.run_id, table, name, encoding, size)
+                ).lastrowid
+                with self._db.blobopen("columns", "data", row) as blob:
+                    for piece in pieces:
+                        blob.write(piece)
+
+    def _insert(self, run: Run, parts: list[tuple[str, str, str, str, bytes]], metrics: int | None = None) -> None:
         self._db.execute(
             "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -370,7 +399,7 @@ class Store:
                 json.dumps(run.notes),
                 run.schema_version,
                 len(run.launch_table),
-                len(run.metric_table),
+                len(run.metric_table) if metrics is None else metrics,
             ),
         )
         self._db.executemany("INSERT INTO columns VALUES (?,?,?,?,?)", parts)

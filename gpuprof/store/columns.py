@@ -21,10 +21,11 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import tempfile
 from collections.abc import Iterator
 
 from gpuprof.errors import StoreError
-from gpuprof.model import tables
+from gpuprof.model import catalog, tables
 
 # (table, column, encoding) in the order they are written; the tables' layout is gpuprof.model.tables'.
 LAYOUT = (
@@ -184,3 +185,134 @@ def decode(
         pd.DataFrame(columns["launches"], columns=list(tables.LAUNCH_COLUMNS)),
         pd.DataFrame(columns["metrics"], columns=list(tables.METRIC_COLUMNS)),
     )
+
+
+def _npy_header(dtype: object, rows: int) -> bytes:
+    """The ``.npy`` header of a column of ``rows`` values of ``dtype``, for its data to follow."""
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (rows,)}
+    )
+    return buffer.getvalue()
+
+
+# A column streamed into the store: (table, column, encoding, size in bytes, its bytes in pieces).
+Streamed = tuple[str, str, str, int, Iterator[bytes]]
+_PIECE_ROWS = 1 << 21  # rows per piece read back from a spill file: memory stays a few MB per column
+
+
+class MetricSpill:
+    """A metric table written as it is read, chunk by chunk, into files in a temporary folder, then
+    streamed into the store in :data:`LAYOUT`'s encodings: what lets a file larger than memory be
+    imported. Per row only the value (float64) and the metric and unit codes (int32) are written;
+    the categories are kept in order of first appearance (as one metric table of all the rows
+    would have them), texts (few rows) in memory, and per launch its rows and useful rows."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self._folder = tempfile.TemporaryDirectory(prefix="gpuprof-import-")  # removed by close()
+        self.folder = folder = self._folder.name
+        self.files = {name: open(f"{folder}/{name}", "wb") for name in ("value", "metric", "unit")}  # noqa: SIM115
+        self.metrics: dict[str, int] = {}  # tool metric name -> its code
+        self.origin = ""
+        self.units: dict[str, int] = {}
+        self.texts: list[list[object]] = []  # [row, text] of rows whose value is a string
+        self.rows = 0
+        self.counted = np.zeros(0, dtype=np.int64)  # metric rows per launch
+        self.useful = np.zeros(0, dtype=np.int64)  # of them, rows with a number or a meaningful text
+
+    def append(self, piece: dict[str, object]) -> None:
+        """One chunk's metric columns (:func:`gpuprof.model.tables.metric_table`'s arguments)."""
+        import numpy as np
+
+        metric, unit, values, text = piece["metric"], piece["unit"], piece["value"], piece["text"]
+        rows = len(values)
+        metric_codes = self._codes(metric, self.metrics)
+        self.origin = piece["origin"]  # one origin for every row (a reader's measured values)
+        self.files["value"].write(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+        self.files["metric"].write(metric_codes.tobytes())
+        self.files["unit"].write(self._codes(unit, self.units).tobytes())
+        useful = np.isfinite(values)
+        if text is not None:
+            given = np.flatnonzero(np.not_equal(text, None))
+            self.texts.extend([int(row) + self.rows, text[row]] for row in given.tolist())
+            useful[given] |= [str(t).strip().lower() not in ("", "nan", "n/a") for t in text[given]]
+        launch = np.asarray(piece["launch"])
+        if rows:
+            width = int(launch.max()) + 1
+            if width > len(self.counted):
+                self.counted = np.concatenate([self.counted, np.zeros(width - len(self.counted), np.int64)])
+                self.useful = np.concatenate([self.useful, np.zeros(width - len(self.useful), np.int64)])
+            self.counted += np.bincount(launch, minlength=len(self.counted))
+            self.useful += np.bincount(launch, weights=useful, minlength=len(self.useful)).astype(np.int64)
+        self.rows += rows
+
+    @staticmethod
+    def _codes(values: object, known: dict[str, int]) -> object:
+        """A chunk's category codes as codes into ``known`` (grown by the chunk's new names)."""
+        import numpy as np
+
+        to_known = np.array([known.setdefault(str(name), len(known)) for name in values.categories] + [-1], np.int32)
+        return to_known[values.codes]
+
+    def columns(self, launches: int) -> Iterator[Streamed]:
+        """The metric table's columns as the store writes them (:func:`encode`'s encodings),
+        read back from the spill files a piece at a time."""
+        import numpy as np
+
+        for handle in self.files.values():
+            handle.close()
+        counted = np.zeros(launches, dtype=np.int64)
+        counted[: len(self.counted)] = self.counted
+        yield _whole("metrics", "launch", "counts", _npy(counted))
+        metric_names = list(self.metrics)
+        canonicals = [catalog.canonical(name) for name in metric_names]
+        canonical_names = list(dict.fromkeys(c for c in canonicals if c))
+        to_canonical = np.array([canonical_names.index(c) if c else -1 for c in canonicals] + [-1], dtype=np.int32)
+        yield self._category("metric", metric_names, "metric", lambda codes: codes)
+        yield self._category("canonical", canonical_names, "metric", lambda codes: to_canonical[codes])
+        yield self._spilled("value", "npy", "value", np.float64, lambda values: values)
+        yield _whole("metrics", "text", "sparse", json.dumps(self.texts).encode())
+        yield self._category("unit", list(self.units), "unit", lambda codes: codes)
+        head = json.dumps([self.origin]).encode() + b"\n" + _npy_header(np.int8, self.rows)
+        yield "metrics", "origin", "category", len(head) + self.rows, itertools.chain([head], _zeros(self.rows))
+        yield _whole("metrics", "minimum", "nan", b"")
+        yield _whole("metrics", "maximum", "nan", b"")
+
+    def _category(self, column: str, names: list[str], spilled: str, mapped: object) -> Streamed:
+        import numpy as np
+
+        head = json.dumps(names).encode() + b"\n"
+        _, encoding, size, pieces = self._spilled(spilled, "category", spilled, np.int32, mapped)[1:]
+        return "metrics", column, encoding, len(head) + size, itertools.chain([head], pieces)
+
+    def _spilled(self, column: str, encoding: str, spilled: str, dtype: object, mapped: object) -> Streamed:
+        """A column from its spill file: the ``.npy`` header, then ``mapped`` of each piece."""
+        import numpy as np
+
+        header = _npy_header(dtype, self.rows)
+
+        def pieces() -> Iterator[bytes]:
+            yield header
+            with open(f"{self.folder}/{spilled}", "rb") as handle:
+                while piece := handle.read(_PIECE_ROWS * np.dtype(dtype).itemsize):
+                    yield mapped(np.frombuffer(piece, dtype=dtype)).astype(dtype, copy=False).tobytes()
+
+        return "metrics", column, encoding, len(header) + self.rows * np.dtype(dtype).itemsize, pieces()
+
+    def close(self) -> None:
+        for handle in self.files.values():
+            handle.close()
+        self._folder.cleanup()
+
+
+def _whole(table: str, column: str, encoding: str, data: bytes) -> Streamed:
+    return table, column, encoding, len(data), iter([data])
+
+
+def _zeros(rows: int) -> Iterator[bytes]:
+    for start in range(0, rows, _PIECE_ROWS):
+        yield bytes(min(_PIECE_ROWS, rows - start))
