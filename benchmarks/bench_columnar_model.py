@@ -74,16 +74,16 @@ def large_import(path: str, store_dir: str, as_over_arrow_limit: str = "") -> di
     """One ``gpuprof import PATH --format json`` in this fresh process: seconds and peak resident
     memory (the process's own, imports included). With ``as_over_arrow_limit``, the file is read
     the way a file over ``ARROW_MAX_BYTES`` (a 10 GB one) is: pandas' chunks."""
+    from gpuprof import importing
     from gpuprof.readers import _ncu_csv_bulk
 
-    if as_over_arrow_limit:
-        _ncu_csv_bulk.ARROW_MAX_BYTES = 0
+    if as_over_arrow_limit:  # pandas' chunks, and straight into the store chunk by chunk
+        _ncu_csv_bulk.ARROW_MAX_BYTES = importing.STREAM_MIN_BYTES = 0
     import pandas  # noqa: F401 - the libraries loaded first: their memory is not the file's
 
     with contextlib.suppress(ImportError):  # without pyarrow, pandas parses
         from pyarrow import compute, csv  # noqa: F401
 
-    from gpuprof import importing  # noqa: F401
     from gpuprof.cli import main
 
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

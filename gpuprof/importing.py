@@ -9,7 +9,6 @@ file is.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import hashlib
 import itertools
@@ -24,7 +23,7 @@ from gpuprof.derive.pivot import Counters
 from gpuprof.devices import gpu_table
 from gpuprof.errors import FormatError, GpuprofError, InputError
 from gpuprof.inputs import regular_file
-from gpuprof.model import MEASURED, Run
+from gpuprof.model import MEASURED, Run, tables
 from gpuprof.readers import _ncu_csv_bulk, joining, ncu_csv
 from gpuprof.store import open_store
 from gpuprof.store.columns import MetricSpill
@@ -196,16 +195,17 @@ def _read_streamed(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, st
 
 def _kept(spill: MetricSpill, piece: dict, wanted: set[str]) -> dict:
     """One chunk's metric columns written to ``spill``; the rows of it the Run holds: those of the
-    metrics the per-kernel table and the notes look up (``wanted``, found on the first chunk),
-    catalog counters, :data:`KEY_METRICS` and values given as text."""
+    metrics the per-kernel table and the notes look up (``wanted``, found on the first chunk) and
+    values given as text."""
     import numpy as np
 
     spill.append(piece)
     metric, text = piece["metric"], piece["text"]
     if not wanted:
         wanted.update(_looked_up(piece), KEY_METRICS, [""])
-    keep = piece["canonical"].codes >= 0
-    keep |= np.isin(metric.codes, [i for i, name in enumerate(metric.categories) if name in wanted])
+    canonical = piece["canonical"]
+    keep = np.isin(metric.codes, [i for i, name in enumerate(metric.categories) if name in wanted])
+    keep |= np.isin(canonical.codes, [i for i, name in enumerate(canonical.categories) if name in wanted])
     if text is not None:
         keep |= np.not_equal(text, None)
     return {key: column if isinstance(column, str) or column is None else column[keep] for key, column in piece.items()}
@@ -214,7 +214,6 @@ def _kept(spill: MetricSpill, piece: dict, wanted: set[str]) -> dict:
 def _looked_up(piece: dict) -> set[str]:
     """The metric names the per-kernel table and the notes look up in a run of ``piece``'s rows
     (every launch of a details CSV has the same metrics, so its first chunk tells them all)."""
-    from gpuprof.model import tables
 
     looked: set[str] = set()
 
@@ -225,10 +224,14 @@ def _looked_up(piece: dict) -> set[str]:
 
     count = int(piece["launch"].max()) + 1 if len(piece["launch"]) else 0
     launches = tables.launch_table([""] * count, range(count), [""] * count, [1] * count, [{}] * count)
-    probe = Probe("import", ncu_csv.NAME, "", tables=(launches, tables.metric_table(**piece)))
-    with contextlib.suppress(Exception):  # a probe only: what it could not look up is kept by the catalog rule
+    metrics = tables.metric_table(**piece)
+    # as imported plainly and with each option that changes what is looked up (--tensor-flop-per-inst,
+    # --l2-bytes l1-reads)
+    for environment in ({}, {"tensor_flop_per_inst": 1.0}, {"l2_bytes": "l1-reads"}):
+        probe = Probe("import", ncu_csv.NAME, "", environment=environment, tables=(launches, metrics))
         _run_kernels(probe)
         skew.notes(probe)
+        take_l2_definition(probe, environment.get("l2_bytes", "lts"))
     return looked
 
 
@@ -270,7 +273,10 @@ def import_files(
 
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
-    run is stored; ``added`` is False when the same file was already in the store.
+    run is stored; ``added`` is False when the same file was already in the store. An Nsight
+    Compute details CSV over :data:`STREAM_MIN_BYTES` goes into the store a chunk at a time
+    (:func:`_read_streamed`): its returned run holds the launches but only the metric rows its
+    per-kernel table and notes read; the store holds them all.
     """
     spec = gpu_table.match(gpu) if gpu else None
     tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")

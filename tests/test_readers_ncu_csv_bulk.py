@@ -405,23 +405,26 @@ def test_pyarrow_value_cast_reads_each_cell_as_the_python_converter_does() -> No
 
 
 @pytest.mark.parametrize("fixture", [A100, B200, V100], ids=lambda p: p.name)
-@pytest.mark.parametrize("chunk", [37, 500])
+@pytest.mark.parametrize(
+    ("chunk", "options"), [(37, {}), (500, {"l2_bytes": "l1-reads", "tensor_flop_per_inst": 512.0})]
+)
 def test_streamed_import_stores_the_same_run_as_a_whole_file_import(
-    fixture: Path, chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixture: Path, chunk: int, options: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file over STREAM_MIN_BYTES goes into the store chunk by chunk (its metric rows spilled to
     disk, then written column by column): the stored run is the whole-file import's, row for row,
-    and the per-kernel table from the rows it holds is the whole run's."""
+    and the per-kernel table from the rows it holds is the whole run's, with the options that
+    change what that table looks up too."""
     from gpuprof import importing
     from gpuprof.store import open_store
 
-    (whole,) = importing.import_files([fixture], tmp_path / "whole.sqlite")
+    (whole,) = importing.import_files([fixture], tmp_path / "whole.sqlite", **options)
     streamed_reads: list[bool] = []
     chunked_read = ncu_csv.read_chunked
     monkeypatch.setattr(ncu_csv, "read_chunked", lambda *args: streamed_reads.append(True) or chunked_read(*args))
     monkeypatch.setattr(importing, "STREAM_MIN_BYTES", 0)
-    monkeypatch.setattr(_ncu_csv_bulk, "CHUNK_ROWS", chunk)
-    (lean,) = importing.import_files([fixture], tmp_path / "streamed.sqlite")
+    monkeypatch.setattr(_ncu_csv_bulk, "STREAM_CHUNK_ROWS", chunk)
+    (lean,) = importing.import_files([fixture], tmp_path / "streamed.sqlite", **options)
     assert streamed_reads and lean.run_id == whole.run_id
     stored = []
     for name in ("whole", "streamed"):

@@ -49,6 +49,9 @@ class Layout:
 # Rows parsed per pandas call: a file of any size is held as text one chunk at a time (the reader
 # converts each chunk to numbers before the next is parsed), so memory follows the result, not the file.
 CHUNK_ROWS = 1_000_000
+# Rows per chunk of a file read into the store chunk by chunk (:func:`read_chunks`): its parsed text
+# is the larger part of what such an import holds at once.
+STREAM_CHUNK_ROWS = 250_000
 
 
 def read(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) -> bool:
@@ -66,17 +69,17 @@ def read(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) ->
 
 def read_chunks(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) -> bool:
     """:func:`read` by pandas' chunks whatever the file's size (a file read chunk by chunk into a
-    store: nothing but the chunk at hand is held)."""
-    return _read_pandas(path, skip, layout, take)
+    store: nothing but the chunk at hand is held), ``STREAM_CHUNK_ROWS`` at a time."""
+    return _read_pandas(path, skip, layout, take, STREAM_CHUNK_ROWS)
 
 
-def _read_pandas(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) -> bool:
+def _read_pandas(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool], rows: int | None = None) -> bool:
     import pandas as pd
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
-            with _parse(path, skip, layout.columns) as chunks:
+            with _parse(path, skip, layout.columns, rows or CHUNK_ROWS) as chunks:
                 for frame in chunks:
                     rows = Rows.take(frame, layout)
                     del frame  # the columns not taken
@@ -171,7 +174,7 @@ def _offset_of_line(path: Path, line: int) -> int:
         return handle.tell()
 
 
-def _parse(path: Path, skip: int, columns: int) -> pd.io.parsers.TextFileReader:
+def _parse(path: Path, skip: int, columns: int, rows: int) -> pd.io.parsers.TextFileReader:
     import pandas as pd
 
     return pd.read_csv(
@@ -186,7 +189,7 @@ def _parse(path: Path, skip: int, columns: int) -> pd.io.parsers.TextFileReader:
         encoding_errors="replace",
         engine="c",
         on_bad_lines="error",
-        chunksize=CHUNK_ROWS,
+        chunksize=rows,
     )
 
 

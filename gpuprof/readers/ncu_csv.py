@@ -12,7 +12,8 @@ itself) goes to pandas' C parser a million rows at a time, each chunk converted 
 other table is streamed line by line (:class:`_Table`): the first row of each launch and section
 goes through the csv module, the rest are split by hand. In both, each distinct unit and metric
 name is converted and looked up once. tests/test_readers_ncu_csv_bulk.py holds the two to the
-same result.
+same result. A file too large to hold as one table is read by :func:`read_chunked`, each chunk's
+metric columns handed on (into the store) as they are converted.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from pathlib import Path
+from sys import intern
 from typing import TYPE_CHECKING, TextIO
 
 from gpuprof.errors import FormatError
@@ -210,7 +212,9 @@ class _Table:
             return False  # a launch in pieces
         if len(rows.launch_ids) > on:  # the bulk path's IDs are plain counts: int() is parse_count
             new = rows.launch_ids[on:]
-            self.new_launches(new, rows.kernels[on:], rows.attributes[on:], list(map(int, new)))
+            # the repeated text (kernel, host, process) held once, not once per launch
+            shared = [{key: intern(value) for key, value in attrs.items()} for attrs in rows.attributes[on:]]
+            self.new_launches(new, list(map(intern, rows.kernels[on:])), shared, list(map(int, new)))
         counts = np.diff(rows.bounds)
         first = len(self.kernels) - len(rows.launch_ids)
         piece = {
@@ -227,7 +231,9 @@ class _Table:
             for position, start, end in zip(range(first, first + len(counts)), bounds, bounds[1:]):
                 if end > start:  # each launch's distinct sections, in file order
                     self.sections[position].extend(  # type: ignore[attr-defined]
-                        [sections[start]] if one_section else dict.fromkeys(sections[start:end].tolist())
+                        [intern(sections[start])]
+                        if one_section
+                        else map(intern, dict.fromkeys(sections[start:end].tolist()))
                     )
         return True
 
@@ -326,9 +332,11 @@ class _Table:
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The launch and metric tables of what was read (once: the bulk path's chunks are handed over)."""
+        joined: dict[str, str] = {}  # launches of a kernel share their sections' text
         for attributes, sections in zip(self.attributes, self.sections):
             if len(sections):
-                attributes["sections"] = "; ".join(dict.fromkeys(sections))
+                text = "; ".join(dict.fromkeys(sections))
+                attributes["sections"] = joined.setdefault(text, text)
         count = len(self.kernels)
         columns = (
             _joined(self.pieces)
