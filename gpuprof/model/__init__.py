@@ -259,15 +259,15 @@ def launch_views(launches: pd.DataFrame, metrics: pd.DataFrame) -> list[Launch]:
 
     lows = [_tables.nan_to_none(x) for x in metrics["minimum"].tolist()]
     highs = [_tables.nan_to_none(x) for x in metrics["maximum"].tolist()]
-    canonicals = [c if isinstance(c, str) else None for c in metrics["canonical"].tolist()]
+    canonicals = [c if isinstance(c, str) else None for c in _tables.category_values(metrics["canonical"])]
     made = list(
         map(
             Metric,
-            metrics["metric"].tolist(),
+            _tables.category_values(metrics["metric"]),
             _tables.metric_values(metrics),
-            metrics["unit"].tolist(),
+            _tables.category_values(metrics["unit"]),
             canonicals,
-            metrics["origin"].tolist(),
+            _tables.category_values(metrics["origin"]),
             lows,
             highs,
         )
