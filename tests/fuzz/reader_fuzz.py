@@ -141,7 +141,8 @@ def own_seeds(target: str, all_seeds: dict[str, bytes]) -> list[str]:
             path = Path(tmp) / name
             path.write_bytes(data)
             try:
-                if detect(path).NAME == target or (target == "numbers" and _NUMBER.search(data)):
+                numbers = target == "numbers" and path.suffix not in BINARY_SUFFIXES and _NUMBER.search(data)
+                if detect(path).NAME == target or numbers:
                     own.append(name)
             except GpuprofError:  # recognised by no reader: foreign to every one
                 pass
@@ -574,9 +575,30 @@ def _measured(run: object) -> dict[tuple, float]:
     return values
 
 
+def _doubled_token(pristine: bytes, data: bytes) -> float:
+    """The value of the number that ``double_a_number`` doubled (where the two files first differ)."""
+    at = next((i for i, (a, b) in enumerate(zip(pristine, data)) if a != b), min(len(pristine), len(data)))
+    start = end = at
+    while start > 0 and pristine[start - 1 : start] in b"0123456789.":
+        start -= 1
+    while end < len(pristine) and pristine[end : end + 1] in b"0123456789.":
+        end += 1
+    try:
+        return float(pristine[start:end])
+    except ValueError:  # a zero doubled is the same file: nothing differs
+        return 0.0
+
+
+def _scale(ratio: float) -> bool:
+    """Whether ``ratio`` is a unit factor: a power of ten or of 1024."""
+    return ratio > 0 and any(abs(x - round(x)) < 1e-6 for x in (math.log10(ratio), math.log(ratio, 1024)))
+
+
 def _numbers(path: Path, seed_name: str) -> tuple[str, str]:
-    """The doubled file's measured values against the pristine file's: each the same, twice it, or
-    missing with a note."""
+    """The doubled file's measured values against the pristine file's. Doubling a number t adds t to
+    it, so a value read from it (in any unit), a sum over rows holding it or a difference of times
+    with it changes by t times a unit factor; any other change is a wrong number. A value that goes
+    missing must come with a note."""
     from gpuprof.importing import read_file
 
     before = _pristine(path.parent, seed_name)
@@ -584,11 +606,14 @@ def _numbers(path: Path, seed_name: str) -> tuple[str, str]:
     after = _measured(run)
     if before is None:
         return IMPORTED, ""
+    token = _doubled_token(seeds()[seed_name], path.read_bytes())
     for key, value in after.items():
         old = before.get(key)
-        if old is None or math.isclose(value, old, rel_tol=1e-9) or math.isclose(value, 2 * old, rel_tol=1e-6):
+        if old is None or math.isclose(value, old, rel_tol=1e-9, abs_tol=1e-300):
             continue
-        return WRONG, f"{key[3]} of launch {key[0]}: {old!r} read as {value!r}"
+        if token and _scale(abs(value - old) / token):
+            continue
+        return WRONG, f"{key[3]} of launch {key[0]}: {old!r} read as {value!r} after {token:g} was doubled"
     if {k[:3] for k in after} == {k[:3] for k in before} and not set(before) <= set(after) and not run.notes:
         lost = sorted(set(before) - set(after))[0]
         return WRONG, f"{lost[3]} of launch {lost[0]} gone without a note"
