@@ -14,6 +14,7 @@ from gpuprof import calibrate
 from gpuprof.compare import comparison
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.store import Store, open_store
+from gpuprof.store import columns as store_columns
 from gpuprof.sweep import stored_points
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -151,6 +152,8 @@ def test_decoding_many_runs_parses_each_distinct_column_header_once(
 
     ids = _copies(tmp_path / "s.sqlite", 15)
     monkeypatch.setattr(format_impl, "_read_array_header", counting)
+    store_columns._npy_header.cache_clear()  # headers other tests read in this process are parsed again
+    store_columns._categories.cache_clear()
     with open_store(tmp_path / "s.sqlite", read_only=True) as store:
         runs = store.runs()
     assert len(runs) == 15 and [run.run_id for run in runs] == ids

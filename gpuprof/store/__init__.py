@@ -158,9 +158,13 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
             time.sleep(0.02)
 
 
+def _full(error: sqlite3.DatabaseError) -> bool:
+    return getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL
+
+
 def _database_error(action: str, path: Path, error: sqlite3.DatabaseError, fix: str) -> StoreError:
     """SQLite's error as one line; a full disk worded as every other writer words it."""
-    if getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:
+    if _full(error):
         full = OSError(errno.ENOSPC, "disk full")
         return StoreError(f"cannot {action} results store {os_problem(path, full)}", os_fix(full, fix))
     return StoreError(f"cannot {action} results store {path}: {error}", fix)
@@ -266,8 +270,9 @@ class Store:
             ) from None
 
     def _discard_new(self) -> None:
-        """Remove the store this process created when not one run could be stored in it (a full
-        disk): a failed command leaves no store behind, as one that fails before storing does."""
+        """Remove the store this process created when it could not be set up or, on a full disk, not one
+        run could be stored in it: a failed command leaves no store behind, as one that fails before
+        storing does."""
         if not self._made:
             return
         if self._connection is not None:
@@ -346,7 +351,7 @@ class Store:
         try:
             yield
         except sqlite3.DatabaseError as error:
-            if action == "write":
+            if action == "write" and _full(error):
                 self._discard_new()
             raise _database_error(action, self.path, error, fix) from None
 
