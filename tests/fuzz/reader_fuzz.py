@@ -600,8 +600,9 @@ def _scale(ratio: float) -> bool:
 def _numbers(path: Path, seed_name: str) -> tuple[str, str]:
     """The doubled file's measured values against the pristine file's. Doubling a number t adds t to
     it, so a value read from it (in any unit), a sum over rows holding it or a difference of times
-    with it changes by t times a unit factor; any other change is a wrong number. A value that goes
-    missing must come with a note."""
+    with it changes by t times a unit factor; a doubled id or timestamp may move values between
+    launches, so a value is compared with every old value of its metric. Any other value is a wrong
+    number. A value that goes missing must come with a note."""
     from gpuprof.importing import read_file
 
     before = _pristine(path.parent, seed_name)
@@ -610,12 +611,17 @@ def _numbers(path: Path, seed_name: str) -> tuple[str, str]:
     if before is None:
         return IMPORTED, ""
     token = _doubled_token(seeds()[seed_name], path.read_bytes())
+    olds: dict[str, list[float]] = {}  # by metric name: a doubled id or timestamp may re-order launches
+    for key, value in before.items():
+        olds.setdefault(key[3], []).append(value)
     for key, value in after.items():
         old = before.get(key)
         if old is None or math.isclose(value, old, rel_tol=1e-9, abs_tol=1e-300):
             continue
-        if token and _scale(abs(value - old) / token):
-            continue
+        if any(
+            math.isclose(value, v, rel_tol=1e-9) or (token and _scale(abs(value - v) / token)) for v in olds[key[3]]
+        ):
+            continue  # the same value on another launch, or one that held the doubled number
         return WRONG, f"{key[3]} of launch {key[0]}: {old!r} read as {value!r} after {token:g} was doubled"
     if {k[:3] for k in after} == {k[:3] for k in before} and not set(before) <= set(after) and not run.notes:
         lost = sorted(set(before) - set(after))[0]
