@@ -75,6 +75,7 @@ def import_(
     one row per kernel.
     """
     from gpuprof import importing
+    from gpuprof.derive.kernel_table import kernel_table
     from gpuprof.errors import GpuprofError
     from gpuprof.model import Run
     from gpuprof.render import emit
@@ -120,4 +121,4 @@ def import_(
         else "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)"
     )
     if kernels:  # a CPU-only trace has no kernel rows
-        echo(emit(importing.kernel_table(kernels), fmt, title=title))
+        echo(emit(kernel_table(kernels), fmt, title=title))
