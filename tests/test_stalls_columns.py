@@ -130,3 +130,12 @@ def test_the_report_of_a_launch_with_only_the_issuing_state_and_a_shared_lead() 
         new = BENCH.new_command(run, fmt)
         assert new == BENCH.old_command(run, fmt)
     assert "share the lead" in new[1][0] and "no stall cycles" in new[1][1] and "dominate" in new[1][2]
+
+
+def test_a_kernel_name_holding_the_percent_marks_is_explained_whole() -> None:
+    """The explanations fill percents into one sentence per kernel and leading reasons at marks
+    (control characters); a name from a file that holds one is written whole instead."""
+    pct = "smsp__warp_issue_stalled_{}_per_warp_active.pct"
+    metrics = [Metric(pct.format("wait"), 30.0, "%"), Metric(pct.format("barrier"), 10.0, "%")]
+    run = Run("import", "test", "memory", launches=[Launch("k\x00\x01\x02", 0, metrics=metrics)])
+    assert BENCH.new_command(run, "json") == BENCH.old_command(run, "json")

@@ -382,30 +382,27 @@ def explanations(table: pd.DataFrame, hint: str = "") -> list[str]:
     heads = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(group) else group
     kernel, basis, coverage = (table[c].take(heads).tolist() for c in ("kernel", "basis", "coverage"))
     reason, label = (table[c].to_numpy() for c in ("reason", "label"))
-    shares = share.tolist()
-    sentences: dict[tuple, str] = {}  # per kernel and leading reasons, with marks where the percents go
+    with np.errstate(invalid="ignore"):
+        top, runner_up = np.where(first >= 0, share[first], np.nan), np.where(second >= 0, share[second], np.nan)
+        shared = (runner_up >= 0.8 * top).tolist()
+    tops, seconds = ([_pct(v) for v in values.tolist()] for values in (top, runner_up))
+    unsafe = {k for k in set(kernel) if any(mark in f"{k}{hint}" for mark in _MARKS)}
+    sentences: dict[tuple, tuple[str, ...]] = {}  # per kernel and leading reasons: its text, the marks apart
     out = []
     for g, (one, two) in enumerate(zip(first.tolist(), second.tolist())):
-        rows = [i for i in (one, two) if i >= 0]
-        shared = len(rows) > 1 and shares[two] >= 0.8 * shares[one]
+        rows = (one, two) if two >= 0 else (one,) if one >= 0 else ()
         covered = basis[g] == NVPROF and coverage[g] < 0.95
-        percents = [_pct(shares[i]) for i in rows] + ([_pct(coverage[g])] if covered else [])
-        if any(mark in f"{kernel[g]}{hint}" for mark in _MARKS):  # a name holding a mark: written whole
-            ranked = [(reason[i], label[i], p) for i, p in zip(rows, percents)]
-            out.append(
-                _sentences(kernel[g], basis[g], ranked, shared, reasons[g], percents[-1] if covered else None, hint)
-            )
-            continue
-        key = (kernel[g], basis[g], *(reason[i] for i in rows), shared, covered and reasons[g])
-        if key not in sentences:
-            ranked = [(reason[i], label[i], mark) for i, mark in zip(rows, _MARKS)]
-            sentences[key] = _sentences(
-                kernel[g], basis[g], ranked, shared, reasons[g], _MARKS[2] if covered else None, hint
-            )
-        text = sentences[key]
-        for mark, percent in zip((*_MARKS[: len(rows)], _MARKS[2]), percents):
-            text = text.replace(mark, percent)
-        out.append(text)
+        fill = dict(zip(_MARKS, (tops[g], seconds[g], _pct(coverage[g]) if covered else "")))
+        key = (kernel[g], basis[g], *(reason[i] for i in rows), shared[g], covered and reasons[g])
+        if key not in sentences or kernel[g] in unsafe:
+            marks = _MARKS if kernel[g] not in unsafe else tuple(fill.values())
+            ranked = [(reason[i], label[i], mark) for i, mark in zip(rows, marks)]
+            text = _sentences(kernel[g], basis[g], ranked, shared[g], reasons[g], marks[2] if covered else None, hint)
+            if kernel[g] in unsafe:  # a name holding a mark: written whole
+                out.append(text)
+                continue
+            sentences[key] = tuple(re.split("([\x00-\x02])", text))
+        out.append("".join([fill.get(part, part) for part in sentences[key]]))
     return out
 
 

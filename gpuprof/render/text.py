@@ -174,6 +174,9 @@ def json(frame: pd.DataFrame, title: str | None = None) -> str:
             texts = [_json.dumps(name, ensure_ascii=False) for name in column.cat.categories] + ["null"]
             cells.append([texts[code] for code in column.cat.codes.tolist()])
             continue
+        if column.dtype.kind in "iuf":
+            cells.append(_number_cells(column))
+            continue
         values = _json.loads(column.to_json(orient="values", double_precision=15))
         if (
             column.dtype.kind == "O"
@@ -186,6 +189,19 @@ def json(frame: pd.DataFrame, title: str | None = None) -> str:
     keys = [_json.dumps(str(name), ensure_ascii=False).replace("%", "%%") for name in frame.columns]
     template = "  {\n" + ",\n".join(f"    {key}: %s" for key in keys) + "\n  }"
     return "[\n" + ",\n".join(template % row for row in zip(*cells)) + "\n]"
+
+
+def _number_cells(column: pd.Series) -> list[str]:
+    """Each number of ``column`` as ``json.dumps(json.loads(pandas' JSON))`` writes it: pandas' text
+    (15 decimals) read back as a float and written by ``float.__repr__``, as the encoder does, without
+    building a list of Python objects for the whole column first; null and infinities as JSON has them."""
+    tokens = column.to_json(orient="values", double_precision=15)[1:-1].split(",")
+    if column.dtype.kind != "f":
+        return tokens  # whole numbers: pandas writes them as Python does
+    texts = ["null" if t == "null" else repr(float(t)) for t in tokens]
+    if "inf" in texts or "-inf" in texts:
+        texts = [{"inf": "Infinity", "-inf": "-Infinity"}.get(t, t) for t in texts]
+    return texts
 
 
 # What pandas' infer_dtype calls an object column that holds no list or dict.
