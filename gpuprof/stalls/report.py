@@ -123,7 +123,6 @@ def stall_panels(findings: Findings) -> tuple[list[Panel], str, str]:
     """Chart panels (stall reasons if any were found, else Top-Down), the x-axis label and the basis
     footer, so the chart says where its numbers came from."""
     if findings.stalls:
-
         panels: list[Panel] = []
         for table in findings.stalls:
             share = table["share"].to_numpy()
