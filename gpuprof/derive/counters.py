@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from gpuprof.derive import cpu_flops, levels, skew, tensor
 from gpuprof.derive.counted import (
-    PRECISIONS,
+    SUFFIXES,
     TIME_RULES,
     UNCHECKED,
     cycle_time,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HALF_NOTE",
-    "PRECISIONS",
+    "SUFFIXES",
     "TIME_RULES",
     "UNCHECKED",
     "Counters",
@@ -108,12 +108,12 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     time, time_rule = time_parts(c)
     unchecked = (time_rule > 0) & skew.cycles_unchecked(run)
     columns: dict[str, np.ndarray] = {"time": time}
-    for p in PRECISIONS:
+    for p in SUFFIXES:
         columns[f"flops_{p}"] = flops(c, p)
     tensor_flops, tensor_rule, tensor_kind = tensor.parts(c)
     columns["flops_tensor"] = tensor_flops
-    columns["flops_total"] = total_flops([columns[f"flops_{p}"] for p in PRECISIONS], tensor_flops, tensor_rule)
-    for p in PRECISIONS:
+    columns["flops_total"] = total_flops([columns[f"flops_{p}"] for p in SUFFIXES], tensor_flops, tensor_rule)
+    for p in SUFFIXES:
         columns[f"flop_rate_{p}"] = flop_rate(c, p)
         columns[f"peak_flop_rate_{p}"] = peak_flop_rate(c, p)
         columns[f"flop_efficiency_{p}"] = flop_efficiency(c, p)
@@ -121,7 +121,7 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     l1, l1_rule = levels.level_parts(c, "l1")
     l2, l2_rule = levels.level_parts(c, "l2")
     columns.update(l1_bytes=l1, l2_bytes=l2, tensor_kind=tensor_kind)
-    counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in PRECISIONS])).all(axis=0)
+    counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in SUFFIXES])).all(axis=0)
     tensor_said = np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1)
     columns["basis"] = _bases(
         time_rule,

@@ -5,7 +5,7 @@ A measured run (kind ``run``) gives one DRAM-level point from the op's analytic 
 over the median timed kernel duration. An imported profile gives one point per kernel and run:
 the launches of a kernel summed (FLOPs, bytes and time; :mod:`gpuprof.derive.kernels`), so a
 kernel launched a thousand times is one point, as in NERSC's charts. ``precision`` picks the FLOPs
-counted: one of ``PRECISIONS``, or ``all`` (every precision and the tensor cores together).
+counted: one of ``POINT_PRECISIONS``, or ``all`` (every precision and the tensor cores together).
 
 The frame is long and plain (``POINT_COLUMNS``) so the plot and any table read the same thing:
 ``ai`` is the DRAM intensity, ``ai_l2`` and ``ai_l1`` are NaN where that traffic was not counted,
@@ -59,7 +59,7 @@ POINT_COLUMNS = [
     "ai_check",
     "left_out",
 ]
-PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
+POINT_PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 DTYPE_PRECISION = {"float64": "fp64", "float32": "fp32", "float16": "fp16"}
 
 
@@ -146,7 +146,7 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
     sums["device"] = [device_name(run, device) for device in frame["device"].tolist()]
     for name, column in {
         "time": "time",
-        **{f"flops_{p}": f"flops_{p}" for p in PRECISIONS},
+        **{f"flops_{p}": f"flops_{p}" for p in POINT_PRECISIONS},
         "flops_all": "flops_total",
         "bytes_dram": "dram_bytes",
         "bytes_l2": "l2_bytes",
@@ -182,7 +182,7 @@ def _kernel_point(row: Any, run: Run, precision: str, work: float, used: str, ta
 
 def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
     """An imported run's points, one per kernel and kind of work counted (:func:`_kernel_sums`), as
-    Nsight Compute's per-precision rooflines: with ``precision`` one of :data:`PRECISIONS`, that
+    Nsight Compute's per-precision rooflines: with ``precision`` one of :data:`POINT_PRECISIONS`, that
     work's point; with "all", a point per precision the kernel ran, plus its total where it ran
     several and every one was counted. A kernel whose total is unknown (tensor work the counters
     did not measure) keeps its counted precisions' points and a row without a place that says so."""
@@ -191,7 +191,7 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
     for row in sums.itertuples(index=False):
         if not row.time > 0:  # NaN compares False
             continue
-        counted = [p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0]
+        counted = [p for p in POINT_PRECISIONS if getattr(row, f"flops_{p}") > 0]
         if precision != "all":
             if precision in counted:
                 points.append(_kernel_point(row, run, precision, getattr(row, f"flops_{precision}"), precision, ""))
@@ -222,13 +222,13 @@ def drawable(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[str]]:
-    """Roofline points of ``runs`` counting ``precision`` FLOPs ("all" or one of ``PRECISIONS``),
+    """Roofline points of ``runs`` counting ``precision`` FLOPs ("all" or one of ``POINT_PRECISIONS``),
     and one line per run that gave none, or per kernel left out (``left_out``), and why. Calibration
     runs hold ceilings, not kernels: they are passed over without a line."""
     import pandas as pd
 
-    if precision != "all" and precision not in PRECISIONS:
-        raise ValueError(f"precision must be 'all' or one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision != "all" and precision not in POINT_PRECISIONS:
+        raise ValueError(f"precision must be 'all' or one of {', '.join(POINT_PRECISIONS)}, not {precision!r}")
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     unplaced: list[Run] = []
