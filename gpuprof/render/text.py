@@ -172,7 +172,7 @@ def json(frame: pd.DataFrame, title: str | None = None) -> str:
         column = frame.iloc[:, i]
         if _text_categories(column):
             texts = [_json.dumps(name, ensure_ascii=False) for name in column.cat.categories] + ["null"]
-            cells.append([texts[code] for code in column.cat.codes.tolist()])
+            cells.append(list(map(texts.__getitem__, column.cat.codes.tolist())))
             continue
         if column.dtype.kind in "iuf":
             cells.append(_number_cells(column))
@@ -188,7 +188,7 @@ def json(frame: pd.DataFrame, title: str | None = None) -> str:
         cells.append(_json.dumps(values, ensure_ascii=False, separators=("\0", ":"))[1:-1].split("\0"))
     keys = [_json.dumps(str(name), ensure_ascii=False).replace("%", "%%") for name in frame.columns]
     template = "  {\n" + ",\n".join(f"    {key}: %s" for key in keys) + "\n  }"
-    return "[\n" + ",\n".join(template % row for row in zip(*cells)) + "\n]"
+    return "[\n" + ",\n".join(map(template.__mod__, zip(*cells))) + "\n]"
 
 
 def _number_cells(column: pd.Series) -> list[str]:
@@ -198,7 +198,10 @@ def _number_cells(column: pd.Series) -> list[str]:
     tokens = column.to_json(orient="values", double_precision=15)[1:-1].split(",")
     if column.dtype.kind != "f":
         return tokens  # whole numbers: pandas writes them as Python does
-    texts = ["null" if t == "null" else repr(float(t)) for t in tokens]
+    if "null" in tokens:
+        texts = ["null" if t == "null" else repr(float(t)) for t in tokens]
+    else:  # builtins mapped over the column: no Python frame per number
+        texts = list(map(repr, map(float, tokens)))
     if "inf" in texts or "-inf" in texts:
         texts = [{"inf": "Infinity", "-inf": "-Infinity"}.get(t, t) for t in texts]
     return texts
