@@ -40,7 +40,7 @@ if engine == "gpuprof":
     from gpuprof import readers
     # a small trace first: the modules a read imports are loaded before the baseline, as in a
     # long-lived process
-    readers.read("tests/fixtures/traces/jax_0.10.2_cpu_matmul_two_steps.trace.json.gz")
+    readers.read("tests/fixtures/traces/local_capture_jax_0.10.2_cpu_matmul_two_steps.trace.json.gz")
     parse = lambda: readers.read(path)
 elif engine == "hta":
     import os

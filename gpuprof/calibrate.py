@@ -32,7 +32,7 @@ from gpuprof.errors import InputError
 from gpuprof.model import ANALYTIC, CALIBRATED, CALIBRATION, TIMED, Launch, Metric, Run
 from gpuprof.model.sizes import format_bytes
 from gpuprof.store import Store
-from gpuprof.workloads.timing import time_calls
+from gpuprof.workloads.timing import Progress, time_calls
 
 KIND = CALIBRATION
 FAR_BELOW = 50.0  # % of the theoretical peak at the probed clock below which a ceiling is stored, not used
@@ -78,12 +78,17 @@ def spread_of_fastest(times: list[float]) -> float | None:
     return fastest[-1] / fastest[0] - 1 if len(fastest) == STABLE_CALLS and fastest[0] > 0 else None
 
 
-def stable_times(call: Callable[[], object], steps: CalibrationPlan) -> tuple[list[float], bool]:
+def stable_times(
+    call: Callable[[], object], steps: CalibrationPlan, progress: Progress | None = None
+) -> tuple[list[float], bool]:
     """Times of at least ``steps.repeats`` calls, more until the fastest agree or the calls have
-    taken ``steps.budget_s``."""
-    times = time_calls([call], steps.warmup, steps.repeats)
+    taken ``steps.budget_s``; ``progress`` hears of each call (after the repeats: seconds spent of
+    the budget)."""
+    times = time_calls([call], steps.warmup, steps.repeats, progress=progress)
     while sum(times) < steps.budget_s and not _settled(times):
         times += time_calls([call], 0, 1)
+        if progress:
+            progress("until stable (seconds)", min(int(sum(times)), int(steps.budget_s)), int(steps.budget_s))
     return times, _settled(times)
 
 
@@ -115,17 +120,27 @@ def _timing_attributes(times: list[float], stable: bool, warmup: int) -> dict[st
     }
 
 
-def matmul_ceiling(dtype: str, steps: CalibrationPlan, index: int = 0) -> Launch:
+def _step(progress: Progress | None, what: str) -> Progress | None:
+    """``progress`` with each step named after the ceiling being measured."""
+    if progress is None:
+        return None
+    return lambda phase, done, total: progress(f"{what}: {phase}", done, total)
+
+
+def matmul_ceiling(dtype: str, steps: CalibrationPlan, index: int = 0, progress: Progress | None = None) -> Launch:
     """FLOP/s of an n×n×n NumPy matrix product (2·n³ FLOPs per call) into a preallocated output,
     with the core clock probed right after it."""
     import numpy as np
 
     n = steps.matmul_n
+    say = _step(progress, f"{dtype} matmul {n}²")
+    if say:
+        say("operands", 0, 1)
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (n, n)).astype(dtype)
     b = rng.uniform(-1, 1, (n, n)).astype(dtype)
     c = np.empty((n, n), dtype=dtype)
-    times, stable = stable_times(lambda: np.matmul(a, b, out=c), steps)
+    times, stable = stable_times(lambda: np.matmul(a, b, out=c), steps, say)
     clock = probe()
     return Launch(
         "numpy.matmul",
@@ -144,15 +159,18 @@ def matmul_ceiling(dtype: str, steps: CalibrationPlan, index: int = 0) -> Launch
     )
 
 
-def stream_ceiling(steps: CalibrationPlan, index: int = 0) -> Launch:
+def stream_ceiling(steps: CalibrationPlan, index: int = 0, progress: Progress | None = None) -> Launch:
     """byte/s of ``np.add(a, b, out=c)`` in float32, counting 2 arrays read + 1 written per call."""
     import numpy as np
 
     count = max(1, steps.stream_array_bytes // 4)
+    say = _step(progress, "np.add")
+    if say:
+        say(f"arrays (3 × {format_bytes(4 * count)})", 0, 1)
     a = np.full(count, 1.0, dtype=np.float32)
     b = np.full(count, 2.0, dtype=np.float32)
     c = np.zeros(count, dtype=np.float32)
-    times, stable = stable_times(lambda: np.add(a, b, out=c), steps)
+    times, stable = stable_times(lambda: np.add(a, b, out=c), steps, say)
     return Launch(
         "numpy.add",
         index,
@@ -180,8 +198,13 @@ def _blas() -> str:
         return "unknown"
 
 
-def calibrate(thorough: bool = False, command: str = "gpuprof calibrate", steps: CalibrationPlan | None = None) -> Run:
-    """Measure this machine's ceilings; the Run is ready to store."""
+def calibrate(
+    thorough: bool = False,
+    command: str = "gpuprof calibrate",
+    steps: CalibrationPlan | None = None,
+    progress: Progress | None = None,
+) -> Run:
+    """Measure this machine's ceilings; the Run is ready to store. ``progress`` hears of each step."""
     import numpy as np
 
     info = cpu.describe()
@@ -190,8 +213,8 @@ def calibrate(thorough: bool = False, command: str = "gpuprof calibrate", steps:
         raise InputError(
             f"calibration plan {steps} has an empty size or no repeats", "give positive sizes and at least one repeat"
         )
-    launches = [matmul_ceiling(dtype, steps, i) for i, dtype in enumerate(MATMUL_DTYPES)]
-    launches.append(stream_ceiling(steps, len(launches)))
+    launches = [matmul_ceiling(dtype, steps, i, progress) for i, dtype in enumerate(MATMUL_DTYPES)]
+    launches.append(stream_ceiling(steps, len(launches), progress))
     run = Run(
         kind=KIND,
         format=FORMAT,
@@ -410,13 +433,48 @@ def summary_rows(run: Run, earlier: list[Run] | None = None) -> list[dict[str, A
     return rows
 
 
+def listing_rows(runs: list[Run]) -> list[dict[str, Any]]:
+    """One row per ceiling of each calibration in ``runs`` (``gpuprof show --kind calibration``):
+    as :func:`summary_rows`, judged among the calibrations in ``runs`` of the same host and CPU."""
+    rows = []
+    for run in runs:
+        if run.kind != KIND:
+            continue
+        host = run.environment.get("host", "")
+        others = [r for r in calibrations(runs, host, run.device.get("name")) if r is not run]
+        best = best_ceilings([*others, run])
+        for ceiling, row in zip(ceilings(run), summary_rows(run, others)):
+            used = _used(ceiling, best.get(ceiling.key))
+            why = not_used(ceiling)
+            rows.append(
+                {
+                    "run": run.run_id[:8],
+                    "created": run.created[:16],
+                    "host": host,
+                    **row,
+                    "in use": used,
+                    "why not used": "" if used == "this" else _why_not(why),
+                }
+            )
+    return rows
+
+
 def _in_use(ceiling: CalibratedCeiling, chosen: CalibratedCeiling | None) -> str:
     """'this', or the calibration whose value is used instead, with why this one is not where it is not."""
+    instead = _used(ceiling, chosen)
+    why = not_used(ceiling)
+    return f"{instead} (not this: {why})" if instead != "this" and why and why != "unstable" else instead
+
+
+def _why_not(why: str) -> str:
+    return {"unstable": "did not settle", "": "another stable value as high or higher is in use"}.get(why, why)
+
+
+def _used(ceiling: CalibratedCeiling, chosen: CalibratedCeiling | None) -> str:
+    """'this', the calibration whose value runs use instead (id: value), or 'none'."""
     if chosen is not None and chosen.launch is ceiling.launch:
         return "this"
-    why = not_used(ceiling)
-    instead = f"{chosen.run.run_id[:8]}: {chosen.value / 1e9:.4g}" if chosen else "none"
-    return f"{instead} (not this: {why})" if why and why != "unstable" else instead
+    return f"{chosen.run.run_id[:8]}: {chosen.value / 1e9:.4g}" if chosen else "none"
 
 
 def review(run: Run, earlier: list[Run]) -> list[str]:

@@ -88,6 +88,17 @@ class _Attr(ctypes.Structure):
 _DISABLED, _INHERIT, _EXCLUDE_KERNEL, _EXCLUDE_HV = 1 << 0, 1 << 1, 1 << 5, 1 << 6
 
 
+def user_space_only() -> bool:
+    """True where the kernel lets this process count only user space: ``perf_event_paranoid`` 2 or
+    more, not root (perf stat then adds ``:u`` itself; without it the system call is refused)."""
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid", encoding="ascii") as handle:
+            level = int(handle.read().strip())
+    except (OSError, ValueError):
+        return False
+    return level >= 2 and os.geteuid() != 0
+
+
 def cpu_list(text: str) -> list[int]:
     """'0-3,8' -> [0, 1, 2, 3, 8]."""
     cpus: list[int] = []
@@ -113,6 +124,9 @@ class PerfEventOpen:
         self.encoded = [_encode(e) for e in events]
         self.names = [name for name, _, _ in self.encoded]
         self.groups: list[int] = []
+        self._layout = struct.Struct(f"{3 + len(self.names)}Q")  # nr, time enabled, time running, values
+        self.user_only = user_space_only()
+        self.name = "perf_event_open" + (" (user space only: perf_event_paranoid >= 2)" if self.user_only else "")
         targets = [(-1, cpu) for cpu in cpus] or [(0, -1)]  # (pid, cpu): per CPU, or this thread and children
         try:
             for pid, cpu in targets:
@@ -123,7 +137,7 @@ class PerfEventOpen:
                         size=ctypes.sizeof(_Attr),
                         config=config,
                         read_format=FORMAT_GROUP | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
-                        flags=(_INHERIT if pid == 0 else 0) | _EXCLUDE_HV,
+                        flags=(_INHERIT if pid == 0 else 0) | _EXCLUDE_HV | (_EXCLUDE_KERNEL if self.user_only else 0),
                     )
                     fd = libc.syscall(number, ctypes.byref(attr), pid, cpu, leader, 0)
                     if fd < 0:
@@ -149,9 +163,13 @@ class PerfEventOpen:
     def read(self) -> tuple[dict[str, float], float]:
         """Cumulative counts summed over the groups, each scaled by enabled/running; and the
         smallest running/enabled fraction (1.0 when nothing was multiplexed)."""
+        if len(self.groups) == 1:  # one group (per thread): read as is when nothing was multiplexed
+            count, enabled, running, *values = self._layout.unpack(os.read(self.groups[0], self._layout.size))
+            if running == enabled:
+                return dict(zip(self.names, values[:count], strict=True)), 1.0
         totals = [0.0] * len(self.names)
         fraction = 1.0
-        size = 8 * (3 + len(self.names))
+        size = self._layout.size
         for leader in self.groups:
             data = os.read(leader, size)
             count, enabled, running, *values = struct.unpack(f"{len(data) // 8}Q", data)
@@ -246,7 +264,9 @@ def choose(events: Sequence[str], cpus: Sequence[int] = (), replay: str | None =
         except CounterError as error:
             reasons.append(f"not used: {error}")
             continue
-        reasons.append(f"used: {name}" + (f" on CPUs {','.join(map(str, cpus))}" if cpus and name != "replay" else ""))
+        reasons.append(
+            f"used: {backend.name}" + (f" on CPUs {','.join(map(str, cpus))}" if cpus and name != "replay" else "")
+        )
         return backend, reasons
     return None, reasons
 

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from gpuprof import readers
-from gpuprof.derive import skew
+from gpuprof.derive import levels, skew
+from gpuprof.derive.pivot import Counters
 from gpuprof.devices import gpu_table
 from gpuprof.errors import FormatError, InputError
 from gpuprof.inputs import regular_file
@@ -28,9 +29,10 @@ from gpuprof.readers import joining
 from gpuprof.store import open_store
 
 
-def read_file(path: str | Path, fmt: str | None = None) -> Run:
+def read_file(path: str | Path, fmt: str | None = None, *, time_notes: bool = True) -> Run:
     """One file as a Run (nothing stored): its format detected from its content unless ``fmt``;
-    its notes say where its kernel times cannot be trusted as they stand (:mod:`gpuprof.derive.skew`)."""
+    its notes say where its kernel times cannot be trusted as they stand (:mod:`gpuprof.derive.skew`;
+    without ``time_notes``, for a file joined with others, whose joined run gets them instead)."""
     path = Path(path)
     if not os.path.isdir(path):  # os.path: an over-long name or a loop is False here, one line below
         path = regular_file(path, "give a profiler output file")  # a FIFO, loop or over-long name: one line
@@ -39,7 +41,7 @@ def read_file(path: str | Path, fmt: str | None = None) -> Run:
             f"{path}: the file is empty", "give the file the profiler wrote (did the profiling run fail or not finish?)"
         )
     run = readers.read(path, fmt)
-    run.notes += skew.notes(run) + _valueless(run)
+    run.notes += (skew.notes(run) if time_notes else []) + _valueless(run)
     return run
 
 
@@ -86,6 +88,12 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
     ]
 
 
+UNNAMED_GPU = (
+    "the file does not name its GPU, so no efficiency can be computed for it (roofline, compare have no "
+    "peaks to judge it by): import it with --gpu NAME (the names and keys: gpuprof peaks)"
+)
+
+
 def import_files(
     paths: Iterable[str | Path],
     store_path: str | Path | None = None,
@@ -96,6 +104,7 @@ def import_files(
     gpu: str | None = None,
     tensor_flop_per_inst: float | None = None,
     nvtx_include: Sequence[str] = (),
+    l2_bytes: str = "lts",
 ) -> list[Run]:
     """Read each file and store its Run; returns the runs in order.
 
@@ -103,7 +112,8 @@ def import_files(
     (:mod:`gpuprof.readers.joining`): they are stored as one run, or, when one cannot be read, not at
     all. ``gpu`` names the GPU (a device-table name or key) for files that do not name theirs;
     ``tensor_flop_per_inst`` is the factor for tensor-pipe instructions (:func:`take_tensor_factor`);
-    ``nvtx_include`` keeps only the launches made inside matching NVTX ranges (:func:`keep_nvtx`).
+    ``nvtx_include`` keeps only the launches made inside matching NVTX ranges (:func:`keep_nvtx`);
+    ``l2_bytes`` is the L2 traffic counted (:func:`take_l2_definition`).
 
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
@@ -111,11 +121,12 @@ def import_files(
     """
     spec = gpu_table.match(gpu) if gpu else None
     tag = (f"|gpu={spec.key}" if spec else "") + (f"|tensor={tensor_flop_per_inst:g}" if tensor_flop_per_inst else "")
-    tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include)
+    tag += "".join(f"|nvtx={pattern}" for pattern in nvtx_include) + (f"|l2={l2_bytes}" if l2_bytes != "lts" else "")
     paths = list(paths)
     runs: list[Run] = []
     if join:
-        run = joining.join([read_file(path, fmt) for path in paths])
+        run = joining.join([read_file(path, fmt, time_notes=False) for path in paths])
+        run.notes += skew.notes(run)
         batches = iter([(run, content_id(paths, f"join|{run.format}{tag}"))])
     else:
         batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
@@ -128,8 +139,12 @@ def import_files(
                 run = keep_nvtx(run, nvtx_include)
             if spec:
                 name_device(run, spec)
+            elif run.format.startswith(("ncu", "nvprof")) and not run.device.get("name"):
+                run.notes.append(UNNAMED_GPU)
             if tensor_flop_per_inst:
                 take_tensor_factor(run, tensor_flop_per_inst)
+            if l2_bytes != "lts":
+                take_l2_definition(run, l2_bytes)
             run.run_id = run_id
             added = not store.has(run.run_id)
             store.add(run)
@@ -213,4 +228,24 @@ def take_tensor_factor(run: Run, factor: float) -> None:
         f"--tensor-flop-per-inst {factor:g}: tensor FLOPs = {factor:g} x tensor-pipe warp instructions "
         "where the file has no sm__ops_path_tensor_* counter and the GPU is not a Volta (an estimate: "
         "docs/tensor-cores.md section 8)"
+    )
+
+
+def take_l2_definition(run: Run, definition: str) -> None:
+    """Count L2 traffic as ``definition`` (:data:`gpuprof.derive.levels.L2_DEFINITIONS`; 'lts', NERSC's
+    lts__t_bytes, is the default) and say so in the run's notes, or that the file lacks its counter."""
+    import numpy as np
+
+    if definition not in levels.L2_DEFINITIONS:
+        raise InputError(
+            f"--l2-bytes {definition} is not a definition gpuprof knows",
+            f"give one of {', '.join(levels.L2_DEFINITIONS)}",
+        )
+    run.environment = {**run.environment, "l2_bytes": definition}
+    found = ~np.isnan(levels.level_parts(Counters.of_run(run), "l2")[0])
+    run.notes.append(
+        f"--l2-bytes {definition}: L2 bytes are the L1/TEX unit's reads from L2 (32 x "
+        "lts__t_sectors_srcunit_tex_op_read.sum, Nsight Compute's L2 -> L1 arrow), not NERSC's lts__t_bytes; "
+        "the AI check holds them to DRAM reads"
+        + ("" if found.all() else f"; {int((~found).sum())} launch(es) lack that counter: their L2 bytes are empty")
     )

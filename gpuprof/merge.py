@@ -1,7 +1,8 @@
 """Results from several machines in one store, each run once.
 
 Inputs may be results stores (SQLite), portable run files (JSON lines from :mod:`gpuprof.store.runfile`)
-or profiler outputs any reader recognises. Runs are matched by ``run_id``: merging the same input
+or profiler outputs any reader recognises (a JSON file is a run file unless a reader claims it: framework
+traces are JSON objects too). Runs are matched by ``run_id``: merging the same input
 twice, or two stores that share runs, adds nothing twice. A profiler output has no id of its own,
 so its runs get one from the file's sha256, and merging that file again is a no-op as well.
 """
@@ -13,7 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof.errors import StoreError
+from gpuprof import readers
+from gpuprof.errors import FormatError, StoreError
 from gpuprof.importing import read_file
 from gpuprof.inputs import regular_file
 from gpuprof.model import Run
@@ -54,6 +56,15 @@ def _profiler_runs(path: Path) -> tuple[list[Run], str]:
     return [run], run.format
 
 
+def _profiler_output(path: Path) -> bool:
+    """Whether a reader recognises the file (a framework trace is JSON that starts with '{' too)."""
+    try:
+        readers.detect(path)
+    except FormatError:
+        return False
+    return True
+
+
 def _is_sqlite(path: Path) -> bool:
     path = regular_file(path, "give a results store written by gpuprof with --store")  # a FIFO would block here
     with open(path, "rb") as handle:
@@ -71,7 +82,7 @@ def load_runs(path: str | Path) -> tuple[list[Run], str, list[str]]:
     if head == SQLITE_MAGIC:  # opened read-only: a foreign SQLite file is refused untouched
         with open_store(path, read_only=True) as store:
             return store.runs(), "store", store.skipped
-    if path.suffix in (".jsonl", ".ndjson") or head.lstrip().startswith(b"{"):
+    if path.suffix in (".jsonl", ".ndjson") or (head.lstrip().startswith(b"{") and not _profiler_output(path)):
         runs, notes = export.load(path)
         return runs, "run file", notes
     runs, fmt = _profiler_runs(path)

@@ -121,6 +121,8 @@ def regular_file(path: str | Path, what: str, error: type[GpuprofError], fix: st
     store needs to seek and to keep its journal beside it): a device or FIFO is refused with one
     line (``error``), as writing through it makes no sense. A folder is left to the caller."""
     real = Path(os.path.realpath(path))
+    if os.path.islink(real):  # realpath stops at a link only where the links lead back to themselves
+        raise error(f"{path} is a symbolic link loop (a link that leads back to itself), not a {what}", fix)
     with suppress(OSError):
         if not (real.is_file() or real.is_dir() or not real.exists()):
             raise error(f"{path} is a device or FIFO, not a {what}: it must be a regular file", fix)

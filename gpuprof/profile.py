@@ -30,12 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof import counting
+from gpuprof.derive.region_counters import counts_from_intervals, interval_basis
 from gpuprof.devices import cpu, gpu_detect
 from gpuprof.errors import CommandFailed, DeviceError, GpuprofError, InputError, Interrupted, ProfilerError
-from gpuprof.launch import counter_sets, gpu_profile, job, nvprof, process, profilers
+from gpuprof.launch import counter_sets, gpu_profile, interval_counters, job, nvprof, process, profilers
 from gpuprof.launch.cpu_profile import counted, plan_cpu
 from gpuprof.launch.gpu_session import DEFAULT_TIMEOUT_S, device_record
-from gpuprof.model import PROFILE, TIMED, Launch, Run, catalog
+from gpuprof.launch.interval_counters import IntervalCounting
+from gpuprof.model import DERIVED, PROFILE, TIMED, Launch, Metric, Run, catalog
 from gpuprof.store import default_path, open_store
 
 if TYPE_CHECKING:
@@ -73,6 +75,7 @@ class ProfileSettings:
     label: str | None = None  # the set-up's name for compare --scaling ("1gpu", "ddp2")
     devices: int | None = None  # devices the set-up uses (x in E = S / x)
     counters: str = ""  # CPU counter sets read at every region's begin and end ("mix,topdown")
+    counter_interval: float = 0.1  # perf stat -I's interval, where the counters fall back to it
     reports_dir: Path = Path("reports")
     command_line: str = ""  # gpuprof's own command line, for the run's provenance
 
@@ -102,6 +105,10 @@ class ProfileSettings:
             )
         if self.interval <= 0:
             raise InputError("--interval must be positive", "e.g. --interval 0.5s")
+        if self.counter_interval < interval_counters.MINIMUM_S:
+            raise InputError(
+                "--counter-interval must be 10 ms or more (perf stat -I's least)", "e.g. --counter-interval 100ms"
+            )
         if self.timeout <= 0:
             raise InputError("--timeout must be positive", "give a number of seconds, e.g. 600")
         if self.kernel is not None:
@@ -148,6 +155,8 @@ class ProfilePlan:
     choice: profilers.Choice | None = None
     options: profilers.ProfileOptions | None = None
     cpu: CpuPlan | None = None
+    counters_in_program: bool = False  # --counters: the program reads them (perf_event_open, PAPI)
+    intervals: IntervalCounting | None = None  # --counters: perf stat -I around the last step instead
 
     @property
     def tool(self) -> str:
@@ -348,8 +357,7 @@ def plan(settings: ProfileSettings, store_path: str | Path | None = None) -> Pro
         if device == "cpu"
         else _gpu_plan(settings, command, run_id, run_dir, gpus, store_path)
     )
-    lines = _counter_lines(settings)
-    return dataclasses.replace(made, before=made.before + lines, notes=made.notes + lines) if lines else made
+    return _with_counting(made, settings)
 
 
 def _counter_events(settings: ProfileSettings) -> tuple[list[str], list[str]]:
@@ -359,25 +367,42 @@ def _counter_events(settings: ProfileSettings) -> tuple[list[str], list[str]]:
     return counter_sets.events(settings.counters, cpu.describe().get("vendor"))
 
 
-def _counter_lines(settings: ProfileSettings) -> tuple[str, ...]:
-    """What ``--counters`` will count per region, and each backend's reason for being used or not
-    (tried here, in the parent, as the program will try them)."""
-    events, notes = _counter_events(settings)
+def _with_counting(made: ProfilePlan, settings: ProfileSettings) -> ProfilePlan:
+    """``--counters``: the first backend this machine allows, each one's reason for being used or
+    not: perf_event_open, then PAPI, in the program (tried here, in the parent, as the program will
+    try them); else ``perf stat -I`` around the command's last step (the profiled one)."""
     if not settings.counters:
-        return ()
-    if not events:
-        return (*notes, "counters per region: no events to count on this CPU")
-    backend, reasons = counting.choose(
-        events, counting.cpu_list(os.environ.get(counting.ENV_CPUS, "")), os.environ.get(counting.ENV_REPLAY)
-    )
-    if backend is not None:
-        backend.close()
-    head = f"counters per region ({settings.counters}): {', '.join(e.partition('=')[0] for e in events)}"
-    return (
-        head,
-        *notes,
-        *(f"counter backend {reason}" for reason in reasons),
-        *(() if backend else ("counters per region: not counted (no backend opened; regions are only timed)",)),
+        return made
+    events, notes = _counter_events(settings)
+    lines = [*notes]
+    in_program, intervals = False, None
+    if events:
+        lines.insert(0, f"counters per region ({settings.counters}): {', '.join(e.partition('=')[0] for e in events)}")
+        backend, reasons = counting.choose(
+            events, counting.cpu_list(os.environ.get(counting.ENV_CPUS, "")), os.environ.get(counting.ENV_REPLAY)
+        )
+        if backend is not None:
+            backend.close()
+        in_program = backend is not None
+        lines += [f"counter backend {reason}" for reason in reasons]
+        if not in_program:
+            intervals, reason = interval_counters.plan(events, settings.counter_interval)
+            lines.append(f"counter backend {reason}")
+    if events and not in_program and intervals is None:
+        lines.append("counters per region: not counted (no backend can count here; regions are only timed)")
+    elif not events:
+        lines.append("counters per region: no events to count on this CPU")
+    steps = made.steps
+    if intervals is not None:
+        last = steps[-1]
+        steps = (*steps[:-1], Step(intervals.wrap(last.argv, made.run_dir), last.prefix))
+    return dataclasses.replace(
+        made,
+        steps=steps,
+        before=(*made.before, *lines),
+        notes=(*made.notes, *lines),
+        counters_in_program=in_program,
+        intervals=intervals,
     )
 
 
@@ -439,14 +464,14 @@ def commands(plan_: ProfilePlan) -> list[str]:
     return [shlex.join(step.argv) for step in plan_.steps]
 
 
-def _run_steps(plan_: ProfilePlan, series: PowerSeries | None) -> list[process.Finished]:
+def _run_steps(plan_: ProfilePlan, series: PowerSeries | None) -> tuple[list[process.Finished], float]:
     """Run the plan's processes in order (the power series watching each one's processes); stop
-    after one that failed or was stopped."""
+    after one that failed or was stopped. Also returns when the last one run ended
+    (CLOCK_MONOTONIC seconds: where ``perf stat -I``'s last interval ends)."""
     plan_.run_dir.mkdir(parents=True, exist_ok=True)
     env = job.child_environment(plan_.run_dir, plan_.run_id, plan_.settings.torch_hooks)
-    events, _ = _counter_events(plan_.settings)
-    if events:
-        env[counting.ENV_EVENTS] = ",".join(events)
+    if plan_.counters_in_program:
+        env[counting.ENV_EVENTS] = ",".join(_counter_events(plan_.settings)[0])
     done = []
     for step in plan_.steps:
         try:
@@ -466,10 +491,11 @@ def _run_steps(plan_: ProfilePlan, series: PowerSeries | None) -> list[process.F
             raise ProfilerError(
                 f"cannot execute {step.argv[0]}: {error.strerror}", "check the installation with 'gpuprof doctor'"
             ) from None
+        ended_s = job.now_s()
         done.append(finished)
         if finished.stopped or finished.code:
             break
-    return done
+    return done, ended_s
 
 
 def _environment(plan_: ProfilePlan, done: list[process.Finished]) -> dict[str, Any]:
@@ -681,14 +707,15 @@ def execute(plan_: ProfilePlan) -> Outcome:
     if series:
         series.start()
     try:
-        done = _run_steps(plan_, series)
+        done, ended_s = _run_steps(plan_, series)
     finally:
         if series:
             series.stop()
     window = (start, job.now_s())
     if plan_.device == "cpu":
         run, problem = _cpu_run(plan_, done)
-        return Outcome((job.attach(run, plan_.run_dir, window, series, meter_notes),), problem)
+        run = job.attach(run, plan_.run_dir, window, series, meter_notes)
+        return Outcome((_with_interval_counts(run, plan_, ended_s),), problem)
     traced = plan_.tool == "nvprof" and len(plan_.steps) > 1
     back = (
         gpu_profile.read_nvprof(plan_.run_dir, traced)
@@ -697,5 +724,83 @@ def execute(plan_: ProfilePlan) -> Outcome:
     )
     problem = _gpu_problem(plan_, back, done)
     runs, said = _gpu_runs(plan_, back, done, problem)
-    runs[0] = job.attach(runs[0], plan_.run_dir, window, series, meter_notes)
+    runs[0] = _with_interval_counts(job.attach(runs[0], plan_.run_dir, window, series, meter_notes), plan_, ended_s)
     return Outcome(tuple(runs), problem, tuple(said))
+
+
+def _with_interval_counts(run: Run, plan_: ProfilePlan, ended_s: float) -> Run:
+    """``run`` with each region instance's counts from ``perf stat -I`` (when that was the backend):
+    each interval's counts shared among the regions by the part of it they cover (derived, at the
+    interval's resolution); the intervals stay in the run folder."""
+    counting_ = plan_.intervals
+    if counting_ is None:
+        return run
+    import pandas as pd
+
+    path = plan_.run_dir / interval_counters.OUTPUT
+    environment, notes = dict(run.environment), list(run.notes)
+    try:
+        rows = interval_counters.read(path, ended_s) if path.is_file() else []
+    except OSError as error:
+        rows, why = [], f"{path} could not be read ({error.strerror})"
+    else:
+        why = f"perf wrote no intervals to {path}"
+    basis = interval_basis(counting_.interval_s) + (
+        f"; placed on CLOCK_MONOTONIC with perf's last interval ending when perf exited ({ended_s:.6f} s), "
+        "up to perf's exit time"
+    )
+    environment["counters"] = {
+        "backend": interval_counters.NAME,
+        "interval_s": counting_.interval_s,
+        "events": list(counting_.events),
+        "file": str(path),
+        "intervals": len(rows),
+        "end_s": ended_s,
+        "basis": basis,
+    }
+    regions = [launch for launch in run.launches if launch.attributes.get("kind") == "region"]
+    if not rows:
+        notes.append(f"counters per region not attributed: {why}")
+    elif regions:
+        spans = pd.DataFrame(
+            {
+                "name": [launch.kernel for launch in regions],
+                "parent": [launch.attributes.get("parent", "") for launch in regions],
+                "begin (s)": [_metric(launch, "begin") for launch in regions],
+                "end (s)": [_metric(launch, "end") for launch in regions],
+            }
+        )
+        counts = counts_from_intervals(pd.DataFrame(rows), spans, counting_.interval_s)
+        events = [c for c in counts.columns if c not in ("name", "parent")]
+        shared = {
+            launch.index: [
+                Metric(event, float(value), "event", None, DERIVED)
+                for event, value in zip(events, counts.iloc[position][events], strict=True)
+            ]
+            for position, launch in enumerate(regions)
+        }
+        launches = [
+            Launch(l.kernel, l.index, l.device, l.invocations, l.attributes, [*l.metrics, *shared[l.index]])
+            if l.index in shared
+            else l
+            for l in run.launches
+        ]
+        notes.append(f"counters per region from {len(rows)} perf stat -I interval(s): {basis}")
+    else:
+        launches = run.launches
+    return Run(
+        run.kind,
+        run.format,
+        run.source,
+        run.device,
+        run.workload,
+        environment,
+        launches,
+        notes,
+        run.created,
+        run.run_id,
+    )
+
+
+def _metric(launch: Launch, name: str) -> float:
+    return next(float(m.value) for m in launch.metrics if m.name == name)  # type: ignore[arg-type]

@@ -108,19 +108,25 @@ def _text(value: str) -> str:
     return found
 
 
+def _value(value: Any) -> str:
+    """One JSON value: integers, finite floats, strings and flat objects of them (a counter hook's
+    ``{event: count}``) written directly (a region costs a few microseconds), anything else
+    (attributes, nested values) through json."""
+    kind = type(value)
+    if kind is int:
+        return str(value)
+    if kind is str:
+        return _text(value)
+    if kind is float and value - value == 0.0:  # finite: repr is valid JSON
+        return repr(value)
+    if kind is dict and all(type(k) is str and type(v) in (int, float, str) for k, v in value.items()):
+        return "{" + ",".join(f"{_text(k)}:{_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value, separators=(",", ":"))
+
+
 def _line(event: dict[str, Any]) -> bytes:
-    """The event as one JSON line: integers and strings written directly (a region costs a few
-    microseconds), anything else (attributes, hook values) through json."""
-    parts = []
-    for key, value in event.items():
-        kind = type(value)
-        if kind is int:
-            parts.append(f"{_text(key)}:{value}")
-        elif kind is str:
-            parts.append(f"{_text(key)}:{_text(value)}")
-        else:
-            parts.append(f"{_text(key)}:{json.dumps(value, separators=(',', ':'))}")
-    return ("{" + ",".join(parts) + "}\n").encode()
+    """The event as one JSON line (:func:`_value` for each value)."""
+    return ("{" + ",".join(f"{_text(key)}:{_value(value)}" for key, value in event.items()) + "}\n").encode()
 
 
 def rank() -> int | None:

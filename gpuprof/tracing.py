@@ -154,16 +154,34 @@ def step_pairs(a: Run, b: Run) -> pd.DataFrame:
     )
 
 
-def side_by_side(a: Run, b: Run, label_a: str = "A", label_b: str = "B") -> pd.DataFrame:
-    """The two runs' per-op tables joined on the op name (the study's per-op comparison of a CPU
-    and a GPU trace): calls, total and self time of each, and B's total over A's."""
-    columns = ["op", "calls", "total (s)", "self (s)"]
-    left = traces.op_table(a)[columns].set_index("op")
-    right = traces.op_table(b)[columns].set_index("op")
-    joined = left.add_suffix(f" {label_a}").join(right.add_suffix(f" {label_b}"), how="outer")
-    joined[f"total {label_b}/{label_a}"] = joined[f"total (s) {label_b}"] / joined[f"total (s) {label_a}"]
-    ordering = joined[[f"total (s) {label_a}", f"total (s) {label_b}"]].max(axis=1)
-    return joined.loc[ordering.sort_values(ascending=False).index].reset_index()
+def labels(count: int) -> list[str]:
+    """A, B, C ... for ``count`` traces (AA, AB ... past Z)."""
+    letters = [chr(ord("A") + i) for i in range(26)]
+    return [letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26] for i in range(count)]
+
+
+def side_by_side(*runs: Run, names: list[str] | None = None) -> pd.DataFrame:
+    """The runs' per-op tables joined on the op name (the study's per-op comparison of a CPU and a
+    GPU trace): calls, total and self time of each (columns suffixed A, B ... or ``names``), the
+    GPU time of its kernels where that trace has GPU activity, and each later run's op time over
+    the first's, an op's time being the GPU time of its kernels where it has any, else its total
+    (so a CPU op is compared with the same op's kernels on a GPU); ops by their largest total."""
+    names = names or labels(len(runs))
+    tables, times = [], []
+    for run, name in zip(runs, names):
+        table = traces.op_table(run).set_index("op")
+        columns = ["calls", "total (s)", "self (s)"] + (["GPU time (s)"] if "GPU time (s)" in table else [])
+        tables.append(table[columns].add_suffix(f" {name}"))
+        gpu = table["GPU time (s)"] if "GPU time (s)" in table else 0.0 * table["total (s)"]
+        times.append(gpu.where(gpu > 0, table["total (s)"]))
+    joined = tables[0].join(tables[1:], how="outer") if len(tables) > 1 else tables[0]
+    for name in names:  # an op missing from one trace leaves its calls empty, not a float
+        joined[f"calls {name}"] = joined[f"calls {name}"].astype("Int64")
+    for name, time in zip(names[1:], times[1:]):
+        joined[f"op time {name}/{names[0]}"] = time.reindex(joined.index) / times[0].reindex(joined.index)
+    ordering = joined[[f"total (s) {name}" for name in names]].max(axis=1)
+    out = joined.loc[ordering.sort_values(ascending=False, kind="stable").index]
+    return out.rename_axis("op").reset_index()
 
 
 @dataclass(frozen=True)

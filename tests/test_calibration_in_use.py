@@ -18,8 +18,9 @@ from gpuprof.store import open_store
 PROBED = "2599998000"
 
 
-def _calibration(float32: float, created: str) -> Run:
-    timing = {"repeats": "5", "statistic": "best of 5", "stable": "yes", "spread_of_fastest": "1.0 %"}
+def _calibration(float32: float, created: str, spread: str = "1.0 %", bandwidth: float = 9e9) -> Run:
+    stable = "yes" if float(spread.split()[0]) <= 100 * cal.STABLE_WITHIN else "no"
+    timing = {"repeats": "5", "statistic": "best of 5", "stable": stable, "spread_of_fastest": spread}
     return Run(
         kind=cal.KIND,
         format=cal.FORMAT,
@@ -38,7 +39,7 @@ def _calibration(float32: float, created: str) -> Run:
                 "numpy.add",
                 1,
                 attributes={"array_bytes": "4096", **timing},
-                metrics=[Metric("bandwidth", 9e9, "byte/second", origin="calibrated")],
+                metrics=[Metric("bandwidth", bandwidth, "byte/second", origin="calibrated")],
             ),
         ],
     )
@@ -112,3 +113,38 @@ def test_a_run_measured_before_calibrate_has_one_roofline_efficiency_everywhere(
     assert gpuprof.results(store)["eff_roofline_%"].tolist() == [pytest.approx(expected)]
     listing = runner.invoke(main, ["show", "--store", str(store), "--format", "json"]).stdout
     assert [r["eff_roofline_%"] for r in json.loads(listing) if r["kind"] == "run"] == [pytest.approx(expected)]
+
+
+def test_show_kind_calibration_lists_each_ceiling_whether_it_settled_and_why_it_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27 item 14: 'show --kind calibration' listed format, source and a launch count only."""
+    import json
+
+    from click.testing import CliRunner
+
+    from gpuprof.cli import main
+
+    low, fair, shaky = (
+        _calibration(56.6e9, "2026-01-01"),
+        _calibration(180e9, "2026-02-01", bandwidth=9.5e9),
+        _calibration(200e9, "2026-03-01", spread="9.0 %", bandwidth=8e9),  # neither ceiling settled
+    )
+    with open_store(tmp_path / "s.sqlite") as store:
+        for run in (low, fair, shaky):
+            store.add(run)
+    command = ["show", "--kind", "calibration", "--store", str(tmp_path / "s.sqlite")]
+    rows = json.loads(CliRunner().invoke(main, [*command, "--format", "json"]).stdout)
+    seen = {(row["run"], row["ceiling"]): row for row in rows}
+    assert len(rows) == 6 and {row["origin"] for row in rows} == {"calibrated"}
+    low32, fair32, shaky32 = (seen[(r.run_id[:8], "float32 matmul")] for r in (low, fair, shaky))
+    assert (low32["value"], low32["unit"], low32["theory"]) == (56.6, "GFLOP/s", pytest.approx(332.8, abs=0.05))
+    assert fair32["in use"] == "this" and fair32["why not used"] == ""
+    assert low32["in use"] == f"{fair.run_id[:8]}: 180"
+    assert low32["why not used"].startswith("17 % of the theoretical 332.8 GFLOP/s at the 2.6 GHz probed after it")
+    assert shaky32["stable"] == "NO (9.0 %)" and shaky32["why not used"] == "did not settle"
+    low_bandwidth = seen[(low.run_id[:8], "np.add bandwidth")]  # 9 GB/s, stable: fair's 9.5 is used
+    assert low_bandwidth["in use"] == f"{fair.run_id[:8]}: 9.5" and "as high or higher" in low_bandwidth["why not used"]
+    monkeypatch.setenv("COLUMNS", "80")
+    table = CliRunner().invoke(main, command).stdout
+    assert max(len(line) for line in table.splitlines()) <= 80 and "did not settle" in table

@@ -135,3 +135,18 @@ def test_profile_counters_mix_with_the_stand_in(tmp_path, monkeypatch):
     counts = region_counters.counts_from_regions(run)
     assert list(counts["perf_count_hw_instructions"].iloc[1:]) == [b[0] for b in blocks[:3]]
     assert counts["perf_count_hw_instructions"].iloc[0] == sum(b[0] for b in blocks[:3])
+
+
+def test_user_space_only_where_the_kernel_allows_no_more(monkeypatch):
+    """perf_event_paranoid >= 2 without root: the groups exclude the kernel (as perf's ':u'), and the
+    reason says so; the kernel's software events still count."""
+    monkeypatch.setattr(counting, "user_space_only", lambda: True)
+    backend, reasons = counting.choose(["task-clock", "page-faults"])
+    if backend is None:
+        pytest.skip(f"perf_event_open unavailable here: {reasons}")
+    first, _ = backend.read()
+    sum(i * i for i in range(200_000))
+    second, _ = backend.read()
+    backend.close()
+    assert backend.user_only and reasons[-1] == "used: perf_event_open (user space only: perf_event_paranoid >= 2)"
+    assert second["task-clock"] > first["task-clock"]

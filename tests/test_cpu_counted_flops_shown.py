@@ -58,3 +58,37 @@ def test_library_kernels_and_show_give_the_same_counted_flops(tmp_path: Path) ->
     assert rows["counted FLOPs"]["value"] == INTEL_FLOPS and rows["counted FLOPs"]["origin"] == "measured"
     assert rows["counted FLOP/s"]["value"] == pytest.approx(INTEL_FLOPS / INTEL_SECONDS)
     assert "FP_ARITH_INST_RETIRED × lanes" in rows["counted FLOPs"]["text"]
+
+
+def test_compare_shows_counted_flops_and_rate_of_cpu_imports_with_their_basis(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    CliRunner().invoke(main, ["import", "--store", str(store), str(INTEL)])
+    result = CliRunner().invoke(main, ["compare", "--store", str(store), "--import", str(AMD), "--wide"])
+    assert result.exit_code == 0, result.output
+    from gpuprof.compare import imported_frame
+    from gpuprof.readers import read
+
+    frame, _ = imported_frame([read(INTEL), read(AMD)])
+    intel, amd = frame.to_dict("records")
+    assert intel["counted FLOPs/launch (all precisions)"] == INTEL_FLOPS
+    assert intel["counted MFLOP/s (all precisions)"] == pytest.approx(INTEL_FLOPS / INTEL_SECONDS / 1e6)
+    assert amd["counted FLOPs/launch (all precisions)"] == AMD_FLOPS  # .all as FLOPs, mac_flops not added
+    assert amd["counted MFLOP/s (all precisions)"] == pytest.approx(AMD_FLOPS / AMD_SECONDS / 1e6)
+    assert "FP_ARITH_INST_RETIRED × lanes" in intel["MFLOP/s origin"] and intel["MFLOP/s origin"].startswith("measured")
+    assert "not added again" in amd["MFLOP/s origin"]
+    # the table the command printed carries them (114,346 MFLOP/s = 4.508e12 FLOPs / 39.43 s)
+    assert "4.508e+12" in result.output and "114,346" in result.output and "133,267" in result.output
+    # --dtype float64 also fills the study's per-precision columns from the Intel double-precision lanes
+    frame64, _ = imported_frame([read(INTEL)], "float64")
+    assert frame64.iloc[0]["FLOPs/launch (float64)"] == INTEL_FLOPS
+
+
+def test_roofline_input_carries_the_counted_cpu_flops() -> None:
+    # the roofline's per-kernel sums (derive input) hold the Intel FP64 FLOPs and AMD's total; with no
+    # memory counter in a perf stat file there is no intensity, so no point is drawn (roofline's rule)
+    from gpuprof.derive.roofline import _kernel_sums
+    from gpuprof.readers import read
+
+    intel = _kernel_sums(read(INTEL)).iloc[0]
+    assert intel["flops_fp64"] == INTEL_FLOPS and intel["time"] == pytest.approx(INTEL_SECONDS)
+    assert _kernel_sums(read(AMD)).iloc[0]["flops_all"] == AMD_FLOPS

@@ -64,3 +64,37 @@ def test_a_bad_line_is_one_clear_error(tmp_path):
         from gpuprof.readers import dlprof_papi
 
         dlprof_papi.read(bad)
+
+
+def test_the_studys_matrix_product_at_n_512_counts_2n_cubed():
+    """DL-Prof's results_SEQ_512.txt (its C product, n = 512, gcc): PAPI around the product alone
+    counts 268,435,456 scalar double operations on each CPU = 2n³, which n²(2n−1) misses by n²;
+    perf stat around the whole program counts more (set-up and the check included)."""
+    from gpuprof.derive.cpu_flops import matmul_validation
+    from gpuprof.model import Run
+
+    run = read(HERE / "results_SEQ_512-c-matmul.txt")
+    assert run.format == "dlprof-papi" and len(run.launches) == 22
+    pinned = [l for l in run.launches if l.kernel == "multithread main_papi taskset=yes"]
+    assert [l.device for l in pinned] == [f"cpu{k}" for k in range(8)]
+    counted = {m.name: m.value for m in pinned[0].metrics}
+    assert counted == {
+        "cycles": 2524365619,
+        "instructions": 3496373140,
+        "fp_arith_inst_retired.scalar_double": 268435456,
+    }
+    assert {m.value for l in pinned for m in l.metrics if m.name.endswith("scalar_double")} == {268435456}
+    whole = next(l for l in run.launches if l.kernel == "multithread main_perf taskset=no")
+    assert [m.value for m in whole.metrics if m.name.endswith("scalar_double")] == [276441388]
+    product = Run(
+        kind="import",
+        format=run.format,
+        source=run.source,
+        device={"kind": "cpu"},
+        workload={"op": "dot", "shape": [512, 512, 512]},
+        launches=[pinned[0]],
+    )
+    row = matmul_validation(product).iloc[0]
+    assert row["counted FLOPs"] == row["2n³ (analytic)"] == "268,435,456"
+    assert 268_435_456 - 512 * 512 * (2 * 512 - 1) == 512**2  # n²(2n−1) is short by exactly n²
+    assert row["n²(2n−1) (analytic)"] == "268,173,312"

@@ -24,6 +24,7 @@ IMPORT_NAME = {
     "keras": "keras",
     "xprof": "xprof",
     "python-papi": "pypapi",
+    "tensorflow-cpu": "tensorflow",
 }
 
 

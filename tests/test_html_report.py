@@ -60,12 +60,21 @@ def runs() -> list[Run]:
 
 
 def test_names_from_files_are_escaped():
-    report = build(comparison(runs(), reference=True), "t", ["s.sqlite"])
+    steps = []
+    report = build(comparison(runs(), reference=True), "t", ["s.sqlite"], progress=lambda *step: steps.append(step))
     assert "<script" not in report.html and "<i>x" not in report.html and "<b>evil" not in report.html
     assert html_text(HOSTILE) in report.html
     assert "&lt;b&gt;evil.csv" in report.html
     assert report.html.count("data:image/png;base64,") >= 4  # efficiency, roofline-relative, bars, rooflines
     assert 'src="http' not in report.html and "<link" not in report.html  # self-contained
+    # each chart is announced before it is drawn (a terminal shows them as a bar)
+    assert steps[:3] == [
+        ("chart of FLOP efficiency against size per op", 0, 3),
+        ("chart of roofline-relative efficiency against size per op", 1, 3),
+        ("chart of best MFLOP/s per device and op", 2, 3),
+    ]
+    rooflines = [step[0] for step in steps[3:]]
+    assert "roofline of K40 (paper)" in rooflines and any(name.startswith("roofline of Test") for name in rooflines)
 
 
 def html_text(text: str) -> str:

@@ -164,3 +164,19 @@ def test_kernel_table_derives_rates_clock_and_both_efficiencies(tmp_path: Path) 
     # datasheet FP32 peak in configs/devices.toml: 29,768 GFLOP/s (68 SM x 128 lanes x 2 x 1710 MHz)
     assert row["efficiency sp vs datasheet peak (%)"] == pytest.approx(100 * rate / 29768e9)
     assert row["efficiency sp at run clock (%)"] == pytest.approx(100 * rate / row["peak FLOP/s sp at run clock"])
+
+
+def test_an_ncu_csv_without_its_gpus_name_says_to_give_gpu(tmp_path: Path) -> None:
+    # NERSC's A100 roofline CSV has no device column: it imported without a word, and roofline and compare
+    # then had no peaks for it
+    path = FIXTURES / "ncu_csv_a100_nersc_roofline_metrics_with_duration_sgemm.csv"
+    unnamed = invoke(tmp_path / "s.sqlite", path)
+    assert unnamed.exit_code == 0, unnamed.output
+    assert "note: the file does not name its GPU, so no efficiency can be computed for it" in unnamed.stderr
+    assert "import it with --gpu NAME" in unnamed.stderr
+    named = invoke(tmp_path / "s.sqlite", path, "--gpu", "a100-sxm4-40gb")
+    assert named.exit_code == 0 and "--gpu NAME" not in named.stderr
+    with open_store(tmp_path / "s.sqlite") as store:
+        devices = sorted(run.device.get("name", "") for run in store.runs())
+    assert devices == ["", "A100, SXM4 40 GB"]
+    assert "--gpu NAME" not in invoke(tmp_path / "k.sqlite", K40C).stderr  # nvprof names its GPU

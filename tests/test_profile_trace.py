@@ -1,4 +1,4 @@
-"""``gpuprof profile --trace``: a tiny PyTorch and JAX training script, unedited, profiled on the CPU
+"""``gpuprof profile --trace``: a tiny PyTorch, JAX and TensorFlow training script, unedited, profiled on the CPU
 end to end (two steps), stored, and its per-op table derived from the trace the framework wrote."""
 
 from __future__ import annotations
@@ -38,6 +38,20 @@ JAX_SCRIPT = """
             w = (w - 0.1 * grad(w)).block_until_ready()
 """
 
+TF_SCRIPT = """
+    import numpy as np
+    import tensorflow as tf
+    model = tf.keras.Sequential(
+        [tf.keras.Input((32,)), tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(4)]
+    )
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((16, 32), "float32"), np.ones((16, 4), "float32")
+    for step in range(2):
+        with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+            model.train_on_batch(x, y)
+    print("trained")
+"""
+
 
 def _profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, framework: str, script: str, *args: str):
     monkeypatch.chdir(tmp_path)  # reports/<run-id>/ goes under tmp_path
@@ -63,6 +77,7 @@ def _profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, framework: str, sc
     return result, store
 
 
+@pytest.mark.slow  # the child process imports torch and its profiler: 7 s of CPU on two cores, 25 s loaded
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (the [torch] extra)")
 def test_profile_trace_torch_two_steps_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result, store = _profile(tmp_path, monkeypatch, "torch", TORCH_SCRIPT, "3")  # 1 warm-up + 2 recorded
@@ -82,6 +97,7 @@ def test_profile_trace_torch_two_steps_end_to_end(tmp_path: Path, monkeypatch: p
     assert "aten::linear" in result.output
 
 
+@pytest.mark.slow  # the child process imports torch and its profiler: 7 s of CPU on two cores, 25 s loaded
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (the [torch] extra)")
 def test_profile_trace_torch_without_optimizer_steps_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result, _ = _profile(tmp_path, monkeypatch, "torch", TORCH_SCRIPT, "0")
@@ -107,3 +123,21 @@ def test_profile_trace_tf_without_tensorflow_is_one_line(tmp_path: Path, monkeyp
     assert result.exit_code != 0
     assert "cannot import tensorflow" in result.output
     assert not (tmp_path / "reports").exists()  # nothing was run
+
+
+@pytest.mark.slow  # importing TensorFlow and building the Keras graph take 10-40 s on two loaded cores
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="needs tensorflow (the [tf] extra)")
+def test_profile_trace_tf_keras_two_steps_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result, store = _profile(tmp_path, monkeypatch, "tf", TF_SCRIPT)
+    assert result.exit_code == 0, result.output
+    with open_store(store) as reopened:
+        (run,) = reopened.runs()
+    assert run.format == "xplane" and run.environment["framework"] == "tf"
+    assert run.environment["dialect"] == "tf-trace" and run.environment["steps"] == ["0", "1"]
+    trace_file = Path(run.environment["trace_file"])
+    assert trace_file.name.endswith(".xplane.pb") and tmp_path in trace_file.parents
+    run_dir = next(folder for folder in trace_file.parents if (folder / "stdout.txt").is_file())
+    assert "trained" in (run_dir / "stdout.txt").read_text()
+    table = traces.op_table(run).set_index("op")
+    assert table.loc["_FusedMatMul", "calls"] == 4  # two Dense layers (MatMul + BiasAdd fused), two steps
+    assert table.loc["_FusedMatMul", "total (s)"] > 0

@@ -25,7 +25,7 @@ KINETO = TRACES / "kineto_resnet50_v100_2021_worker0.pt.trace.json.gz"
 RANKS = [TRACES / "hta_sampled_rank-0.json.gz", TRACES / "hta_sampled_rank-1.json.gz"]
 TF1_I7 = TRACES / "tf1_timeline_inference_i7_6400_3200_1664_b1000.json"
 TF1_GPU = TRACES / "tf1_timeline_inference_950M_6400_3200_1664_b1000.json"
-JAX = TRACES / "jax_0.10.2_cpu_matmul_two_steps.trace.json.gz"
+JAX = TRACES / "local_capture_jax_0.10.2_cpu_matmul_two_steps.trace.json.gz"
 
 
 def raw_events(path: Path) -> list[dict]:
@@ -301,7 +301,7 @@ def test_trace_command_tables_and_two_traces_side_by_side_with_a_gate(tmp_path: 
     assert list(tmp_path.iterdir()) == []  # read-only
 
 
-XPLANE = TRACES / "jax_0.10.2_cpu_matmul_two_steps.xplane.pb"
+XPLANE = TRACES / "local_capture_jax_0.10.2_cpu_matmul_two_steps.xplane.pb"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("xprof") is None, reason="needs xprof (the [xprof] extra)")

@@ -49,3 +49,48 @@ def test_per_thread_rows_are_one_launch_per_thread() -> None:
     assert threads[0].value("instructions: insn per cycle") == 2.22
     assert all(launch.device == "" for launch in threads)  # a thread is not a CPU
     assert run.launches[-1].attributes == {"scope": "whole run"}
+
+
+CPU = FIXTURES.parent / "cpu-counters"
+
+
+def test_csv_per_thread_rows_keep_the_comm_tid_cell_even_when_the_comm_holds_a_dash() -> None:
+    # perf 6.8.12 '--per-thread -p PID -x,' output, verbatim from a public benchmark script (SOURCES.md 4c)
+    run = readers.read(CPU / "perf-stat-x-per-thread-hybrid-perf6.8-writer-reader-EXCERPT.csv")
+    assert [launch.attributes["thread"] for launch in run.launches] == [
+        "perthread-3515545",
+        "writer-0-3515547",
+        "reader-0-3515548",
+    ]
+    writer = run.launches[1]
+    assert writer.value("cpu_core/cycles") == 8_271_740_307 and writer.value("cpu_core/instructions") == 6_378_556_346
+    assert writer.value("task-clock") == pytest.approx(1.69207)
+    assert writer.metric("cpu_core/cycles: GHz").origin == "derived"
+    assert all(launch.device == "" for launch in run.launches)  # a thread is not a CPU
+
+
+def test_csv_r_variance_column_is_the_spread_not_the_run_time() -> None:
+    # 'perf stat -x, -r 3' prints the relative standard deviation right after the event (SOURCES.md 4d)
+    (launch,) = readers.read(CPU / "perf-stat-x-r3-variance-column-python-EXCERPT.csv").launches
+    assert launch.value("cycles") == 1_268_672_031 and launch.value("cycles:spread") == 0.19
+    assert launch.value("page-faults:spread") == 0.45 and launch.value("instructions:spread") == 0.02
+    assert launch.value("instructions: insn per cycle") == 1.07  # the metric column did not shift
+    assert launch.value("task-clock") == pytest.approx(0.31827) and launch.value("task-clock:spread") == 0.20
+
+
+def test_csv_runs_appended_to_one_file_are_one_launch_each_with_their_metric_lines() -> None:
+    # written from perf's documented layout (-o FILE --append writes '# started on' per run; SOURCES.md 4e)
+    run = readers.read(CPU / "perf-stat-x-append-two-runs-metric-lines-written-from-docs.csv")
+    assert [launch.kernel for launch in run.launches] == ["perf stat run 1", "perf stat run 2"]
+    first, second = run.launches
+    assert first.value("cycles") == 3_912_046_118 and second.value("cycles") == 7_801_332_091
+    # a -M metric printed on its own line stays perf's derived value of the event before it
+    metric = second.metric("instructions: cycles per insn")
+    assert (metric.value, metric.origin) == (0.86, "derived")
+    assert "2 perf stat runs in one file" in run.notes[0]
+
+
+def test_blocks_pasted_between_dash_lines_are_one_launch_per_run_named_by_its_prompt() -> None:
+    run = readers.read(CPU / "perf-stat-two-trimmed-blocks-dash-separator-written-from-docs.txt")  # SOURCES.md 4f
+    assert [launch.kernel for launch in run.launches] == ["./stream 1000000", "./stream 4000000"]
+    assert [launch.value("instructions") for launch in run.launches] == [7_233_019_876, 9_102_554_713]

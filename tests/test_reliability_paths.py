@@ -8,6 +8,7 @@ command gains a path option without a case here.
 
 from __future__ import annotations
 
+import gzip
 import os
 import stat
 from pathlib import Path
@@ -24,8 +25,9 @@ from gpuprof.store import open_store
 # (command, parameter name, arguments) with {missing} a folder that does not exist, {ro} a folder
 # this process cannot write (holding results.sqlite and notes.txt), {dir} an existing folder,
 # {bin} a binary file, {store} a good store, {k40} a real profiler output, {fifo} a FIFO (no reader),
-# {null} a character device (a null device), {dangling} a symlink to a file in a missing folder, and
-# /proc, where folders cannot be created even by root.
+# {null} a character device (a null device), {dangling} a symlink to a file in a missing folder, {loop} a
+# symlink to itself, {rep} a damaged .ncu-rep (NVIDIA's ncu_report aborts loading it), and /proc, where
+# folders cannot be created even by root.
 HTA_RANK = str(Path(__file__).parent / "fixtures" / "traces" / "hta_sampled_rank-0.json.gz")
 
 CASES = [
@@ -45,6 +47,13 @@ CASES = [
     ("show", "store_path", ["show", "--store", "{null}"]),
     ("stalls", "plot", ["stalls", "{k40}", "--plot", "/proc/nope.png"]),
     ("sweep", "store_path", ["sweep", "{quick}", "--device", "cpu", "--store", "{null}"]),
+    ("import", "files", ["import", "{rep}", "--store", "{dir}/s.sqlite"]),
+    ("stalls", "files", ["stalls", "{rep}"]),
+    ("compare", "imports", ["compare", "--import", "{rep}", "--store", "{store}"]),
+    ("export", "out", ["export", "{loop}", "--store", "{store}"]),
+    ("compare", "html_path", ["compare", "--store", "{store}", "--html", "{loop}"]),
+    ("run", "store_path", ["run", "--op", "add", "--size", "1MB", "--device", "cpu", "--store", "{loop}"]),
+    ("import", "files", ["import", "{loop}", "--store", "{dir}/s.sqlite"]),
     ("calibrate", "store_path", ["calibrate", "--store", "{ro}/new.sqlite"]),
     ("calibrate", "store_path", ["calibrate", "--store", "{dir}"]),
     ("compare", "stores", ["compare", "--store", "{missing}/s.sqlite"]),
@@ -140,6 +149,9 @@ def places(tmp_path_factory):
     except PermissionError:
         null = Path(os.devnull)
     (root / "dangling.jsonl").symlink_to(root / "no-such-folder" / "runs.jsonl")
+    (root / "loop.jsonl").symlink_to(root / "loop.jsonl")
+    damaged = Path(__file__).parent / "fixtures" / "damaged" / "ncu_report_aborts_loader.ncu-rep.gz"
+    (root / "damaged.ncu-rep").write_bytes(gzip.decompress(damaged.read_bytes()))
     quick = root / "quick.toml"
     quick.write_text('repeat = 1\nwarmup = 0\n[[grid]]\nops = ["add"]\nsizes = ["1MB"]\n')
 
@@ -160,6 +172,8 @@ def places(tmp_path_factory):
             "fifo": str(root / "fifo"),
             "null": str(null),
             "dangling": str(root / "dangling.jsonl"),
+            "loop": str(root / "loop.jsonl"),
+            "rep": str(root / "damaged.ncu-rep"),
         }
 
 

@@ -145,7 +145,7 @@ def test_chart_draws_the_table_ceilings_with_origins_and_numbers_every_point(tmp
     } <= set(texts)
     assert any("FP32 FMA 4.29 TFLOP/s published (745 MHz base)" in t for t in texts)
     # coincident points share a number, numbered left to right; the key names each with its values
-    assert "1  add 6, 12, 24, 48, 96 MB; mul 6, 12, 24, 48, 96 MB" in texts
+    assert "1  add 6, 12, 24, 48, 96 MB; mul 6, 12, 24, 48, 96 MB: 10-11 GFLOP/s, AI 0.083 FLOP/byte" in texts
     assert "2  dot 5 MB: 1.53 TFLOP/s, AI 108 FLOP/byte" in texts  # Table 2: K40 dot 5 MB, 1525.69 GFLOP/s
     assert [t for t in texts if t.isdigit() and int(t) < 10][-6:] == ["1", "2", "3", "4", "5", "6"]
     assert not any("no memory ceiling" in t for t in texts)

@@ -53,6 +53,11 @@ def test_the_studys_numbers_give_back_its_columns() -> None:
         assert table.loc[r.setup, "S"] == pytest.approx(r.S)
         assert table.loc[r.setup, "EDP (norm.)"] == pytest.approx(r.EDP_norm)
     assert table.loc["2 GPUs", "E (%)"] == pytest.approx(89.5)  # 1.79 / 2, as published
+    assert table.loc["1 GPU", "E (%)"] == pytest.approx(100.0)
+    assert list(table["EDP (norm.)"].round(2)) == [86.65, 1.00, 0.56]  # the published column, in order
+    # The energies the published S and EDP imply (derived, not published): 2 GPUs use one GPU's energy.
+    assert table.loc["2 GPUs", "energy (J)"] == pytest.approx(0.56 * 1.79)
+    assert table.loc["CPU", "energy (J)"] == pytest.approx(86.65 / 11.8)
     assert math.isnan(table.loc["2 GPUs", "EDP in use (norm.)"])  # no energy given: no number
     reference = reference_rows().set_index("label")
     assert (

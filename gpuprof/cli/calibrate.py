@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
+from gpuprof.cli.progress import bar
 
 
 @click.command()
@@ -25,23 +26,30 @@ def calibrate(quick: bool, fmt: str, store_path: str | None) -> None:
     report efficiency against the best stable value of all its calibrations as well as against the
     theoretical peak; a ceiling that did not settle is stored but never used.
     """
-    import pandas as pd
+    progress = bar("calibrate", "loading NumPy")  # from the first second; nothing when piped
+    try:
+        import pandas as pd
 
-    from gpuprof.calibrate import calibrate as measure_ceilings
-    from gpuprof.calibrate import calibrations, review, summary_rows
-    from gpuprof.render import emit
-    from gpuprof.store import open_store
+        from gpuprof.calibrate import calibrate as measure_ceilings
+        from gpuprof.calibrate import calibrations, review, summary_rows
+        from gpuprof.render import emit
+        from gpuprof.store import open_store
 
-    with open_store(store_path) as store:  # opened first: a bad --store fails before minutes of work
-        store.writable()
-        note(
-            "calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add, "
-            "each until its fastest calls agree ..."
-        )
-        run = measure_ceilings(thorough=not quick, command=command_line())
-        earlier = calibrations(store.runs(run.kind), run.environment["host"], run.device.get("name"))
-        store.add(run)
-        where = store.path
+        with open_store(store_path) as store:  # opened first: a bad --store fails before minutes of work
+            store.writable()
+            if progress is not None:
+                progress.stop()  # the plan stays on the screen; the first step draws the bar again
+            note(
+                "calibrating (" + ("quick" if quick else "thorough") + "): matmul float32/float64, then np.add, "
+                "each until its fastest calls agree ..."
+            )
+            run = measure_ceilings(thorough=not quick, command=command_line(), progress=progress)
+            earlier = calibrations(store.runs(run.kind), run.environment["host"], run.device.get("name"))
+            store.add(run)
+            where = store.path
+    finally:
+        if progress is not None:
+            progress.stop()
     rows = pd.DataFrame(summary_rows(run, earlier))
     title = f"Ceilings of {run.device.get('name', 'this CPU')}"
     if fmt in ("table", "markdown"):  # every row is calibrated: said once, in the title

@@ -18,6 +18,7 @@ import click
 from gpuprof import outputs
 from gpuprof.errors import GpuprofError, printable
 from gpuprof.render import FORMATS, WIDE, table_width
+from gpuprof.render.text import prose
 from gpuprof.store import STORE_ENV
 
 
@@ -195,22 +196,5 @@ def note(text: str) -> None:
     characters from file and kernel names written out (:func:`gpuprof.errors.printable`). On a
     terminal it wraps to the width tables fit, continuation lines indented; words (paths, commands)
     are never cut, and what goes to a file or pipe stays one line per note."""
-    text = printable(text, keep_newlines=True)
-    width = table_width() if sys.stderr.isatty() else None
-    if width:
-        import textwrap
-
-        text = "\n".join(
-            wrapped
-            for line in text.splitlines() or [""]
-            for wrapped in textwrap.wrap(
-                line,
-                width,
-                subsequent_indent=" " * min(len(line) - len(line.lstrip()) + 4, width // 4),
-                break_long_words=False,
-                break_on_hyphens=False,
-                drop_whitespace=True,
-            )
-            or [""]
-        )
+    text = prose(printable(text, keep_newlines=True), table_width() if sys.stderr.isatty() else None)
     click.echo(text, err=True)

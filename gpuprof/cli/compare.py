@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from gpuprof.cli.common import FormatChoice, echo, handle_errors, note, output_file, wide_option
+from gpuprof.cli.progress import bar
 from gpuprof.workloads.ops import OPS
 
 
@@ -21,7 +22,8 @@ from gpuprof.workloads.ops import OPS
     "imports",
     multiple=True,
     type=click.Path(dir_okay=False),
-    help="Profiler output or .jsonl run file to include without storing it (repeatable).",
+    help="Profiler output or .jsonl run file to include without storing it (repeatable). Two or more "
+    "framework traces (PyTorch, TensorFlow, JAX) also get their per-op tables side by side.",
 )
 @click.option(
     "--reference",
@@ -88,15 +90,37 @@ def compare(
 ) -> None:
     """Compare devices in the study's layout: rows = size, columns = device × MFLOP/s, Efic.(%),
     roofline-relative efficiency and bound, one table per op. With --scaling: set-ups of one job."""
-    from gpuprof.compare import comparison, sections
-    from gpuprof.merge import collect
-    from gpuprof.render import emit
+    progress = bar("compare", "loading pandas, reading the runs")  # from the first second; nothing when piped
+    try:
+        from gpuprof.compare import comparison, sections
+        from gpuprof.merge import collect
+        from gpuprof.render import emit
 
-    runs, sources, notes = collect(list(stores), list(imports), store_optional=reference == "paper")
+        runs, sources, notes = collect(list(stores), list(imports), store_optional=reference == "paper")
+        if scaling:
+            from gpuprof.compare.scaling import scaling as scaling_rows
+
+            frame, said = scaling_rows(runs, baseline, phases, reference == "paper")
+        elif not runs and reference != "paper":
+            from gpuprof.errors import InputError
+
+            raise InputError(
+                f"nothing to compare: no measured or imported runs in {', '.join(sources) or 'the store'}",
+                "measure with 'gpuprof run' or 'gpuprof sweep', import with 'gpuprof import', or add --reference paper",
+            )
+        else:
+            if progress is not None:
+                progress("comparing", 0, 1)
+            result = comparison(runs, reference=reference == "paper", ops_wanted=ops_wanted or None, dtype=dtype)
+            stall_table = None
+            if stalls:
+                from gpuprof.derive.stalls import stall_comparison
+
+                stall_table = stall_comparison([r for r in runs if r.kind == "import"])
+    finally:
+        if progress is not None:
+            progress.stop()  # the tables are printed next; the HTML report draws the bar again
     if scaling:
-        from gpuprof.compare.scaling import scaling as scaling_rows
-
-        frame, said = scaling_rows(runs, baseline, phases, reference == "paper")
         title = f"Scaling against {baseline}" if baseline else "Scaling"
         echo(
             emit(
@@ -109,26 +133,18 @@ def compare(
         for line in notes + said:
             note(f"note: {line}")
         return
-    if not runs and reference != "paper":
-        from gpuprof.errors import InputError
-
-        raise InputError(
-            f"nothing to compare: no measured or imported runs in {', '.join(sources) or 'the store'}",
-            "measure with 'gpuprof run' or 'gpuprof sweep', import with 'gpuprof import', or add --reference paper",
-        )
-    result = comparison(runs, reference=reference == "paper", ops_wanted=ops_wanted or None, dtype=dtype)
-    stall_table = None
-    if stalls:
-        from gpuprof.derive.stalls import stall_comparison
-
-        stall_table = stall_comparison([r for r in runs if r.kind == "import"])
     if fmt in ("csv", "json") and stall_table is not None:
         from gpuprof.derive.stalls import stall_rows
 
         echo(emit(stall_rows(stall_table), fmt))
         note("note: the stall comparison, one row per profile and reason; the comparison rows: without --stalls")
+    elif fmt in ("csv", "json") and result.trace_ops is not None and not len(result.rows):
+        echo(emit(result.trace_ops, fmt))
+        note(f"note: the framework ops side by side: {'; '.join(result.trace_legend)}")
     elif fmt in ("csv", "json"):
         echo(emit(result.rows, fmt))
+        if result.trace_ops is not None:
+            note("note: the framework ops side by side are listed with --format table or markdown")
         if len(result.imported):
             note(f"{len(result.imported)} imported kernel(s) are listed with --format table or markdown, or --html")
     else:
@@ -139,8 +155,12 @@ def compare(
         from gpuprof.compare.html_report import Limits, build
         from gpuprof.outputs import write_text
 
-        report = build(result, "gpuprof comparison", sources, Limits(max_rows, max_series), stall_table)
-        write_text(html_path, report.html)
+        try:
+            report = build(result, "gpuprof comparison", sources, Limits(max_rows, max_series), stall_table, progress)
+            write_text(html_path, report.html)
+        finally:
+            if progress is not None:
+                progress.stop()
         for line in report.trimmed:
             note(f"trimmed: {line}")
         note(f"HTML report written to {html_path}")

@@ -55,6 +55,16 @@ def _formats() -> str:
     help="Keep only the launches made inside an NVTX range matching PATTERN (a glob on a range's "
     "name, or 'outer/inner' for nested ranges), from files that record NVTX ranges. Repeatable.",
 )
+@click.option(
+    "--l2-bytes",
+    "l2_bytes",
+    type=click.Choice(["lts", "l1-reads"]),
+    default="lts",
+    show_default=True,
+    help="L2 traffic counted for the hierarchical roofline: lts = NERSC's lts__t_bytes (every request "
+    "that reached L2); l1-reads = the L1 unit's reads from L2, as Nsight Compute's memory chart "
+    "(32 x lts__t_sectors_srcunit_tex_op_read.sum), checked against DRAM reads. The basis says which.",
+)
 @format_option
 @store_option
 @handle_errors
@@ -65,6 +75,7 @@ def import_(
     gpu: str | None,
     tensor_flop_per_inst: float | None,
     nvtx_include: tuple[str, ...],
+    l2_bytes: str,
     fmt: str,
     store_path: str | None,
 ) -> None:
@@ -101,6 +112,7 @@ def import_(
             gpu=gpu,
             tensor_flop_per_inst=tensor_flop_per_inst,
             nvtx_include=nvtx_include,
+            l2_bytes=l2_bytes,
         )
     except GpuprofError:
         if imported:

@@ -90,7 +90,15 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
     default="",
     metavar="SET[,SET]",
     help="CPU counters read at every region's begin and end (sets: mix, fp, topdown): per-region "
-    "IPC, instruction mix, counted FLOPs by vector width, Top-Down level 1.",
+    "IPC, instruction mix, counted FLOPs by vector width, Top-Down level 1. Backend: perf_event_open, "
+    "else PAPI, in the program; else perf stat -I around the command, attributed to regions by time.",
+)
+@click.option(
+    "--counter-interval",
+    default="100ms",
+    show_default=True,
+    metavar="SECONDS",
+    help="--counters through perf stat -I: its interval (the resolution of the per-region counts; >= 10ms).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the exact profiler command line(s) and exit.")
 @click.option(
@@ -124,6 +132,7 @@ def profile(
     label: str | None,
     devices: int | None,
     counters: str,
+    counter_interval: str,
     dry_run: bool,
     trace: str | None,
     steps: int,
@@ -160,10 +169,11 @@ def profile(
         command_line=command_line(),
         torch_hooks=tuple(kind for kind in torch_hooks.split(",") if kind and kind != "none"),
         energy=energy,
-        interval=_seconds(interval),
+        interval=_seconds(interval, "--interval"),
         label=label,
         devices=devices,
         counters=counters,
+        counter_interval=_seconds(counter_interval, "--counter-interval"),
     )
     plan = library.plan(settings, store_path)
     if not dry_run:
@@ -206,7 +216,7 @@ def profile(
         raise outcome.problem
 
 
-def _seconds(text: str) -> float:
+def _seconds(text: str, option: str) -> float:
     """``0.5s``, ``500ms`` or ``0.5`` as seconds."""
     from gpuprof.errors import InputError
 
@@ -215,7 +225,7 @@ def _seconds(text: str) -> float:
     try:
         return float(value.removesuffix("ms").removesuffix("s")) * scale
     except ValueError:
-        raise InputError(f"--interval {text!r} is not a time", "give seconds, e.g. --interval 0.5s or 500ms") from None
+        raise InputError(f"{option} {text!r} is not a time", f"give seconds, e.g. {option} 0.5s or 500ms") from None
 
 
 def _profile_trace(

@@ -56,6 +56,13 @@ def _out(ctx: click.Context, param: click.Parameter, value: str) -> str:
     help="Device-table GPU (e.g. a100-sxm4-40gb) whose ceilings to draw for devices the "
     "profile does not name (ncu CSVs give only the compute capability).",
 )
+@click.option(
+    "--ceilings",
+    "show_ceilings",
+    is_flag=True,
+    help="List, per device, the ceilings the imported files carry (ncu's *.peak_sustained at the "
+    "clocks measured) beside the device table's, with their sources and which one binds; draws nothing.",
+)
 @handle_errors
 def roofline(
     store_path: str | None,
@@ -66,13 +73,15 @@ def roofline(
     op_names: tuple[str, ...],
     device_filter: str | None,
     peaks_name: str | None,
+    show_ceilings: bool,
 ) -> None:
     """Plot stored kernels under their device's memory (L1, L2, DRAM) and compute ceilings."""
     from pathlib import Path
 
-    from gpuprof.derive.roofline import device_ceilings, drawable, points, select
+    from gpuprof.derive.roofline import ceiling_sources, device_ceilings, drawable, points, select
     from gpuprof.devices import gpu_table
     from gpuprof.errors import InputError
+    from gpuprof.render import emit
     from gpuprof.render.roofline_plot import plot
     from gpuprof.store import open_store
 
@@ -82,6 +91,14 @@ def roofline(
         for line in store.skipped:
             note(f"note: {line}")
     runs = [r for r in runs if not run_ids or any(r.run_id.startswith(i) for i in run_ids)]
+    if show_ceilings:
+        listed = ceiling_sources(runs, peaks_name)
+        if device_filter and len(listed):
+            listed = listed[listed["device"].str.contains(device_filter, case=False, regex=False)]
+        if listed.empty:
+            raise InputError(f"no imported profile in {where} to list ceilings for", "import a profile first")
+        echo(emit(listed, "table"))
+        return
     frame, skipped = points(runs, precision)
     for line in skipped:
         note(f"skipped {line}")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import time
 from typing import Any
 
 import click
@@ -21,6 +19,7 @@ from gpuprof.cli.common import (
     store_option,
     text,
 )
+from gpuprof.cli.progress import bar
 from gpuprof.cli.simulate import simulate_op, stonne_options
 from gpuprof.workloads import ENGINES
 from gpuprof.workloads.ops import DTYPES, OPS
@@ -56,42 +55,6 @@ gpu_options = options(
         help="GPU/ncu only: replay each kernel, or rerun the whole workload, once per pass.",
     ),
 )  # how a GPU run is profiled
-
-
-class _Progress:
-    """A bar on stderr for the warm-up calls and repeats of one run, drawn between calls (no thread
-    competes with the timed ones) at most five times a second, and gone when the run ends."""
-
-    def __init__(self, label: str) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        self.label = label
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=Console(stderr=True),
-            transient=True,
-            auto_refresh=False,
-        )
-        self.task: Any = None
-        self.drawn = 0.0
-        self.phase = ""
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if self.task is None:
-            self.bar.start()
-            self.task = self.bar.add_task(self.label)
-        self.bar.update(self.task, description=f"{self.label}: {phase}", completed=done, total=total)
-        if time.monotonic() - self.drawn > 0.2 or phase != self.phase:  # a new phase is shown at once
-            self.phase = phase
-            self.bar.refresh()
-            self.drawn = time.monotonic()
-
-    def stop(self) -> None:
-        if self.task is not None:
-            self.bar.stop()
 
 
 @click.command()
@@ -155,45 +118,48 @@ def run(
     if device.startswith("stonne:"):
         simulate_op(op, shape, device.split(":", 1)[1], fmt, store_path, **simulator)
         return
-    from gpuprof.api import measure_and_store
-    from gpuprof.measure import RunSettings, slow_dtype_warning
-    from gpuprof.render.run_report import run_report
-    from gpuprof.store import open_store
-
-    given = click.get_current_context().get_parameter_source
-    gpu = {
-        name: value
-        for name, value in (
-            ("profiler", profiler),
-            ("profiled", profiled),
-            ("clock_control", clock_control),
-            ("cache_control", cache_control),
-            ("replay_mode", replay_mode),
-        )
-        if given(name) is not ParameterSource.DEFAULT
-    }
-    progress = _Progress(f"{op} {size or shape}") if sys.stderr.isatty() else None  # nothing when piped
-    settings = RunSettings(
-        op=op,
-        size=size,
-        shape=shape,
-        dtype=dtype,
-        engine=engine,
-        device=device,
-        repeat=repeat,
-        warmup=warmup,
-        cache=cache,
-        counters=counters,
-        command=command_line(),
-        gpu=gpu,
-        progress=progress,
-    )
-    with open_store(store_path) as store:  # a store that cannot be written fails now, not after the measurement
-        store.writable()
-    slow = slow_dtype_warning(settings)
-    if slow:
-        note(f"warning: {slow}")
+    # from the first second (loading pandas and NumPy takes seconds on a busy host); nothing when piped
+    progress = bar(f"{op} {size or shape}", "loading NumPy and the engine")
     try:
+        from gpuprof.api import measure_and_store
+        from gpuprof.measure import RunSettings, slow_dtype_warning
+        from gpuprof.render.run_report import run_report
+        from gpuprof.store import open_store
+
+        given = click.get_current_context().get_parameter_source
+        gpu = {
+            name: value
+            for name, value in (
+                ("profiler", profiler),
+                ("profiled", profiled),
+                ("clock_control", clock_control),
+                ("cache_control", cache_control),
+                ("replay_mode", replay_mode),
+            )
+            if given(name) is not ParameterSource.DEFAULT
+        }
+        settings = RunSettings(
+            op=op,
+            size=size,
+            shape=shape,
+            dtype=dtype,
+            engine=engine,
+            device=device,
+            repeat=repeat,
+            warmup=warmup,
+            cache=cache,
+            counters=counters,
+            command=command_line(),
+            gpu=gpu,
+            progress=progress,
+        )
+        with open_store(store_path) as store:  # a store that cannot be written fails now, not after the measurement
+            store.writable()
+        slow = slow_dtype_warning(settings)
+        if slow:
+            if progress is not None:
+                progress.stop()  # the warning stays on the screen; the next step draws the bar again
+            note(f"warning: {slow}")
         result, where = measure_and_store(settings, store_path)
     finally:
         if progress is not None:

@@ -57,25 +57,29 @@ class _Progress:
         self.bar.update(self.task, description=point.label)
 
     def point_stored(self, point: Point, run: Run) -> None:
-        from gpuprof.derive.summary import quantities
+        from gpuprof.sweep import stored_line
 
-        rate = next((q.value for q in quantities(run) if q.name == "MFLOP/s"), None)
-        rate_text = f"{rate:,.1f} MFLOP/s (derived: analytic FLOPs / timed median)" if isinstance(rate, float) else ""
-        engine = (run.workload or {}).get("engine", "?")
         self.console.print(
-            f"stored {point.label}: {rate_text}, {engine} on {run.device.get('name', '?')}, run {run.run_id[:8]}",
+            stored_line(point, run),
             markup=False,
             highlight=False,
+            soft_wrap=not self.console.is_terminal,  # wrapped on a terminal, one line into a log
         )
         self.bar.advance(self.task)
 
     def point_failed(self, point: Point, error: str) -> None:
-        self.console.print(f"FAILED {point.label}: {error}", markup=False, highlight=False, style="red")
+        self.console.print(
+            f"FAILED {point.label}: {error}",
+            markup=False,
+            highlight=False,
+            style="red",
+            soft_wrap=not self.console.is_terminal,
+        )
         self.bar.advance(self.task)
 
     def slurm_event(self, event: Any) -> None:
         """A Slurm job submitted, finished or failed (``gpuprof.sweep.slurm.SlurmProgress``)."""
-        self.console.print(event.describe(), markup=False, highlight=False)
+        self.console.print(event.describe(), markup=False, highlight=False, soft_wrap=not self.console.is_terminal)
 
     def stop(self) -> None:
         self.bar.stop()

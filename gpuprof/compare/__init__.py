@@ -5,7 +5,9 @@ and, on request, the study's published rows; :func:`study_table` pivots one op o
 paper's layout (rows = size, columns = device × MFLOP/s, Efic.(%), roofline-relative efficiency
 and bound, then joules per call and GFLOP/s per watt for devices whose runs were metered).
 Imported profiler results have no op or size, so they get their own per-kernel frame
-(:func:`imported_frame`). Pure functions of Runs: nothing here reads files or prints.
+(:func:`imported_frame`); two or more framework traces also get their per-op tables side by side
+(:func:`gpuprof.tracing.side_by_side`, the study's CPU-vs-GPU per-op comparison). Pure functions of
+Runs: nothing here reads files or prints.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuprof import calibrate
+from gpuprof import calibrate, tracing
 from gpuprof.compare import study as reference
 from gpuprof.compare.study import FLOP_COUNT_NOTE
-from gpuprof.derive import kernels, roofline
+from gpuprof.derive import kernels, roofline, traces
 from gpuprof.derive.efficiency import (
     BYTE_RATE,
     FLOP_RATE,
@@ -34,7 +36,7 @@ from gpuprof.derive.efficiency import (
 from gpuprof.derive.energy import energy_basis, energy_columns
 from gpuprof.derive.roofline import device_name
 from gpuprof.derive.stats import timing_stats
-from gpuprof.derive.summary import run_clock, run_peaks, timings
+from gpuprof.derive.summary import UNSTABLE_NOTE, instability, run_clock, run_peaks, timings
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
 from gpuprof.model import CALIBRATED, CALIBRATION, DERIVED, MEASURED, Run
@@ -70,6 +72,7 @@ COLUMNS = [
     "Efic. above 100",
     "roof. above 100",
     "energy basis",
+    "unstable",
     "run",
 ]
 # The columns that say why a percentage is above 100 %, by the column they explain.
@@ -90,6 +93,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     imported_points: pd.DataFrame | None = None  # roofline points of imported kernels (derive.roofline)
     dtype: str = "float32"  # the precision compared: its ceilings are the ones listed
+    trace_ops: pd.DataFrame | None = None  # two or more framework traces' per-op tables side by side
+    trace_legend: list[str] = field(default_factory=list)  # "A = file", one per trace
 
 
 def _first(found: list[Efficiency], kind: str, unit: str = "FLOP/second") -> Efficiency | None:
@@ -196,6 +201,7 @@ def measured_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
         ),
         **energy_columns(run),
         "energy basis": energy_basis(run),
+        "unstable": instability(run) or None,
         "run": run.run_id[:8],
         "created": run.created,
     }
@@ -274,17 +280,37 @@ def _label_devices(rows: list[dict[str, Any]]) -> None:
             row["device"] = f"{row['device']} · {row['engine']}"
 
 
+SHOWN_RULE = (
+    "a point measured several times shows its most recent run (the rule: most recent, so a rerun made "
+    "after a change replaces what it reran; not the most stable, which could hide a change, nor a median "
+    "of runs made under different conditions)"
+)
+
+
 def _latest(rows: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
-    """One row per device × op × dtype × size: the most recent run; the others are counted in a note."""
-    kept: dict[tuple[Any, ...], dict[str, Any]] = {}
+    """One row per device × op × dtype × size: the most recent run (:data:`SHOWN_RULE`); a note
+    counts the others and names, for the first few points, the run shown and whether an older
+    run of it was stable where the shown one is not."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in sorted(rows, key=lambda r: r["created"]):
-        kept[(row["device"], row["op"], row["dtype"], row["size_MB"])] = row
-    if len(kept) < len(rows):
+        groups.setdefault((row["device"], row["op"], row["dtype"], row["size_MB"]), []).append(row)
+    repeated = [group for group in groups.values() if len(group) > 1]
+    if repeated:
+        named = []
+        for group in repeated[:3]:
+            shown = group[-1]
+            stable = [r["run"] for r in group[:-1] if not r.get("unstable")]
+            hint = f", UNSTABLE; run {stable[-1]} of it was stable" if shown.get("unstable") and stable else ""
+            named.append(
+                f"{shown['op']} {shown['dtype']} {shown['size_MB']:g} MB on {shown['device']}: run {shown['run']}, "
+                f"the newest of {len(group)}{hint}"
+            )
+        more = f"; and {len(repeated) - 3} more" if len(repeated) > 3 else ""
         notes.append(
-            f"{len(rows) - len(kept)} older run(s) of a device, op, dtype and size shown by "
-            "their most recent run (see them all with 'gpuprof show')"
+            f"{len(rows) - len(groups)} older run(s) not shown: {SHOWN_RULE}; see them all with 'gpuprof show' "
+            f"({'; '.join(named)}{more})"
         )
-    return list(kept.values())
+    return [group[-1] for group in groups.values()]
 
 
 def comparison(
@@ -332,14 +358,38 @@ def comparison(
     )
     frame.attrs["devices"] = order
     notes += _without_energy(frame)
-    imports = [r for r in runs if r.kind == "import"]
+    traced = [r for r in runs if r.format in traces.TRACE_FORMATS]
+    # a trace's kernels join the other imported kernels; its ops are compared in their own table
+    imports = [r for r in runs if r.kind == "import" and r not in traced]
+    imports += [kernels_only for kernels_only in map(traces.gpu_launches, traced) if len(kernels_only.launch_table)]
     imported, imported_notes = imported_frame(imports, dtype)
     points, _ = roofline.points(imports)
     for run in imports:
         for device in set(roofline.launch_devices(run)):
             if device not in peaks:
                 peaks[device] = roofline.table_peaks(device)
-    return Comparison(frame, imported, peaks, notes + imported_notes, points, dtype)
+    result = Comparison(frame, imported, peaks, notes + imported_notes, points, dtype)
+    if len(traced) >= 2:
+        names = tracing.labels(len(traced))
+        result.trace_ops = tracing.side_by_side(*traced, names=names)
+        result.trace_legend = [f"{name} = {run.source}" for name, run in zip(names, traced)]
+    elif traced:
+        result.notes.append("one framework trace: give two or more to see their ops side by side")
+    return result
+
+
+TRACE_ROWS = 30  # ops shown in a terminal table (csv and json give them all)
+
+
+def trace_section(comparison_: Comparison) -> list[tuple[str, pd.DataFrame]]:
+    """(title, the first :data:`TRACE_ROWS` ops) of the traces' side-by-side per-op table, if any."""
+    frame = comparison_.trace_ops
+    if frame is None:
+        return []
+    ratio = "op time X/A: an op's GPU time where it launched kernels, else its total time"
+    more = f"; the first {TRACE_ROWS} of {len(frame)} ops by total time" if len(frame) > TRACE_ROWS else ""
+    title = f"Framework ops side by side (seconds; {ratio}{more}): {'; '.join(comparison_.trace_legend)}"
+    return [(title, frame.head(TRACE_ROWS))]
 
 
 def _without_energy(frame: pd.DataFrame) -> list[str]:
@@ -385,6 +435,9 @@ def study_table(frame: pd.DataFrame, op: str, device_order: list[str] | None = N
             out[column] = values
             if quantity in FLAGS:
                 mark(out, column, out["size (MB)"].map(mine[FLAGS[quantity]]))
+            if quantity == "MFLOP/s":
+                unstable = out["size (MB)"].map(mine["unstable"])
+                mark(out, column, unstable.map(lambda u: UNSTABLE_NOTE if isinstance(u, str) else None))
     return out
 
 
@@ -440,7 +493,7 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
     notes: list[str] = []
     for run in runs:
         frame = kernels.kernel_frame([run], (reported_name,))
-        frame = frame[frame["time"].notna() | frame[f"flops_{mine}"].notna()]
+        frame = frame[frame["time"].notna() | frame[f"flops_{mine}"].notna() | frame["flops_total"].notna()]
         if not len(frame):
             notes.append(f"imported {Path(run.source).name} ({run.format}): no kernel time or {dtype} FLOP count")
         for row in frame.to_dict("records"):
@@ -451,6 +504,9 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
             cells = _efficiency_cells(rate, bandwidth, dtype, roofline.table_peaks(device)) if rate else {}
             measured = not np.isnan(row[f"flop_efficiency_{mine}"])
             efficiency = row[f"flop_efficiency_{mine}"] if measured else row[reported_name]
+            # a CPU run's FP events (lane weights in its basis) count FLOPs of every precision together
+            cpu_basis = row["basis"] if run.device.get("kind") == "cpu" and "counted FLOPs:" in row["basis"] else ""
+            total, total_rate = row["flops_total_per_launch"], row["flop_rate_total"]
             rows.append(
                 {
                     "device": device,
@@ -461,10 +517,16 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
                     f"FLOPs/launch ({dtype})": None if np.isnan(flops) else flops,
                     "MFLOP/s": rate / 1e6 if rate is not None else None,
                     "Efic.%": None if np.isnan(efficiency) else efficiency,
+                    "counted FLOPs/launch (all precisions)": total if cpu_basis and not np.isnan(total) else None,
+                    "counted MFLOP/s (all precisions)": (
+                        total_rate / 1e6 if cpu_basis and not np.isnan(total_rate) else None
+                    ),
                     "roof.%": cells.get("roof.%"),
                     "bound": cells.get("bound"),
                     "MFLOP/s origin": (
-                        IMPORTED_ORIGIN
+                        f"{MEASURED}: {cpu_basis}; FLOP/s over the elapsed time perf measured"
+                        if cpu_basis
+                        else IMPORTED_ORIGIN
                         if rate is not None
                         else f"{MEASURED} ({'FLOPs' if np.isnan(time) else 'time'} only)"
                     ),
@@ -479,6 +541,11 @@ def imported_frame(runs: list[Run], dtype: str = "float32") -> tuple[pd.DataFram
                 }
             )
     imported = pd.DataFrame(rows)
+    counted = [
+        c for c in ("counted FLOPs/launch (all precisions)", "counted MFLOP/s (all precisions)") if c in imported
+    ]
+    if counted and imported[counted].isna().all().all():  # no CPU run counted FLOPs: no columns for them
+        imported = imported.drop(columns=counted)
     if len(imported):
         efficiency = imported["Efic.%"].astype(float)
         mark(
@@ -526,11 +593,12 @@ def study_sections(comparison_: Comparison, device_order: list[str] | None = Non
 def detail_sections(
     comparison_: Comparison, stalls: pd.DataFrame | None = None, device_order: list[str] | None = None
 ) -> list[tuple[str, pd.DataFrame]]:
-    """(title, frame) of what follows the study tables: sources, ceilings, imported kernels, stalls."""
+    """(title, frame) of what follows the study tables: framework traces' ops side by side, sources,
+    ceilings, imported kernels, stalls."""
     frame = comparison_.rows
     order = device_order or devices(frame)
     shown = frame[frame["device"].isin(order)]
-    out = []
+    out = trace_section(comparison_)
     if len(shown):
         out.append(("Sources: where each device's numbers come from", sources_frame(shown)))
     ceilings = device_frame(comparison_, comparison_.dtype)

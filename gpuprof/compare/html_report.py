@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gpuprof.compare import Comparison
+    from gpuprof.workloads.timing import Progress
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#1b1b1b;max-width:1500px}
@@ -115,35 +116,34 @@ def _image(png: bytes | None, alt: str) -> str:
     return f'<img alt="{_esc(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _charts(comparison: Comparison, shown: list[str], limits: Limits, trimmed: list[str]) -> list[str]:
+def _charts(
+    comparison: Comparison, shown: list[str], limits: Limits, trimmed: list[str], progress: Progress | None
+) -> list[str]:
     """Efficiency and roofline-relative efficiency against size, best MFLOP/s, one roofline per device
     (measured, the paper's, and imported kernels that have FLOPs, DRAM bytes and a time)."""
     import pandas as pd
 
     frame = comparison.rows
-    parts = [
-        _image(
-            compare_plots.png(
-                compare_plots.lines_by_op(
-                    frame,
-                    shown,
-                    "Efic.%",
-                    "Efic. (% of FLOP peak)",
-                    "FLOP efficiency against size, one line per device",
-                )
-            ),
+    say = progress or (lambda phase, done, total: None)
+    charts = (
+        (
             "FLOP efficiency against size per op",
-        ),
-        _image(
-            compare_plots.png(
-                compare_plots.lines_by_op(
-                    frame, shown, "roof.%", "roof. (% of roofline)", "Roofline-relative efficiency against size"
-                )
+            lambda: compare_plots.lines_by_op(
+                frame, shown, "Efic.%", "Efic. (% of FLOP peak)", "FLOP efficiency against size, one line per device"
             ),
-            "roofline-relative efficiency against size per op",
         ),
-        _image(compare_plots.png(compare_plots.best_rate_bars(frame, shown)), "best MFLOP/s per device and op"),
-    ]
+        (
+            "roofline-relative efficiency against size per op",
+            lambda: compare_plots.lines_by_op(
+                frame, shown, "roof.%", "roof. (% of roofline)", "Roofline-relative efficiency against size"
+            ),
+        ),
+        ("best MFLOP/s per device and op", lambda: compare_plots.best_rate_bars(frame, shown)),
+    )
+    parts = []
+    for number, (alt, draw) in enumerate(charts):
+        say(f"chart of {alt}", number, len(charts))
+        parts.append(_image(compare_plots.png(draw()), alt))
     points = compare_plots.roofline_points(frame[frame["device"].isin(shown)])
     devices = list(shown)
     imported = comparison.imported_points
@@ -156,7 +156,7 @@ def _charts(comparison: Comparison, shown: list[str], limits: Limits, trimmed: l
             )
         points = pd.concat([points, imported[imported["device"].isin(found[:room])]], ignore_index=True)
         devices += [d for d in found[:room] if d not in devices]
-    for device, png in compare_plots.rooflines(points, comparison.peaks, devices).items():
+    for device, png in compare_plots.rooflines(points, comparison.peaks, devices, progress).items():
         parts.append(
             f'<h3 id="roofline-{slug(device)}">Roofline: {_esc(device)}</h3>' + _image(png, f"roofline of {device}")
         )
@@ -169,8 +169,10 @@ def build(
     sources: list[str],
     limits: Limits = Limits(),
     stalls: pd.DataFrame | None = None,
+    progress: Progress | None = None,
 ) -> Report:
-    """The whole report as one HTML string, and what was trimmed."""
+    """The whole report as one HTML string, and what was trimmed; ``progress`` hears of each chart
+    (they take most of the time: seconds each)."""
     trimmed: list[str] = []
     all_devices = compare.devices(comparison.rows)
     shown = all_devices[: limits.max_series]
@@ -201,7 +203,7 @@ def build(
         parts.append('<p class="note">No measured or reference rows match.</p>')
     for heading, table in studies:
         parts.append(f"<h3>{_esc(heading)}</h3>" + _capped(table, heading.split(":")[0], limits, trimmed, shown))
-    parts += ['<h2 id="charts">Charts</h2>', *_charts(comparison, shown, limits, trimmed)]
+    parts += ['<h2 id="charts">Charts</h2>', *_charts(comparison, shown, limits, trimmed, progress)]
     for heading, table in compare.detail_sections(comparison, stalls, shown):
         anchor = ' id="sources"' if heading.startswith("Sources") else ""
         parts.append(f"<h2{anchor}>{_esc(heading)}</h2>" + _capped(table, heading.split(":")[0], limits, trimmed))

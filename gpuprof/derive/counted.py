@@ -53,6 +53,10 @@ def keys() -> tuple[str, ...]:
         "dram_read_bytes",
         "dram_write_bytes",
         "dram_throughput",
+        "dram_peak_per_cycle",
+        "dram_clock",
+        "dram_read_throughput",
+        "dram_write_throughput",
         *_ELAPSED,
     ):
         names += aliases(key)
@@ -157,8 +161,13 @@ def dram_bytes(c: Counters) -> np.ndarray:
 
 @also_per_launch("byte/second")
 def dram_bandwidth(c: Counters) -> np.ndarray:
-    """DRAM bandwidth: the measured ``dram__bytes.sum.per_second`` or DRAM bytes / kernel time."""
-    return first(c.number("dram_throughput"), dram_bytes(c) / nonzero(kernel_time(c)))
+    """DRAM bandwidth: the measured ``dram__bytes.sum.per_second``, or DRAM bytes / kernel time, or
+    the read + write throughputs where only those were given (nvprof's dram_read/write_throughput)."""
+    return first(
+        c.number("dram_throughput"),
+        dram_bytes(c) / nonzero(kernel_time(c)),
+        c.number("dram_read_throughput") + c.number("dram_write_throughput"),
+    )
 
 
 @also_per_launch("FLOP/second")
@@ -167,6 +176,13 @@ def peak_flop_rate(c: Counters, precision: str = "sp") -> np.ndarray:
     ``*.sum.peak_sustained`` (thread instructions per cycle, whole GPU) * clock * 2."""
     per_cycle = first(*(c.number(name) for name in _peak_names(_op_letter(precision))))
     return per_cycle * sm_clock(c) * 2.0
+
+
+@also_per_launch("byte/second")
+def peak_dram_bandwidth(c: Counters) -> np.ndarray:
+    """DRAM's peak at the DRAM clock measured during this kernel, as ncu's roofline section takes it:
+    ``dram__bytes.sum.peak_sustained`` (bytes per DRAM cycle) * ``dram__cycles_elapsed.avg.per_second``."""
+    return c.number("dram_peak_per_cycle") * nonzero(c.number("dram_clock"))
 
 
 @also_per_launch("%")

@@ -25,6 +25,7 @@ from gpuprof.derive.counted import (
     flops,
     kernel_time,
     keys,
+    peak_dram_bandwidth,
     peak_flop_rate,
     sm_clock,
     time_parts,
@@ -55,8 +56,11 @@ __all__ = [
     "kernel_time",
     "launch_device_names",
     "launch_values",
+    "peak_dram_bandwidth",
     "peak_flop_rate",
     "sm_clock",
+    "RATE_RULE",
+    "rate_total",
     "time_parts",
     "total_flops",
 ]
@@ -70,6 +74,25 @@ def total_flops(vector: Sequence[np.ndarray], tensor_work: np.ndarray, rule: np.
     stacked = np.vstack([*vector, tensor_work])
     total = np.where(np.isnan(stacked).all(axis=0), np.nan, np.nansum(stacked, axis=0))
     return np.where(np.isin(rule, tensor.NOT_COUNTED), np.nan, total)
+
+
+RATE_RULE = (
+    "no FLOP count or kernel time: FLOP/s = (fadd + fmul + 2 ffma).per_cycle_elapsed x SM clock, and AI DRAM "
+    "= FLOP/s / dram__bytes.sum.per_second (Nsight Compute's roofline section formulas)"
+)
+
+
+def rate_total(vector: Sequence[np.ndarray], rates: Sequence[np.ndarray], rule: np.ndarray) -> np.ndarray:
+    """FLOP/s of all vector work from the rates alone (per-cycle rates x SM clock), where no
+    precision's FLOPs were counted (a file of ncu's roofline-section rates: no counts, no kernel
+    time); NaN where a count exists (FLOPs / time serves there), where no rate was measured, or
+    where the tensor pipe ran uncounted (the total would leave that work out)."""
+    import numpy as np
+
+    stacked = np.vstack(rates)
+    total = np.where(np.isnan(stacked).all(axis=0), np.nan, np.nansum(stacked, axis=0))
+    counted = ~np.isnan(np.vstack(vector)).all(axis=0)
+    return np.where(counted | np.isin(rule, tensor.NOT_COUNTED), np.nan, total)
 
 
 def frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
@@ -117,10 +140,16 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
         columns[f"flop_rate_{p}"] = flop_rate(c, p)
         columns[f"peak_flop_rate_{p}"] = peak_flop_rate(c, p)
         columns[f"flop_efficiency_{p}"] = flop_efficiency(c, p)
+    columns["flop_rate_from_rates"] = rate_total(
+        [columns[f"flops_{p}"] for p in SUFFIXES], [columns[f"flop_rate_{p}"] for p in SUFFIXES], tensor_rule
+    )
     columns.update(dram_bytes=dram_bytes(c), dram_bandwidth=dram_bandwidth(c), sm_clock=sm_clock(c))
+    columns["peak_dram_bandwidth"] = peak_dram_bandwidth(c)
     l1, l1_rule = levels.level_parts(c, "l1")
     l2, l2_rule = levels.level_parts(c, "l2")
     columns.update(l1_bytes=l1, l2_bytes=l2, tensor_kind=tensor_kind)
+    reads_only = c.l2_definition == "l1-reads"  # L2 counts reads only: checked against DRAM reads
+    columns["dram_check_bytes"] = c.number("dram_read_bytes") if reads_only else columns["dram_bytes"]
     counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in SUFFIXES])).all(axis=0)
     tensor_said = np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1)
     columns["basis"] = _bases(
@@ -133,6 +162,10 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
         l2_rule,
         [tensor.rule_text(rule, c) for rule in range(len(tensor.RULES))],
     )
+    by_rate = ~np.isnan(columns["flop_rate_from_rates"])
+    if by_rate.any():
+        basis = columns["basis"]
+        columns["basis"] = np.where(by_rate, [f"{b}; {RATE_RULE}" if b else RATE_RULE for b in basis], basis)
     columns.update({name: c.raw(name) for name in extra})
     if run.device.get("kind") == "cpu":
         _cpu_counted(run, columns)

@@ -49,12 +49,14 @@ KEYS = ("run_id", "file", "session", "device", "kernel")
 COUNTER_SUFFIX = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}  # the frames' precision names -> derive.counters' suffixes
 FLOPS = (*(f"flops_{p}" for p in COUNTER_SUFFIX), "flops_tensor", "flops_total")
 BYTES = tuple(f"{level}_bytes" for level in levels.LEVELS)
-EXTENSIVE = ("time", *FLOPS, *BYTES)  # summed
+EXTENSIVE = ("time", *FLOPS, *BYTES, "dram_check_bytes")  # summed; the last: what the AI check holds L2 to
 RATES = (
     *(f"flop_rate_{p}" for p in COUNTER_SUFFIX),
     *(f"peak_flop_rate_{p}" for p in COUNTER_SUFFIX),
     "dram_bandwidth",
     "sm_clock",
+    "flop_rate_from_rates",
+    "peak_dram_bandwidth",
 )  # time-weighted
 DRAM_FROM_RATE = "DRAM bytes = dram__bytes.sum.per_second x kernel time"
 
@@ -78,6 +80,8 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
     basis = values["basis"].to_numpy(dtype=object)
     if from_rate.any():
         basis = np.where(from_rate, [f"{b}; {DRAM_FROM_RATE}" if b else DRAM_FROM_RATE for b in basis], basis)
+    dram = np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted)
+    reads_only = run.environment.get("l2_bytes") == "l1-reads"
     out = pd.DataFrame(
         {
             "run_id": run.run_id,
@@ -93,12 +97,15 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
             "flops_total": values["flops_total"],
             "l1_bytes": values["l1_bytes"],
             "l2_bytes": values["l2_bytes"],
-            "dram_bytes": np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted),
+            "dram_bytes": dram,
+            "dram_check_bytes": values["dram_check_bytes"].to_numpy(dtype=float) if reads_only else dram,
             **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
             **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
             **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in COUNTER_SUFFIX.items()},
             "dram_bandwidth": values["dram_bandwidth"],
             "sm_clock": values["sm_clock"],
+            "flop_rate_from_rates": values["flop_rate_from_rates"],
+            "peak_dram_bandwidth": values["peak_dram_bandwidth"],
             "tensor_kind": values["tensor_kind"].fillna("").astype(str),
         }
     )
@@ -114,7 +121,10 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
 
 def _counter_names(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame under :func:`gpuprof.derive.levels.roofline_columns`' column names (dp/sp/hp)."""
-    return frame.rename(columns={f"flops_{p}": f"flops_{s}" for p, s in COUNTER_SUFFIX.items()})
+    names = {
+        f"{q}_{p}": f"{q}_{s}" for q in ("flops", "flop_rate", "peak_flop_rate") for p, s in COUNTER_SUFFIX.items()
+    }
+    return frame.rename(columns=names)
 
 
 def _group_sum(values: np.ndarray, codes: np.ndarray, count: int) -> np.ndarray:
@@ -197,6 +207,10 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
     for p in (*COUNTER_SUFFIX, "tensor"):  # each kind of work's own roofline point
         for level in levels.LEVELS:
             out[f"ai_{level}_{p}"] = ratio(f"flops_{p}", f"{level}_bytes")
+    for p in COUNTER_SUFFIX:  # no counts or no time: FLOP/s / DRAM byte/s, as ncu's roofline section
+        with np.errstate(divide="ignore", invalid="ignore"):
+            by_rate = out[f"flop_rate_{p}"] / np.where(out["dram_bandwidth"] > 0, out["dram_bandwidth"], np.nan)
+        out[f"ai_dram_{p}"] = np.where(np.isnan(out[f"ai_dram_{p}"]), by_rate, out[f"ai_dram_{p}"])
     for name in extra:
         value = launches[name].to_numpy(dtype=float)
         out[name] = _over(weight * value, np.where(np.isnan(value), np.nan, weight), codes, count)

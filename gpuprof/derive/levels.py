@@ -46,8 +46,14 @@ _SOURCES = {
         ("l2_xbar_cycles", False),
         ("l2_xbar_rate", True),
         ("l2_xbar_cycle_rate", True),
+        ("l2_l1_read_sectors", False),
     ),
 }
+# Which L2 traffic a run counts ('import --l2-bytes'), and the rules of _SOURCES["l2"] each may use:
+# NERSC's bytes through L2's tag stage (every request, reads and writes, from any unit: the default;
+# ncu's crossbar forms where the file has no tag-stage count), or the L1/TEX unit's reads from L2 (the
+# L2 -> L1 arrow of Nsight Compute's memory chart), checked against DRAM reads (dram__bytes_read.sum).
+L2_DEFINITIONS = {"lts": (0, 1, 2, 3, 4), "l1-reads": (5,)}
 # The vector work of each precision and the ceiling it meets (gpu_table's "precision/kind").
 VECTOR_KINDS = {"flops_dp": "fp64/fma", "flops_sp": "fp32/fma", "flops_hp": "fp16/fma"}
 # Bytes of an inner level may fall short of the outer one's by this much before the check says so:
@@ -60,7 +66,14 @@ def _rule(level: str, key: str, per_second: bool) -> str:
     entry = catalog.entries()[key]
     name = (entry.ncu or entry.also)[0]
     factor = f"{entry.bytes_per_cycle:g} x " if entry.bytes_per_cycle else ""
-    return f"{LABELS[level]} bytes = {factor}{name}" + (" x kernel time" if per_second else "")
+    said = f"{LABELS[level]} bytes = {factor}{name}" + (" x kernel time" if per_second else "")
+    return said + (_CHOSEN.get(key) or "")
+
+
+_CHOSEN = {  # rules a user picks ('import --l2-bytes'): the basis says so
+    "l2_l1_read_sectors": " (L2 -> L1 reads, Nsight Compute's memory chart; --l2-bytes l1-reads: the AI check "
+    "compares them with DRAM reads, dram__bytes_read.sum)"
+}
 
 
 LEVEL_RULES = {level: tuple(_rule(level, key, rate) for key, rate in sources) for level, sources in _SOURCES.items()}
@@ -73,12 +86,16 @@ def names() -> list[str]:
 
 def level_parts(c: Counters, level: str) -> tuple[np.ndarray, np.ndarray]:
     """Bytes at L1 or L2 per launch (NaN where none) and which rule of :data:`LEVEL_RULES` gave them."""
+    import numpy as np
+
     c.fetch(names())
     time = kernel_time(c)
+    allowed = L2_DEFINITIONS[c.l2_definition] if level == "l2" else range(len(_SOURCES[level]))
     columns = []
-    for key, per_second in _SOURCES[level]:
+    for i, (key, per_second) in enumerate(_SOURCES[level]):
         factor = catalog.entries()[key].bytes_per_cycle or 1.0
-        columns.append(c.number(key) * factor * (time if per_second else 1.0))
+        value = c.number(key) * factor * (time if per_second else 1.0)
+        columns.append(value if i in allowed else np.full(c.launches, np.nan))
     return choose(*columns)
 
 
@@ -109,6 +126,10 @@ def dominant(frame: pd.DataFrame) -> np.ndarray:
 
     columns = [*VECTOR_KINDS, "flops_tensor"]
     values = np.vstack([np.nan_to_num(frame[c].to_numpy(dtype=float), nan=-1.0) for c in columns])
+    rates = [c.replace("flops_", "flop_rate_") for c in VECTOR_KINDS]
+    if set(rates) <= set(frame.columns):  # nothing counted: the work measured as rates
+        measured = np.vstack([np.nan_to_num(frame[c].to_numpy(dtype=float), nan=-1.0) for c in rates])
+        values = np.where((values < 0).all(axis=0), np.vstack([measured, np.full(len(frame), -1.0)]), values)
     kinds = np.array(list(VECTOR_KINDS.values()) + [""], dtype=object)[values.argmax(axis=0)]
     kinds = np.where(kinds == "", frame["tensor_kind"].to_numpy(dtype=object), kinds)
     return np.where(values.max(axis=0) > 0, kinds, "")
@@ -165,10 +186,39 @@ def _ceiling_text(ceiling: gpu_table.Ceiling, sm_hz: float | None = None) -> str
 
 
 NO_MEMORY = "bound unknown: no memory counters"
+# The ceilings a file carries (Nsight Compute's roofline sections collect them), by the kind binding
+# names, with the frame column that holds each and how it was measured.
+FILE_CEILINGS = {
+    "fp32/fma": (
+        "peak_flop_rate_sp",
+        "FP32 FMA",
+        "2 x sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained x SM clock measured",
+    ),
+    "fp64/fma": (
+        "peak_flop_rate_dp",
+        "FP64 FMA",
+        "2 x sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained x SM clock measured",
+    ),
+    "dram": (
+        "peak_dram_bandwidth",
+        "DRAM",
+        "dram__bytes.sum.peak_sustained x dram__cycles_elapsed.avg.per_second",
+    ),
+}
+
+
+def file_ceiling_text(kind: str, value: float) -> str:
+    """A ceiling the file carries, as the binding column names it."""
+    _, name, formula = FILE_CEILINGS[kind]
+    unit, scale = ("TB/s", 1e12) if kind == "dram" else ("TFLOP/s", 1e12)
+    return f"{name} {value / scale:.4g} {unit} from the file ({formula})"
 
 
 def binding(
-    frame: pd.DataFrame, devices: Sequence[str], sm_clock: np.ndarray | None = None
+    frame: pd.DataFrame,
+    devices: Sequence[str],
+    sm_clock: np.ndarray | None = None,
+    carried: pd.DataFrame | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row of a frame with ``dominant``, ``ai_l1/l2/dram`` and ``flop_rate_total``, the device
     of each row and the SM clock it ran at (Hz, NaN or None where not measured): the binding ceiling
@@ -177,7 +227,9 @@ def binding(
     NaN where the device is not in the table or the table has no compute ceiling for the dominant
     work: a memory roof alone would be an upper bound that hides that; and where no level's bytes
     were counted, :data:`NO_MEMORY` (the compute roof alone would hide memory in the same way).
-    Above 100 % the text says so.
+    Above 100 % the text says so. Where ``carried`` (the input frame) holds a ceiling the file
+    itself carries (:data:`FILE_CEILINGS`: the FMA pipes' and DRAM's peaks at the clocks measured),
+    it replaces the table's.
     """
     import numpy as np
     import pandas as pd
@@ -212,7 +264,11 @@ def binding(
             found = gpu_table.memory_ceiling(specs[name], level) if specs[name] else None
             if found:
                 place(i, device_code == code, found, f" x AI {LABELS[level]}")
+        if level == "dram":
+            _take_carried(candidates[i], labels[i], carried, "dram", np.full(rows, True), " x AI DRAM")
         candidates[i] = candidates[i] * frame[f"ai_{level}"].to_numpy(dtype=float)
+    for work in ("fp32/fma", "fp64/fma"):
+        _take_carried(candidates[0], labels[0], carried, work, frame["dominant"].to_numpy(dtype=object) == work)
     compute = candidates[0]
     stacked = np.vstack(candidates)
     lowest = np.nan_to_num(stacked, nan=np.inf).argmin(axis=0)
@@ -230,6 +286,22 @@ def binding(
     return value, text, percent
 
 
+def _take_carried(
+    values: np.ndarray, labels: np.ndarray, carried: pd.DataFrame | None, kind: str, where: np.ndarray, suffix: str = ""
+) -> None:
+    """The file's own ceiling of ``kind`` into ``values``/``labels`` on the rows ``where`` it has one."""
+    import numpy as np
+
+    column = FILE_CEILINGS[kind][0]
+    if carried is None or column not in carried:
+        return
+    found = carried[column].to_numpy(dtype=float)
+    take = where & np.isfinite(found) & (found > 0)
+    for value in np.unique(found[take]).tolist():
+        rows = take & (found == value)
+        values[rows], labels[rows] = value, file_ceiling_text(kind, value) + suffix
+
+
 def roofline_columns(
     frame: pd.DataFrame, devices: Sequence[str], ratio: Callable[[str, str], np.ndarray] | None = None
 ) -> pd.DataFrame:
@@ -237,19 +309,34 @@ def roofline_columns(
     ``tensor_kind``), bytes (``l1_bytes``, ``l2_bytes``, ``dram_bytes``) and kernel ``time``, per
     launch or per kernel: FLOP/s, intensity per level, the AI check, the dominant work and the
     binding ceiling with the percent of it. ``ratio(top, bottom)`` divides two of the frame's
-    columns (row by row unless given: a per-kernel table divides sums over the same launches)."""
+    columns (row by row unless given: a per-kernel table divides sums over the same launches).
+    The AI check compares L2 with ``dram_check_bytes`` where the frame has them (the DRAM reads,
+    when L2 counts the L1 unit's reads only). Where FLOPs or time were not counted, FLOP/s is ``flop_rate_from_rates`` and AI DRAM is FLOP/s /
+    ``dram_bandwidth``: Nsight Compute's roofline section plots exactly these rates."""
+    import numpy as np
     import pandas as pd
 
     def row_ratio(top: str, bottom: str) -> np.ndarray:
         return _ratio(frame[top].to_numpy(dtype=float), frame[bottom].to_numpy(dtype=float))
 
     ratio = ratio or row_ratio
-    out = pd.DataFrame({"flop_rate_total": ratio("flops_total", "time")}, index=frame.index)
+    rate = ratio("flops_total", "time")
+    if "flop_rate_from_rates" in frame:  # no count: the rates ncu's roofline section plots
+        rate = np.where(np.isnan(rate), frame["flop_rate_from_rates"].to_numpy(dtype=float), rate)
+    out = pd.DataFrame({"flop_rate_total": rate}, index=frame.index)
     for level in LEVELS:
         out[f"ai_{level}"] = ratio("flops_total", f"{level}_bytes")
-    out["ai_check"] = consistency(*(frame[f"{level}_bytes"].to_numpy(dtype=float) for level in LEVELS))
+    if "dram_bandwidth" in frame:  # Nsight Compute's section formula: FLOP/s / DRAM byte/s
+        by_rate = _ratio(rate, frame["dram_bandwidth"].to_numpy(dtype=float))
+        out["ai_dram"] = np.where(np.isnan(out["ai_dram"]), by_rate, out["ai_dram"])
+    checked = "dram_check_bytes" if "dram_check_bytes" in frame else "dram_bytes"  # DRAM reads under l1-reads
+    out["ai_check"] = consistency(
+        frame["l1_bytes"].to_numpy(dtype=float),
+        frame["l2_bytes"].to_numpy(dtype=float),
+        frame[checked].to_numpy(dtype=float),
+    )
     out["dominant"] = dominant(frame)
     clock = frame["sm_clock"].to_numpy(dtype=float) if "sm_clock" in frame else None
-    value, text, percent = binding(out, devices, clock)
+    value, text, percent = binding(out, devices, clock, frame)
     out["binding_ceiling"], out["binding_name"], out["binding_percent"] = value, text, percent
     return out

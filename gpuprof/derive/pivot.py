@@ -44,7 +44,8 @@ class Counters:
     launch's compute capability ("7.0", "" when unknown), which some counting rules depend on
     (given as a list, or a function that makes it when a rule first asks). ``tensor_flop_per_inst``
     is a FLOP-per-tensor-instruction factor the user gave for chips with no documented one (a run's
-    ``environment["tensor_flop_per_inst"]``; :mod:`gpuprof.derive.tensor`).
+    ``environment["tensor_flop_per_inst"]``; :mod:`gpuprof.derive.tensor`). ``l2_definition`` is
+    which L2 traffic a run counts (``environment["l2_bytes"]``: :data:`gpuprof.derive.levels.L2_DEFINITIONS`).
 
     The derivations try many spellings of each value, most of which a given file lacks: names the
     table does not hold (``present``, when known) are not looked up, and columns no launch has are
@@ -59,11 +60,13 @@ class Counters:
         cc: Sequence[str] | Callable[[], Sequence[str]] | None = None,
         present: Collection[str] | None = None,
         tensor_flop_per_inst: float | None = None,
+        l2_definition: str = "lts",
     ) -> None:
         import numpy as np
 
         self.launches = launches
         self.tensor_flop_per_inst = tensor_flop_per_inst
+        self.l2_definition = l2_definition
         self._cc = cc
         self._lookup = lookup
         self._present = present
@@ -85,6 +88,7 @@ class Counters:
             lambda: launch_cc(run),
             present,
             run.environment.get("tensor_flop_per_inst"),
+            run.environment.get("l2_bytes") or "lts",
         )
 
     @classmethod

@@ -58,22 +58,27 @@ _TOPDOWN_NEW = ("slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bou
 
 def counts_from_regions(run: Run) -> pd.DataFrame:
     """The counts frame of a profile's region instances: per instance, end − begin of the cumulative
-    counts the counter hook wrote on its two lines (:mod:`gpuprof.counting`); empty without them.
+    counts the counter hook wrote on its two lines (:mod:`gpuprof.counting`), or the event counts
+    stored with it (``perf stat -I`` intervals attributed by time); empty without either.
     ``counted fraction``: the smallest share of time the kernel counted (below 1: multiplexed, scaled)."""
     rows, names, parents, fractions = {}, {}, {}, {}
     for launch in run.launches:
         attributes = launch.attributes
-        if attributes.get("kind") != "region" or not attributes.get("extra"):
+        if attributes.get("kind") != "region":
             continue
-        extra = json.loads(attributes["extra"])
+        extra = json.loads(attributes["extra"]) if attributes.get("extra") else {}
         begin, end = extra.get("begin", {}).get("c"), extra.get("end", {}).get("c")
-        if not begin or not end:
-            continue
-        rows[launch.index] = {event: float(end[event]) - float(begin.get(event, 0.0)) for event in end}
+        if begin and end:
+            rows[launch.index] = {event: float(end[event]) - float(begin.get(event, 0.0)) for event in end}
+            fractions[launch.index] = min(float(extra["begin"].get("cm", 1.0)), float(extra["end"].get("cm", 1.0)))
+        else:
+            stored = {m.name: float(m.value) for m in launch.metrics if m.unit == "event"}  # type: ignore[arg-type]
+            if not stored:
+                continue
+            rows[launch.index], fractions[launch.index] = stored, 1.0
         names[launch.index] = attributes.get("name", launch.kernel)
         parent = attributes.get("parent")
         parents[launch.index] = int(parent) if parent not in (None, "") else pd.NA
-        fractions[launch.index] = min(float(extra["begin"].get("cm", 1.0)), float(extra["end"].get("cm", 1.0)))
     frame = pd.DataFrame.from_dict(rows, orient="index")
     if frame.empty:
         return pd.DataFrame(columns=["name", "parent", "counted fraction"])
@@ -202,17 +207,21 @@ def interval_basis(interval_s: float) -> str:
 
 def counts_from_intervals(intervals: pd.DataFrame, regions: pd.DataFrame, interval_s: float) -> pd.DataFrame:
     """The fallback that needs nothing in the program: counts of ``perf stat -I`` intervals
-    (``intervals``: one row per interval, ``end (s)`` on the regions' clock, then one column per event)
-    attributed to ``regions`` (``name``, ``parent``, ``begin (s)``, ``end (s)``) by the share of each
-    interval ``[end − interval_s, end]`` that the region covers."""
+    (``intervals``: one row per interval, ``end (s)`` on the regions' clock, optionally ``begin (s)``
+    (else ``end`` − ``interval_s``), then one column per event) attributed to ``regions`` (``name``,
+    ``parent``, ``begin (s)``, ``end (s)``) by the share of each interval that the region covers; NaN
+    where a covered interval was not counted."""
     ends = intervals["end (s)"].to_numpy(dtype=float)
-    starts = ends - interval_s
-    events = [c for c in intervals.columns if c != "end (s)"]
+    starts = intervals["begin (s)"].to_numpy(dtype=float) if "begin (s)" in intervals else ends - interval_s
+    events = [c for c in intervals.columns if c not in ("begin (s)", "end (s)")]
     values = intervals[events].to_numpy(dtype=float)
     begin = regions["begin (s)"].to_numpy(dtype=float)[:, None]
     end = regions["end (s)"].to_numpy(dtype=float)[:, None]
-    overlap = np.clip(np.minimum(end, ends[None, :]) - np.maximum(begin, starts[None, :]), 0.0, None) / interval_s
-    out = pd.DataFrame(overlap @ values, columns=events, index=regions.index)
+    lengths = np.where(ends > starts, ends - starts, np.inf)
+    overlap = np.clip(np.minimum(end, ends[None, :]) - np.maximum(begin, starts[None, :]), 0.0, None) / lengths
+    counted = overlap @ np.nan_to_num(values)
+    counted[(overlap > 0) @ np.isnan(values)] = np.nan  # an interval perf did not count: unknown, not 0
+    out = pd.DataFrame(counted, columns=events, index=regions.index)
     out.insert(0, "parent", regions["parent"])
     out.insert(0, "name", regions["name"])
     return out

@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gpuprof.derive import kernels
+from gpuprof.derive import kernels, levels
 from gpuprof.derive.levels import consistency
 from gpuprof.derive.stats import timing_stats
 from gpuprof.derive.summary import run_peaks, timings
@@ -133,6 +133,7 @@ def _run_point(run: Run, precision: str) -> dict[str, Any] | None:
         "clock": run.device.get("clock_during_run_hz") or math.nan,
         "origin": f"{ANALYTIC} FLOPs and bytes / timed median",
         "run_id": run.run_id,
+        "engine": w.get("engine") or "",
     }
 
 
@@ -153,7 +154,26 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
         "bytes_l1": "l1_bytes",
     }.items():
         sums[name] = frame[column].where(frame[f"{column}_complete"])
+    for p in POINT_PRECISIONS[:3]:  # the measured rates, for a kernel with no counts or no time
+        sums[f"rate_{p}"], sums[f"ai_rate_{p}"] = frame[f"flop_rate_{p}"], frame[f"ai_dram_{p}"]
     return sums
+
+
+def _rate_points(row: Any, run: Run, precision: str) -> list[dict[str, Any]]:
+    """A kernel without counts or time (a file of ncu's roofline-section rates): a DRAM-level point
+    per precision measured, FLOP/s = per-cycle rate x SM clock at AI = FLOP/s / DRAM byte/s, as
+    Nsight Compute's own per-precision roofline places it."""
+    measured = [p for p in POINT_PRECISIONS[:3] if precision in ("all", p) and getattr(row, f"rate_{p}") > 0]
+    points = []
+    for p in measured:
+        point = _kernel_point(row, run, p, math.nan, p, p.upper() if len(measured) > 1 else "")
+        point.update(
+            ai=getattr(row, f"ai_rate_{p}"),
+            flop_rate=getattr(row, f"rate_{p}"),
+            origin=f"{MEASURED} FLOP/s and DRAM byte/s (rates: Nsight Compute's roofline section formula)",
+        )
+        points.append(point)
+    return points
 
 
 def _kernel_point(row: Any, run: Run, precision: str, work: float, used: str, tag: str) -> dict[str, Any]:
@@ -190,6 +210,7 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
     points = []
     for row in sums.itertuples(index=False):
         if not row.time > 0:  # NaN compares False
+            points += _rate_points(row, run, precision)
             continue
         counted = [p for p in POINT_PRECISIONS if getattr(row, f"flops_{p}") > 0]
         if precision != "all":
@@ -214,6 +235,20 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
                 }
             )
     return points
+
+
+def _name_engines(rows: list[dict[str, Any]]) -> None:
+    """Measured points of a device whose runs used several engines name theirs ('add · numpy 64 KB'):
+    one chart holds them, and an op's points would otherwise read alike."""
+    engines: dict[str, set[str]] = {}
+    for row in rows:
+        if row.get("engine"):
+            engines.setdefault(row["device"], set()).add(row["engine"])
+    for row in rows:
+        if row.get("engine") and len(engines[row["device"]]) > 1:
+            named = f"{row['op']} · {row['engine']}"
+            row["label"] = named + row["label"][len(row["op"]) :]
+            row["op"] = named
 
 
 def drawable(frame: pd.DataFrame) -> pd.DataFrame:
@@ -255,6 +290,7 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
             + ", ".join(f"{n} {fmt}" for fmt, n in formats.most_common())
             + f"): {ids}"
         )
+    _name_engines(rows)
     frame = pd.DataFrame(rows, columns=POINT_COLUMNS)
     frame["left_out"] = frame["left_out"].astype(object).fillna("")
     # bytes per FLOP at each level, which is what the check compares (a point's FLOPs are the same at all three)
@@ -347,6 +383,71 @@ def _as_ceilings(peaks: Peaks) -> list[Ceiling]:
     if peaks.bandwidth:
         found.append(Ceiling("DRAM", "", "dram", peaks.bandwidth, "byte/s", peaks.origin, peaks.source, None, ""))
     return found
+
+
+_CARRIED = (
+    ("FP32 FMA", "fp32/fma", "fp32", "fma"),
+    ("FP64 FMA", "fp64/fma", "fp64", "fma"),
+    ("DRAM", "dram", "", "dram"),
+)
+
+
+def ceiling_sources(runs: list[Run], fallback: str | None = None) -> pd.DataFrame:
+    """Per device of the imported ``runs``, the ceilings its files carry (Nsight Compute's
+    ``*.peak_sustained`` at the clocks measured, the median over the launches that have them) beside
+    the device table's (or ``fallback``'s, a table GPU for files that name none), each with its
+    source, and which one the binding ceiling uses: the file's where it has one."""
+    import numpy as np
+    import pandas as pd
+
+    carried: dict[str, dict[str, list[float]]] = {}
+    for run in runs:
+        if run.kind != "import":
+            continue
+        frame = kernels.launch_frame(run, roofline=False)
+        frame["device"] = [device_name(run, d) for d in frame["device"].tolist()]
+        for device, part in frame.groupby("device", sort=False):
+            mine = carried.setdefault(str(device), {})
+            for _, kind, _, _ in _CARRIED:
+                column = levels.FILE_CEILINGS[kind][0].replace("_sp", "_fp32").replace("_dp", "_fp64")
+                values = part[column].to_numpy(dtype=float)
+                mine.setdefault(kind, []).extend(values[np.isfinite(values) & (values > 0)].tolist())
+    rows = []
+    for device, found in carried.items():
+        specs = gpu_table.find(device) if device else []
+        if len(specs) != 1 and fallback:
+            specs = [gpu_table.match(fallback)]
+        spec = specs[0] if len(specs) == 1 else None
+        for name, kind, precision, level in _CARRIED:
+            values = found.get(kind, [])
+            table = None
+            if spec is not None:
+                table = (
+                    gpu_table.memory_ceiling(spec, level)
+                    if level == "dram"
+                    else gpu_table.ceiling(spec, precision, level)
+                )
+            rows.append(
+                {
+                    "device": device,
+                    "ceiling": name,
+                    "unit": "byte/s" if level == "dram" else "FLOP/s",
+                    "from the file": float(np.median(values)) if values else None,
+                    "file source": levels.FILE_CEILINGS[kind][2] if values else "not in the file",
+                    "from the device table": table.value if table else None,
+                    "table source": (
+                        f"{table.origin} at {table.clock_mhz:g} MHz {table.clock}: {table.source}".replace(
+                            " at  MHz ", " "
+                        )
+                        if table and table.clock_mhz
+                        else f"{table.origin}: {table.source}"
+                        if table
+                        else "no table row for this device"
+                    ),
+                    "used": "file" if values else "table" if table else "none",
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def chart_clock(frame: pd.DataFrame) -> float | None:

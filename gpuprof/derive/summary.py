@@ -15,7 +15,7 @@ from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, RunClock, above
 from gpuprof.derive.energy import energy_quantities
 from gpuprof.derive.profiled import quantities as profiled_quantities
 from gpuprof.derive.quantity import Quantity, reported, run_peaks
-from gpuprof.derive.stats import TimingStats, timing_stats
+from gpuprof.derive.stats import UNSTABLE_SPREAD, TimingStats, timing_stats
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import ANALYTIC, CALIBRATED, DERIVED, MEASURED, TIMED, Run
 from gpuprof.model.quantities import column, efficiency_key
@@ -102,6 +102,23 @@ def _spread_basis(stats: TimingStats) -> str:
         return "n/a: one repeat has no spread (give --repeat 4 or more)"
     what = "interquartile range / median" if stats.count >= 4 else f"range / median of {stats.count} repeats"
     return what + ("" if stats.stable else " — UNSTABLE, numbers vary")
+
+
+UNSTABLE_NOTE = (
+    "UNSTABLE: this run's time spread (interquartile range / median of its repeats) is above "
+    f"{UNSTABLE_SPREAD:.0%}: its numbers vary from call to call; rerun on a quieter machine or with more "
+    "--repeat ('gpuprof show RUN' gives the spread)"
+)
+
+
+def instability(run: Run) -> str:
+    """'' where a measured run's timed repeats agree; else a short 'UNSTABLE (time spread 20.6 %)':
+    what every table or line showing the run's numbers puts beside them (:data:`UNSTABLE_NOTE`)."""
+    times = timings(run)
+    if len(times) < 2:
+        return ""
+    stats = timing_stats(times)
+    return "" if stats.stable else f"UNSTABLE (time spread {stats.spread:.1%})"
 
 
 # What a ceiling is called in quantity names, by its origin.

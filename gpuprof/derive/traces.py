@@ -9,8 +9,9 @@
 - :func:`breakdown`: per GPU, HolisticTraceAnalysis's temporal breakdown and its
   communication-computation overlap, with its definitions (``get_temporal_breakdown``,
   ``get_comm_comp_overlap``): kernels (and copies/sets) with a stream; communication kernels match
-  ``^nccl|^hip|^hccl|ncclKernel``, memory ones ``^Memcpy|^Memset|^dma``, computation ones are the
-  rest; ``kernel time`` runs from the first start to the last end, ``idle`` is the part no activity
+  ``^nccl|^hip|^hccl|ncclKernel``, memory ones ``^Memcpy|^Memset|^dma`` (and any activity the
+  profiler marked a copy or set, whatever its name: TF1's ``MEMCPYHtoD``, JAX's ``CopyDeviceToDevice``),
+  computation ones are the rest; ``kernel time`` runs from the first start to the last end, ``idle`` is the part no activity
   covers, ``compute`` the union of computation kernels, ``non-compute`` what is left; ``overlap`` is
   the time computation and communication both run, over the communication time.
 """
@@ -213,8 +214,9 @@ def step_table(run: Run) -> pd.DataFrame:
     steps = frame[frame["kind"] == "step"]
     if not len(steps):
         raise InputError(
-            f"{run.source}: the trace has no step annotations (ProfilerStep#N)",
-            "profile with a schedule (torch.profiler.schedule) and call prof.step() each step",
+            f"{run.source}: the trace has no step annotations (ProfilerStep#N, step_num)",
+            "profile with a schedule (torch.profiler.schedule) and call prof.step() each step; in JAX or "
+            "TensorFlow wrap each step in jax.profiler.StepTraceAnnotation or tf.profiler.experimental.Trace",
         )
     gpu = frame[frame["kind"].isin(GPU_KINDS)]
     rows = []
@@ -272,7 +274,12 @@ def breakdown(run: Run, include_last_step: bool = False) -> pd.DataFrame:
     for device, mine in gpu.groupby(gpu["device"].astype(str), sort=True):
         start = mine["start"].to_numpy() * 1e6
         end = start + mine["duration"].to_numpy() * 1e6
-        kinds = np.asarray([_kernel_type(name) for name in mine["name"]])
+        kinds = np.asarray(  # a copy or set the profiler marked as such is memory whatever its name
+            [
+                "memory" if kind in ("memcpy", "memset") else _kernel_type(name)
+                for kind, name in zip(mine["kind"], mine["name"])
+            ]
+        )
         merged = _union(start, end)
         span = float(merged[1][-1] - merged[0][0])
         busy = float((merged[1] - merged[0]).sum())

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import html
 import math
-import textwrap
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.diffing.gates import INCONCLUSIVE, REGRESSED
 from gpuprof.diffing.rows import STATISTICS
 from gpuprof.model.units import human
-from gpuprof.render import emit
+from gpuprof.render import emit, table_width
+from gpuprof.render.text import prose
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,8 +96,13 @@ def view(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def table(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None)) -> str:
+    """What was compared, the table and how verdicts are reached, all fitting the terminal's width
+    (each line whole with --wide and outside a command, as the table's rows)."""
     body = emit(view(result.frame), "table")  # the basis column moves under the table as numbered notes
-    return "\n".join([*header(result, gpus), "", body, "", textwrap.fill(STATISTICS, 100)])
+    width = table_width()
+    return "\n".join(
+        [prose("\n".join(header(result, gpus)), width), "", body, "", prose(STATISTICS, width, hanging=False)]
+    )
 
 
 def markdown(result: DiffResult, gpus: tuple[str | None, str | None] = (None, None)) -> str:

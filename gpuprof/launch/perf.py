@@ -40,7 +40,13 @@ INTEL_FP = tuple(
 AMD_FP = ("fp_ret_sse_avx_ops.all",)
 ANALYTIC = "FLOPs are analytic"
 INSTALL = "install perf (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r))"
-_LC = {**os.environ, "LC_ALL": "C"}
+
+
+def _c_locale() -> dict[str, str]:
+    """This process's environment as it is now (not at import), with perf's numbers in the C locale."""
+    return {**os.environ, "LC_ALL": "C"}
+
+
 _TIMEOUT = 10.0
 
 
@@ -106,7 +112,7 @@ def _stat(perf: str, events: tuple[str, ...]) -> subprocess.CompletedProcess[str
         capture_output=True,
         text=True,
         timeout=_TIMEOUT,
-        env=_LC,
+        env=_c_locale(),
         stdin=subprocess.DEVNULL,
     )
 
@@ -123,7 +129,7 @@ def probe(events: tuple[str, ...], perf: str = "perf") -> PerfProbe:
     try:
         version = (
             subprocess.run(
-                [path, "--version"], capture_output=True, text=True, timeout=_TIMEOUT, env=_LC
+                [path, "--version"], capture_output=True, text=True, timeout=_TIMEOUT, env=_c_locale()
             ).stdout.strip()
             or None
         )
@@ -199,7 +205,7 @@ class PerfCounters:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
-                env=_LC,
+                env=_c_locale(),
                 start_new_session=True,
             )
         return self

@@ -40,8 +40,8 @@ _MODULES: list[str] = [
     "ncu_csv",
     "nvprof_csv_metrics",
     "nvprof_csv_trace",
-    "nvprof_api_trace",
     "nvprof_text_trace",
+    "nvprof_api_trace",  # after the GPU traces: a file with both is theirs, and they add its API calls
     "nvprof_text_metrics",
     "nvprof_text_summary",
     "nsys_stats",

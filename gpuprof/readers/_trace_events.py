@@ -246,8 +246,13 @@ def _gpu_extra(
         value = args.get(key)
         if isinstance(value, (int, float)):
             metrics.append((key.removesuffix(" %"), float(value), unit))
-    if kind == "memcpy" and (found := _DIRECTION.search(name)):
+    if kind == "memcpy" and isinstance(args.get("direction"), str):
+        attributes["direction"] = args["direction"]
+    elif kind == "memcpy" and (found := _DIRECTION.search(name)):
         attributes["direction"] = found.group(1)
+    for key in ("hlo_op", "hlo_module", "tf_op"):  # TF2/JAX: the XLA op and module, or TF op, of a kernel
+        if isinstance(args.get(key), str):
+            attributes[key] = args[key]
     if "correlation" in args:
         attributes["correlation"] = str(args["correlation"])
 

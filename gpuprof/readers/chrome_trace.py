@@ -223,6 +223,47 @@ def _tf1(events: list[dict[str, Any]], processes: dict[Any, str]) -> tuple[Event
     return out, {}, {"devices": sorted({role[1] for role in roles.values()})}
 
 
+_STREAM_LINE = re.compile(r"^Stream #(\d+)(?:\((\w*)\))?")
+_DETAIL = re.compile(r"(\w+):([^ ]+)")
+_COPY_DIRECTION = {"MemcpyH2D": "HtoD", "MemcpyD2H": "DtoH", "MemcpyD2D": "DtoD", "MemcpyP2P": "PtoP"}
+
+
+def _device_lines(pid: Any, tids: set[Any], threads: dict[Any, str]) -> set[Any] | None:
+    """The threads of a TF2/JAX device process that hold its GPU activity: the ``Stream #N(...)``
+    lines when there are any (the ``XLA Ops``, ``XLA Modules``, ``Framework Ops``, ``Source code``
+    lines repeat that time as views), else the ``XLA Ops`` line, else every thread (None)."""
+    names = {tid: threads.get((pid, tid), "") for tid in tids}
+    streams = {tid for tid, name in names.items() if _STREAM_LINE.match(name)}
+    if streams:
+        return streams
+    xla_ops = {tid for tid, name in names.items() if name.startswith("XLA Ops")}
+    return xla_ops or None
+
+
+def _tf2_gpu_args(args: dict[str, Any], label: str) -> tuple[str | None, dict[str, Any]]:
+    """A device event's kind from its stream's label (``Stream #9(MemcpyD2H)``) and its xprof
+    details (``kernel_details``: grid, block, registers, shared memory; ``memcpy_details``: size)
+    in Kineto's spellings, so one code path reads them; its HLO op and module kept as they are."""
+    kind = "memcpy" if label.startswith("Memcpy") else "memset" if label.startswith("Memset") else None
+    extra: dict[str, Any] = {key: args[key] for key in ("hlo_op", "hlo_module") if key in args}
+    if isinstance(args.get("annotation"), str):  # TensorFlow: the op that ran it, "scope/node:OpType"
+        extra["tf_op"] = args["annotation"]
+    details = dict(_DETAIL.findall(str(args.get("kernel_details", "")) + " " + str(args.get("memcpy_details", ""))))
+    for key in ("grid", "block"):
+        if key in details:
+            extra[key] = [int(v) for v in details[key].split(",") if v.isdigit()]
+    numbers = {k: int(v) for k, v in details.items() if v.isdigit()}
+    if 0 < numbers.get("regs", 0) <= 1024:  # ROCm traces carry an unset register count (billions): left out
+        extra["registers per thread"] = numbers["regs"]
+    if "static_shared" in numbers or "dynamic_shared" in numbers:
+        extra["shared memory"] = numbers.get("static_shared", 0) + numbers.get("dynamic_shared", 0)
+    if "size" in numbers:
+        extra["bytes"] = numbers["size"]
+    if label in _COPY_DIRECTION:
+        extra["direction"] = _COPY_DIRECTION[label]
+    return kind, extra
+
+
 def _tf2(
     events: list[dict[str, Any]], processes: dict[Any, str], threads: dict[Any, str]
 ) -> tuple[Events, dict[str, Any], dict[str, Any]]:
@@ -230,17 +271,31 @@ def _tf2(
     for pid, name in processes.items():
         if found := _DEVICE_PROCESS.match(name):
             devices[pid] = f"{found.group(1)}:{found.group(2)}"
+    tids: dict[Any, set[Any]] = {pid: set() for pid in devices}
+    for event in events:
+        if event.get("ph") == "X" and event.get("pid") in tids:
+            tids[event["pid"]].add(event.get("tid"))
+    lines = {pid: _device_lines(pid, found, threads) for pid, found in tids.items()}
+    host_steps = any(e.get("ph") == "X" and "step_num" in (e.get("args") or {}) for e in events)
     out = Events()
+    views = 0
     for event in events:
         if event.get("ph") != "X":
             continue
         pid, tid, name = event.get("pid"), event.get("tid"), event.get("name", "")
         args = event.get("args") or {}
-        if pid in devices:
-            thread = threads.get((pid, tid), "")
-            found = _STREAM_THREAD.search(thread)
+        if pid in devices and not host_steps and threads.get((pid, tid)) == "Steps" and "group_id" in args:
+            # TensorFlow 2 marks steps only here (xprof's step line, one per step group)
+            out.add(STEP, f"step#{args['group_id']}", (pid, tid), float(event["ts"]), float(event.get("dur", 0)))
+        elif pid in devices:
+            if lines[pid] is not None and tid not in lines[pid]:
+                views += 1
+                continue
+            found = _STREAM_LINE.match(threads.get((pid, tid), ""))
             stream = found.group(1) if found else str(tid)
-            kind = "memcpy" if "memcpy" in name.lower() else "memset" if "memset" in name.lower() else "kernel"
+            kind, extra = _tf2_gpu_args(args, (found.group(2) or "") if found else "")
+            lowered = name.lower()
+            kind = kind or ("memcpy" if "memcpy" in lowered else "memset" if "memset" in lowered else "kernel")
             out.add(
                 kind,
                 name,
@@ -250,15 +305,16 @@ def _tf2(
                 devices[pid],
                 stream,
                 args.get("correlation_id"),
-                args,
+                extra,
             )
         elif name.startswith("$"):
             continue  # Python tracer frames
         elif "step_num" in args:
             out.add(STEP, f"{name}#{args['step_num']}", (pid, tid), float(event["ts"]), float(event.get("dur", 0)))
         else:
+            launches = "correlation_id" in args  # the host call that launched a kernel or copy
             out.add(
-                OP,
+                RUNTIME if launches else OP,
                 name,
                 (pid, tid),
                 float(event["ts"]),
@@ -267,7 +323,10 @@ def _tf2(
                 link=args.get("correlation_id"),
                 extra=args if name in SHAPED_OPS else None,
             )
-    return out, {}, {"devices": sorted(set(devices.values()))}
+    environment: dict[str, Any] = {"devices": sorted(set(devices.values()))}
+    if views:
+        environment["device_view_events"] = views
+    return out, {}, environment
 
 
 def read(path: Path) -> Run:
@@ -322,6 +381,12 @@ def from_events(
     else:
         columns, device, environment = _tf2(events, processes, threads)
     del doc, events
+    notes = []
+    if views := environment.pop("device_view_events", 0):
+        notes.append(
+            f"{views} events of the devices' view lines (XLA Ops, XLA Modules, TensorFlow Ops, name "
+            "scopes, source code) left out: they repeat the time of the streams, which are read"
+        )
     return to_run(
         columns,
         path=path,
@@ -329,5 +394,5 @@ def from_events(
         dialect=found,
         device=device,
         environment={"dialect": found, **environment, **(environment_extra or {})},
-        notes=[],
+        notes=notes,
     )

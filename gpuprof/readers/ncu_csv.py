@@ -58,6 +58,8 @@ LAUNCH_COLUMNS = {
     "Grid Size": "grid",
     "Device": "device",
     "CC": "cc",
+    # the NVTX range path of the launch, where ncu ran with --nvtx and printed it in a column of its own
+    "NVTX": "nvtx",
 }
 _RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
 

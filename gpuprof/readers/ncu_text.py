@@ -57,6 +57,12 @@ _LAUNCH = re.compile(
     r"Context (?P<context>\d++), Stream (?P<stream>\d++)"
     r"(?:, Device (?P<device>\d++))?(?:, CC (?P<cc>\d++\.\d++))?\s*$"
 )
+# ncu 2019.4-2022.x name a details-page launch by its start time: 'NAME, 2023-Mar-17 14:00:06, Context 1, Stream 7'.
+_LAUNCH_DATED = re.compile(
+    r"^\s*(?P<name>\S.*?), (?P<started>\d{4}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2}), "
+    r"Context (?P<context>\d++), Stream (?P<stream>\d++)\s*$"
+)
+_BLANK_GROUP = re.compile(r"(?<=\d) (?=\d{3}(?!\d))")  # '13 181 137': a blank between digit groups
 _HEADER = re.compile(r"^\s*Metric Name\s+Metric Unit\s+(?:Minimum\s+Maximum\s+Average|Metric Value)\s*$")
 _DASHES = re.compile(r"-+")
 _PROCESS = re.compile(r"\[(?P<pid>\d++)\]\s++(?P<process>\S.*)")
@@ -70,7 +76,12 @@ _COMMA_DECIMAL = re.compile(r"\s(?:\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}\.\d{3
 
 
 def sniff(path: Path, head: str) -> bool:
-    return any(_HEADER.match(line) for line in head.splitlines())
+    """A table header (ncu 2023+, --print-summary), or an older details page: a dated launch line
+    and a 'Section:' line (those pages print the rule and rows with no header)."""
+    lines = head.splitlines()
+    return any(_HEADER.match(line) for line in lines) or (
+        any(_LAUNCH_DATED.match(line) for line in lines) and any(_SECTION.match(line) for line in lines)
+    )
 
 
 def decimal_mark(lines: Iterable[str]) -> str:
@@ -159,7 +170,7 @@ class _Page:
             return  # ncu 2023+ separates one rule's paragraph from the next with dashes: not a table
         if _OMITTED.match(line):
             self.omitted += 1
-        elif match := _LAUNCH.match(line):
+        elif match := _LAUNCH.match(line) or _LAUNCH_DATED.match(line):
             self._details_launch(match)
         elif match := _KERNEL.match(line):
             self._summary_kernel(match)
@@ -223,7 +234,8 @@ class _Page:
         """A value cell in the C locale's spelling, so the shared converter reads it."""
         if self.decimal == "." or not text[:1].isdigit():
             return text
-        value = parse_locale_number(text, self.decimal)
+        # fr_FR/sv_SE/fi_FI group digits with a (narrow) no-break space, which a copy often turns into a blank
+        value = parse_locale_number(_BLANK_GROUP.sub("\u202f", text), self.decimal)
         return text if value is None else repr(value)
 
     @staticmethod

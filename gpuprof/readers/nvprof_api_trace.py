@@ -9,7 +9,8 @@ and the id in ``correlation_id``, which is also the CSV's ``Correlation_ID`` col
 their unit (``6.7400us``, ``757ns``); the CSV has nvprof's units row under the header. A name that
 runs on over an indented continuation line (pasted output) is joined; other lines inside the table
 that are not rows (a README's ``.`` elisions) are counted in the notes. GPU trace tables in the
-same file are read by the GPU trace readers, never mixed in here.
+same file are read by the GPU trace readers, which add this table's calls (:func:`api_calls`),
+never mixed with kernel rows.
 """
 
 from __future__ import annotations
@@ -98,6 +99,26 @@ def _csv(output: _nvprof.Output) -> list[Launch] | None:
             )
         )
     return launches
+
+
+def api_calls(output: _nvprof.Output, first_index: int) -> tuple[list[Launch], list[str]]:
+    """The API trace table a GPU trace file also holds (``--print-gpu-trace --print-api-trace``):
+    its calls as launches of kind api, indexed from ``first_index``, and a note; ([], []) when it
+    holds none. An API table that cannot be read gives a note and no calls, so the GPU launches stay
+    whole."""
+    try:
+        calls = _csv(output)
+        if calls is None:
+            calls, _ = _text(output)
+    except FormatError as error:
+        return [], [f"the file also holds an API trace that was not read: {error}"]
+    for index, launch in enumerate(calls, start=first_index):
+        launch.index = index
+    note = (
+        f"the file also holds an API trace: {len(calls)} CUDA API calls imported as launches of kind "
+        "'api' (host side, left out of the per-kernel table)"
+    )
+    return calls, [note] if calls else []
 
 
 def read(path: Path) -> Run:

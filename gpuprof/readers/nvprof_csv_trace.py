@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Metric, Run, catalog
-from gpuprof.readers import _nvprof
+from gpuprof.readers import _nvprof, nvprof_api_trace
 from gpuprof.readers._text import head_has_csv_header
 
 NAME = "nvprof-csv-trace"
@@ -150,6 +150,9 @@ def read(path: Path) -> Run:
             launches, indices, notes = _summary(table, output)
         if not launches:
             raise output.no_data("GPU activity rows")
+        if parse == "trace":
+            calls, api_notes = nvprof_api_trace.api_calls(output, len(launches))
+            launches, notes = launches + calls, notes + api_notes
         run = _nvprof.make_run(output, NAME, launches, indices, notes)
         run.environment["nvprof_mode"] = f"gpu-{parse}"
         return run

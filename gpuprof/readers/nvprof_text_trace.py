@@ -22,7 +22,7 @@ from pathlib import Path
 from gpuprof.errors import FormatError
 from gpuprof.model import Launch, Run
 from gpuprof.model import units as units_lib
-from gpuprof.readers import _nvprof
+from gpuprof.readers import _nvprof, nvprof_api_trace
 from gpuprof.readers._text import column_spans
 from gpuprof.readers.nvprof_csv_trace import Table, trace
 
@@ -129,4 +129,5 @@ def read(path: Path) -> Run:
         notes += found_notes
     if not launches:
         raise output.no_data("kernel, memcpy or memset rows")
-    return _nvprof.make_run(output, NAME, launches, indices, notes)
+    calls, api_notes = nvprof_api_trace.api_calls(output, len(launches))
+    return _nvprof.make_run(output, NAME, launches + calls, indices, notes + api_notes)

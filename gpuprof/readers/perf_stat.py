@@ -70,6 +70,8 @@ _TOPDOWN = re.compile(r"tma_|TopdownL\d|--topdown|retiring\s+bad speculat|\bPipe
 _TIME = re.compile(r"^\d+\.\d+$")
 # '--per-thread' rows start with 'comm-tid' (a name of up to 16 characters, no blanks): one cell, then blanks.
 _THREAD = re.compile(r"^\s*+(?P<thread>[^\s\d<]\S{0,40}?-\d+)\s++(?=[\d<])")
+_CSV_THREAD = re.compile(r"^[^\d<\s][^,;\t]{0,40}-\d++$")  # the same cell in -x form ('writer-0-3515547')
+_VARIANCE = re.compile(r"^(?P<pct>\d+\.\d+)%$")  # -r's relative standard deviation in -x form ('0.20%')
 AGGREGATE = re.compile(rf"^(?:{_AGGREGATE})$")  # a whole -A/--per-core/--per-socket cell
 # perf's shadow-metric words -> (factor, base unit) for the value printed before them.
 # '-M GFLOPS' annotates the first event of its group with the metric ('# 129.3 GFLOPs'; newer perf
@@ -121,6 +123,7 @@ class PerfCount:
     spread_pct: float | None = None  # -r: relative standard deviation over the runs
     shadow: tuple[float, str] | None = None  # perf's own derived metric: (value, words)
     thread: str | None = None  # --per-thread: the comm-tid cell ('ls-3125')
+    more: tuple[tuple[float, str], ...] = ()  # -M: perf's further metrics on their own -x lines
 
 
 @dataclass
@@ -218,16 +221,28 @@ def _is_value(field: str) -> bool:
     return field in NOT_COUNTED or perf_number(field) is not None
 
 
-def parse_csv_fields(fields: list[str]) -> PerfCount | None:
-    """One ``-x`` line split into fields: [time,] [aggregate[, nr],] value, unit, event, [cgroup,]
-    run time, running %, metric value, metric unit. None when the fields do not fit."""
-    fields = [f.strip() for f in fields]
+def _csv_prefix(fields: list[str]) -> tuple[float | None, str | None, int]:
+    """(time, thread, index of the next field) for a ``-x`` line's optional leading cells: the
+    ``-I`` time stamp, then a ``--per-thread`` ``comm-tid`` cell (the comm may hold '-' itself)."""
     start = 0
     time = None
-    if len(fields) > 1 and _TIME.match(fields[0]) and _is_value(fields[1]):
+    if len(fields) > 1 and _TIME.match(fields[0]) and (_is_value(fields[1]) or _CSV_THREAD.match(fields[1])):
         time, start = float(fields[0]), 1
+    thread = None
+    if start + 1 < len(fields) and _CSV_THREAD.match(fields[start]) and not AGGREGATE.match(fields[start]):
+        thread, start = fields[start], start + 1
+    return time, thread, start
+
+
+def parse_csv_fields(fields: list[str]) -> PerfCount | None:
+    """One ``-x`` line split into fields: [time,] [comm-tid | aggregate[, nr],] value, unit, event,
+    [cgroup,] [-r variance %,] run time, running %, metric value, metric unit. None when the fields
+    do not fit. perf prints ``-r``'s variance right after the event (util/stat-display.c), before
+    the run time, though perf-stat(1) lists it after the percentage."""
+    fields = [f.strip() for f in fields]
+    time, thread, start = _csv_prefix(fields)
     aggregate = cpus = None
-    if start < len(fields) and AGGREGATE.match(fields[start]):
+    if thread is None and start < len(fields) and AGGREGATE.match(fields[start]):
         aggregate = fields[start]
         # --per-core/--per-socket/--per-node print how many CPUs were summed; -A (CPUn) does not.
         if not aggregate.startswith("CPU") and start + 1 < len(fields) and fields[start + 1].isdigit():
@@ -239,7 +254,10 @@ def parse_csv_fields(fields: list[str]) -> PerfCount | None:
     if not _is_value(value_text) or unit not in ("", *UNITS) or not re.match(r"[A-Za-z{]", event):
         return None
     rest = fields[start + 3 :]
-    cgroup = rest.pop(0) if rest and rest[0] and perf_number(rest[0]) is None else None
+    cgroup = rest.pop(0) if rest and rest[0] and perf_number(rest[0]) is None and not _VARIANCE.match(rest[0]) else None
+    variance = _VARIANCE.match(rest[0]) if rest else None
+    if variance:
+        rest.pop(0)
     pct = perf_number(rest[1]) if len(rest) > 1 and rest[1] else None
     shadow_value = perf_number(rest[2]) if len(rest) > 2 and rest[2] else None
     shadow_text = rest[3] if len(rest) > 3 else ""
@@ -252,8 +270,25 @@ def parse_csv_fields(fields: list[str]) -> PerfCount | None:
         cpus=cpus,
         cgroup=cgroup,
         running_pct=pct,
+        spread_pct=float(variance["pct"]) if variance else None,
         shadow=(shadow_value, shadow_text) if shadow_value is not None and shadow_text else None,
+        thread=thread,
     )
+
+
+def parse_csv_metric_line(fields: list[str]) -> tuple[str | None, tuple[float, str]] | None:
+    """A ``-x`` line that holds only a metric (perf's second and later ``-M`` metrics of one event:
+    the prefix cells, empty value/unit/event/run/percentage cells, then metric value and unit):
+    (comm-tid or None, (value, unit words)); None for any other line."""
+    fields = [f.strip() for f in fields]
+    _, thread, start = _csv_prefix(fields)
+    if thread is None and start < len(fields) and AGGREGATE.match(fields[start]):
+        start += 1 if fields[start].startswith("CPU") else 2
+    cells = fields[start:]
+    if len(cells) < 3 or any(cells[:-2]) or not cells[-1]:
+        return None
+    value = perf_number(cells[-2]) if cells[-2] else None
+    return (thread, (value, cells[-1])) if value is not None else None
 
 
 def _split(line: str, separator: str) -> list[str]:
@@ -289,6 +324,9 @@ def parse_csv(text: str) -> PerfStat:
         count = parse_csv_fields(fields)
         if count:
             counts.append(count)
+        elif (metric := parse_csv_metric_line(fields)) and counts:
+            at = next((i for i in range(len(counts) - 1, -1, -1) if counts[i].thread == metric[0]), len(counts) - 1)
+            counts[at] = dataclasses.replace(counts[at], more=(*counts[at].more, metric[1]))
         elif bad := _ANY_COUNT.match(" ".join(field.strip() for field in fields[:3] if field.strip())):
             unreadable.append(_unreadable_count(number, bad["value"], bad["event"]))
         else:
@@ -365,8 +403,7 @@ def count_metrics(count: PerfCount) -> list[Metric]:
         metrics.append(Metric(f"{name}:running", count.running_pct, "%", origin=MEASURED))
     if count.spread_pct is not None:
         metrics.append(Metric(f"{name}:spread", count.spread_pct, "%", origin=MEASURED))
-    if count.shadow is not None:
-        number, words = count.shadow
+    for number, words in (count.shadow, *count.more) if count.shadow is not None else count.more:
         factor, unit = _SHADOW_UNITS.get(words, (1.0, "%" if words.startswith("%") else ""))
         # 15 significant digits: perf prints 4 at most, and 129.3 x 1e9 is 129300000000.00002 in binary.
         metrics.append(Metric(f"{name}: {words}", float(f"{number * factor:.15g}"), unit, origin=DERIVED))
@@ -512,31 +549,53 @@ def run_from_stat(stat: PerfStat, source: str, command: str | None = None) -> Ru
     )
 
 
+_SEPARATOR = re.compile(r"^\s*-{3,}\s*$")  # a '---' line people put between pasted runs
+
+
 def blocks(text: str) -> list[str]:
     """The text of each perf stat run in ``text``: one per 'Performance counter stats for' header
-    (several runs pasted one after another, each block running to the next header), or the whole
-    text when it holds at most one."""
-    lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if _HEADER.search(line)]
-    if len(starts) < 2:
+    (several runs pasted one after another, each block running to the next header), else one per
+    '# started on' line (``-o FILE --append`` writes one for each run), else the parts between
+    '---' lines that hold counts; the whole text when it holds at most one run."""
+    # substring counts first: a file of one run (nearly all) is not split into lines here
+    several = [(text.count("Performance counter stats for") > 1, _HEADER), (text.count("started on") > 1, _STARTED)]
+    if not any(found for found, _ in several) and "---" not in text:
         return [text]
-    cuts = [0, *starts[1:], len(lines)]
-    return ["".join(lines[a:b]) for a, b in zip(cuts, cuts[1:])]
+    lines = text.splitlines(keepends=True)
+    for _, pattern in filter(lambda pair: pair[0], several):
+        starts = [i for i, line in enumerate(lines) if pattern.search(line)]
+        if len(starts) >= 2:
+            cuts = [0, *starts[1:], len(lines)]
+            return ["".join(lines[a:b]) for a, b in zip(cuts, cuts[1:])]
+    separators = [i for i, line in enumerate(lines) if _SEPARATOR.match(line)]
+    if separators:
+        cuts = [-1, *separators, len(lines)]
+        parts = ["".join(lines[a + 1 : b]) for a, b in zip(cuts, cuts[1:])]
+        parts = [part for part in parts if parse(part).counts]
+        if len(parts) >= 2:
+            return parts
+    return [text]
 
 
 def _several(path: Path, texts: list[str], command: str | None) -> Run:
     """One launch group per perf stat run of the file, each named by the command it counted."""
-    runs = [run_from_stat(parse(text), str(path), command) for text in texts]
+    stats = [parse(text) for text in texts]
+    runs = [
+        run_from_stat(stat, str(path), prompt_command(text.splitlines()) or command or f"perf stat run {number}")
+        for number, (stat, text) in enumerate(zip(stats, texts), start=1)
+    ]
     launches = [launch for run in runs for launch in run.launches]
-    for number, (run, text) in enumerate(zip(runs, texts), start=1):
+    for number, run in enumerate(runs, start=1):
         for launch in run.launches:
             launch.attributes = {**launch.attributes, "perf_run": str(number)}
     for index, launch in enumerate(launches):
         launch.index = index
     notes = [f"{len(runs)} perf stat runs in one file: each is its own launch, named by the command it counted"]
+    if any(launch.kernel.startswith("perf stat run ") for launch in launches):
+        notes[0] += " ('perf stat run N' where the file names none)"
     notes += list(dict.fromkeys(note for run in runs for note in run.notes))
     targets = [run.environment.get("target") for run in runs]
-    environment = {"tool": "perf stat", "form": "human", "targets": [t for t in targets if t]}
+    environment = {"tool": "perf stat", "form": stats[0].form, "targets": [t for t in targets if t]}
     return Run(
         kind="import",
         format=NAME,

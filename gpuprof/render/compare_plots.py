@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from gpuprof.devices.peaks import Peaks
+    from gpuprof.workloads.timing import Progress
 
 
 def png(fig: Figure | None) -> bytes | None:
@@ -166,14 +167,19 @@ def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def rooflines(points: pd.DataFrame, peaks: dict[str, list[Peaks]], devices: list[str]) -> dict[str, bytes]:
-    """Roofline PNG of each device in ``devices`` that has points, drawn by ``roofline_plot``."""
+def rooflines(
+    points: pd.DataFrame, peaks: dict[str, list[Peaks]], devices: list[str], progress: Progress | None = None
+) -> dict[str, bytes]:
+    """Roofline PNG of each device in ``devices`` that has points, drawn by ``roofline_plot``;
+    ``progress`` hears of each before it is drawn."""
     out: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="gpuprof-roofline-") as tmp:
-        for device in devices:
+        for number, device in enumerate(devices):
             mine = points[points["device"] == device]
             if drawable(mine).empty:
                 continue
+            if progress:
+                progress(f"roofline of {device}", number, len(devices))
             paths = roofline_plot.plot_device(mine, device, peaks.get(device, []), Path(tmp))
             out[device] = next(p for p in paths if p.suffix == ".png").read_bytes()
     return out

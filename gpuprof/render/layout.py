@@ -9,12 +9,13 @@ panels of columns, each repeating the first column (the row's key) and keeping a
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from dataclasses import dataclass
 
 GAP = 2
-NOTE_HEADER = re.compile(r"(basis|source|origin|\. ceiling|above 100)$", re.IGNORECASE)
+NOTE_HEADER = re.compile(r"(basis|source|origin|\. ceiling|above 100|why not used)$", re.IGNORECASE)
 NOTE_AT = (16, 10)  # cells of note columns longer than this become notes when the table is too wide (2nd try)
 MIN_TEXT = 8  # text columns wrap down to this width (or their longest word, up to MAX_WORD)
 MAX_WORD = 32
@@ -147,15 +148,34 @@ def _fit_groups(columns: list[Column], width: int) -> None:
 
 
 def _group_line(columns: list[Column]) -> str:
-    """One line naming each group (a device) over its columns, cut to their width."""
+    """One line naming each group (a device) over its columns, cut to their width (:func:`_cut`)."""
+    names = list(dict.fromkeys(c.group for c in columns if c.group))
     line = ""
     start = 0
     for i, column in enumerate(columns):
         if column.group and (i == 0 or columns[i - 1].group != column.group):
             span = sum(c.width + GAP for c in columns[i:] if c.group == column.group) - GAP
-            line = line.ljust(start) + column.group[:span]
+            line = line.ljust(start) + _cut(column.group, span, names)
         start += column.width + GAP
     return line.rstrip()
+
+
+def _cut(name: str, width: int, names: list[str]) -> str:
+    """``name`` in ``width`` characters, an ellipsis where it was cut. What all ``names`` share at
+    their start ('AMD EPYC · ') goes first, so names that differ only at their end (one device's
+    engines: pytensor, pytensor-jax) stay told apart; then the name is cut in the middle, keeping
+    its end."""
+    if len(name) <= width:
+        return name
+    shared = len(os.path.commonprefix(names)) if len(names) > 1 else 0
+    shared = name.rfind(" ", 0, shared) + 1  # at a word's start: 'AMD EPYC · ' of 'AMD EPYC · pyt…'
+    rest = name[shared:]
+    if shared and len(rest) + 1 <= width:
+        return "…" + rest
+    if width < 2:
+        return "…"[:width]
+    end = (width - 1) // 2 if not shared else width - 1
+    return name[: width - 1 - end] + "…" + name[len(name) - end :] if end else name[: width - 1] + "…"
 
 
 def render(columns: list[Column], rows: int, width: int | None, notes: list[str]) -> str:

@@ -19,16 +19,19 @@ from gpuprof.store import Store
 
 def listing_frame(runs: list[Run], ceilings: Callable[[Run, list[Run]], list[Peaks]] | None = None) -> pd.DataFrame:
     """Measured runs with their headline numbers (efficiencies against ``ceilings(run, runs)`` when
-    given, as :func:`find_run`); imported and calibration runs with their source."""
+    given, as :func:`find_run`); imported and calibration runs with their source. The run id comes
+    first: a table split into panels repeats it in each, so every row can be told from the others."""
     rows = []
     for run in runs:
         if run.kind == "run":
-            rows.append({"kind": run.kind, **summary_row(run, ceilings(run, runs) if ceilings else None)})
+            rows.append(
+                {"run": run.run_id[:8], "kind": run.kind, **summary_row(run, ceilings(run, runs) if ceilings else None)}
+            )
         else:
             rows.append(
                 {
-                    "kind": run.kind,
                     "run": run.run_id[:8],
+                    "kind": run.kind,
                     "created": run.created,
                     "device": run.device.get("name", ""),
                     "format": run.format,

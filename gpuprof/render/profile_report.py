@@ -159,7 +159,12 @@ def profile_report(runs: Sequence[Run], fmt: str) -> str:
             emit(
                 mix.reset_index(names="launch"),
                 fmt,
-                title="Counters per region (measured counts; ratios derived; blank: not counted)",
+                title=(
+                    "Counters per region (shares of perf stat -I intervals by time, derived; ratios derived; "
+                    "blank: not counted)"
+                    if runs[0].environment.get("counters", {}).get("backend") == "perf stat -I"
+                    else "Counters per region (measured counts; ratios derived; blank: not counted)"
+                ),
             )
         )
         gaps = consistency_frame(counts)

@@ -249,7 +249,28 @@ def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
             parts.append(f"{op} {', '.join(r.rpartition(' ')[0] for r in rests)} {units.pop()}")
         else:
             parts.append(f"{op} {', '.join(rests)}".strip())
-    return "; ".join(parts)
+    return "; ".join(parts) + _span(rows)
+
+
+def _span(rows: list[Any]) -> str:
+    """The values of coincident points, as one or a range: ': 1.9-2.3 GFLOP/s, AI 0.083 FLOP/byte'."""
+
+    def shown(values: list[float], unit: str) -> str:
+        low, high = human(min(values), unit, 2), human(max(values), unit, 2)
+        return (
+            low
+            if low == high
+            else f"{low.split()[0]}-{high}"
+            if low.split()[1:] == high.split()[1:]
+            else f"{low}-{high}"
+        )
+
+    rates = [float(r.flop_rate) for r in rows]
+    ais = [float(r.ai) for r in rows]
+    if not rows:
+        return ""
+    low, high = f"{min(ais):.2g}", f"{max(ais):.2g}"
+    return f": {shown(rates, 'FLOP/second')}, AI {low if low == high else f'{low}-{high}'} FLOP/byte"
 
 
 def _label_roofs(

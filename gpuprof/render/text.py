@@ -102,6 +102,26 @@ def table_parts(frame: pd.DataFrame, parts: Sequence[Part], width: int | None = 
     ]
 
 
+def prose(text: str, width: int | None, hanging: bool = True) -> str:
+    """Lines of explanation (notes, plans, a paragraph) wrapped to ``width`` like the tables beside
+    them, continuation lines indented under their first (``hanging``, else a plain paragraph);
+    words (paths, commands) are never cut. None: each line stays whole (a file or pipe, --wide)."""
+    if not width:
+        return text
+    return "\n".join(
+        wrapped
+        for line in text.splitlines() or [""]
+        for wrapped in textwrap.wrap(
+            line,
+            width,
+            subsequent_indent=" " * min(len(line) - len(line.lstrip()) + 4 * hanging, width // 4),
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        or [""]
+    )
+
+
 def _md_escape(text: str) -> str:
     return visible(html.escape(text, quote=False).replace("|", "\\|").replace("\n", " "))
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gpuprof import inputs
+from gpuprof.derive.summary import instability, quantities
 from gpuprof.errors import DeviceError, FormatError, GpuprofError, InputError, shortened
 from gpuprof.measure import CACHE_MODES, RunSettings, choose_device, measure
 from gpuprof.model import Run
@@ -270,6 +271,16 @@ class SweepResult:
     not_run: list[Point] = field(default_factory=list)
     interrupted: bool = False
     store: str = ""
+
+
+def stored_line(point: Point, run: Run) -> str:
+    """The line a sweep prints for a stored point: its MFLOP/s, engine, device and run, with
+    'UNSTABLE (time spread x %)' after the rate where the run's repeats disagree."""
+    rate = next((q.value for q in quantities(run) if q.name == "MFLOP/s"), None)
+    rate_text = f"{rate:,.1f} MFLOP/s (derived: analytic FLOPs / timed median)" if isinstance(rate, float) else ""
+    rate_text += f" {instability(run)}" if rate_text and instability(run) else ""
+    engine = (run.workload or {}).get("engine", "?")
+    return f"stored {point.label}: {rate_text}, {engine} on {run.device.get('name', '?')}, run {run.run_id[:8]}"
 
 
 def sweep_tag(config: SweepConfig, point: Point, device: str, host: str) -> dict[str, str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import random
 import tempfile
@@ -49,6 +50,8 @@ SPECIAL_TARGETS = ("sniff", "detect", "kernels")
 # A worker reads at most this many inputs before a fresh one takes over: NVIDIA's ncu_report keeps
 # about 1 MB per loaded report (harmless for one import, 9 GB after a few thousand).
 WORKER_INPUTS = 500
+# A case is a hang when it spends the limit in CPU time, or this many times the limit on the wall clock.
+WALL_FACTOR = 10
 
 
 def seeds() -> dict[str, bytes]:
@@ -494,7 +497,7 @@ def _watch(
         ended = False
         while not ended:
             # generous before "start" (building a case with a 1 MB line), strict while reading
-            if not parent.poll(limit if current is not None else 30):
+            if not _answers(parent, worker.pid, limit if current is not None else 30):
                 worker.kill()
                 tally.add(current if current is not None else start, HANG, f"no answer in {limit} s", limit)
                 start = (current if current is not None else start) + 1
@@ -518,6 +521,30 @@ def _watch(
                 start = stop
         worker.join(5)
         parent.close()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (Linux ``/proc``); 0 where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _answers(parent: multiprocessing.connection.Connection, pid: int, limit: float) -> bool:
+    """Whether the worker answers before it has spent ``limit`` s of CPU on the case, or ``WALL_FACTOR``
+    times that on the wall clock (a read blocked on a FIFO spends no CPU). CPU time, not the wall clock,
+    decides first, so a loaded machine does not turn slow cases into hangs."""
+    spent_before = _cpu_seconds(pid)
+    waited = 0.0
+    while waited < limit * WALL_FACTOR:
+        if parent.poll(limit):
+            return True
+        waited += limit
+        if _cpu_seconds(pid) - spent_before >= limit:
+            return False
+    return False
 
 
 def iter_failures(tallies: list[Tally]) -> Iterator[str]:
