@@ -22,7 +22,7 @@ from gpuprof import readers
 from gpuprof.derive import levels, skew
 from gpuprof.derive.pivot import Counters
 from gpuprof.devices import gpu_table
-from gpuprof.errors import FormatError, InputError
+from gpuprof.errors import FormatError, GpuprofError, InputError
 from gpuprof.inputs import regular_file
 from gpuprof.model import Run
 from gpuprof.readers import joining
@@ -55,7 +55,9 @@ def _valueless(run: Run) -> list[str]:
         return []
     finite = np.isfinite(metrics["value"].to_numpy())
     texts = metrics["text"].to_numpy()
-    has_text = np.array([t is not None and str(t).strip().lower() not in ("", "nan", "n/a") for t in texts])
+    has_text = np.zeros(len(texts), dtype=bool)
+    given = np.flatnonzero(metrics["text"].notna().to_numpy())  # usually few rows hold text
+    has_text[given] = [str(t).strip().lower() not in ("", "nan", "n/a") for t in texts[given]]
     useful = np.bincount(metrics["launch"].to_numpy(), weights=finite | has_text, minlength=len(run.launch_table))
     counted = np.bincount(metrics["launch"].to_numpy(), minlength=len(run.launch_table))
     empty = np.flatnonzero((counted > 0) & (useful == 0))
@@ -77,6 +79,21 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()[:32]
+
+
+def _read_with_id(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, str]:
+    """One file's Run and its :func:`content_id`, the file hashed on a second thread while it is
+    read (hashlib lets go of the GIL) when its format is known beforehand, as it nearly always is."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:  # only a regular file is hashed ahead (a device such as /dev/zero has no end)
+        guess = (fmt or readers.detect(path).NAME) if os.path.isfile(path) else None
+    except (GpuprofError, OSError, ValueError):
+        guess = None  # read_file says what is wrong with it
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        hashing = pool.submit(content_id, path, guess + tag) if guess else None
+        run = read_file(path, guess or fmt)  # detected once
+        return run, hashing.result() if hashing and run.format == guess else content_id(path, run.format + tag)
 
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
@@ -129,7 +146,7 @@ def import_files(
         run.notes += skew.notes(run)
         batches = iter([(run, content_id(paths, f"join|{run.format}{tag}"))])
     else:
-        batches = ((run, content_id(path, run.format + tag)) for path in paths for run in [read_file(path, fmt)])
+        batches = (_read_with_id(path, fmt, tag) for path in paths)
     first = next(batches, None)  # read before the store is opened: a failed import creates no store
     if first is None:
         return runs
