@@ -64,8 +64,23 @@ def __getattr__(name: str) -> Any:
             return version("gpuprof-hpc")
         except PackageNotFoundError:
             return "unknown"
+    if name == "read":
+        return _read
     if name in __all__:
         from gpuprof import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'gpuprof' has no attribute {name!r}")
+
+
+def _read(path: Any, fmt: str | None = None) -> Any:
+    """A profiler output file as a Run, format detected from its content (nothing stored).
+
+    An ``.ncu-rep``'s reading child is started before the library is loaded, which then loads
+    beside it: a cold ``gpuprof.read`` costs about what ncu_report alone does."""
+    from gpuprof.readers import ncu_rep  # no pandas: quick to load
+
+    with ncu_rep.ahead(path, fmt):
+        from gpuprof import importing  # what api.read calls, without the rest of the library
+
+        return importing.read_file(path, fmt)

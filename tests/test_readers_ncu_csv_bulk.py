@@ -14,9 +14,21 @@ from hypothesis import strategies as st
 from gpuprof import model
 from gpuprof.model import Run, tables
 from gpuprof.readers import _ncu_csv_bulk, ncu_csv
-from gpuprof.readers._text import metric_columns, metric_maker
+from gpuprof.readers._text import column_numbers, metric_columns, metric_maker
 
 FAST = _ncu_csv_bulk.read
+
+
+@pytest.fixture(params=["pyarrow", "pandas"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The tests of what the fast path reads run with each of its parsers: pyarrow's (when
+    installed) and pandas' (used without pyarrow, for files over ARROW_MAX_BYTES and for those
+    pyarrow does not take)."""
+    if request.param == "pyarrow":
+        pytest.importorskip("pyarrow", reason="the parquet extra (pyarrow) is not installed")
+    else:
+        monkeypatch.setattr(_ncu_csv_bulk, "_arrow_chunks", lambda *args: None)
+    return request.param
 
 
 def _contents(run: Run) -> tuple:
@@ -54,13 +66,29 @@ def _read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bool, Run, 
 
 
 @pytest.mark.parametrize("fixture", [A100, A100_ERRORS, B200, V100], ids=lambda p: p.name)
-def test_clean_tables_take_the_fast_path_with_the_same_result(fixture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_clean_tables_take_the_fast_path_with_the_same_result(
+    fixture: Path, monkeypatch: pytest.MonkeyPatch, parser: str
+) -> None:
     fast, run, lines = _read_both(fixture, monkeypatch)
     assert fast
     assert _contents(run) == _contents(lines)
 
 
-def test_fast_path_values_read_by_eye(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("fixture", [A100, B200, V100], ids=lambda p: p.name)
+def test_pyarrow_takes_the_clean_tables(fixture: Path, parser: str) -> None:
+    """pyarrow parses ncu's own files (the B200's rule rows through its invalid-row handler)."""
+    with open(fixture, encoding="utf-8") as handle:
+        header, _ = ncu_csv.find_csv_header(handle, ncu_csv._REQUIRED, ncu_csv.ToolLog("ncu"))
+        skip = _ncu_csv_bulk.skip_for(fixture, handle, len(header))
+    chunks = _ncu_csv_bulk._arrow_chunks(fixture, skip, ncu_csv._Table(header).layout())
+    assert (chunks is not None) == (parser == "pyarrow")
+    if chunks:
+        (rows,) = chunks
+        assert rows.numbers is not None and len(rows.numbers) == rows.bounds[-1] >= 45
+        assert (len(rows.rules) > 0) == (fixture == B200)
+
+
+def test_fast_path_values_read_by_eye(monkeypatch: pytest.MonkeyPatch, parser: str) -> None:
     """V100 launch 99 (the last) and a B200 rule row, through the fast path."""
     fast, run, _ = _read_both(V100, monkeypatch)
     assert fast and len(run.launches) == 100
@@ -92,8 +120,20 @@ def _with_line_after_row(text: str, row: int, line: str) -> str:
     return "".join(lines)
 
 
+def _b200_rule_moved(to_launch: str) -> str:
+    """The B200 capture (launch 0) with its rows again as launch 1, then its first rule row moved
+    to the end under launch ID ``to_launch``."""
+    lines = B200.read_text().splitlines(keepends=True)
+    rows = [line for line in lines if line.startswith('"0",')]
+    rule = next(line for line in rows if ',"","","",' in line)
+    lines.remove(rule)
+    return "".join(lines + ['"1"' + row[3:] for row in rows] + [f'"{to_launch}"' + rule[3:]])
+
+
 # (name, the file's text, whether the fast path may take it)
 VARIANTS = [
+    ("a rule row after another launch's rows", lambda: _b200_rule_moved("0"), False),
+    ("a launch of a rule row only", lambda: _b200_rule_moved("123456"), True),
     ("windows line ends and BOM", lambda: "\ufeff" + _a100().replace("\n", "\r\n"), True),
     (
         "blank lines and messages before the header",
@@ -148,7 +188,7 @@ VARIANTS = [
 
 @pytest.mark.parametrize("name, make, fast_expected", VARIANTS, ids=[v[0] for v in VARIANTS])
 def test_variants_read_the_same_either_way(
-    name: str, make, fast_expected: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, make, fast_expected: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str
 ) -> None:
     fast, run, lines = _read_both(_variant(tmp_path, make()), monkeypatch)
     assert fast == fast_expected
@@ -257,7 +297,7 @@ BYTE_VARIANTS = {
 @pytest.mark.parametrize("variant", BYTE_VARIANTS)
 @pytest.mark.parametrize("fixture", [V100_TENSOR, A100_BERT, A100_SGEMM], ids=lambda p: p.name[:40])
 def test_nersc_files_and_their_byte_variants_read_the_same_either_way(
-    fixture: Path, variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixture: Path, variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str
 ) -> None:
     path = tmp_path / fixture.name
     path.write_bytes(BYTE_VARIANTS[variant](fixture.read_bytes()))
@@ -267,7 +307,7 @@ def test_nersc_files_and_their_byte_variants_read_the_same_either_way(
     assert _contents(run)[0] == _contents(ncu_csv.read(fixture))[0] or "unnamed" in variant
 
 
-def test_nersc_v100_program_output_before_the_header_is_no_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nersc_v100_program_output_before_the_header_is_no_launch(monkeypatch: pytest.MonkeyPatch, parser: str) -> None:
     """38 lines of TensorFlow's stdout ('Loading data...', 'All done') sit between '==PROF==
     Connected' and the header: 9 launches, IDs 104-125, and no note (the ==PROF== lines are info)."""
     fast, run, _ = _read_both(V100_TENSOR, monkeypatch)
@@ -284,7 +324,7 @@ def test_nersc_v100_program_output_before_the_header_is_no_launch(monkeypatch: p
 
 @pytest.mark.parametrize("spelling", ["<unnamed>::", "unnamed>::"])
 def test_anonymous_namespace_names_and_empty_units_are_kept(
-    spelling: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spelling: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str
 ) -> None:
     """6c's softmax kernel keeps ncu's spelling of its anonymous namespace, either one; counts with
     an empty unit ('Block Size', 'Grid Size') read as plain numbers; rule rows become the launch's
@@ -305,15 +345,17 @@ def test_anonymous_namespace_names_and_empty_units_are_kept(
 
 
 @pytest.mark.parametrize("fixture", [A100, B200, V100], ids=lambda p: p.name)
-@pytest.mark.parametrize("chunk", [1, 7, 500])
+@pytest.mark.parametrize("chunk", [37, 500])
 def test_chunked_read_stores_the_same_run_as_a_whole_file_read(
     fixture: Path, chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Files larger than memory are parsed CHUNK_ROWS rows at a time; launches cut by a chunk's
-    end go on in the next, and the stored run is the whole-file read's, row for row."""
+    """Files larger than ARROW_MAX_BYTES are parsed by pandas CHUNK_ROWS rows at a time (37: every
+    launch of the three is cut somewhere); launches cut by a chunk's end go on in the next, and the
+    stored run is the whole-file read's, row for row."""
     from gpuprof.store import open_store
 
     whole = ncu_csv.read(fixture)
+    monkeypatch.setattr(_ncu_csv_bulk, "ARROW_MAX_BYTES", 0)
     monkeypatch.setattr(_ncu_csv_bulk, "CHUNK_ROWS", chunk)
     fast, chunked, _ = _read_both(fixture, monkeypatch)
     assert fast
@@ -340,8 +382,23 @@ def test_a_launch_split_across_chunks_by_another_goes_line_by_line(
     first = [row for row in rows if row.split(",")[0] == first_id]
     path = tmp_path / "pieces.csv"
     path.write_text("".join(lines[: header + 1] + rows + first[:3]))
+    monkeypatch.setattr(_ncu_csv_bulk, "ARROW_MAX_BYTES", 0)
     monkeypatch.setattr(_ncu_csv_bulk, "CHUNK_ROWS", 50)
     fast, run, lines_run = _read_both(path, monkeypatch)
     assert not fast
     assert _contents(run) == _contents(lines_run)
     assert len(run.launches) == 100 and len(run.launches[0].metrics) == len(first) + 3
+
+
+def test_pyarrow_value_cast_reads_each_cell_as_the_python_converter_does() -> None:
+    """The one-cast conversion of pyarrow's value column gives what ``number`` gives per cell
+    (thousands separators, percents, exponents, names and n/a), and keeps the text of the rest."""
+    pa = pytest.importorskip("pyarrow", reason="the parquet extra (pyarrow) is not installed")
+    cells = [t for t in TEXTS if t] + ["+1.5", "1.", ".5", "-0", "1e400", "0.1e-3", "12,345"]
+    numbers, texts = _ncu_csv_bulk._numbers(pa.chunked_array([cells]))
+    expected = column_numbers(cells)  # a cell that is no finite number is kept as its text either way
+    finite = [math.isfinite(number) for number in expected]
+    assert [math.isfinite(number) for number in numbers] == finite
+    assert [n for n, f in zip(numbers.tolist(), finite) if f] == [n for n, f in zip(expected.tolist(), finite) if f]
+    assert texts == {i: cell for i, cell in enumerate(cells) if not finite[i]}
+    assert numbers[cells.index("12,345")] == 12345 and numbers[cells.index("28.05%")] == 28.05

@@ -108,7 +108,7 @@ NAMELESS = [
 
 
 def test_a_launch_without_a_kernel_name_keeps_a_placeholder_and_a_note(tmp_path: Path) -> None:
-    from gpuprof.importing import kernel_table
+    from gpuprof.derive.kernel_table import kernel_table
 
     data = bytearray(REP.read_bytes())
     for offset, mask in NAMELESS:
@@ -219,3 +219,22 @@ def test_reading_starts_no_fork_in_a_process_with_threads() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and done.stdout == "2\n", done.stderr
+
+
+def test_a_child_started_ahead_is_taken_by_the_read_or_ended(run, tmp_path: Path) -> None:
+    """gpuprof.read starts the report's reading child before loading the library (issue 33): the
+    read of that path takes the child's answer, the same run as a read that starts its own; a child
+    no read took is ended; a file that is no report starts nothing."""
+    assert ncu_rep.start(REP)
+    ahead = ncu_rep.read(REP)
+    assert ncu_rep._started == {}
+    own = run  # read by a child of its own
+    assert ahead.metric_table.astype(str).equals(own.metric_table.astype(str)) and len(own.metric_table) > 100
+    assert ahead.launch_table.astype(str).equals(own.launch_table.astype(str))
+    assert ncu_rep.start(REP)
+    (child, _) = ncu_rep._started[(str(REP), "read")]
+    ncu_rep.forget(REP)
+    assert ncu_rep._started == {} and child.returncode is not None
+    other = tmp_path / "details.csv"
+    other.write_text('"ID","Kernel Name"\n')
+    assert not ncu_rep.start(other) and not ncu_rep.start(tmp_path)

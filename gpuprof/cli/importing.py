@@ -6,6 +6,7 @@ import click
 
 from gpuprof import readers
 from gpuprof.cli.common import echo, format_option, handle_errors, note, store_option
+from gpuprof.readers import ncu_rep
 
 
 def _formats() -> str:
@@ -85,7 +86,13 @@ def import_(
     first file that cannot be read stops the import, and the files before it stay stored. Prints
     one row per kernel.
     """
+    import contextlib
+
+    ahead = contextlib.ExitStack()
+    if len(files) == 1:  # one report: its reading child starts now and reads while the library loads
+        ahead.enter_context(ncu_rep.ahead(files[0], reader))
     from gpuprof import importing
+    from gpuprof.derive.kernel_table import kernel_table
     from gpuprof.errors import GpuprofError
     from gpuprof.model import Run
     from gpuprof.render import emit
@@ -117,6 +124,8 @@ def import_(
         if imported:
             note(f"stored before the error: {', '.join(run.source for run in imported)}")
         raise
+    finally:
+        ahead.close()
     from gpuprof.derive import traces
 
     # framework traces: their GPU activities here; their ops, steps and breakdown with 'gpuprof trace'
@@ -132,4 +141,4 @@ def import_(
         else "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)"
     )
     if kernels:  # a CPU-only trace has no kernel rows
-        echo(emit(importing.kernel_table(kernels), fmt, title=title))
+        echo(emit(kernel_table(kernels), fmt, title=title))

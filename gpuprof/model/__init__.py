@@ -35,7 +35,6 @@ PEAK_TABLE = "peak-table"  # from configs/ device table or a datasheet formula
 CALIBRATED = "calibrated"  # measured ceiling from `gpuprof calibrate`
 DERIVED = "derived"  # computed from other values (named in the metric)
 SIMULATED = "simulated"  # cycles and counts a simulator (STONNE) produced: no hardware ran
-ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED, SIMULATED)
 
 # What a stored Run is besides "run" (measured by ``gpuprof run``) and "import" (read from a file): a
 # ceiling measured by ``gpuprof calibrate``, or an application profiled by ``gpuprof profile``.

@@ -166,6 +166,7 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
     the number of keys times the rows.
     """
     import numpy as np
+    import pandas as pd
 
     out = np.full((launches, len(keys)), np.nan)
     found = np.zeros((launches, len(keys)), dtype=bool)
@@ -184,14 +185,14 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
         if not len(rows):
             continue
         cells = launch[rows].astype(np.int64) * len(keys) + key_of_row[rows]
-        _, first = np.unique(cells, return_index=True)
+        first = ~pd.Series(cells).duplicated().to_numpy()  # hashed, not sorted; rows stay in order
         rows, cells = rows[first], cells[first]
         fresh = ~found.ravel()[cells]
         rows, cells = rows[fresh], cells[fresh]
         out.ravel()[cells] = value[rows]
         found.ravel()[cells] = True
-        matched, first_row = np.unique(key_of_row[rows], return_index=True)
-        for key, row in zip(matched.tolist(), rows[first_row].tolist()):
+        firsts = pd.Series(key_of_row[rows]).drop_duplicates()  # each key's first row
+        for key, row in zip(firsts.tolist(), rows[firsts.index.to_numpy()].tolist()):
             if units[key] is None:
                 units[key] = unit.categories[unit.codes[row]] if unit.codes[row] >= 0 else ""
     return out, units

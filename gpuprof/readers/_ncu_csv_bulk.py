@@ -23,11 +23,12 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from gpuprof.readers._text import ends_with_newline
+from gpuprof.readers._text import column_numbers, ends_with_newline
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,17 @@ CHUNK_ROWS = 1_000_000
 def read(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) -> bool:
     """Every row after the first ``skip`` lines of ``path``, ``CHUNK_ROWS`` at a time, as columns
     handed to ``take``; False as soon as a chunk's rows are not all plain metric and rule rows or
-    ``take`` refuses them (what was taken is then to be dropped: the caller starts afresh)."""
+    ``take`` refuses them (what was taken is then to be dropped: the caller starts afresh).
+
+    pyarrow's multi-threaded CSV reader parses the file when it is installed and takes every row
+    (:func:`_arrow_chunks`); pandas' C parser otherwise, with the same result."""
+    chunks = _arrow_chunks(path, skip, layout)
+    if chunks is not None:
+        return all(rows is not None and take(rows) for rows in chunks)
+    return _read_pandas(path, skip, layout, take)
+
+
+def _read_pandas(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) -> bool:
     import pandas as pd
 
     try:
@@ -68,6 +79,90 @@ def read(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) ->
     except (ValueError, OSError, pd.errors.ParserWarning):  # ParserError and EmptyDataError are ValueErrors
         return False
     return True
+
+
+# Files up to this size go to pyarrow whole (its table holds about a third of the file's bytes: the
+# repeated fields dictionary-encoded); larger ones to pandas' chunks, so that memory follows the result.
+ARROW_MAX_BYTES = 1 << 30
+
+
+def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | None:
+    """The rows as :func:`read` hands them on, ``CHUNK_ROWS`` at a time, parsed by pyarrow; None
+    when pyarrow is not installed, the file is over ``ARROW_MAX_BYTES``, or pyarrow does not read
+    every row as pandas does (not UTF-8, a quoted line break, a row of another length than the
+    metric rows' but a rule row): pandas then parses it.
+
+    Every field but the value is read dictionary-encoded (the kernel, section, metric and unit of
+    a million rows are a few hundred strings), the values as text turned into numbers in one cast.
+    In the 2023+ layout the metric rows are read as rows of 16 fields and the rule rows (20 fields,
+    a few per launch) come back through the invalid-row handler, in file order: that layout is
+    parsed on one thread.
+    """
+    try:
+        import pyarrow as pa
+        from pyarrow import csv as arrow_csv
+    except ImportError:
+        return None
+    if path.stat().st_size > ARROW_MAX_BYTES:
+        return None
+    width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
+    names = [str(i) for i in range(width)]
+    text, codes = pa.string(), pa.dictionary(pa.int32(), pa.string())
+    rules: list[tuple[int, list[str]]] = []  # (the rule row's number among the rows, its fields)
+
+    def other_row(row: arrow_csv.InvalidRow) -> str:
+        fields = _rule_fields(row.text, layout)
+        if fields is None or row.number is None:
+            return "error"  # a row of another length that is no rule row: pandas decides
+        rules.append((row.number - 1, fields))
+        return "skip"
+
+    try:
+        with pa.OSFile(str(path)) as source:
+            source.seek(_offset_of_line(path, skip))
+            table = arrow_csv.read_csv(
+                source,
+                read_options=arrow_csv.ReadOptions(column_names=names, use_threads=layout.i_rule is None),
+                parse_options=arrow_csv.ParseOptions(invalid_row_handler=other_row),
+                convert_options=arrow_csv.ConvertOptions(
+                    column_types={name: text if i == layout.i_value else codes for i, name in enumerate(names)},
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+    except (pa.ArrowException, OSError):  # not UTF-8, a quote left open ...
+        return None
+    if not table.num_rows:
+        return None
+    try:
+        return [Rows.from_arrow(table.unify_dictionaries(), layout, rules)]
+    except _PandasDecides:
+        return None
+
+
+class _PandasDecides(Exception):
+    """Rows that the pyarrow path leaves to pandas' parser and :meth:`Rows.take` to judge."""
+
+
+def _rule_fields(line: str, layout: Layout) -> list[str] | None:
+    """The fields of a rule row of the 2023+ layout (no metric name, a rule description), else None."""
+    if layout.i_rule is None:
+        return None
+    try:
+        fields = next(csv.reader([line]), [])
+    except csv.Error:
+        return None
+    if len(fields) != layout.columns or fields[layout.i_name] or not fields[layout.i_rule]:
+        return None
+    return fields
+
+
+def _offset_of_line(path: Path, line: int) -> int:
+    """The byte offset at which line ``line`` (from 0) of ``path`` starts."""
+    with open(path, "rb") as handle:
+        for _ in range(line):
+            handle.readline()
+        return handle.tell()
 
 
 def _parse(path: Path, skip: int, columns: int) -> pd.io.parsers.TextFileReader:
@@ -100,9 +195,10 @@ class Rows:
     bounds: np.ndarray  # launch k's metric rows are bounds[k]:bounds[k + 1]
     names: np.ndarray
     units: np.ndarray
-    values: np.ndarray
+    values: np.ndarray | dict[int, str]  # the value cells as text (see numbers)
     sections: np.ndarray | None
     rules: list[tuple[str, tuple[str, ...]]]  # (launch ID, the whole row)
+    numbers: np.ndarray | None = None  # the values converted already; ``values`` then the non-finite ones' text
 
     @classmethod
     def take(cls, frame: pd.DataFrame, table: Layout) -> Rows | None:
@@ -116,13 +212,8 @@ class Rows:
         # checks every row's: a tool message or a line of program output has an ID of its own.
         starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
         launch_ids = ids[starts].tolist()
-        if (
-            not all(map(str.isdigit, launch_ids))
-            or not "".join(launch_ids).isascii()
-            or max(map(len, launch_ids)) > 18
-            or len(set(launch_ids)) < len(launch_ids)
-        ):
-            return None  # not plain counts, or a launch in pieces
+        if not _plain_launch_ids(launch_ids):
+            return None
         is_rule = names == ""
         rules = np.flatnonzero(is_rule)
         if len(rules) and (table.i_rule is None or not all(frame[table.i_rule].to_numpy()[rules])):
@@ -152,6 +243,112 @@ class Rows:
             metric_column(table.i_section),
             list(zip(ids[rules].tolist(), zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))),
         )
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table, layout: Layout, rules: list[tuple[int, list[str]]]) -> Rows | None:
+        """The rows of pyarrow's ``table`` (the metric rows, every field but the value in one
+        dictionary per column) and of the ``rules`` read beside it (each with its number among all
+        rows), as :meth:`take` gives them for the same rows; None where :meth:`take` gives None.
+        Raises _PandasDecides for rows this does not judge (few files have them)."""
+        import numpy as np
+
+        def coded(i: int) -> tuple[np.ndarray, np.ndarray]:  # (a code per row, the strings coded)
+            column = table.column(str(i))
+            codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in column.chunks])
+            return codes, column.chunk(0).dictionary.to_numpy(zero_copy_only=False)
+
+        ids, id_names = coded(layout.i_id)
+        if len(rules):  # the rule rows' IDs put back among the metric rows', where the file has them
+            code_of = {name: code for code, name in enumerate(id_names.tolist())}
+            rule_ids = [code_of.get(fields[layout.i_id], -1) for _, fields in rules]
+            if min(rule_ids) < 0:
+                raise _PandasDecides  # a launch of rule rows only
+            at = np.array([number - k for k, (number, _) in enumerate(rules)])
+            ids = np.insert(ids, at, rule_ids)
+            is_rule = np.insert(np.zeros(table.num_rows, dtype=bool), at, True)
+        else:
+            is_rule = np.zeros(table.num_rows, dtype=bool)
+        starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
+        launch_ids = id_names[ids[starts]].tolist()
+        if not _plain_launch_ids(launch_ids):
+            return None
+        metric_row = np.cumsum(~is_rule) - 1  # at a metric row, its row in the table
+        rule_at = np.cumsum(is_rule) - 1  # at a rule row, its place in rules
+
+        def first_fields(i: int) -> list[str]:  # field i of each launch's first row
+            codes, names = coded(i)
+            out = names[codes[metric_row[starts]]] if len(codes) else np.array([], dtype=object)
+            for k in np.flatnonzero(is_rule[starts]).tolist():
+                out[k] = rules[rule_at[starts[k]]][1][i]
+            return out.tolist()
+
+        metric_names, name_strings = coded(layout.i_name)
+        if (name_strings[metric_names] == "").any():
+            raise _PandasDecides  # a row of the metric rows' length without a metric name
+        numbers, texts = _numbers(table.column(str(layout.i_value)))
+        keys = [key for key, _ in layout.launch_columns]
+        fields = zip(*(first_fields(i) for _, i in layout.launch_columns)) if keys else repeat(())
+        sections = None
+        if layout.i_section is not None:
+            codes, names = coded(layout.i_section)
+            sections = names[codes]
+        kept_before = np.concatenate(([0], np.cumsum(~is_rule)))
+        return cls(
+            launch_ids,
+            first_fields(layout.i_kernel),
+            list(map(dict, map(zip, repeat(keys), fields))),
+            kept_before[[*starts, len(ids)]],
+            _categorical(metric_names, name_strings),
+            _categorical(*coded(layout.i_unit)),
+            texts,
+            sections,
+            [(fields[layout.i_id], tuple(fields)) for _, fields in rules],
+            numbers,
+        )
+
+
+def _plain_launch_ids(launch_ids: list[str]) -> bool:
+    """Whether the IDs of the runs of rows are plain counts, each run a launch of its own (a tool
+    message or program output has an ID of its own; a launch in pieces comes back)."""
+    return (
+        all(map(str.isdigit, launch_ids))
+        and "".join(launch_ids).isascii()
+        and max(map(len, launch_ids)) <= 18
+        and len(set(launch_ids)) == len(launch_ids)
+    )
+
+
+def _categorical(codes: np.ndarray, names: np.ndarray) -> pd.Categorical:
+    """Coded strings as a categorical whose categories come in order of first appearance, as
+    :func:`gpuprof.readers._text.metric_columns` makes them of the strings themselves."""
+    import pandas as pd
+
+    order, first = pd.factorize(codes)
+    return pd.Categorical.from_codes(order, names[first])
+
+
+def _numbers(column: pa.ChunkedArray) -> tuple[np.ndarray, dict[int, str]]:
+    """The value cells as :func:`gpuprof.readers._text.number` reads them (NaN for None), and the
+    text of each cell that is no finite number. Plain decimals (the
+    thousands separators dropped) are cast at once; only the rest (``28.05%``, ``n/a``, names of
+    policies) go through Python."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pc.any(pc.equal(column, "")).as_py():
+        raise _PandasDecides  # a metric without a value
+    plain_text = pc.replace_substring(column, ",", "")
+    plain = pc.match_substring_regex(plain_text, r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$")
+    numbers = pc.cast(pc.if_else(plain, plain_text, "0"), pa.float64()).to_numpy().copy()
+    rest = np.flatnonzero(~plain.to_numpy(zero_copy_only=False))
+    if len(rest):
+        numbers[rest] = column_numbers(column.take(rest).to_pylist())
+    texts = {}
+    if not np.isfinite(numbers).all():
+        rest = np.flatnonzero(~np.isfinite(numbers))
+        texts = dict(zip(rest.tolist(), column.take(rest).to_pylist()))
+    return numbers, texts
 
 
 def skip_for(path: Path, handle: TextIO, columns: int) -> int | None:

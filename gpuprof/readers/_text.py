@@ -25,7 +25,7 @@ import csv
 import gc
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -37,6 +37,7 @@ from gpuprof.model.catalog import canonical
 from gpuprof.model.units import parse_number, scale
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 # "==PROF== ...", "==WARNING== ...", "==ERROR== ...", "==21206== ..." (nvprof, the PID) and
@@ -390,7 +391,11 @@ def metric_maker(origin: str = MEASURED) -> Callable[[str, str, str], Metric]:
 
 
 def metric_columns(
-    names: Sequence[str], units: Sequence[str], texts: Sequence[str], origin: str = MEASURED
+    names: Sequence[str] | pd.Categorical,
+    units: Sequence[str] | pd.Categorical,
+    texts: Sequence[str] | Mapping[int, str],
+    origin: str = MEASURED,
+    numbers: np.ndarray | None = None,
 ) -> dict[str, object]:
     """The metric-table columns (:mod:`gpuprof.model.tables`: metric, canonical, value, text, unit,
     origin) of whole columns of a tool's (name, unit, value text) cells, with the values
@@ -400,24 +405,17 @@ def metric_columns(
     when there are any), then one scaling per distinct unit and one catalog lookup per distinct
     name, applied to all rows at once through category codes. A column holding other text goes
     through :func:`number` (which also takes ``28.05%``); rows that are no number at all (``n/a``,
-    string-valued metrics like ``CachePreferNone``) keep their text under the tool's unit.
+    string-valued metrics like ``CachePreferNone``) keep their text under the tool's unit. A
+    parser that converted the cells already gives them as ``numbers`` (what :func:`number` gives,
+    NaN for None), ``texts`` then holding only the cells whose number is not finite, and may give
+    names and units as categoricals.
     """
     import numpy as np
     import pandas as pd
 
-    rows = len(texts)
+    values = column_numbers(texts) if numbers is None else numbers.copy()
+    rows = len(values)
     others: list[int] = []
-    try:
-        values = np.fromiter(map(float, texts), dtype=np.float64, count=rows)
-    except ValueError:
-        try:  # '5,323,503,232.00'
-            values = np.fromiter(
-                map(float, map(str.replace, texts, repeat(","), repeat(""))), dtype=np.float64, count=rows
-            )
-        except ValueError:
-            parsed = list(map(number, map(str.replace, texts, repeat(","), repeat(""))))
-            others = [row for row, value in enumerate(parsed) if value is None]
-            values = np.array([math.nan if value is None else value for value in parsed], dtype=np.float64)
     if not np.isfinite(values).all():  # the rows above, and 'nan' or 'inf' cells: kept as their text
         others = np.flatnonzero(~np.isfinite(values)).tolist()
     tool_units = _categorical(units)
@@ -438,9 +436,9 @@ def metric_columns(
     if others:
         text = np.full(rows, None, dtype=object)
         values[others] = math.nan
-        for row in others:
-            text[row] = texts[row].strip() or None
-            unit_codes[row] = base_names.index(tool_units.categories[codes[row]])
+        text[others] = [texts[row].strip() or None for row in others]
+        tool_unit = np.array([base_names.index(unit) for unit in tool_units.categories] + [-1])
+        unit_codes[others] = tool_unit[codes[others]]
     metric = _categorical(names)
     canonicals = [canonical(name) for name in metric.categories]
     canonical_names = list(dict.fromkeys(c for c in canonicals if c))
@@ -455,11 +453,33 @@ def metric_columns(
     }
 
 
-def _categorical(texts: Sequence[str]) -> pd.Categorical:
-    """``texts`` as a categorical, categories in order of appearance: ``pd.factorize`` hashes a
-    million repeated names in half the time ``pd.Categorical`` takes to also sort them."""
+def column_numbers(texts: Sequence[str]) -> np.ndarray:
+    """Each text as :func:`number` reads it (NaN for None); ``float`` over the whole column while it can."""
+    import numpy as np
+
+    rows = len(texts)
+
+    try:
+        return np.fromiter(map(float, texts), dtype=np.float64, count=rows)
+    except ValueError:
+        try:  # '5,323,503,232.00'
+            return np.fromiter(
+                map(float, map(str.replace, texts, repeat(","), repeat(""))), dtype=np.float64, count=rows
+            )
+        except ValueError:
+            parsed = list(map(number, map(str.replace, texts, repeat(","), repeat(""))))
+            return np.array([math.nan if value is None else value for value in parsed], dtype=np.float64)
+
+
+def _categorical(texts: Sequence[str] | pd.Categorical) -> pd.Categorical:
+    """``texts`` as a categorical (as it is when it is one), categories in order of appearance:
+    ``pd.factorize`` hashes a million repeated names in half the time ``pd.Categorical`` takes to
+    also sort them."""
     import numpy as np
     import pandas as pd
+
+    if isinstance(texts, pd.Categorical):
+        return texts
 
     codes, categories = pd.factorize(np.asarray(texts, dtype=object))
     return pd.Categorical.from_codes(codes, categories)

@@ -181,14 +181,15 @@ class _Table:
         on = int(bool(self.kernels) and next(reversed(self.positions)) == rows.launch_ids[0])
         if any(map(self.positions.__contains__, rows.launch_ids[on:])):
             return False  # a launch in pieces
-        if len(rows.launch_ids) > on:
-            self.new_launches(rows.launch_ids[on:], rows.kernels[on:], rows.attributes[on:])
+        if len(rows.launch_ids) > on:  # the bulk path's IDs are plain counts: int() is parse_count
+            new = rows.launch_ids[on:]
+            self.new_launches(new, rows.kernels[on:], rows.attributes[on:], list(map(int, new)))
         counts = np.diff(rows.bounds)
         first = len(self.kernels) - len(rows.launch_ids)
         self.pieces.append(
             {
                 "launch": np.repeat(np.arange(first, first + len(counts), dtype=np.int32), counts),
-                **metric_columns(rows.names, rows.units, rows.values),
+                **metric_columns(rows.names, rows.units, rows.values, numbers=rows.numbers),
             }
         )
         for launch_id, row in rows.rules:
@@ -258,14 +259,19 @@ class _Table:
         return self.new_launches([launch_id], [kernel], [attributes])
 
     def new_launches(
-        self, launch_ids: Sequence[str], kernels: Sequence[str], attributes: Sequence[dict[str, str]]
+        self,
+        launch_ids: Sequence[str],
+        kernels: Sequence[str],
+        attributes: Sequence[dict[str, str]],
+        indices: Sequence[int] | None = None,
     ) -> int:
-        """Add launches new to the table (the bulk path adds them all at once); the last one's position."""
+        """Add launches new to the table (the bulk path adds them all at once, with their IDs as
+        numbers); the last one's position."""
         first = len(self.kernels)
         positions = range(first, first + len(launch_ids))
         self.positions.update(zip(launch_ids, positions))
         self.kernels.extend(kernels)
-        self.indices.extend(map(parse_count, launch_ids, positions))
+        self.indices.extend(map(parse_count, launch_ids, positions) if indices is None else indices)
         self.attributes.extend(attributes)
         self.sections.extend([] for _ in positions)
         return positions[-1]

@@ -9,7 +9,8 @@ have per-instance values only (``memory_access_type`` ...), which have no single
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,33 +67,21 @@ def _raise_for(path: Path, status: int | None, answer: tuple[Any, ...] | None) -
 def _in_child(
     path: Path, mode: str, meanwhile: Callable[[], object] = lambda: None
 ) -> tuple[int | None, tuple[Any, ...] | None]:
-    """Run the reading child on ``path``: (the signal that ended it, 0 when it ended normally, None
-    when it ran past the time limit and was killed; its answer, None when it gave none). The parent
-    runs ``meanwhile`` while it waits.
+    """Run the reading child on ``path`` (or take the one :func:`start` started): (the signal that
+    ended it, 0 when it ended normally, None when it ran past the time limit and was killed; its
+    answer, None when it gave none). The parent runs ``meanwhile`` while it waits.
 
     The child sends its answer's length first and closes the pipe once it is all written: a
     complete answer is the normal end, so the parent goes on at once and a thread reaps the child,
     whose exit (unmapping NVIDIA's 37 MB library) takes longer than a small report's read."""
-    import importlib.util
     import marshal
     import os
     import select
-    import subprocess
-    import sys
     import threading
     import time
 
-    spec = importlib.util.find_spec("ncu_report")
-    if spec is None:
-        _module(path)  # the FormatError naming the extra
-    site_dir = str(Path(spec.submodule_search_locations[0] if spec.submodule_search_locations else spec.origin).parent)
-    child = subprocess.Popen(
-        [sys.executable, "-I", "-S", str(_CHILD), mode, str(path), site_dir],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    started = _started.pop((str(path), mode), None)
+    child, deadline = started if started else (_spawn(path, mode), time.monotonic() + PROBE_TIMEOUT_S)
     meanwhile()
     chunks: list[bytes] = []
     out = child.stdout.fileno()
@@ -117,6 +106,74 @@ def _in_child(
         return None, None
     code = child.wait()
     return (-code if code < 0 else 0), None
+
+
+# Children started ahead of the read that takes them (:func:`start`): (path, mode) -> (child, deadline).
+_started: dict[tuple[str, str], tuple[Any, float]] = {}
+
+
+def start(path: str | Path) -> bool:
+    """Start reading ``path`` in the child now, when it is a regular file that looks like a report,
+    so that a caller still loading the library (pandas, gpuprof's own modules) does so while the
+    child loads ncu_report and reads; :func:`read` of the same path takes the child's answer, and
+    :func:`forget` ends a child no read took. Whether a child was started."""
+    import os
+    import time
+
+    name = str(Path(path))
+    if (name, "read") in _started or not os.path.isfile(name) or _spec() is None:
+        return False
+    with open(name, "rb") as handle:
+        if not (handle.read(len(_MAGIC)) == _MAGIC.encode() or name.endswith(".ncu-rep")):
+            return False
+    _started[(name, "read")] = (_spawn(Path(name), "read"), time.monotonic() + PROBE_TIMEOUT_S)
+    return True
+
+
+def forget(path: str | Path) -> None:
+    """End the child :func:`start` started for ``path`` if no read took it (the read failed first)."""
+    started = _started.pop((str(Path(path)), "read"), None)
+    if started:
+        child, _ = started
+        child.kill()
+        child.stdout.close()
+        child.wait()
+
+
+@contextlib.contextmanager
+def ahead(path: str | Path, fmt: str | None = None) -> Iterator[None]:
+    """:func:`start` ``path``'s child (when ``fmt`` allows a report) for the body, which loads the
+    library and then reads; :func:`forget` it afterwards if the body did not take it."""
+    started = fmt in (None, NAME) and start(path)
+    try:
+        yield
+    finally:
+        if started:
+            forget(path)
+
+
+def _spec() -> Any:
+    """Where ncu_report is installed (its import spec), or None."""
+    import importlib.util
+
+    return importlib.util.find_spec("ncu_report")
+
+
+def _spawn(path: Path, mode: str) -> Any:
+    """The child reading ``path`` (``python -I -S _ncu_rep_child.py MODE PATH SITE_DIR``)."""
+    import subprocess
+    import sys
+
+    spec = _spec()
+    if spec is None:
+        _module(path)  # the FormatError naming the extra
+    site_dir = str(Path(spec.submodule_search_locations[0] if spec.submodule_search_locations else spec.origin).parent)
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", str(_CHILD), mode, str(path), site_dir],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _warm() -> None:

@@ -682,7 +682,7 @@ def run_case(target: str, path: Path, seed_name: str = "") -> tuple[str, str]:
         if target in ("detect", "kernels"):
             run = detect(path).read(path)
             if target == "kernels":
-                from gpuprof.importing import kernel_table
+                from gpuprof.derive.kernel_table import kernel_table
 
                 kernel_table([run])
         else:
