@@ -416,6 +416,7 @@ def test_streamed_import_stores_the_same_run_as_a_whole_file_import(
     and the per-kernel table from the rows it holds is the whole run's, with the options that
     change what that table looks up too."""
     from gpuprof import importing
+    from gpuprof.derive.kernel_table import kernel_table
     from gpuprof.store import open_store
 
     (whole,) = importing.import_files([fixture], tmp_path / "whole.sqlite", **options)
@@ -436,5 +437,5 @@ def test_streamed_import_stores_the_same_run_as_a_whole_file_import(
     assert len(frames[0]) == len(whole.metric_table) >= 45
     assert frames[0].equals(frames[1])
     assert lean.notes == whole.notes
-    kernels = [importing.kernel_table([run]).astype(str) for run in (whole, lean)]
+    kernels = [kernel_table([run]).astype(str) for run in (whole, lean)]
     assert kernels[0].equals(kernels[1])
