@@ -234,7 +234,7 @@ def decode(
     )
 
 
-def _npy_header(dtype: object, rows: int) -> bytes:
+def _npy_header_of(dtype: object, rows: int) -> bytes:
     """The ``.npy`` header of a column of ``rows`` values of ``dtype``, for its data to follow."""
     import numpy as np
 
@@ -324,7 +324,7 @@ class MetricSpill:
         yield self._spilled("value", "npy", "value", np.float64, lambda values: values)
         yield _whole("metrics", "text", "sparse", json.dumps(self.texts).encode())
         yield self._category("unit", list(self.units), "unit", lambda codes: codes)
-        head = json.dumps([self.origin]).encode() + b"\n" + _npy_header(np.int8, self.rows)
+        head = json.dumps([self.origin]).encode() + b"\n" + _npy_header_of(np.int8, self.rows)
         yield "metrics", "origin", "category", len(head) + self.rows, itertools.chain([head], _zeros(self.rows))
         yield _whole("metrics", "minimum", "nan", b"")
         yield _whole("metrics", "maximum", "nan", b"")
@@ -340,7 +340,7 @@ class MetricSpill:
         """A column from its spill file: the ``.npy`` header, then ``mapped`` of each piece."""
         import numpy as np
 
-        header = _npy_header(dtype, self.rows)
+        header = _npy_header_of(dtype, self.rows)
 
         def pieces() -> Iterator[bytes]:
             yield header
