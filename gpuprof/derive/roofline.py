@@ -213,6 +213,9 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
             points += _rate_points(row, run, precision)
             continue
         counted = [p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0]
+        if not counted and row.flops_all > 0 and precision == "all":  # a total of no known precision
+            points.append(_kernel_point(row, run, "total", row.flops_all, "total", ""))
+            continue
         if precision != "all":
             if precision in counted:
                 points.append(_kernel_point(row, run, precision, getattr(row, f"flops_{precision}"), precision, ""))
@@ -251,6 +254,29 @@ def _name_engines(rows: list[dict[str, Any]]) -> None:
             row["op"] = named
 
 
+def _missing(run: Run, precision: str) -> str:
+    """What keeps ``run`` off the chart: 'DRAM bytes' where its FLOPs and time were counted, not a
+    list of everything a point needs (a perf run with counted FLOPs and no byte counter)."""
+    what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
+    if run.kind == "run":
+        return f"{what}, DRAM bytes and time"
+    try:
+        frame = kernels.kernel_frame([run])
+    except (GpuprofError, ValueError, KeyError, TypeError):
+        return f"{what}, DRAM bytes and time"
+    gaps = []
+    for name, column in (
+        (what, "flops_total" if precision == "all" else f"flops_{precision}"),
+        ("DRAM bytes", "dram_bytes"),
+        ("time", "time"),
+    ):
+        if not (frame[column].where(frame[f"{column}_complete"]) > 0).any():
+            gaps.append(f"{name} (counted in some launches only)" if (frame[column] > 0).any() else name)
+    if not gaps:
+        return f"{what}, DRAM bytes and time in the same kernel"
+    return ", ".join(gaps[:-1]) + " and " * (len(gaps) > 1) + gaps[-1]
+
+
 def drawable(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of a :func:`points` frame that have a place on the chart."""
     return frame[(frame["ai"] > 0) & (frame["flop_rate"] > 0)]
@@ -281,12 +307,14 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
         if not placed and not left:
             unplaced.append(run)
         rows += placed + left
-    if unplaced:  # one line for all of them: a store of imports may hold hundreds
-        what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
-        formats = Counter(run.format for run in unplaced)
-        ids = ", ".join(run.run_id[:8] for run in unplaced[:3]) + (", ..." if len(unplaced) > 3 else "")
+    by_gap: dict[str, list[Run]] = {}  # one line per thing missing: a store of imports may hold hundreds
+    for run in unplaced:
+        by_gap.setdefault(_missing(run, precision), []).append(run)
+    for gap, group in by_gap.items():
+        formats = Counter(run.format for run in group)
+        ids = ", ".join(run.run_id[:8] for run in group[:3]) + (", ..." if len(group) > 3 else "")
         skipped.append(
-            f"{len(unplaced)} run(s) with no {what}, DRAM bytes and time to place ("
+            f"{len(group)} run(s) with no {gap} to place ("
             + ", ".join(f"{n} {fmt}" for fmt, n in formats.most_common())
             + f"): {ids}"
         )

@@ -92,6 +92,11 @@ def _compute_roofs(roofs: list[Ceiling], frame: pd.DataFrame) -> tuple[list[Ceil
                     if found
                     else []
                 )
+        elif precision == "total":  # FLOPs of no known precision (AMD's fp_ret_sse_avx_ops.all)
+            found = [r for r in roofs if r.precision in ("fp64", "fp32") and r.kind == "fma"]
+            notes += ["FLOPs of no one precision (the counter sums them all): the FP64 and FP32 roofs drawn"] * bool(
+                found
+            )
         else:
             found = [r for r in roofs if r.precision == precision and r.kind in ("fma", "no-fma")]
         if not found and roofs:
