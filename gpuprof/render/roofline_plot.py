@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof import outputs
-from gpuprof.derive.roofline import at_clock, chart_clock, drawable, roofs
+from gpuprof.derive.roofline import at_clock, chart_clock, drawable, roofs, with_file_ceilings
 from gpuprof.errors import InputError
 from gpuprof.model.units import human
 from gpuprof.render.chart_style import log_ticks, series, wrap
@@ -401,8 +402,11 @@ def _shown(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     ]
 
 
-def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str = "all") -> Figure:
-    """The roofline chart of one device's points (``gpuprof.derive.roofline.points`` rows)."""
+def figure(
+    frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str = "all", carried: Sequence[Ceiling] = ()
+) -> Figure:
+    """The roofline chart of one device's points (``gpuprof.derive.roofline.points`` rows) under
+    ``peaks``' roofs, those the files carry (``carried``: ``roofline.file_ceilings``) in their place."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -411,7 +415,7 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     levels = _levels(frame)
     hierarchical = len(levels) > 1
     clock = chart_clock(frame)
-    ceilings = at_clock(roofs(peaks), clock)
+    ceilings = at_clock(with_file_ceilings(roofs(peaks), list(carried)), clock)
     compute, compute_notes = _compute_roofs(ceilings, frame)
     memory, memory_notes = _memory_roofs(ceilings, levels)
     xlim, ylim = _limits(frame, compute, memory, levels)
@@ -508,16 +512,28 @@ def save(fig: Figure, paths: list[Path]) -> list[Path]:
 
 
 def plot_device(
-    frame: pd.DataFrame, device: str, peaks: list[Peaks], out_dir: Path, precision: str = "all"
+    frame: pd.DataFrame,
+    device: str,
+    peaks: list[Peaks],
+    out_dir: Path,
+    precision: str = "all",
+    carried: Sequence[Ceiling] = (),
 ) -> list[Path]:
     """Write ``roofline-<device>.png`` and ``.svg`` for the points of one device."""
     paths = [out_dir / f"roofline-{slug(device)}.{ext}" for ext in ("png", "svg")]
-    return save(figure(frame, device, peaks, precision), paths)
+    return save(figure(frame, device, peaks, precision, carried), paths)
 
 
-def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path, precision: str = "all") -> list[Path]:
+def plot(
+    frame: pd.DataFrame,
+    peaks_by_device: dict[str, list[Peaks]],
+    out: Path,
+    precision: str = "all",
+    carried: dict[str, list[Ceiling]] | None = None,
+) -> list[Path]:
     """One chart per device in ``frame``: into directory ``out`` as PNG and SVG, or, when ``out``
-    names a .png or .svg file, to that file (``<stem>-<device>`` when there are several devices)."""
+    names a .png or .svg file, to that file (``<stem>-<device>`` when there are several devices).
+    ``carried``: per device, the ceilings its files carry, drawn in place of the table's."""
     devices = sorted(set(drawable(frame)["device"]))
     as_file = out.suffix.lower() in SUFFIXES
     if out.suffix and not as_file and not out.is_dir():
@@ -525,9 +541,10 @@ def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path
     written: list[Path] = []
     for device in devices:
         mine, peaks = frame[frame["device"] == device], peaks_by_device.get(device, [])
+        own = (carried or {}).get(device, [])
         if not as_file:
-            written += plot_device(mine, device, peaks, out, precision)
+            written += plot_device(mine, device, peaks, out, precision, own)
             continue
         path = out if len(devices) == 1 else out.with_name(f"{out.stem}-{slug(device)}{out.suffix}")
-        written += save(figure(mine, device, peaks, precision), [path])
+        written += save(figure(mine, device, peaks, precision, own), [path])
     return written
