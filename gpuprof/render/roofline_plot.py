@@ -191,9 +191,8 @@ def _clusters(ax: Axes, frame: pd.DataFrame) -> list[Cluster]:
 
 def _draw_points(
     ax: Axes, frame: pd.DataFrame, levels: list[tuple[str, ...]], styles: dict[str, dict[str, Any]], hierarchical: bool
-) -> list[tuple[float, float]]:
-    """Every kernel's points (joined across levels); returns their display positions."""
-    drawn = []
+) -> None:
+    """Every kernel's points (joined across levels)."""
     for row in frame.itertuples():
         style = styles[row.op]
         xs = [getattr(row, column) for _, column, *_ in levels if getattr(row, column) > 0]
@@ -213,8 +212,6 @@ def _draw_points(
                     fillstyle=fill if hierarchical else "full",
                     markeredgewidth=1.3,
                 )
-                drawn.append(tuple(ax.transData.transform((x, row.flop_rate))))
-    return drawn
 
 
 def _size_order(member: tuple[str, str]) -> tuple[str, float]:
@@ -279,15 +276,27 @@ def _span(rows: list[Any]) -> str:
     return f": {shown(rates, 'FLOP/second')}, AI {low if low == high else f'{low}-{high}'} FLOP/byte"
 
 
+def _label_or_note(placer: Placer, text: str, spots: list[Any], notes: list[str], first: int, **style: Any) -> None:
+    """``text`` at the first of ``spots`` clear of every point and label; where none is, a number
+    there instead (``first`` on, after the key's) and the text under the chart as that numbered note."""
+    if placer.label(text, spots, force=False, **style) is None:
+        number = first + len(notes)
+        placer.label(str(number), spots, **{**style, "fontsize": 7, "fontstyle": "italic"})
+        notes.append(f"{number}: {text}")
+
+
 def _label_roofs(
     placer: Placer,
     compute: list[Ceiling],
     memory: list[tuple[Ceiling, str]],
     xlim: tuple[float, float],
     ylim: tuple[float, float],
-) -> None:
+    first: int,
+) -> list[str]:
     """Each compute roof's name and value on its line (coincident roofs share one label), then each
-    memory slope's along it, at the first spot clear of the others."""
+    memory slope's along it, at the first spot clear of the others; returns the numbered notes of
+    those that fit nowhere (numbered from ``first``)."""
+    notes: list[str] = []
     ax = placer.ax
     fastest = max((m.value for m, _ in memory), default=None)
     groups: list[list[Ceiling]] = []
@@ -303,7 +312,7 @@ def _label_roofs(
         middle = math.sqrt(max(start, xlim[0]) * xlim[1])
         spots = [((xlim[1], value), (-4, dy), {"ha": "right"}) for dy in (3, -3)]
         spots += [((middle, value), (0, dy), {"ha": "center"}) for dy in (3, -3)]
-        placer.label(text, spots, fontsize=8, bbox=_BACKING)
+        _label_or_note(placer, text, spots, notes, first, fontsize=8, bbox=_BACKING)
     top = max((c.value for c in compute), default=ylim[1])
     for roof, colour in sorted(memory, key=lambda pair: pair[0].value):  # the slowest, nearest the points, first
         low = max(xlim[0], ylim[0] / roof.value)
@@ -323,14 +332,17 @@ def _label_roofs(
                 )
                 for dy in (3, -3)
             ]
-        placer.label(f"{roof.name} {_value_text(roof)} ({roof.origin})", spots, fontsize=8, color=colour, bbox=_BACKING)
+        text = f"{roof.name} {_value_text(roof)} ({roof.origin})"
+        _label_or_note(placer, text, spots, notes, first, fontsize=8, color=colour, bbox=_BACKING)
+    return notes
 
 
 def _number_points(placer: Placer, clusters: list[Cluster]) -> None:
     """Each cluster's number beside its DRAM point, further out (with a leader) when crowded."""
     for cluster in clusters:
         row = cluster.rows[0]
-        spots = [((row.ai, row.flop_rate), offset, {}) for radius in (5, 9, 16, 24, 34) for offset in ring(radius)]
+        radii = (5, 9, 16, 24, 34, 48, 64)
+        spots = [((row.ai, row.flop_rate), offset, {}) for radius in radii for offset in ring(radius)]
         placer.label(str(cluster.number), spots, fontsize=8, fontweight="bold")
 
 
@@ -462,7 +474,7 @@ def figure(
     note_text = key_ax.text(
         0,
         0,
-        wrap("\n".join(notes), fig, 7, share=0.88),
+        _notes_text(notes, fig),
         transform=key_ax.transAxes,
         fontsize=7,
         color="0.3",
@@ -470,12 +482,44 @@ def figure(
         ha="left",
     )
     _fit_key(fig, grid, key, note_text)
-    positions = _draw_points(ax, frame, levels, styles, hierarchical)
-    placer = Placer(ax)
-    placer.marker_boxes(positions)
-    _label_roofs(placer, compute, memory, xlim, ylim)
-    _number_points(placer, clusters)
+    _draw_points(ax, frame, levels, styles, hierarchical)
+    numbered = _place_labels(ax, frame, levels, compute, memory, xlim, ylim, clusters)
+    if numbered:  # labels that fit nowhere: their notes join the others, the key row grows, all placed again
+        note_text.set_text(_notes_text([*notes, *numbered], fig))
+        for text in list(ax.texts):
+            text.remove()
+        fig.set_layout_engine("constrained")
+        _fit_key(fig, grid, key, note_text)
+        _place_labels(ax, frame, levels, compute, memory, xlim, ylim, clusters)
     return fig
+
+
+def _notes_text(notes: list[str], fig: Figure) -> str:
+    return wrap("\n".join(notes), fig, 7, share=0.88)
+
+
+def _place_labels(
+    ax: Axes,
+    frame: pd.DataFrame,
+    levels: list[tuple[str, ...]],
+    compute: list[Ceiling],
+    memory: list[tuple[Ceiling, str]],
+    xlim: tuple[float, float],
+    ylim: tuple[float, float],
+    clusters: list[Cluster],
+) -> list[str]:
+    """Roof labels and cluster numbers placed clear of the points (any placed before are removed
+    first: the layout may have moved); returns the numbered notes of roof labels that fit nowhere."""
+    placer = Placer(ax)
+    placer.marker_boxes(
+        ax.transData.transform((getattr(row, column), row.flop_rate))
+        for row in frame.itertuples()
+        for _, column, *_ in levels
+        if getattr(row, column) > 0
+    )
+    numbered = _label_roofs(placer, compute, memory, xlim, ylim, len(clusters) + 1)
+    _number_points(placer, clusters)
+    return numbered
 
 
 def _rate_formatter() -> Any:
