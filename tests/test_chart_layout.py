@@ -257,5 +257,7 @@ def test_a_label_that_fits_nowhere_becomes_a_numbered_note(
     notes = next(t.get_text() for t in fig.axes[1].texts if t.get_text().startswith("Points:"))
     numbered = [line.split(": ", 1) for line in notes.splitlines() if line.split(":")[0].isdigit()]
     assert [text for _, text in numbered] == ["L1/shared 10.6 TB/s (derived)"]
+    key = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert any(t.startswith("2  randomInit<float> (2 launches) ×2: ") for t in key), key  # one from each file
     on_chart = [t.get_text() for t in fig.axes[0].texts]
     assert numbered[0][0] in on_chart and not any(t.startswith("L1/shared") for t in on_chart)

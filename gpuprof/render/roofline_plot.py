@@ -246,10 +246,10 @@ def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
     parts = []
     for op, rests in by_op.items():
         units = {r.rpartition(" ")[2] for r in rests}
-        if not any(rests):
-            parts.append(op if len(rests) == 1 else f"{op} ×{len(rests)}")
-        elif len(units) == 1 and all(" " in r for r in rests):
+        if len(units) == 1 and all(_size_order((op, f"{op} {r}"))[1] and " " in r for r in rests):
             parts.append(f"{op} {', '.join(r.rpartition(' ')[0] for r in rests)} {units.pop()}")
+        elif len(set(rests)) == 1:  # the same kernel from several runs: 'randomInit<float> (2 launches) ×2'
+            parts.append(f"{op} {rests[0]}".strip() + (f" ×{len(rests)}" if len(rests) > 1 else ""))
         else:
             parts.append(f"{op} {', '.join(rests)}".strip())
     return "; ".join(parts) + _span(rows)
