@@ -131,7 +131,7 @@ def pandas_read(path: str) -> dict[str, float]:
 
 def model_parts(path: str, store_dir: str) -> dict[str, float]:
     """Per-kernel table of the first 40,000 launches, store and read back the whole run."""
-    from gpuprof.importing import kernel_table
+    from gpuprof.derive.kernel_table import kernel_table
     from gpuprof.model import Run
     from gpuprof.readers import ncu_csv
     from gpuprof.store import open_store

@@ -3,7 +3,7 @@
 Each input is a fixture from tests/fixtures/ mutated by a seeded mutator (truncation, flipped and
 inserted bytes, shuffled/duplicated/deleted lines, missing fields, extreme numbers, UTF-16/Latin-1/
 BOM encodings, CRLF/CR line ends, lines over 1 MB, binary garbage, another tool's file spliced in).
-Target: zero tracebacks, zero hangs (per-input limit, default 2 s), zero crashes.
+Target: zero tracebacks, hangs (per-input limit, default 2 s), crashes, raw escapes and wrong numbers.
 
     python benchmarks/fuzz_readers.py                      # 10,000 inputs per target, 2 workers
     python benchmarks/fuzz_readers.py --inputs 500 --target ncu-csv
@@ -11,7 +11,10 @@ Target: zero tracebacks, zero hangs (per-input limit, default 2 s), zero crashes
     python benchmarks/fuzz_readers.py --outputs     # writers at symlinks, FIFOs, devices, /proc
 
 The ``kernels`` target also builds the per-kernel table of every input (a damaged ``.ncu-rep`` whose
-kernel names are lost reaches it). ``--outputs`` runs every writer with its output at a symlink, a
+kernel names are lost reaches it); ``import`` runs the command itself (store, table rendered as text,
+no raw escape sequence in what it prints; FIFOs and /dev/zero among the inputs); ``runfile`` loads
+and stores hostile JSON-lines run files; ``numbers`` doubles one number of a real file and counts any
+measured value that is then neither the old one, twice it, nor missing with a note as a wrong number. ``--outputs`` runs every writer with its output at a symlink, a
 FIFO, a character device, a dangling symlink, a symlink loop and a /proc path, and a profiled
 ``python3`` that must be the one of the user's PATH (tests/fuzz/output_matrix.py).
 
@@ -85,7 +88,11 @@ def main() -> int:
         print(f"{tally.target:<22}" + "".join(f"{c:>13}" for c in cells))
     failures = list(reader_fuzz.iter_failures(tallies))
     total = sum(t.inputs for t in tallies)
-    print(f"\n{total} inputs, seed {args.seed}, limit {args.limit} s per input; {len(failures)} distinct failure(s)")
+    factors = ", ".join(f"{t} {f}x" for t, f in reader_fuzz.LIMIT_FACTOR.items())
+    print(
+        f"\n{total} inputs, seed {args.seed}, limit {args.limit} s per input ({factors}); "
+        f"{len(failures)} distinct failure(s)"
+    )
     for line in failures:
         print("  " + line)
     return 1 if failures else 0

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.compare import ceilings_for, comparison
+from gpuprof.derive.kernel_table import kernel_table
 from gpuprof.derive.kernels import launch_frame
 from gpuprof.derive.regions import region_frame
 from gpuprof.derive.stalls import stall_comparison
 from gpuprof.derive.summary import summary_row
 from gpuprof.diffing import diff as compare
-from gpuprof.importing import kernel_table, read_file
+from gpuprof.importing import read_file
 from gpuprof.measure import RunSettings, measure
 from gpuprof.model import Run
 from gpuprof.store import open_store

@@ -9,6 +9,9 @@ line naming a file with its traceback; ``GPUPROF_DEBUG=1`` or ``gpuprof --debug`
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
+
 # Control characters (C0, DEL, C1) and the bidirectional overrides that reorder what a terminal shows.
 _CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 _VISIBLE = {code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" for code in _CONTROLS} | {
@@ -31,6 +34,34 @@ def shortened(text: str, longest: int = _LONGEST) -> str:
     if len(text) <= longest:
         return text
     return f"{text[: longest * 2 // 3]} … [{len(text) - longest:,} characters cut] … {text[-longest // 3 :]}"
+
+
+def os_problem(path: str | Path, error: OSError) -> str:
+    """One line for an OS error on ``path``, naming the case rather than echoing errno's words; shared
+    by what reads inputs (:mod:`gpuprof.inputs`) and what writes outputs (:mod:`gpuprof.outputs`)."""
+    code = error.errno
+    if code == errno.ENOENT:
+        return f"{path}: no such file"
+    if code == errno.ENOTDIR:
+        return f"{path}: a part of the path before the last is a file, not a folder"
+    if code == errno.ELOOP:
+        return f"{path}: a symbolic link loop (a link that leads back to itself)"
+    if code == errno.ENAMETOOLONG:
+        return f"{path}: the name is too long for the file system"
+    if code in (errno.EACCES, errno.EPERM):
+        return f"{path}: permission denied"
+    if code == errno.EROFS:
+        return f"{path}: the file system is read-only"
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return f"{path}: no space left on the device" + (" (disk quota)" if code == errno.EDQUOT else "")
+    return f"{path}: {error.strerror or error}"
+
+
+def os_fix(error: OSError, fix: str) -> str:
+    """``fix``, unless the error has its own: a full disk is not fixed by another folder on it."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "free space on that disk, or give a path on another one"
+    return fix
 
 
 class GpuprofError(Exception):

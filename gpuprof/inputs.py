@@ -3,17 +3,17 @@
 A FIFO blocks a reader forever and ``/dev/zero`` never ends, so every file gpuprof reads (profiler
 outputs, run files, sweep configs, stores) is first checked to be a regular file; a symlink loop, an
 over-long name or a missing permission becomes a :class:`~gpuprof.errors.FormatError` naming the
-path, not a traceback. Sits beside :mod:`gpuprof.errors` at the bottom of the layers.
+path (worded by :func:`gpuprof.errors.os_problem`, as writers word theirs), not a traceback. Sits
+beside :mod:`gpuprof.errors` at the bottom of the layers.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from pathlib import Path
 
-from gpuprof.errors import FormatError
+from gpuprof.errors import FormatError, os_problem
 
 # What a file that is not a regular one is, for the message.
 _KINDS = (
@@ -23,24 +23,6 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
-
-
-def os_problem(path: str | Path, error: OSError) -> str:
-    """One line for an OS error on ``path``, naming the case rather than echoing errno's words."""
-    code = error.errno
-    if code == errno.ENOENT:
-        return f"{path}: no such file"
-    if code == errno.ENOTDIR:
-        return f"{path}: a part of the path before the last is a file, not a folder"
-    if code == errno.ELOOP:
-        return f"{path}: a symbolic link loop (a link that leads back to itself)"
-    if code == errno.ENAMETOOLONG:
-        return f"{path}: the name is too long for the file system"
-    if code in (errno.EACCES, errno.EPERM):
-        return f"{path}: permission denied"
-    if code == errno.ENOSPC:
-        return f"{path}: no space left on the device"
-    return f"{path}: {error.strerror or error}"
 
 
 def regular_file(path: str | Path, fix: str = "give the file's path") -> Path:

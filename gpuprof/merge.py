@@ -148,5 +148,8 @@ def merge(out: str | Path, inputs: list[str | Path]) -> MergeResult:
                     added += 1
                 result.inputs.append(InputResult(path, kind, added, len(runs) - added))
     except StoreError as error:  # the store's own advice names --store, which merge does not have
-        raise StoreError(error.problem, "give another OUT_STORE: a gpuprof results store or a new file") from None
+        fix = error.fix if error.fix and "--store" not in error.fix else None  # a full disk's stays
+        raise StoreError(
+            error.problem, fix or "give another OUT_STORE: a gpuprof results store or a new file"
+        ) from None
     return result

@@ -5,8 +5,10 @@ here, because the path a user gives need not be a regular file: a symlink is wri
 target (the link stays a link), a character device or FIFO is written through directly (``export
 /dev/stdout``, a pipe's reader gets the data), and only a regular file (or a new one) is written
 beside itself and renamed over, so a failed write leaves the old file whole. Nothing here ever
-replaces a device, FIFO or symlink with a regular file. This module sits beside ``errors``: it
-imports nothing else of gpuprof, so every stage may use it.
+replaces a device, FIFO or symlink with a regular file. A failed write (a full disk) leaves no partial
+file, and a writer of several files (a roofline's charts) can make them all or none
+(:func:`all_or_none`). OS errors are worded by :func:`gpuprof.errors.os_problem`, as inputs' are. This
+module sits beside ``errors``: it imports nothing else of gpuprof, so every stage may use it.
 """
 
 from __future__ import annotations
@@ -15,12 +17,46 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
 
-from gpuprof.errors import GpuprofError, InputError
+from gpuprof.errors import GpuprofError, InputError, os_fix, os_problem
 
 _FIX = "give a path in a folder that exists and that you can write"
+# What the innermost all_or_none block has created so far (files, then folders), or None outside one.
+_CREATED: ContextVar[list[Path] | None] = ContextVar("_CREATED", default=None)
+
+
+def _cannot_write(path: str | Path, error: OSError) -> InputError:
+    return InputError(f"cannot write {os_problem(path, error)}", os_fix(error, _FIX))
+
+
+def _created(path: Path) -> None:
+    made = _CREATED.get()
+    if made is not None:
+        made.append(path)
+
+
+@contextmanager
+def all_or_none() -> Iterator[None]:
+    """Files and folders created inside the block are removed again when it fails: a roofline whose
+    second chart hits a full disk leaves neither the first chart nor the folder made for them. Files
+    that were there before (replaced whole or not at all) are left as they are."""
+    made: list[Path] = []
+    token = _CREATED.set(made)
+    try:
+        yield
+    except BaseException:
+        for path in reversed(made):
+            with suppress(OSError):
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()  # only when empty: a file the user put there meanwhile stays
+                else:
+                    path.unlink()
+        raise
+    finally:
+        _CREATED.reset(token)
 
 
 def target(path: str | Path) -> tuple[Path, bool]:
@@ -35,7 +71,7 @@ def target(path: str | Path) -> tuple[Path, bool]:
     except FileNotFoundError:
         return real, False
     except OSError as error:
-        raise InputError(f"cannot write {path}: {error.strerror or error}", _FIX) from None
+        raise _cannot_write(path, error) from None
     if stat.S_ISREG(mode):
         return real, False
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
@@ -55,6 +91,7 @@ def replacing(path: str | Path, mode: str = "w", **open_args: Any) -> Iterator[I
     """
     real, stream = target(path)
     partial = real if stream else real.with_name(f".{real.name}.partial")
+    new = not stream and not os.path.lexists(real)
     try:
         try:
             with open(partial, mode, **open_args) as handle:
@@ -64,8 +101,10 @@ def replacing(path: str | Path, mode: str = "w", **open_args: Any) -> Iterator[I
                     os.fsync(handle.fileno())
             if not stream:
                 os.replace(partial, real)
+                if new:
+                    _created(real)
         except OSError as error:
-            raise InputError(f"cannot write {path}: {error.strerror or error}", _FIX) from None
+            raise _cannot_write(path, error) from None
     finally:
         if not stream:
             partial.unlink(missing_ok=True)
@@ -83,7 +122,7 @@ def appending(path: str | Path, **open_args: Any) -> IO[Any]:
     try:
         return open(path, "a", **open_args)
     except OSError as error:
-        raise InputError(f"cannot write {path}: {error.strerror or error}", _FIX) from None
+        raise _cannot_write(path, error) from None
 
 
 def creatable_in(folder: str | Path) -> str | None:
@@ -104,15 +143,18 @@ def make_folder(path: str | Path) -> Path:
     """``path`` as a folder, created with its parents when missing; one InputError when it cannot
     be (a parent that is a file, a read-only place, a path under /proc)."""
     folder = Path(path)
+    missing = [p for p in (folder, *folder.parents) if not os.path.lexists(p)]
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         raise InputError(f"cannot create folder {folder}: a file is in the way", "give another folder") from None
     except OSError as error:
         raise InputError(
-            f"cannot create folder {folder}: {error.strerror or error}",
-            "give a folder you can write (or one that can be created)",
+            f"cannot create folder {os_problem(folder, error)}",
+            os_fix(error, "give a folder you can write (or one that can be created)"),
         ) from None
+    for made in reversed(missing):  # outermost first: removed last
+        _created(made)
     return folder
 
 

@@ -38,7 +38,6 @@ FORMAT = "gpuprof-regions"
 VERSION = 1
 # Rank of the process in a distributed job, from the launchers' own variables (first found wins).
 RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
-RESERVED = ("e", "id", "ts", "p")  # keys a hook may not overwrite
 
 
 def now_ns() -> int:

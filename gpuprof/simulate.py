@@ -26,8 +26,6 @@ from gpuprof.model import Launch, Run
 from gpuprof.readers import stonne as reader
 from gpuprof.workloads import ops
 
-COMPONENTS = ("bottom MLP", "EmbeddingBags", "interaction", "top MLP")
-
 
 @dataclass(frozen=True)
 class Layer:

@@ -17,7 +17,8 @@ from fixture_paths import A100, FIXTURES
 from gpuprof import readers
 from gpuprof.cli import main
 from gpuprof.derive import counters, tensor
-from gpuprof.importing import import_files, kernel_table, read_file
+from gpuprof.derive.kernel_table import kernel_table
+from gpuprof.importing import import_files, read_file
 from gpuprof.readers import joining
 
 V100_FILES = sorted(FIXTURES.glob("ncu_csv_v100_nersc_one_metric_per_run_tf_fp16_EXCERPT.*.csv"))

@@ -14,7 +14,8 @@ from click.testing import CliRunner, Result
 from fixture_paths import BABEL, FIXTURES, K40C, README, REP, SRAD
 
 from gpuprof.cli import main
-from gpuprof.importing import import_files, kernel_table
+from gpuprof.derive.kernel_table import kernel_table
+from gpuprof.importing import import_files
 from gpuprof.store import open_store
 
 FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from fixture_paths import A100
 
-from gpuprof.importing import kernel_table, read_file
+from gpuprof.derive.kernel_table import kernel_table
+from gpuprof.importing import read_file
 
 
 def with_nan_action(tmp_path: Path) -> Path:

@@ -50,13 +50,6 @@ STAGES: list[tuple[str, ...]] = [
     ("cli", "__main__"),
 ]
 
-# Edges that cannot follow the stages yet, each with the reason; aim: empty.
-ALLOWED: set[tuple[str, str]] = {
-    # The import table (importing.kernel_table: derive/kernels' frame with titles and column order) still lives
-    # with the import question; the profile report shows the same table. It goes when that table moves down.
-    ("gpuprof.render.profile_report", "gpuprof.importing"),
-}
-
 
 def stage(module: str) -> int:
     """Index in STAGES of a dotted module name under gpuprof."""
@@ -185,9 +178,7 @@ def test_no_import_cycles():
 
 
 def test_no_module_imports_a_later_stage():
-    assert upward(graph()) - ALLOWED == set()
-    # an allowance that no longer matches an edge goes
-    assert ALLOWED <= upward(graph())
+    assert upward(graph()) == set()
 
 
 def test_gpuprof_modules_are_imported_at_the_top():

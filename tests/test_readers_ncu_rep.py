@@ -108,7 +108,7 @@ NAMELESS = [
 
 
 def test_a_launch_without_a_kernel_name_keeps_a_placeholder_and_a_note(tmp_path: Path) -> None:
-    from gpuprof.importing import kernel_table
+    from gpuprof.derive.kernel_table import kernel_table
 
     data = bytearray(REP.read_bytes())
     for offset, mask in NAMELESS:

@@ -13,8 +13,8 @@ from fixture_paths import NSYS_SQLITE
 
 from gpuprof import readers
 from gpuprof.cli import main
+from gpuprof.derive.kernel_table import kernel_table
 from gpuprof.errors import FormatError
-from gpuprof.importing import kernel_table
 from gpuprof.merge import load_runs
 from gpuprof.readers import nsys_sqlite
 

@@ -8,7 +8,7 @@ import pytest
 from fixture_paths import API_TRACE_CSV, GPU_TRACE_CSV, GPU_TRACE_SESSIONS, GPU_TRACE_TEXT, KERN_SUM_CUT_NAMES
 
 from gpuprof import readers
-from gpuprof.importing import kernel_table
+from gpuprof.derive.kernel_table import kernel_table
 from gpuprof.readers import nsys_stats, nsys_trace
 
 

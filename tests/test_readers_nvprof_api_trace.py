@@ -7,7 +7,7 @@ import pytest
 from fixture_paths import API_TRACE_NVPROF_CSV, API_TRACE_NVPROF_TEXT
 
 from gpuprof import readers
-from gpuprof.importing import kernel_table
+from gpuprof.derive.kernel_table import kernel_table
 from gpuprof.readers import nvprof_api_trace
 
 

@@ -7,7 +7,7 @@ import pytest
 from fixture_paths import TRACE_OLD_CORRELATION
 
 from gpuprof import readers
-from gpuprof.importing import kernel_table
+from gpuprof.derive.kernel_table import kernel_table
 
 MATRIX_MUL = "void matrixMulCUDA<int=32>(float*, float*, float*, int, int)"
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from gpuprof.derive import simulated
+from gpuprof.derive.kernel_table import kernel_table
 from gpuprof.errors import FormatError
-from gpuprof.importing import kernel_table, read_file
+from gpuprof.importing import read_file
 from gpuprof.model import ANALYTIC, SIMULATED
 from gpuprof.readers import detect, stonne
 

@@ -9,15 +9,38 @@ import pandas as pd
 import pytest
 
 from gpuprof.derive import region_counters
+from gpuprof.derive.region_counters import normalise_event
+from gpuprof.model import Run
 from gpuprof.readers import read
 
 HERE = Path(__file__).parent / "fixtures" / "dlprof"
 FIXTURE_INTERVALS = Path(__file__).parent / "fixtures" / "cpu-counters" / "perf-stat-csv-interval-cgroup-fp-cpubops.csv"
 
 
+def counts_frame(run: Run, launches: list[int] | None = None) -> pd.DataFrame:
+    """The counts frame (name, parent, one column per counted event) of DL-Prof's blocks, as
+    region_counters' frames take it: each launch's event counts."""
+    rows, names, parents = {}, {}, {}
+    for launch in run.launches:
+        if launches is not None and launch.index not in launches:
+            continue
+        rows[launch.index] = {
+            normalise_event(m.name): float(m.value)
+            for m in launch.metrics
+            if m.unit == "event" and isinstance(m.value, (int, float))
+        }
+        names[launch.index] = launch.attributes.get("name", launch.kernel)
+        parent = launch.attributes.get("parent")
+        parents[launch.index] = int(parent) if parent not in (None, "") else pd.NA
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.insert(0, "parent", pd.array([parents[i] for i in frame.index], dtype="Int64"))
+    frame.insert(0, "name", [names[i] for i in frame.index])
+    return frame
+
+
 def test_mix_of_one_block_and_cpu_from_the_file_lines():
     run = read(HERE / "mnist_train_callback-single_thread.csv")
-    counts = region_counters.counts_frame(run, launches=[0])  # block 0, CPU 2: lines 1-9 of the file
+    counts = counts_frame(run, launches=[0])  # block 0, CPU 2: lines 1-9 of the file
     row = region_counters.mix_frame(counts).iloc[0]
     ins, br, ld, st = 193348191211, 16622251581, 67139940133, 15615410143
     sd, ss, p128, p256, p512 = 247318651, 154688753, 15056280, 3403140, 122693346870
@@ -36,7 +59,7 @@ def test_mix_of_one_block_and_cpu_from_the_file_lines():
 
 
 def _blocks(path: Path) -> pd.DataFrame:
-    counts = region_counters.counts_frame(read(path))
+    counts = counts_frame(read(path))
     events = [c for c in counts.columns if c not in ("name", "parent")]
     return counts.groupby("name", sort=False)[events].sum()
 

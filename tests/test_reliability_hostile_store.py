@@ -14,6 +14,7 @@ from gpuprof import calibrate
 from gpuprof.compare import comparison
 from gpuprof.model import TIMED, Launch, Metric, Run
 from gpuprof.store import Store, open_store
+from gpuprof.store import columns as store_columns
 from gpuprof.sweep import stored_points
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -123,6 +124,100 @@ def test_compare_looks_up_each_hosts_calibrations_once(monkeypatch: pytest.Monke
     result = comparison(runs)
     assert sorted(calls) == ["h1", "h2"]
     assert result.rows["roof.%"].notna().tolist() == [False, True]  # h2 has no calibration, h1 has
+
+
+def _copies(path: Path, count: int) -> list[str]:
+    """A store of ``count`` runs with the same tables (each its own id), as a sweep leaves them."""
+    with open_store(path) as store:
+        for number in range(count):
+            store.add(_sweep_run(number))
+        return store.run_ids()
+
+
+def test_decoding_many_runs_parses_each_distinct_column_header_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed before: every stored column of every run had its ``.npy`` header parsed again (NumPy
+    parses it with ``ast``) and its category list checked again by pandas: the per-run cost that made
+    `compare` on 10,000 runs take minutes (benchmarks/bench_store_scaling.py prints ms per run)."""
+    import numpy as np
+
+    format_impl = getattr(np.lib, "_format_impl", np.lib.format)  # NumPy 2 keeps the code in _format_impl
+    parses: list[int] = []
+    original = format_impl._read_array_header
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        parses.append(1)
+        return original(*args, **kwargs)
+
+    ids = _copies(tmp_path / "s.sqlite", 15)
+    monkeypatch.setattr(format_impl, "_read_array_header", counting)
+    store_columns._npy_header.cache_clear()  # headers other tests read in this process are parsed again
+    store_columns._categories.cache_clear()
+    with open_store(tmp_path / "s.sqlite", read_only=True) as store:
+        runs = store.runs()
+    assert len(runs) == 15 and [run.run_id for run in runs] == ids
+    assert [launch.metric("wall_time").value for run in runs for launch in run.launches] == [1e-3] * 15
+    assert 0 < len(parses) <= 12, len(parses)  # one per distinct header (11 columns), not 15 x 11
+
+
+def test_decoded_tables_are_the_stored_ones(tmp_path: Path) -> None:
+    """The cached decoding gives back exactly the tables a real import stored: values, NaNs, dtypes."""
+    import pandas as pd
+    from fixture_paths import A100
+
+    from gpuprof import readers
+
+    run = readers.read(A100)
+    with open_store(tmp_path / "s.sqlite") as store:
+        store.add(run)
+        back = store.get(run.run_id)
+    pd.testing.assert_frame_equal(back.metric_table, run.metric_table)
+    pd.testing.assert_frame_equal(back.launch_table, run.launch_table)
+    assert [m.name for m in back.launches[0].metrics] == [m.name for m in run.launches[0].metrics]
+
+
+def _npy(array: object) -> bytes:
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("column", "data", "expected"),
+    [
+        ("metric", lambda np: b'["wall_time"]\n' + _npy(np.array([3], dtype=np.int8)), "codes out of range"),
+        ("metric", lambda np: b'["a", "a"]\n' + _npy(np.array([0], dtype=np.int8)), "must be unique"),
+        ("metric", lambda np: b'["wall_time"]\n' + _npy(np.array([0.5])), "codes out of range"),
+        ("value", lambda np: _npy(np.array([object()], dtype=object)), "object array"),
+        ("value", lambda np: _npy(np.zeros(8))[:-16], "buffer is smaller"),
+        ("value", lambda np: b"\x93NUMPY\x03\x00" + _npy(np.zeros(1))[8:], "npy format version"),
+        ("value", lambda np: b"", "npy format version|file|magic|Empty"),
+    ],
+    ids=["codes past the list", "repeated category", "float codes", "object array", "cut", "version", "empty"],
+)
+def test_a_damaged_stored_column_leaves_that_run_out(tmp_path: Path, column: str, data, expected: str) -> None:
+    """A column blob that does not decode (hand-edited, another program's) leaves out its run with a
+    note, as a damaged runs row does; the other runs read as they were."""
+    import re
+
+    import numpy as np
+
+    path = tmp_path / "s.sqlite"
+    ids = _copies(path, 3)
+    db = sqlite3.connect(path)
+    encoding = "category" if column == "metric" else "npy"
+    db.execute("UPDATE columns SET data=?, encoding=? WHERE run_id=? AND name=?", (data(np), encoding, ids[1], column))
+    db.commit()
+    db.close()
+    with open_store(path, read_only=True) as store:
+        assert [run.run_id for run in store.runs()] == [ids[0], ids[2]]
+        assert len(store.skipped) == 1 and ids[1][:8] in store.skipped[0], store.skipped
+        assert re.search(expected, store.skipped[0], re.IGNORECASE), store.skipped[0]
 
 
 # --- item 10: one bad run must not brick a store ------------------------------------------------------

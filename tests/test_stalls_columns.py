@@ -105,3 +105,37 @@ def test_empty_run_and_unknown_basis() -> None:
     assert len(stall_table(run)) == 0 and stall_profiles(run) == [] and available_bases(run) == []
     with pytest.raises(ValueError):
         stall_table(run, "nope")
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_the_stalls_report_is_what_the_objects_gave(name: str) -> None:
+    """``gpuprof stalls`` renders from the columns (one frame for all launches, each cell formatted once,
+    explanations read from the columns): byte for byte what the objects and a frame per launch gave,
+    in every format with and without --all, and on every basis the file carries."""
+    run = _run(name)
+    cases = [(None, fmt, show_zero) for fmt in ("table", "markdown", "csv", "json") for show_zero in (False, True)]
+    for basis, fmt, show_zero in cases + [(basis, "table", True) for basis in FIXTURES[name]]:
+        assert BENCH.new_command(run, fmt, basis, show_zero) == BENCH.old_command(run, fmt, basis, show_zero)
+
+
+def test_the_report_of_a_launch_with_only_the_issuing_state_and_a_shared_lead() -> None:
+    pct = "smsp__warp_issue_stalled_{}_per_warp_active.pct"
+    launches = [
+        Launch("a", 0, metrics=[Metric(pct.format("wait"), 30.0, "%"), Metric(pct.format("barrier"), 27.0, "%")]),
+        Launch("b", 1, metrics=[Metric(pct.format("selected"), 50.0, "%")]),
+        Launch("a", 2, metrics=[Metric(pct.format("wait"), 30.0, "%"), Metric(pct.format("barrier"), 10.0, "%")]),
+    ]
+    run = Run("import", "test", "memory", launches=launches)
+    for fmt in ("table", "markdown", "csv", "json"):
+        new = BENCH.new_command(run, fmt)
+        assert new == BENCH.old_command(run, fmt)
+    assert "share the lead" in new[1][0] and "no stall cycles" in new[1][1] and "dominate" in new[1][2]
+
+
+def test_a_kernel_name_holding_the_percent_marks_is_explained_whole() -> None:
+    """The explanations fill percents into one sentence per kernel and leading reasons at marks
+    (control characters); a name from a file that holds one is written whole instead."""
+    pct = "smsp__warp_issue_stalled_{}_per_warp_active.pct"
+    metrics = [Metric(pct.format("wait"), 30.0, "%"), Metric(pct.format("barrier"), 10.0, "%")]
+    run = Run("import", "test", "memory", launches=[Launch("k\x00\x01\x02", 0, metrics=metrics)])
+    assert BENCH.new_command(run, "json") == BENCH.old_command(run, "json")

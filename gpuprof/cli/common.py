@@ -39,6 +39,41 @@ class FormatChoice(click.Choice):
         return super().convert(value, param, ctx)
 
 
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def options(*decorators: Decorator) -> Decorator:
+    """Several options as one decorator, listed in ``--help`` in the order given."""
+
+    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+def choice(*names: str, choices: tuple[str, ...], default: str, help: str, metavar: str | None = None) -> Decorator:
+    """An option taking one of ``choices``, its default shown in ``--help``."""
+    return click.option(
+        *names, type=click.Choice(choices), default=default, show_default=True, help=help, metavar=metavar
+    )
+
+
+def count(
+    *names: str, default: int | None, help: str | None = None, low: int = 1, high: int | None = None
+) -> Decorator:
+    """An option taking a whole number from ``low`` (to ``high``), its default shown in ``--help`` when it has one."""
+    return click.option(
+        *names, type=click.IntRange(low, high), default=default, show_default=default is not None, help=help
+    )
+
+
+def text(*names: str, metavar: str, help: str, default: str | None = None) -> Decorator:
+    """An option taking free text named ``metavar`` in ``--help``, its default shown when it has one."""
+    return click.option(*names, default=default, show_default=default is not None, metavar=metavar, help=help)
+
+
 def _wide(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     ctx.meta[WIDE] = value
 

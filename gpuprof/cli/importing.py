@@ -92,6 +92,7 @@ def import_(
     if len(files) == 1:  # one report: its reading child starts now and reads while the library loads
         ahead.enter_context(ncu_rep.ahead(files[0], reader))
     from gpuprof import importing
+    from gpuprof.derive.kernel_table import kernel_table
     from gpuprof.errors import GpuprofError
     from gpuprof.model import Run
     from gpuprof.render import emit
@@ -140,4 +141,4 @@ def import_(
         else "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)"
     )
     if kernels:  # a CPU-only trace has no kernel rows
-        echo(emit(importing.kernel_table(kernels), fmt, title=title))
+        echo(emit(kernel_table(kernels), fmt, title=title))

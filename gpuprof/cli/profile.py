@@ -4,73 +4,58 @@ from __future__ import annotations
 
 import click
 
-from gpuprof.cli.common import command_line, echo, format_option, handle_errors, note, store_option
+from gpuprof.cli.common import choice, command_line, count, echo, format_option, handle_errors, note, store_option, text
 
 SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-@click.option(
+@choice(
     "--set",
     "metric_set",
-    type=click.Choice(SETS),
+    choices=SETS,
     default="roofline",
-    show_default=True,
     help="What to answer: roofline (time, FLOPs, bytes, peaks at the clock), stalls (warp-stall "
     "reasons), full (the whole catalog). Fewer metrics, fewer replay passes.",
 )
-@click.option(
+@text(
     "--kernel",
     metavar="REGEX",
-    default=None,
     help="Profile only kernels whose demangled name matches this regular expression.",
 )
-@click.option(
-    "--nvtx",
-    metavar="RANGE",
-    default=None,
-    help="ncu only: profile only kernels inside this NVTX push/pop range (default domain).",
+@text(
+    "--nvtx", metavar="RANGE", help="ncu only: profile only kernels inside this NVTX push/pop range (default domain)."
 )
-@click.option(
+@count(
     "--launch-skip",
-    type=click.IntRange(min=0),
     default=0,
-    show_default=True,
+    low=0,
     help="ncu only: launches (after the other filters) left out before profiling starts.",
 )
-@click.option(
-    "--launch-count",
-    type=click.IntRange(min=1),
-    default=None,
-    help="ncu only: profile at most this many launches (after the other filters).",
-)
-@click.option(
+@count("--launch-count", default=None, help="ncu only: profile at most this many launches (after the other filters).")
+@choice(
     "--device",
-    type=click.Choice(("auto", "cuda", "cpu")),
+    choices=("auto", "cuda", "cpu"),
     default="auto",
-    show_default=True,
     help="auto = the GPU when NVML finds one, else the CPU (perf stat around the command).",
 )
-@click.option(
+@text(
     "--profiler",
     default="auto",
-    show_default=True,
     metavar="auto|ncu|nvprof|PATH",
     help="GPU profiler, or the path to an ncu/nvprof executable (default: by compute capability).",
 )
-@click.option(
+@choice(
     "--processes",
-    type=click.Choice(("split", "merge")),
+    choices=("split", "merge"),
     default="split",
-    show_default=True,
     help="When the command starts several processes (MPI ranks): one run per process, or one merged run.",
 )
-@click.option(
+@choice(
     "--clock-control",
-    type=click.Choice(("base", "none")),
+    choices=("base", "none"),
     default="base",
-    show_default=True,
     help="ncu only: lock clocks to base while profiling, or leave them to the driver.",
 )
 @click.option(
@@ -80,10 +65,9 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
     show_default=True,
     help="Seconds before the profiler and the command are stopped (the partial report is kept).",
 )
-@click.option(
+@text(
     "--torch-hooks",
     default="steps",
-    show_default=True,
     metavar="none|steps[,layers]",
     help="PyTorch programs, unchanged: a region per optimizer step (forward, backward, step) and, "
     "with layers, per module forward (a Python call per module call).",
@@ -94,25 +78,13 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
     help="Sample RAPL (package, DRAM) and NVML (every GPU) while the command runs: the power series, "
     "energy per device and per region, with and without idle devices.",
 )
-@click.option(
-    "--interval",
-    default="0.5s",
-    show_default=True,
-    metavar="SECONDS",
-    help="--energy: time between power samples (0.5s, 100ms).",
-)
-@click.option(
+@text("--interval", default="0.5s", metavar="SECONDS", help="--energy: time between power samples (0.5s, 100ms).")
+@text(
     "--label",
-    default=None,
     metavar="NAME",
     help="The set-up's name (e.g. cpu, 1gpu, ddp2), for gpuprof compare --scaling --baseline NAME.",
 )
-@click.option(
-    "--devices",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Devices this set-up uses (x in the parallel efficiency E = S / x). Default 1.",
-)
+@count("--devices", default=None, help="Devices this set-up uses (x in the parallel efficiency E = S / x). Default 1.")
 @click.option(
     "--counters",
     default="",
@@ -137,20 +109,8 @@ SETS = ("roofline", "stalls", "full")  # gpuprof/data/metric_sets.toml
     help="Run 'python SCRIPT ARGS' under the framework's own profiler instead (PyTorch, JAX, "
     "TensorFlow), unedited, and store the trace it writes: per-op, per-kernel, per-step tables.",
 )
-@click.option(
-    "--steps",
-    type=click.IntRange(min=1),
-    default=2,
-    show_default=True,
-    help="--trace torch: optimizer steps recorded (after --warmup), each a ProfilerStep#N.",
-)
-@click.option(
-    "--warmup",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="--trace torch: optimizer steps run under the profiler but not recorded.",
-)
+@count("--steps", default=2, help="--trace torch: optimizer steps recorded (after --warmup), each a ProfilerStep#N.")
+@count("--warmup", default=1, low=0, help="--trace torch: optimizer steps run under the profiler but not recorded.")
 @format_option
 @store_option
 @handle_errors

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from gpuprof.cli.common import echo, handle_errors, note, output_file, output_folder, store_option
-from gpuprof.derive.roofline import PRECISIONS
+from gpuprof.derive.roofline import POINT_PRECISIONS
 
 
 def _out(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -33,7 +33,7 @@ def _out(ctx: click.Context, param: click.Parameter, value: str) -> str:
 )
 @click.option(
     "--precision",
-    type=click.Choice(("all", *PRECISIONS)),
+    type=click.Choice(("all", *POINT_PRECISIONS)),
     default="all",
     show_default=True,
     help="FLOPs counted: all precisions and the tensor cores together, or one of them (with its own ceilings).",

@@ -8,17 +8,53 @@ import click
 from click.core import ParameterSource
 
 from gpuprof.cli.common import (
+    choice,
     command_line,
+    count,
     echo,
     format_option,
     handle_errors,
     note,
+    options,
     store_option,
+    text,
 )
 from gpuprof.cli.progress import bar
 from gpuprof.cli.simulate import simulate_op, stonne_options
 from gpuprof.workloads import ENGINES
 from gpuprof.workloads.ops import DTYPES, OPS
+
+gpu_options = options(
+    text(
+        "--profiler",
+        metavar="ncu|nvprof|none|PATH",
+        help="GPU only: profiler to run under, or the path to an ncu/nvprof executable "
+        "(default: by compute capability, found on PATH or in NVIDIA's install folders).",
+    ),
+    count(
+        "--profiled",
+        default=3,
+        help="GPU only: calls of the op run under the profiler (each is replayed once per pass).",
+    ),
+    choice(
+        "--clock-control",
+        choices=("base", "none"),
+        default="base",
+        help="GPU/ncu only: ncu locks clocks to base by default; 'none' leaves them free.",
+    ),
+    choice(
+        "--cache-control",
+        choices=("all", "none"),
+        default="all",
+        help="GPU/ncu only: 'all' flushes caches before each replay pass; 'none' keeps them warm.",
+    ),
+    choice(
+        "--replay-mode",
+        choices=("kernel", "application"),
+        default="kernel",
+        help="GPU/ncu only: replay each kernel, or rerun the whole workload, once per pass.",
+    ),
+)  # how a GPU run is profiled
 
 
 @click.command()
@@ -32,21 +68,19 @@ from gpuprof.workloads.ops import DTYPES, OPS
     type=click.Choice(ENGINES),
     help="Workload engine. Default: numpy on the CPU, cupy on a GPU.",
 )
-@click.option(
+@choice(
     "--device",
+    choices=("auto", "cpu", "cuda", "stonne:maeri", "stonne:tpu", "stonne:sigma"),
     default="auto",
-    show_default=True,
-    type=click.Choice(("auto", "cpu", "cuda", "stonne:maeri", "stonne:tpu", "stonne:sigma")),
     help="auto = CUDA when a GPU is usable, else the CPU. stonne:ARCH simulates --op dot on STONNE "
     "(MAERI or TPU-like dense, SIGMA sparse); docs/simulators.md.",
 )
 @click.option("--repeat", default=10, show_default=True, type=int, help="Timed repeats.")
 @click.option("--warmup", default=3, show_default=True, type=int, help="Untimed warm-up calls before timing.")
-@click.option(
+@choice(
     "--cache",
+    choices=("warm", "cold"),
     default="warm",
-    show_default=True,
-    type=click.Choice(("warm", "cold")),
     help="warm: same buffers every repeat; cold: rotate through buffers larger than the last-level cache.",
 )
 @click.option(
@@ -55,41 +89,7 @@ from gpuprof.workloads.ops import DTYPES, OPS
     show_default=True,
     help="Count hardware events (perf on CPUs, ncu/nvprof on GPUs) where the machine allows.",
 )
-@click.option(
-    "--profiler",
-    default=None,
-    metavar="ncu|nvprof|none|PATH",
-    help="GPU only: profiler to run under, or the path to an ncu/nvprof executable "
-    "(default: by compute capability, found on PATH or in NVIDIA's install folders).",
-)
-@click.option(
-    "--profiled",
-    default=3,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="GPU only: calls of the op run under the profiler (each is replayed once per pass).",
-)
-@click.option(
-    "--clock-control",
-    default="base",
-    show_default=True,
-    type=click.Choice(("base", "none")),
-    help="GPU/ncu only: ncu locks clocks to base by default; 'none' leaves them free.",
-)
-@click.option(
-    "--cache-control",
-    default="all",
-    show_default=True,
-    type=click.Choice(("all", "none")),
-    help="GPU/ncu only: 'all' flushes caches before each replay pass; 'none' keeps them warm.",
-)
-@click.option(
-    "--replay-mode",
-    default="kernel",
-    show_default=True,
-    type=click.Choice(("kernel", "application")),
-    help="GPU/ncu only: replay each kernel, or rerun the whole workload, once per pass.",
-)
+@gpu_options
 @stonne_options
 @format_option
 @store_option

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 import click
 
 from gpuprof.cli.common import (
+    choice,
     command_line,
+    count,
     echo,
     format_option,
     handle_errors,
     note,
+    options,
     store_option,
+    text,
 )
 from gpuprof.errors import InputError
 
@@ -31,59 +34,33 @@ def _tiles(text: str | None) -> dict[str, int] | None:
     return {f"T_{m[1]}": int(m[2]) for m in found}  # type: ignore[index]
 
 
-def stonne_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The options of a STONNE device: the binary, the accelerator's size and bandwidths, tiles, sparsity."""
-    options = [
-        click.option(
-            "--stonne",
-            "stonne_path",
-            default=None,
-            metavar="PATH",
-            help="STONNE device only: the stonne binary you built (else $GPUPROF_STONNE, else PATH).",
-        ),
-        click.option(
-            "--num-ms",
-            "num_ms",
-            default=256,
-            show_default=True,
-            type=click.IntRange(min=1),
-            help="STONNE device only: multipliers (a square number for stonne:tpu).",
-        ),
-        click.option(
-            "--dn-bw",
-            "dn_bw",
-            default=64,
-            show_default=True,
-            type=click.IntRange(min=1),
-            help="STONNE device only: distribution network bandwidth (elements per cycle).",
-        ),
-        click.option(
-            "--rn-bw",
-            "rn_bw",
-            default=64,
-            show_default=True,
-            type=click.IntRange(min=1),
-            help="STONNE device only: reduction network bandwidth (elements per cycle).",
-        ),
-        click.option(
-            "--sparsity",
-            "sparsity",
-            default=0,
-            show_default=True,
-            type=click.IntRange(0, 99),
-            help="stonne:sigma only: percent of the first matrix's values that are zero.",
-        ),
-        click.option(
-            "--tiles",
-            "tiles",
-            default=None,
-            metavar="T_K=..,T_M=..,T_N=..",
-            help="STONNE dense only: the tiles (default: chosen to fit the multipliers, and said).",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+_BINARY = "the stonne binary you built (else $GPUPROF_STONNE, else PATH)."
+_DN_BW, _RN_BW = (
+    "distribution network bandwidth (elements per cycle).",
+    "reduction network bandwidth (elements per cycle).",
+)
+
+# The options of a STONNE device: the binary, the accelerator's size and bandwidths, tiles, sparsity.
+stonne_options = options(
+    text("--stonne", "stonne_path", metavar="PATH", help=f"STONNE device only: {_BINARY}"),
+    count("--num-ms", "num_ms", default=256, help="STONNE device only: multipliers (a square number for stonne:tpu)."),
+    count("--dn-bw", "dn_bw", default=64, help=f"STONNE device only: {_DN_BW}"),
+    count("--rn-bw", "rn_bw", default=64, help=f"STONNE device only: {_RN_BW}"),
+    count(
+        "--sparsity",
+        "sparsity",
+        default=0,
+        low=0,
+        high=99,
+        help="stonne:sigma only: percent of the first matrix's values that are zero.",
+    ),
+    text(
+        "--tiles",
+        "tiles",
+        metavar="T_K=..,T_M=..,T_N=..",
+        help="STONNE dense only: the tiles (default: chosen to fit the multipliers, and said).",
+    ),
+)
 
 
 def _gemm(arch: str, num_ms: int, dn_bw: int, rn_bw: int, sparsity: int = 0, tiles: str | None = None) -> Any:
@@ -195,36 +172,20 @@ def layers(path: str, clock_mhz: float | None, energy_table: str | None, fmt: st
     metavar="..-1",
     help="Top MLP without its input (DLRM prepends the interaction's width), e.g. 16-1.",
 )
-@click.option("--num-indices-per-lookup", "indices", default=10, show_default=True, type=click.IntRange(min=1))
-@click.option("--batch", "batch", default=1, show_default=True, type=click.IntRange(min=1), help="Inference batch.")
-@click.option(
-    "--dense",
-    "dense",
-    default="maeri",
-    show_default=True,
-    type=click.Choice(("maeri", "tpu")),
-    help="Accelerator of the MLPs and the interaction.",
+@count("--num-indices-per-lookup", "indices", default=10)
+@count("--batch", "batch", default=1, help="Inference batch.")
+@choice(
+    "--dense", "dense", choices=("maeri", "tpu"), default="maeri", help="Accelerator of the MLPs and the interaction."
 )
-@click.option(
-    "--sparse",
-    "sparse",
-    default="sigma",
-    show_default=True,
-    type=click.Choice(("sigma",)),
-    help="Accelerator of the EmbeddingBags (sparse GEMMs).",
+@choice(
+    "--sparse", "sparse", choices=("sigma",), default="sigma", help="Accelerator of the EmbeddingBags (sparse GEMMs)."
 )
-@click.option("--dense-ms", "dense_ms", default=256, show_default=True, type=click.IntRange(min=1))
-@click.option("--sparse-ms", "sparse_ms", default=128, show_default=True, type=click.IntRange(min=1))
-@click.option("--dn-bw", "dn_bw", default=64, show_default=True, type=click.IntRange(min=1))
-@click.option("--rn-bw", "rn_bw", default=64, show_default=True, type=click.IntRange(min=1))
+@count("--dense-ms", "dense_ms", default=256)
+@count("--sparse-ms", "sparse_ms", default=128)
+@count("--dn-bw", "dn_bw", default=64)
+@count("--rn-bw", "rn_bw", default=64)
 @click.option("--plan", "plan_only", is_flag=True, help="Print the planned GEMMs and stop (no STONNE needed).")
-@click.option(
-    "--stonne",
-    "stonne_path",
-    default=None,
-    metavar="PATH",
-    help="The stonne binary you built (else $GPUPROF_STONNE, else PATH).",
-)
+@text("--stonne", "stonne_path", metavar="PATH", help=_BINARY[0].upper() + _BINARY[1:])
 @format_option
 @store_option
 @handle_errors

@@ -40,6 +40,7 @@ from gpuprof.derive.summary import UNSTABLE_NOTE, instability, run_clock, run_pe
 from gpuprof.devices.peaks import Peaks
 from gpuprof.errors import InputError
 from gpuprof.model import CALIBRATED, CALIBRATION, DERIVED, MEASURED, Run
+from gpuprof.model.quantities import COLUMNS as SUMMARY
 from gpuprof.model.sizes import parse_size
 from gpuprof.model.units import human
 from gpuprof.workloads import ops
@@ -47,6 +48,8 @@ from gpuprof.workloads import ops
 if TYPE_CHECKING:
     import pandas as pd
 
+# The study's columns; the quantities' names are the summary columns of model/quantities.
+MFLOPS, GBPS = SUMMARY["flop_rate"].name, SUMMARY["bandwidth"].name
 COLUMNS = [
     "device",
     "source",
@@ -55,15 +58,12 @@ COLUMNS = [
     "op",
     "dtype",
     "size_MB",
-    "MFLOP/s",
+    MFLOPS,
     "Efic.%",
     "roof.%",
     "bound",
-    "GB/s",
-    "J/call",
-    "W",
-    "pJ/FLOP",
-    "GFLOP/s/W",
+    GBPS,
+    *(SUMMARY[key].name for key in ("energy_per_call", "power", "energy_per_flop", "flop_rate_per_watt")),
     "MFLOP/s origin",
     "Efic. basis",
     "roof. basis",
@@ -77,8 +77,8 @@ COLUMNS = [
 ]
 # The columns that say why a percentage is above 100 %, by the column they explain.
 FLAGS = {"Efic.%": "Efic. above 100", "roof.%": "roof. above 100"}
-ENERGY_QUANTITIES = ("J/call", "GFLOP/s/W")
-STUDY_QUANTITIES = ("MFLOP/s", "Efic.%", "roof.%", "bound", *ENERGY_QUANTITIES)
+ENERGY_QUANTITIES = (SUMMARY["energy_per_call"].name, SUMMARY["flop_rate_per_watt"].name)
+STUDY_QUANTITIES = (MFLOPS, "Efic.%", "roof.%", "bound", *ENERGY_QUANTITIES)
 BOUND_SHORT = {"memory": "mem", "compute": "comp"}
 MEASURED_ORIGIN = f"{DERIVED}: analytic FLOPs / timed median"
 
@@ -193,8 +193,8 @@ def measured_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
         "op": w["op"],
         "dtype": dtype,
         "size_MB": _size_mb(w),
-        "MFLOP/s": rate / 1e6,
-        "GB/s": byte_rate / 1e9,
+        MFLOPS: rate / SUMMARY["flop_rate"].per,
+        GBPS: byte_rate / SUMMARY["bandwidth"].per,
         "MFLOP/s origin": MEASURED_ORIGIN,
         **_efficiency_cells(
             rate, byte_rate, dtype, run_peaks(run) if peaks is None else peaks, run_clock(run), w.get("cache")

@@ -3,7 +3,7 @@ long that took (:mod:`gpuprof.workloads.compile_time` recorded it apart from the
 
 from __future__ import annotations
 
-from gpuprof.derive.quantity import Quantity
+from gpuprof.derive.quantity import Quantity, reported
 from gpuprof.model import TIMED, Run
 from gpuprof.model.units import human
 from gpuprof.workloads.compile_time import FIRST_CALL, PHASE, PREPARE
@@ -19,10 +19,9 @@ def quantities(run: Run) -> list[Quantity]:
         if not isinstance(build, float) or not isinstance(first, float):
             continue
         out.append(
-            Quantity(
-                "compile + first call",
+            reported(
+                "compile_time",
                 build + first,
-                "second",
                 TIMED,
                 f"{launch.attributes.get('compiler', 'compile')}: building the function "
                 f"{human(build, 'second')} + first call {human(first, 'second')} (compiles, runs the op "

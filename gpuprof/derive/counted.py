@@ -29,7 +29,8 @@ from gpuprof.model import catalog
 if TYPE_CHECKING:
     import numpy as np
 
-PRECISIONS = {"sp": "f", "dp": "d", "hp": "h"}  # study's suffix -> SASS op letter
+SASS_LETTER = {"sp": "f", "dp": "d", "hp": "h"}  # a precision's counter suffix (the study's) -> its SASS op letter
+SUFFIXES = tuple(SASS_LETTER)  # the counter suffixes of the precisions: sp, dp, hp
 _PER_CYCLE = ".per_cycle_elapsed"
 _ELAPSED = ("smsp__cycles_elapsed.avg", "sm__cycles_elapsed.avg")
 
@@ -59,7 +60,7 @@ def keys() -> tuple[str, ...]:
         *_ELAPSED,
     ):
         names += aliases(key)
-    for precision, letter in PRECISIONS.items():
+    for precision, letter in SASS_LETTER.items():
         names += aliases(f"flop_count_{precision}")
         for key in _flop_weights(precision):
             names += [*aliases(key), *(name + _PER_CYCLE for name in spellings(key))]
@@ -78,9 +79,9 @@ def _weighted_sum(c: Counters, weights: dict[str, float], suffix: str = "") -> n
 
 
 def _op_letter(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
-    return PRECISIONS[precision]
+    if precision not in SASS_LETTER:
+        raise ValueError(f"precision must be one of {', '.join(SASS_LETTER)}, not {precision!r}")
+    return SASS_LETTER[precision]
 
 
 def _flop_weights(precision: str) -> dict[str, float]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from gpuprof.derive import cpu_flops, levels, skew, tensor
 from gpuprof.derive.counted import (
-    PRECISIONS,
+    SUFFIXES,
     TIME_RULES,
     UNCHECKED,
     cycle_time,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HALF_NOTE",
-    "PRECISIONS",
+    "SUFFIXES",
     "TIME_RULES",
     "UNCHECKED",
     "Counters",
@@ -131,17 +131,17 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     time, time_rule = time_parts(c)
     unchecked = (time_rule > 0) & skew.cycles_unchecked(run)
     columns: dict[str, np.ndarray] = {"time": time}
-    for p in PRECISIONS:
+    for p in SUFFIXES:
         columns[f"flops_{p}"] = flops(c, p)
     tensor_flops, tensor_rule, tensor_kind = tensor.parts(c)
     columns["flops_tensor"] = tensor_flops
-    columns["flops_total"] = total_flops([columns[f"flops_{p}"] for p in PRECISIONS], tensor_flops, tensor_rule)
-    for p in PRECISIONS:
+    columns["flops_total"] = total_flops([columns[f"flops_{p}"] for p in SUFFIXES], tensor_flops, tensor_rule)
+    for p in SUFFIXES:
         columns[f"flop_rate_{p}"] = flop_rate(c, p)
         columns[f"peak_flop_rate_{p}"] = peak_flop_rate(c, p)
         columns[f"flop_efficiency_{p}"] = flop_efficiency(c, p)
     columns["flop_rate_from_rates"] = rate_total(
-        [columns[f"flops_{p}"] for p in PRECISIONS], [columns[f"flop_rate_{p}"] for p in PRECISIONS], tensor_rule
+        [columns[f"flops_{p}"] for p in SUFFIXES], [columns[f"flop_rate_{p}"] for p in SUFFIXES], tensor_rule
     )
     columns.update(dram_bytes=dram_bytes(c), dram_bandwidth=dram_bandwidth(c), sm_clock=sm_clock(c))
     columns["peak_dram_bandwidth"] = peak_dram_bandwidth(c)
@@ -150,7 +150,7 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     columns.update(l1_bytes=l1, l2_bytes=l2, tensor_kind=tensor_kind)
     reads_only = c.l2_definition == "l1-reads"  # L2 counts reads only: checked against DRAM reads
     columns["dram_check_bytes"] = c.number("dram_read_bytes") if reads_only else columns["dram_bytes"]
-    counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in PRECISIONS])).all(axis=0)
+    counted = ~np.isnan(np.vstack([columns[f"flops_{p}"] for p in SUFFIXES])).all(axis=0)
     tensor_said = np.where(counted | (tensor_rule != tensor.NONE), tensor_rule, -1)
     columns["basis"] = _bases(
         time_rule,

@@ -42,6 +42,16 @@ class Efficiency:
     basis: str
     bound: str | None = None
 
+    @property
+    def against(self) -> str:
+        """What it divides by, as its key says it (:func:`gpuprof.model.quantities.efficiency_key`):
+        'roofline', 'run_clock' (the FLOP peak at the clock measured), 'bandwidth' or '' (the FLOP peak)."""
+        if self.kind == VS_ROOFLINE:
+            return "roofline"
+        if self.kind == VS_RUN_CLOCK:
+            return "run_clock"
+        return "" if self.unit == FLOP_RATE else "bandwidth"
+
 
 def _positive(value: float | None) -> float | None:
     """``value`` when it is a finite positive number, else None (missing, zero or NaN)."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuprof.derive.quantity import Quantity
+from gpuprof.derive.quantity import Quantity, reported
 from gpuprof.model import DERIVED, MEASURED, Launch, Run
+from gpuprof.model.quantities import column
 from gpuprof.workloads import ops
 
 PICO = 1e12
@@ -41,27 +42,24 @@ def energy_quantities(run: Run) -> list[Quantity]:
     method = launch.value("energy method") or "energy meter"
     per_call = total / calls
     out = [
-        Quantity("energy (timed repeats)", total, "joule", MEASURED, f"{method}; {calls} timed calls"),
-        Quantity("energy per call", per_call, "joule", DERIVED, f"measured energy / {calls} calls"),
+        reported("energy", total, MEASURED, f"{method}; {calls} timed calls"),
+        reported("energy_per_call", per_call, DERIVED, f"measured energy / {calls} calls"),
     ]
     average, low, high = (_number(launch, k) for k in ("power_avg", "power_min", "power_max"))
     samples, interval = _number(launch, "energy samples"), _number(launch, "energy sampling interval")
     if average is not None:
         spread = f"; samples {low:.4g}-{high:.4g} W" if low is not None and high is not None else ""
         every = f", {samples:.0f} samples every {interval:g} s" if samples and interval else ""
-        out.append(Quantity("average power", average, "watt", DERIVED, f"energy / metered time{spread}{every}"))
+        out.append(reported("power", average, DERIVED, f"energy / metered time{spread}{every}"))
     w = run.workload or {}
     if w.get("op") in ops.OPS and w.get("shape"):
         flops = float(ops.flops(w["op"], tuple(w["shape"])))
         if flops > 0 and per_call > 0:
             out += [
-                Quantity(
-                    "energy per FLOP", per_call / flops * PICO, "pJ/FLOP", DERIVED, "energy per call / analytic FLOPs"
-                ),
-                Quantity(
-                    "GFLOP/s per watt",
+                reported("energy_per_flop", per_call / flops * PICO, DERIVED, "energy per call / analytic FLOPs"),
+                reported(
+                    "flop_rate_per_watt",
                     flops / per_call / GIGA,
-                    "GFLOP/s/W",
                     DERIVED,
                     "analytic FLOPs per joule (FLOP/s per watt) / 1e9",
                 ),
@@ -69,18 +67,11 @@ def energy_quantities(run: Run) -> list[Quantity]:
     return out
 
 
-# Summary-row column for each quantity, as ``show`` and comparison tables name them.
-_COLUMNS = {
-    "energy per call": "J/call",
-    "average power": "W",
-    "energy per FLOP": "pJ/FLOP",
-    "GFLOP/s per watt": "GFLOP/s/W",
-}
-
-
 def energy_columns(run: Run) -> dict[str, Any]:
-    """Summary-row columns (J/call, W, pJ/FLOP, GFLOP/s/W) for a metered run; {} otherwise."""
-    return {_COLUMNS[q.name]: q.value for q in energy_quantities(run) if q.name in _COLUMNS}
+    """Summary-row columns (J/call, W, pJ/FLOP, GFLOP/s/W: :data:`gpuprof.model.quantities.COLUMNS`) for a
+    metered run; {} otherwise."""
+    shown = [(column(q.key), q.value) for q in energy_quantities(run)]
+    return {c.name: value for c, value in shown if c is not None}
 
 
 def energy_basis(run: Run) -> str:

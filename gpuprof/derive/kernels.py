@@ -46,13 +46,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 KEYS = ("run_id", "file", "session", "device", "kernel")
-PRECISIONS = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}  # the frames' names -> derive.counters' suffixes
-FLOPS = (*(f"flops_{p}" for p in PRECISIONS), "flops_tensor", "flops_total")
+COUNTER_SUFFIX = {"fp64": "dp", "fp32": "sp", "fp16": "hp"}  # the frames' precision names -> derive.counters' suffixes
+FLOPS = (*(f"flops_{p}" for p in COUNTER_SUFFIX), "flops_tensor", "flops_total")
 BYTES = tuple(f"{level}_bytes" for level in levels.LEVELS)
 EXTENSIVE = ("time", *FLOPS, *BYTES, "dram_check_bytes")  # summed; the last: what the AI check holds L2 to
 RATES = (
-    *(f"flop_rate_{p}" for p in PRECISIONS),
-    *(f"peak_flop_rate_{p}" for p in PRECISIONS),
+    *(f"flop_rate_{p}" for p in COUNTER_SUFFIX),
+    *(f"peak_flop_rate_{p}" for p in COUNTER_SUFFIX),
     "dram_bandwidth",
     "sm_clock",
     "flop_rate_from_rates",
@@ -92,16 +92,16 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
             "index": launches["index"].to_numpy(),
             "launches": launches["invocations"].to_numpy(dtype=np.int64),
             "time": time,
-            **{f"flops_{p}": values[f"flops_{s}"] for p, s in PRECISIONS.items()},
+            **{f"flops_{p}": values[f"flops_{s}"] for p, s in COUNTER_SUFFIX.items()},
             "flops_tensor": values["flops_tensor"],
             "flops_total": values["flops_total"],
             "l1_bytes": values["l1_bytes"],
             "l2_bytes": values["l2_bytes"],
             "dram_bytes": dram,
             "dram_check_bytes": values["dram_check_bytes"].to_numpy(dtype=float) if reads_only else dram,
-            **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in PRECISIONS.items()},
-            **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in PRECISIONS.items()},
-            **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in PRECISIONS.items()},
+            **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
+            **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
+            **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in COUNTER_SUFFIX.items()},
             "dram_bandwidth": values["dram_bandwidth"],
             "sm_clock": values["sm_clock"],
             "flop_rate_from_rates": values["flop_rate_from_rates"],
@@ -121,7 +121,9 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
 
 def _counter_names(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame under :func:`gpuprof.derive.levels.roofline_columns`' column names (dp/sp/hp)."""
-    names = {f"{q}_{p}": f"{q}_{s}" for q in ("flops", "flop_rate", "peak_flop_rate") for p, s in PRECISIONS.items()}
+    names = {
+        f"{q}_{p}": f"{q}_{s}" for q in ("flops", "flop_rate", "peak_flop_rate") for p, s in COUNTER_SUFFIX.items()
+    }
     return frame.rename(columns=names)
 
 
@@ -191,7 +193,7 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
         out[name] = np.where(
             np.isnan(timed), _over(weight * rate, np.where(np.isnan(rate), np.nan, weight), codes, count), timed
         )
-    for p in PRECISIONS:
+    for p in COUNTER_SUFFIX:
         with np.errstate(divide="ignore", invalid="ignore"):
             peak = out[f"peak_flop_rate_{p}"]
             out[f"flop_efficiency_{p}"] = np.where(peak > 0, 100.0 * out[f"flop_rate_{p}"] / peak, np.nan)
@@ -202,10 +204,10 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
         )
 
     out["flop_rate_tensor"] = ratio("flops_tensor", "time")
-    for p in (*PRECISIONS, "tensor"):  # each kind of work's own roofline point
+    for p in (*COUNTER_SUFFIX, "tensor"):  # each kind of work's own roofline point
         for level in levels.LEVELS:
             out[f"ai_{level}_{p}"] = ratio(f"flops_{p}", f"{level}_bytes")
-    for p in PRECISIONS:  # no counts or no time: FLOP/s / DRAM byte/s, as ncu's roofline section
+    for p in COUNTER_SUFFIX:  # no counts or no time: FLOP/s / DRAM byte/s, as ncu's roofline section
         with np.errstate(divide="ignore", invalid="ignore"):
             by_rate = out[f"flop_rate_{p}"] / np.where(out["dram_bandwidth"] > 0, out["dram_bandwidth"], np.nan)
         out[f"ai_dram_{p}"] = np.where(np.isnan(out[f"ai_dram_{p}"]), by_rate, out[f"ai_dram_{p}"])

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpuprof.derive import counted, tensor
-from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
+from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, Efficiency, efficiencies
 from gpuprof.derive.pivot import Counters
-from gpuprof.derive.quantity import Quantity, run_peaks
+from gpuprof.derive.quantity import Quantity, reported, run_peaks
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import DERIVED, MEASURED, Run
+from gpuprof.model.quantities import EFFICIENCY, efficiency_key
 from gpuprof.model.units import human
 
 if TYPE_CHECKING:
@@ -120,10 +121,9 @@ def kernel_names(run: Run, kernels: int) -> list[str]:
 def _kernels_row(run: Run, found: PerCall) -> Quantity:
     names = kernel_names(run, found.kernels)
     shown = "; ".join(name[:100] for name in names[:8]) + (f"; and {len(names) - 8} more" if len(names) > 8 else "")
-    return Quantity(
-        "kernels per call",
+    return reported(
+        "kernels_per_call",
         float(found.kernels),
-        "",
         MEASURED,
         f"{found.tool}: launches inside NVTX range {run.environment.get('nvtx_range', '?')} per profiled "
         f"call, all counted below: {shown}",
@@ -181,10 +181,9 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
             else ""
         )
         out.append(
-            Quantity(
-                "time (profiler)",
+            reported(
+                "time_profiled",
                 found.time,
-                "second",
                 MEASURED,
                 f"{found.tool} kernel duration {per}, clocks {_clock_text(run)}{versus}",
             )
@@ -198,14 +197,14 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
                     "FLOP",
                     MEASURED,
                     f"{found.tool}: {VECTOR_PRECISIONS[q]} add + mul + 2 x fma thread instructions {per}",
+                    f"flops_counted_{VECTOR_PRECISIONS[q].lower()}",
                 )
             )
     if found.tensor is not None:
         out.append(
-            Quantity(
-                "FLOPs counted (tensor cores)",
+            reported(
+                "flops_counted_tensor",
                 found.tensor,
-                "FLOP",
                 MEASURED,
                 f"{found.tool}: {found.tensor_basis} {per}",
             )
@@ -220,10 +219,9 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
         )
         if ratio is not None:
             out.append(
-                Quantity(
-                    "FLOPs counted / analytic",
+                reported(
+                    "flops_counted_ratio",
                     ratio,
-                    "",
                     DERIVED,
                     f"{human(total, 'FLOP')} counted (all precisions"
                     f"{' and tensor cores' if found.tensor else ''}) / {human(analytic_flops, 'FLOP')} "
@@ -232,10 +230,9 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
             )
     if found.dram_bytes is not None:
         out.append(
-            Quantity(
-                "DRAM bytes (counted)",
+            reported(
+                "dram_bytes",
                 found.dram_bytes,
-                "byte",
                 MEASURED,
                 f"{found.tool}: DRAM read + write {per}; compulsory {human(analytic_bytes, 'byte')}: "
                 f"counted / compulsory = {found.dram_bytes / analytic_bytes:.3f}",
@@ -243,10 +240,9 @@ def quantities(run: Run, analytic_flops: float, analytic_bytes: float, event_tim
         )
     if found.clock_hz is not None:
         out.append(
-            Quantity(
-                "SM clock (profiled)",
+            reported(
+                "sm_clock",
                 found.clock_hz,
-                "hertz",
                 MEASURED,
                 f"{found.tool}: elapsed SM cycles per second, weighted by kernel time; {_clock_text(run)}",
             )
@@ -279,6 +275,7 @@ def _efficiency_rows(
                 f"{counted} / {name} FMA pipe at the measured clock {human(peak, 'FLOP/second')} ({found.tool}: "
                 f"sm__sass_thread_inst_executed_op_{FMA[p]}_pred_on.sum.peak_sustained x 2 x SM clock)"
                 f"{_above(percent)}",
+                efficiency_key("counted", "run_clock"),
             )
         )
     elif p in found.tool_efficiency:
@@ -291,6 +288,7 @@ def _efficiency_rows(
                 MEASURED,
                 f"{found.tool} flop_{p}_efficiency: achieved / peak {name} FLOP/s at the clock the kernel "
                 f"ran at{_above(percent)}",
+                efficiency_key("counted", "run_clock"),
             )
         )
     for peaks in recorded:
@@ -314,6 +312,13 @@ def _efficiency_rows(
                     "%",
                     DERIVED,
                     f"{source}; ceiling: {eff.basis}{_above(eff.percent)}",
+                    _counted_key(eff),
                 )
             )
     return out
+
+
+def _counted_key(eff: Efficiency) -> str:
+    """The key of an efficiency of counted values: 'eff_counted_roofline', 'eff_counted_run_clock',
+    'eff_counted', 'eff_counted_bandwidth'."""
+    return f"{EFFICIENCY}counted_roofline" if eff.against == "roofline" else efficiency_key("counted", eff.against)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,29 +54,6 @@ _TOPDOWN_OLD = (
     "topdown-recovery-bubbles",
 )
 _TOPDOWN_NEW = ("slots", "topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound")
-
-
-def counts_frame(run: Run, launches: Sequence[int] | None = None) -> pd.DataFrame:
-    """The counts frame of ``run``'s launches (all, or the given indices): name from the launch's
-    region name or kernel, parent from its ``parent`` attribute, one column per counted event."""
-    rows = {}
-    names, parents = {}, {}
-    for launch in run.launches:
-        if launches is not None and launch.index not in launches:
-            continue
-        counts = {
-            normalise_event(m.name): float(m.value)
-            for m in launch.metrics
-            if m.unit == "event" and isinstance(m.value, (int, float))
-        }
-        rows[launch.index] = counts
-        names[launch.index] = launch.attributes.get("name", launch.kernel)
-        parent = launch.attributes.get("parent")
-        parents[launch.index] = int(parent) if parent not in (None, "") else pd.NA
-    frame = pd.DataFrame.from_dict(rows, orient="index")
-    frame.insert(0, "parent", pd.array([parents[i] for i in frame.index], dtype="Int64"))
-    frame.insert(0, "name", [names[i] for i in frame.index])
-    return frame
 
 
 def counts_from_regions(run: Run) -> pd.DataFrame:

@@ -5,7 +5,7 @@ A measured run (kind ``run``) gives one DRAM-level point from the op's analytic 
 over the median timed kernel duration. An imported profile gives one point per kernel and run:
 the launches of a kernel summed (FLOPs, bytes and time; :mod:`gpuprof.derive.kernels`), so a
 kernel launched a thousand times is one point, as in NERSC's charts. ``precision`` picks the FLOPs
-counted: one of ``PRECISIONS``, or ``all`` (every precision and the tensor cores together).
+counted: one of ``POINT_PRECISIONS``, or ``all`` (every precision and the tensor cores together).
 
 The frame is long and plain (``POINT_COLUMNS``) so the plot and any table read the same thing:
 ``ai`` is the DRAM intensity, ``ai_l2`` and ``ai_l1`` are NaN where that traffic was not counted,
@@ -59,7 +59,7 @@ POINT_COLUMNS = [
     "ai_check",
     "left_out",
 ]
-PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
+POINT_PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 DTYPE_PRECISION = {"float64": "fp64", "float32": "fp32", "float16": "fp16"}
 
 
@@ -147,14 +147,14 @@ def _kernel_sums(run: Run) -> pd.DataFrame:
     sums["device"] = [device_name(run, device) for device in frame["device"].tolist()]
     for name, column in {
         "time": "time",
-        **{f"flops_{p}": f"flops_{p}" for p in PRECISIONS},
+        **{f"flops_{p}": f"flops_{p}" for p in POINT_PRECISIONS},
         "flops_all": "flops_total",
         "bytes_dram": "dram_bytes",
         "bytes_l2": "l2_bytes",
         "bytes_l1": "l1_bytes",
     }.items():
         sums[name] = frame[column].where(frame[f"{column}_complete"])
-    for p in PRECISIONS[:3]:  # the measured rates, for a kernel with no counts or no time
+    for p in POINT_PRECISIONS[:3]:  # the measured rates, for a kernel with no counts or no time
         sums[f"rate_{p}"], sums[f"ai_rate_{p}"] = frame[f"flop_rate_{p}"], frame[f"ai_dram_{p}"]
     return sums
 
@@ -163,7 +163,7 @@ def _rate_points(row: Any, run: Run, precision: str) -> list[dict[str, Any]]:
     """A kernel without counts or time (a file of ncu's roofline-section rates): a DRAM-level point
     per precision measured, FLOP/s = per-cycle rate x SM clock at AI = FLOP/s / DRAM byte/s, as
     Nsight Compute's own per-precision roofline places it."""
-    measured = [p for p in PRECISIONS[:3] if precision in ("all", p) and getattr(row, f"rate_{p}") > 0]
+    measured = [p for p in POINT_PRECISIONS[:3] if precision in ("all", p) and getattr(row, f"rate_{p}") > 0]
     points = []
     for p in measured:
         point = _kernel_point(row, run, p, math.nan, p, p.upper() if len(measured) > 1 else "")
@@ -202,7 +202,7 @@ def _kernel_point(row: Any, run: Run, precision: str, work: float, used: str, ta
 
 def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
     """An imported run's points, one per kernel and kind of work counted (:func:`_kernel_sums`), as
-    Nsight Compute's per-precision rooflines: with ``precision`` one of :data:`PRECISIONS`, that
+    Nsight Compute's per-precision rooflines: with ``precision`` one of :data:`POINT_PRECISIONS`, that
     work's point; with "all", a point per precision the kernel ran, plus its total where it ran
     several and every one was counted. A kernel whose total is unknown (tensor work the counters
     did not measure) keeps its counted precisions' points and a row without a place that says so."""
@@ -212,7 +212,7 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
         if not row.time > 0:  # NaN compares False
             points += _rate_points(row, run, precision)
             continue
-        counted = [p for p in PRECISIONS if getattr(row, f"flops_{p}") > 0]
+        counted = [p for p in POINT_PRECISIONS if getattr(row, f"flops_{p}") > 0]
         if not counted and row.flops_all > 0 and precision == "all":  # a total of no known precision
             points.append(_kernel_point(row, run, "total", row.flops_all, "total", ""))
             continue
@@ -283,13 +283,13 @@ def drawable(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[str]]:
-    """Roofline points of ``runs`` counting ``precision`` FLOPs ("all" or one of ``PRECISIONS``),
+    """Roofline points of ``runs`` counting ``precision`` FLOPs ("all" or one of ``POINT_PRECISIONS``),
     and one line per run that gave none, or per kernel left out (``left_out``), and why. Calibration
     runs hold ceilings, not kernels: they are passed over without a line."""
     import pandas as pd
 
-    if precision != "all" and precision not in PRECISIONS:
-        raise ValueError(f"precision must be 'all' or one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision != "all" and precision not in POINT_PRECISIONS:
+        raise ValueError(f"precision must be 'all' or one of {', '.join(POINT_PRECISIONS)}, not {precision!r}")
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     unplaced: list[Run] = []

@@ -300,59 +300,155 @@ def explain(profile: StallProfile, hint: str = "") -> str:
     ``hint`` is extra context such as the op name ("sigmoid"): short-scoreboard stalls in a
     transcendental op point at the special-function unit rather than shared memory.
     """
-    ranked = [s for s in profile.reasons if s.share > 0]
+    ranked = [s for s in profile.reasons if s.share > 0][:2]
+    shared = len(ranked) > 1 and ranked[1].share >= 0.8 * ranked[0].share
+    covered = _pct(profile.coverage) if profile.family == NVPROF and profile.coverage < 0.95 else None
+    return _sentences(
+        profile.kernel,
+        profile.basis,
+        [(s.reason, s.label, _pct(s.share)) for s in ranked],
+        shared,
+        len(profile.reasons),
+        covered,
+        hint,
+    )
+
+
+def _sentences(
+    kernel: str,
+    basis: str,
+    ranked: list[tuple[str, str, str]],
+    shared: bool,
+    reasons: int,
+    covered: str | None,
+    hint: str,
+) -> str:
+    """:func:`explain` from what it reads: the first two (reason, label, percent) with stall cycles,
+    whether they share the lead, the number of reasons collected and, for nvprof reasons that cover
+    less than 95 % of stalls, the percent they cover."""
+    family = NVPROF if basis == NVPROF else "ncu"
     if not ranked:
-        return f"{profile.kernel}: no stall cycles recorded on this basis ({BASIS_TEXT[profile.basis]})."
-    top = ranked[0]
-    spec = describe(profile.family, top.reason)
+        return f"{kernel}: no stall cycles recorded on this basis ({BASIS_TEXT[basis]})."
+    (top, top_label, top_pct), second = ranked[0], ranked[1] if len(ranked) > 1 else None
+    spec = describe(family, top)
     suggests = spec["suggests"]
-    transcendental = _TRANSCENDENTAL.search(f"{hint} {profile.kernel}")
-    if top.reason in ("short_scoreboard", "stall_exec_dependency") and transcendental:
+    transcendental = top in ("short_scoreboard", "stall_exec_dependency") and _TRANSCENDENTAL.search(f"{hint} {kernel}")
+    if transcendental:
         suggests = (
             f"the {transcendental.group(0)} arithmetic waits on the special-function unit "
             f"(MUFU exp/rcp/tanh results), not on memory"
         )
-    if len(ranked) > 1 and ranked[1].share >= 0.8 * top.share:
-        second = ranked[1]
-        lead = f"{top.label} ({_pct(top.share)}) and {second.label} ({_pct(second.share)}) stalls share the lead"
-        suggests += f", together with {describe(profile.family, second.reason)['suggests']}"
+    if second is not None and shared:
+        lead = f"{top_label} ({top_pct}) and {second[1]} ({second[2]}) stalls share the lead"
+        suggests += f", together with {describe(family, second[0])['suggests']}"
     else:
-        lead = f"{top.label} stalls dominate ({_pct(top.share)} {SHARE_OF[profile.basis]})"
-        if len(ranked) > 1:
-            lead += f", then {ranked[1].label} ({_pct(ranked[1].share)})"
-    if profile.family == NVPROF and profile.coverage < 0.95:
-        lead = (
-            f"of the {len(profile.reasons)} nvprof stall reasons collected (together "
-            f"{_pct(profile.coverage)} of all stalls): {lead}"
-        )
-    sentences = [f"{profile.kernel}: {lead[0].upper()}{lead[1:]}.", f"This suggests {suggests}."]
+        lead = f"{top_label} stalls dominate ({top_pct} {SHARE_OF[basis]})"
+        if second is not None:
+            lead += f", then {second[1]} ({second[2]})"
+    if covered is not None:
+        lead = f"of the {reasons} nvprof stall reasons collected (together {covered} of all stalls): {lead}"
+    sentences = [f"{kernel}: {lead[0].upper()}{lead[1:]}.", f"This suggests {suggests}."]
     if spec.get("fix"):
         sentences.append(f"What usually helps: {spec['fix'][0].lower()}{spec['fix'][1:]}")
     return " ".join(sentences)
 
 
-def profiles_frame(profiles: Sequence[StallProfile], include_zero: bool = False) -> pd.DataFrame:
-    """Long table for rendering: one row per kernel x reason, with value, unit, share and basis."""
+def launch_groups(table: pd.DataFrame) -> np.ndarray:
+    """Per row of a :func:`stall_table`, the number of its launch's profile (0, 1, ...): rows of one
+    launch are consecutive."""
+    import numpy as np
+
+    launch = table["launch"].to_numpy()
+    return np.cumsum(np.r_[True, launch[1:] != launch[:-1]]) - 1 if len(launch) else np.zeros(0, dtype=np.int64)
+
+
+def explanations(table: pd.DataFrame, hint: str = "") -> list[str]:
+    """:func:`explain` for every launch of a :func:`stall_table`, in its order, read from the columns
+    (the first two reasons with stall cycles picked by array indexing, not through objects)."""
+    import numpy as np
+
+    group = launch_groups(table)
+    count = int(group[-1]) + 1 if len(group) else 0
+    share = table["share"].to_numpy()
+    positive = np.flatnonzero(share > 0)  # NaN (a launch without stalls) is not
+    first, second = np.full(count, -1), np.full(count, -1)
+    owner = group[positive]  # rows are ranked within a launch: its first two positive rows lead
+    lead = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else owner
+    first[owner[lead]] = positive[lead]
+    after = lead[(lead + 1 < len(owner))]
+    after = after[owner[np.minimum(after + 1, len(owner) - 1)] == owner[after]]
+    second[owner[after]] = positive[after + 1]
+    reasons = np.bincount(group, weights=~np.isnan(share), minlength=count).astype(int).tolist()
+    heads = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(group) else group
+    kernel, basis, coverage = (table[c].take(heads).tolist() for c in ("kernel", "basis", "coverage"))
+    reason, label = (table[c].to_numpy() for c in ("reason", "label"))
+    with np.errstate(invalid="ignore"):
+        top, runner_up = np.where(first >= 0, share[first], np.nan), np.where(second >= 0, share[second], np.nan)
+        shared = (runner_up >= 0.8 * top).tolist()
+    tops, seconds = ([_pct(v) for v in values.tolist()] for values in (top, runner_up))
+    unsafe = {k for k in set(kernel) if any(mark in f"{k}{hint}" for mark in _MARKS)}
+    sentences: dict[tuple, tuple[str, ...]] = {}  # per kernel and leading reasons: its text, the marks apart
+    out = []
+    for g, (one, two) in enumerate(zip(first.tolist(), second.tolist())):
+        rows = (one, two) if two >= 0 else (one,) if one >= 0 else ()
+        covered = basis[g] == NVPROF and coverage[g] < 0.95
+        fill = dict(zip(_MARKS, (tops[g], seconds[g], _pct(coverage[g]) if covered else "")))
+        key = (kernel[g], basis[g], *(reason[i] for i in rows), shared[g], covered and reasons[g])
+        if key not in sentences or kernel[g] in unsafe:
+            marks = _MARKS if kernel[g] not in unsafe else tuple(fill.values())
+            ranked = [(reason[i], label[i], mark) for i, mark in zip(rows, marks)]
+            text = _sentences(kernel[g], basis[g], ranked, shared[g], reasons[g], marks[2] if covered else None, hint)
+            if kernel[g] in unsafe:  # a name holding a mark: written whole
+                out.append(text)
+                continue
+            sentences[key] = tuple(re.split("([\x00-\x02])", text))
+        out.append("".join([fill.get(part, part) for part in sentences[key]]))
+    return out
+
+
+_MARKS = ("\x00", "\x01", "\x02")  # where the top, second and coverage percents go in a shared sentence
+
+
+def ranked_frame(table: pd.DataFrame, include_zero: bool = False) -> pd.DataFrame:
+    """Long table for rendering: one row per launch x reason of a :func:`stall_table` with value, unit,
+    share and basis, ranked within the launch; reasons without stall cycles only with ``include_zero``."""
+    import numpy as np
     import pandas as pd
 
-    rows = [
-        {
-            "device": p.device,
-            "kernel": p.kernel,
-            "rank": rank,
-            "reason": s.reason,
-            "label": s.label,
-            "value": s.value,
-            "unit": UNIT[p.basis],
-            "share_pct": round(100 * s.share, 2),
-            "basis": p.basis,
-            "origin": "measured",
-        }
-        for p in profiles
-        for rank, s in enumerate((s for s in p.reasons if include_zero or s.share > 0), start=1)
-    ]
-    columns = ["device", "kernel", "rank", "reason", "label", "value", "unit", "share_pct", "basis", "origin"]
-    return pd.DataFrame(rows, columns=columns)
+    share = table["share"].to_numpy()
+    keep = ~np.isnan(share) if include_zero else share > 0
+    group = launch_groups(table)[keep]
+    new = np.r_[True, group[1:] != group[:-1]] if len(group) else np.zeros(0, dtype=bool)
+    rank = np.arange(len(group)) - np.flatnonzero(new)[np.cumsum(new) - 1] + 1
+    kept = table[keep]
+    columns = {
+        "device": kept["device"].array,
+        "kernel": kept["kernel"].array,
+        "rank": rank.astype(np.int64),
+        "reason": kept["reason"].array,
+        "label": kept["label"].array,
+        "value": kept["value"].to_numpy(dtype=float),
+        "unit": kept["basis"].map(UNIT).array,
+        "share_pct": percent(share[keep]),
+        "basis": kept["basis"].array,
+        "origin": pd.Categorical.from_codes(np.zeros(len(kept), dtype=np.int8), [MEASURED]),
+    }
+    if not len(kept):
+        return pd.DataFrame(columns=list(columns))
+    return pd.DataFrame(columns)
+
+
+def percent(share: np.ndarray) -> np.ndarray:
+    """``round(100 * share, 2)`` of each share, as Python rounds (to the nearest hundredth, ties as the
+    decimal value says): NumPy's faster rounding differs only next to a tie, where Python's is taken."""
+    import numpy as np
+
+    scaled = 100 * share
+    out = np.round(scaled, 2)
+    hundredths = scaled * 100
+    near = np.flatnonzero(np.abs(hundredths - np.floor(hundredths) - 0.5) < 1e-6)
+    out[near] = [round(v, 2) for v in scaled[near].tolist()]
+    return out
 
 
 def fold_to_nvprof(profile: StallProfile) -> dict[str, float]:

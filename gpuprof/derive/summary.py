@@ -12,12 +12,13 @@ from typing import Any
 from gpuprof.derive import compile as compiled
 from gpuprof.derive.cpu_flops import flops_from_events
 from gpuprof.derive.efficiency import VS_ROOFLINE, VS_RUN_CLOCK, RunClock, above_100, efficiencies
-from gpuprof.derive.energy import energy_columns, energy_quantities
+from gpuprof.derive.energy import energy_quantities
 from gpuprof.derive.profiled import quantities as profiled_quantities
-from gpuprof.derive.quantity import Quantity, run_peaks
+from gpuprof.derive.quantity import Quantity, reported, run_peaks
 from gpuprof.derive.stats import UNSTABLE_SPREAD, TimingStats, timing_stats
 from gpuprof.devices.peaks import Peaks
 from gpuprof.model import ANALYTIC, CALIBRATED, DERIVED, MEASURED, TIMED, Run
+from gpuprof.model.quantities import column, efficiency_key
 from gpuprof.workloads import ops
 
 __all__ = [
@@ -70,28 +71,24 @@ def quantities(run: Run, peaks: list[Peaks] | None = None) -> list[Quantity]:
     timer = run.environment.get("timer", "timed")
     cache = f"{w.get('cache', 'warm')} cache"
     out = [
-        Quantity(
-            "time (median)",
-            stats.median,
-            "second",
-            TIMED,
-            f"{stats.count} repeats after {w.get('warmup', 0)} warm-up, {cache}; {timer}",
+        reported(
+            "time", stats.median, TIMED, f"{stats.count} repeats after {w.get('warmup', 0)} warm-up, {cache}; {timer}"
         ),
-        Quantity("time (min)", stats.minimum, "second", TIMED, "fastest repeat"),
-        Quantity("time spread", 100 * stats.spread if stats.count > 1 else None, "%", TIMED, _spread_basis(stats)),
-        Quantity("FLOPs", float(flops), "FLOP", ANALYTIC, f"{op}: {ops.get_op(op).flop_basis}"),
+        reported("time_min", stats.minimum, TIMED, "fastest repeat"),
+        reported("time_spread", 100 * stats.spread if stats.count > 1 else None, TIMED, _spread_basis(stats)),
+        reported("flops", float(flops), ANALYTIC, f"{op}: {ops.get_op(op).flop_basis}"),
     ]
     counted = measured_flops(run)
     if counted is not None:
-        out.append(Quantity("FLOPs (counted)", counted[0], "FLOP", MEASURED, counted[1]))
+        out.append(reported("flops_counted", counted[0], MEASURED, counted[1]))
     rate = flops / stats.median
     byte_rate = moved / stats.median
     out += [
-        Quantity("FLOP/s", rate, "FLOP/second", DERIVED, "analytic FLOPs / median time"),
-        Quantity("MFLOP/s", rate / 1e6, "MFLOP/s", DERIVED, "the study's unit"),
-        Quantity("bytes moved", float(moved), "byte", ANALYTIC, "each input read once, output written once"),
-        Quantity("bandwidth", byte_rate, "byte/second", DERIVED, "analytic bytes / median time"),
-        Quantity("arithmetic intensity", flops / moved, "FLOP/byte", ANALYTIC, "FLOPs / bytes moved"),
+        reported("flop_rate", rate, DERIVED, "analytic FLOPs / median time"),
+        reported("flop_rate_mflops", rate / 1e6, DERIVED, "the study's unit"),
+        reported("bytes", float(moved), ANALYTIC, "each input read once, output written once"),
+        reported("bandwidth", byte_rate, DERIVED, "analytic bytes / median time"),
+        reported("intensity", flops / moved, ANALYTIC, "FLOPs / bytes moved"),
     ]
     out += _efficiency_quantities(run, rate, byte_rate, dtype, run_peaks(run) if peaks is None else peaks)
     out += profiled_quantities(run, float(flops), float(moved), stats.median)
@@ -146,9 +143,10 @@ def _efficiency_quantities(
     run: Run, rate: float, byte_rate: float, dtype: str, recorded: list[Peaks]
 ) -> list[Quantity]:
     clock = run_clock(run)
-    out = [Quantity("core clock during run", clock.hz, "hertz", MEASURED, clock.source)]
+    out = [reported("clock", clock.hz, MEASURED, clock.source)]
     if not any(p.bandwidth and p.flops_for(dtype) for p in recorded):
-        out.append(Quantity("efficiency: roofline", None, "%", DERIVED, _no_roofline(run, recorded, dtype)))
+        roofline = efficiency_key("", "roofline")
+        out.append(Quantity("efficiency: roofline", None, "%", DERIVED, _no_roofline(run, recorded, dtype), roofline))
     for peaks in recorded:
         ceiling = CEILING_NAMES.get(peaks.origin, peaks.origin)
         flop_peak = peaks.flops_for(dtype)
@@ -156,12 +154,24 @@ def _efficiency_quantities(
         if flop_peak:
             out.append(
                 Quantity(
-                    f"peak FLOP/s {dtype}, {ceiling}", flop_peak, "FLOP/second", peaks.origin, f"{peaks.source}{at}"
+                    f"peak FLOP/s {dtype}, {ceiling}",
+                    flop_peak,
+                    "FLOP/second",
+                    peaks.origin,
+                    f"{peaks.source}{at}",
+                    f"peak_flop_rate_{ceiling}",
                 )
             )
         if peaks.bandwidth:
             out.append(
-                Quantity(f"peak bandwidth, {ceiling}", peaks.bandwidth, "byte/second", peaks.origin, peaks.source)
+                Quantity(
+                    f"peak bandwidth, {ceiling}",
+                    peaks.bandwidth,
+                    "byte/second",
+                    peaks.origin,
+                    peaks.source,
+                    f"peak_bandwidth_{ceiling}",
+                )
             )
         for eff in efficiencies(rate, byte_rate, dtype, peaks, clock.hz):
             why = above_100(eff, peaks, clock, (run.workload or {}).get("cache"))
@@ -172,6 +182,8 @@ def _efficiency_quantities(
                     "%",
                     DERIVED,
                     eff.basis + (f" — ABOVE 100 %: {eff.percent - 100:.3g} % {why}" if why else ""),
+                    efficiency_key(ceiling, eff.against),
+                    eff.bound if eff.kind == VS_ROOFLINE else "",
                 )
             )
     return out
@@ -218,28 +230,10 @@ def summary_row(run: Run, peaks: list[Peaks] | None = None) -> dict[str, Any]:
         "shape": ops.shape_text(tuple(w.get("shape", ()))),
         "size_MB": w.get("size_bytes", 0) / 1e6,
     }
-    for q in quantities(run, peaks):
-        if q.name == "time (median)":
-            row["time_s"] = q.value
-        elif q.name == "MFLOP/s":
-            row["MFLOP/s"] = q.value
-        elif q.name == "bandwidth":
-            row["GB/s"] = q.value / 1e9 if isinstance(q.value, float) else None
-        elif q.name == "arithmetic intensity":
-            row["FLOP/byte"] = q.value
-        elif q.name.startswith("efficiency: ") and _column(q.name) not in row:
-            row[_column(q.name)] = q.value
-            if q.name.endswith("-bound)"):
-                row["bound"] = q.name.rsplit("(", 1)[1].split("-")[0]
-    return {**row, **energy_columns(run)}
-
-
-def _column(name: str) -> str:
-    """Summary column for an efficiency quantity: 'eff_roofline_%', 'eff_theoretical_%',
-    'eff_theoretical_run_clock_%', 'eff_calibrated_bandwidth_%'."""
-    label = name.removeprefix("efficiency: ")
-    if label.startswith("roofline"):
-        return "eff_roofline_%"
-    what, _, ceiling = label.rpartition(", ") if ", " in label else ("", "", label)
-    ceiling = ceiling.replace(" peak at run clock", "_run_clock").removesuffix(" peak")
-    return f"eff_{ceiling}{'_bandwidth' if what == 'bandwidth' else ''}_%"
+    for q in quantities(run, peaks):  # each quantity's column by its key (model/quantities), the first of a kind
+        shown = column(q.key)
+        if shown is not None and shown.name not in row:
+            row[shown.name] = q.value / shown.per if isinstance(q.value, (int, float)) else q.value
+            if q.bound:
+                row["bound"] = q.bound
+    return row

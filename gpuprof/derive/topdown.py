@@ -64,6 +64,9 @@ def topdown_breakdowns(run: Run) -> list[TopdownBreakdown]:
     """One breakdown per launch (core, interval or whole run) carrying level-1 values."""
     categories = vocabulary()["topdown"]
     backend = categories["backend_bound"]
+    names = {name for spec in categories.values() for name in spec["names"]}
+    if names.isdisjoint(run.metric_table["metric"].cat.categories):  # the run's Launch objects are not built
+        return []
     result = []
     for launch in run.launches:
         shares = []

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuprof.errors import FormatError, InputError, StoreError
+from gpuprof.errors import FormatError, InputError, StoreError, os_problem
 from gpuprof.importing import read_file
 from gpuprof.inputs import regular_file
 from gpuprof.model import Run
@@ -78,8 +78,13 @@ def _sweep(name: str, store_path: str | Path | None) -> Side:
 
 
 def _file(path: Path) -> Side:
-    with open(path, "rb") as handle:
-        head = handle.read(len(SQLITE_MAGIC))
+    try:
+        with open(regular_file(path, _WHAT), "rb") as handle:
+            head = handle.read(len(SQLITE_MAGIC))
+    except FormatError as error:  # another user's file, a permission lost since: one line
+        raise InputError(error.problem, error.fix) from None
+    except OSError as error:
+        raise InputError(os_problem(path, error), _WHAT) from None
     if head == SQLITE_MAGIC:
         return Side(str(path), "store", _stored(path))
     if path.suffix in (".jsonl", ".ndjson") or head.lstrip().startswith(b"{"):

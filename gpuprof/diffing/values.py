@@ -18,13 +18,14 @@ import numpy as np
 
 from gpuprof.derive import counters as k
 from gpuprof.derive import kernels
-from gpuprof.derive.efficiency import BYTE_RATE, VS_ROOFLINE, VS_RUN_CLOCK, efficiencies
+from gpuprof.derive.efficiency import BYTE_RATE, efficiencies
 from gpuprof.derive.stalls import NVPROF, PREFERENCE, classify, describe
 from gpuprof.derive.summary import run_peaks, timings
 from gpuprof.devices import gpu_table
 from gpuprof.diffing import metrics as m
 from gpuprof.errors import InputError
 from gpuprof.model import ANALYTIC, DERIVED, MEASURED, PEAK_TABLE, TIMED, Run, catalog
+from gpuprof.model.quantities import DIFF_EFFICIENCY
 from gpuprof.workloads import ops
 
 if TYPE_CHECKING:
@@ -271,7 +272,6 @@ def measured(run: Run) -> pd.DataFrame:
         "intensity": f"{ANALYTIC}: FLOPs / bytes",
     }
     median = float(np.median(time)) if len(time) else math.nan
-    kinds = {VS_RUN_CLOCK: "flop_efficiency", VS_ROOFLINE: "roofline_efficiency"}
     for peaks in run_peaks(run):  # the first ceiling of each kind, as the run's own report orders them
         source = f"{peaks.origin}: {peaks.source}"
         if peaks.flops_for(dtype):
@@ -281,7 +281,7 @@ def measured(run: Run) -> pd.DataFrame:
             values.setdefault("peak_bandwidth", peaks.bandwidth)
             origins.setdefault("peak_bandwidth", source)
         for eff in efficiencies(flops / median, moved / median, dtype, peaks, run.device.get("clock_during_run_hz")):
-            name = kinds.get(eff.kind) or ("bandwidth_efficiency" if eff.unit == BYTE_RATE else "datasheet_efficiency")
+            name = DIFF_EFFICIENCY[eff.against]
             if name not in values:  # an efficiency scales with the rate: one value per repeat
                 values[name] = 100.0 * (values["bandwidth" if eff.unit == BYTE_RATE else "flop_rate"]) / eff.ceiling
                 origins[name] = f"{DERIVED}: {eff.basis}"

@@ -29,8 +29,9 @@ ERROR_MARK = "==ERROR=="
 
 
 @dataclass(frozen=True)
-class Readback:
-    """The profiled launches, what the run records about the profiler, and notes for the user."""
+class SessionReadback:
+    """What the GPU session read back from its profiler: the profiled launches, what the run records
+    about the profiler, and notes for the user (a user's own command: gpu_profile.ProfileReadback)."""
 
     launches: list[Launch]
     environment: dict[str, Any]
@@ -51,8 +52,8 @@ def profiler_text(log: Path, run_dir: Path) -> str:
     return "\n".join(path.read_text(errors="replace") for path in (log, run_dir / "stderr.txt") if path.is_file())
 
 
-def failed(name: str, why: str, log: Path) -> Readback:
-    return Readback(
+def failed(name: str, why: str, log: Path) -> SessionReadback:
+    return SessionReadback(
         [],
         {"profiler_outcome": f"failed: {why}"},
         [f"{name} measured nothing usable ({why}), so time is from CUDA events and FLOPs are analytic; see {log}"],
@@ -67,12 +68,14 @@ def collect(
     first_index: int,
     calls: int,
     expected_kernel: str | None,
-) -> Readback:
+) -> SessionReadback:
     """Read the profiler's log back (see the module docstring)."""
     log = module.log_path(run_dir, options)
     text = profiler_text(log, run_dir)
     if profilers.counters_refused(text):
-        return Readback([], {"profiler_outcome": "counters refused (ERR_NVGPUCTRPERM)"}, [profilers.PERMISSION_NOTE])
+        return SessionReadback(
+            [], {"profiler_outcome": "counters refused (ERR_NVGPUCTRPERM)"}, [profilers.PERMISSION_NOTE]
+        )
     errors = error_lines(text)
     try:
         profile = readers.read(log)
@@ -101,7 +104,7 @@ def collect(
         )
     if errors:
         notes.append(f"{module.NAME} reported: {errors[0]}")
-    return Readback(
+    return SessionReadback(
         launches,
         {
             "profiler_outcome": "counters collected",

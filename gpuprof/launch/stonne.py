@@ -24,7 +24,6 @@ from gpuprof.readers import stonne as reader
 
 ENV = "GPUPROF_STONNE"
 SIMULATION = "simulation"  # a Run's kind: gpuprof ran a simulator (no timed repeats, unlike "run")
-ARCHITECTURES = ("maeri", "sigma", "tpu")
 PROBE_TIMEOUT_S = 20
 
 

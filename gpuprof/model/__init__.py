@@ -35,7 +35,6 @@ PEAK_TABLE = "peak-table"  # from configs/ device table or a datasheet formula
 CALIBRATED = "calibrated"  # measured ceiling from `gpuprof calibrate`
 DERIVED = "derived"  # computed from other values (named in the metric)
 SIMULATED = "simulated"  # cycles and counts a simulator (STONNE) produced: no hardware ran
-ORIGINS = (MEASURED, TIMED, ANALYTIC, PEAK_TABLE, CALIBRATED, DERIVED, SIMULATED)
 
 # What a stored Run is besides "run" (measured by ``gpuprof run``) and "import" (read from a file): a
 # ceiling measured by ``gpuprof calibrate``, or an application profiled by ``gpuprof profile``.
@@ -259,15 +258,15 @@ def launch_views(launches: pd.DataFrame, metrics: pd.DataFrame) -> list[Launch]:
 
     lows = [_tables.nan_to_none(x) for x in metrics["minimum"].tolist()]
     highs = [_tables.nan_to_none(x) for x in metrics["maximum"].tolist()]
-    canonicals = [c if isinstance(c, str) else None for c in metrics["canonical"].tolist()]
+    canonicals = [c if isinstance(c, str) else None for c in _tables.category_values(metrics["canonical"])]
     made = list(
         map(
             Metric,
-            metrics["metric"].tolist(),
+            _tables.category_values(metrics["metric"]),
             _tables.metric_values(metrics),
-            metrics["unit"].tolist(),
+            _tables.category_values(metrics["unit"]),
             canonicals,
-            metrics["origin"].tolist(),
+            _tables.category_values(metrics["origin"]),
             lows,
             highs,
         )

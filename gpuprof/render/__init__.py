@@ -8,6 +8,7 @@ a spreadsheet would run as a formula.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from gpuprof.errors import InputError
@@ -64,3 +65,16 @@ def emit(frame: pd.DataFrame, fmt: str = "table", title: str | None = None) -> s
     if fmt not in chosen:
         raise InputError(f"unknown format '{fmt}'", f"choose one of: {', '.join(FORMATS)}")
     return chosen[fmt](frame, title)
+
+
+def emit_parts(frame: pd.DataFrame, parts: Sequence[text.Part], fmt: str = "table") -> list[str]:
+    """:func:`emit` of several parts of one frame (rows ``start:stop``, a title, the column headers),
+    each cell formatted once: the per-launch tables of a run with thousands of launches."""
+    if fmt == "table":
+        return text.table_parts(frame, parts, table_width())
+    if fmt == "markdown":
+        return text.markdown_parts(frame, parts)
+    return [
+        emit(frame.iloc[start:stop].set_axis(list(headers), axis=1), fmt, title)
+        for start, stop, title, headers in parts
+    ]

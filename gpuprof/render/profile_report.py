@@ -1,5 +1,5 @@
 """What ``gpuprof profile`` (and ``gpuprof show`` of a profile) prints: per kernel for a GPU profile
-(``importing.kernel_table`` plus the top stall reasons), every counted and derived quantity with its
+(``derive.kernel_table`` plus the top stall reasons), every counted and derived quantity with its
 origin for a CPU profile."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpuprof.derive.cpu_flops import flops_by_dtype, flops_from_events
+from gpuprof.derive.kernel_table import kernel_table
 from gpuprof.derive.region_counters import consistency_frame, counts_from_regions, mix_frame
 from gpuprof.derive.regions import region_frame, without_regions
 from gpuprof.derive.stalls import SHARE_OF, stall_profiles
 from gpuprof.derive.topdown import BASIS, topdown_breakdowns
-from gpuprof.importing import kernel_table
 from gpuprof.model import DERIVED, MEASURED, TIMED, Run
 from gpuprof.model.units import human
 from gpuprof.render import emit

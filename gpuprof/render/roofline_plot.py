@@ -583,12 +583,13 @@ def plot(
     if out.suffix and not as_file and not out.is_dir():
         raise InputError(f"cannot write a roofline to '{out.name}'", "name a .png or .svg file, or a directory")
     written: list[Path] = []
-    for device in devices:
-        mine, peaks = frame[frame["device"] == device], peaks_by_device.get(device, [])
-        own = (carried or {}).get(device, [])
-        if not as_file:
-            written += plot_device(mine, device, peaks, out, precision, own)
-            continue
-        path = out if len(devices) == 1 else out.with_name(f"{out.stem}-{slug(device)}{out.suffix}")
-        written += save(figure(mine, device, peaks, precision, own), [path])
+    with outputs.all_or_none():  # a full disk at the last chart leaves none of them (nor the folder made)
+        for device in devices:
+            mine, peaks = frame[frame["device"] == device], peaks_by_device.get(device, [])
+            own = (carried or {}).get(device, [])
+            if not as_file:
+                written += plot_device(mine, device, peaks, out, precision, own)
+                continue
+            path = out if len(devices) == 1 else out.with_name(f"{out.stem}-{slug(device)}{out.suffix}")
+            written += save(figure(mine, device, peaks, precision, own), [path])
     return written

@@ -54,8 +54,8 @@ def quantity_frame(run: Run, for_people: bool, peaks: list[Peaks] | None = None)
     for q in quantities(run, peaks):
         value = human(q.value, q.unit) if for_people and (q.value is None or isinstance(q.value, float)) else q.value
         row = {"quantity": q.name, "value": value}
-        if not for_people:
-            row["unit"] = q.unit
+        if not for_people:  # csv and json: the stable key (model/quantities) and the unit
+            row = {"key": q.key, **row, "unit": q.unit}
         row.update({"origin": q.origin, "basis": q.basis})
         rows.append(row)
     return pd.DataFrame(rows)

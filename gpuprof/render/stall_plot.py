@@ -55,7 +55,8 @@ def plot_shares(panels: Sequence[Panel], path: str | Path, xlabel: str, footer: 
         ax.tick_params(labelsize=8)
         ax.set_xlabel(xlabel, fontsize=8)
     fig.supxlabel(wrap(footer, fig, 7), fontsize=7, color="#555555", x=0.01, ha="left")
-    outputs.make_folder(path.parent)
-    with outputs.replacing(path, "wb") as handle:
-        fig.savefig(handle, format=path.suffix[1:].lower())
+    with outputs.all_or_none():  # a full disk leaves neither the chart nor a folder made for it
+        outputs.make_folder(path.parent)
+        with outputs.replacing(path, "wb") as handle:
+            fig.savefig(handle, format=path.suffix[1:].lower())
     return path, max(0, len(panels) - MAX_PANELS)

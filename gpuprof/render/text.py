@@ -8,6 +8,7 @@ import json as _json
 import math
 import textwrap
 import unicodedata
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.errors import printable
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# One table of several cut from one frame: rows start:stop, its title and its column headers.
+Part = tuple[int, int, "str | None", Sequence[str]]
 
 # Names come from the files people give gpuprof: escape sequences in them (window title, clipboard
 # write, screen clear, right-to-left override) are written out, never sent to the terminal.
@@ -69,11 +72,34 @@ def table(frame: pd.DataFrame, title: str | None = None, width: int | None = Non
     """Columns aligned for a terminal, numbers right-aligned, fitting ``width`` (see
     :mod:`gpuprof.render.layout`; None: every row on one line); ``frame.attrs["notes"]`` numbered
     under it."""
-    body = layout.render(_columns(frame), len(frame), width, [visible(n) for n in frame.attrs.get("notes", [])])
+    return _table(_columns(frame), len(frame), title, width, frame.attrs.get("notes", []))
+
+
+def _table(columns: list[Column], rows: int, title: str | None, width: int | None, notes: list[str]) -> str:
+    body = layout.render(columns, rows, width, [visible(n) for n in notes])
     title = visible(title) if title else title
     if title and width:
         title = textwrap.fill(title, width, break_long_words=False, break_on_hyphens=False)
     return f"{title}\n{body}" if title else body
+
+
+def table_parts(frame: pd.DataFrame, parts: Sequence[Part], width: int | None = None) -> list[str]:
+    """:func:`table` of each part of ``frame`` (its rows ``start:stop``, its title and column headers),
+    each cell formatted once for the whole frame: thousands of small tables without a DataFrame each."""
+    import pandas as pd
+
+    texts = cell_texts(frame)
+    numeric = [pd.api.types.is_numeric_dtype(frame[name]) for name in frame.columns]
+    return [
+        _table(
+            [Column(visible(h), cells[start:stop], n) for h, cells, n in zip(headers, texts, numeric)],
+            stop - start,
+            title,
+            width,
+            [],
+        )
+        for start, stop, title, headers in parts
+    ]
 
 
 def prose(text: str, width: int | None, hanging: bool = True) -> str:
@@ -101,13 +127,21 @@ def _md_escape(text: str) -> str:
 
 
 def markdown(frame: pd.DataFrame, title: str | None = None) -> str:
-    headers = [_md_escape(str(c)) for c in frame.columns]
+    return _markdown(list(map(str, frame.columns)), list(zip(*cell_texts(frame))), title, frame.attrs.get("notes", []))
+
+
+def markdown_parts(frame: pd.DataFrame, parts: Sequence[Part]) -> list[str]:
+    """:func:`markdown` of each part of ``frame``, as :func:`table_parts`."""
+    rows = list(zip(*cell_texts(frame)))
+    return [_markdown(list(headers), rows[start:stop], title, []) for start, stop, title, headers in parts]
+
+
+def _markdown(headers: list[str], rows: Sequence[Sequence[str]], title: str | None, notes: list[str]) -> str:
     out = [f"### {_md_escape(title)}", ""] if title else []
-    out.append("| " + " | ".join(headers) + " |")
+    out.append("| " + " | ".join(map(_md_escape, headers)) + " |")
     out.append("|" + "|".join("---" for _ in headers) + "|")
-    for row in zip(*cell_texts(frame)):
+    for row in rows:
         out.append("| " + " | ".join(_md_escape(cell) for cell in row) + " |")
-    notes = frame.attrs.get("notes", [])
     if notes:
         out += [""] + [f"{n}. {_md_escape(text)}" for n, text in enumerate(notes, 1)]
     return "\n".join(out)
@@ -129,7 +163,14 @@ def csv(frame: pd.DataFrame, title: str | None = None, terminal: bool = False) -
     characters written out as well (piped CSV keeps the names whole)."""
     import csv as _csv
 
-    safe = frame.map(_csv_safe) if len(frame) else frame
+    import pandas as pd
+
+    safe = frame
+    if len(frame):  # only text can look like a formula: number columns are left as they are
+        safe = frame.copy()
+        for i in range(frame.shape[1]):
+            if not pd.api.types.is_numeric_dtype(frame.iloc[:, i]) or frame.iloc[:, i].dtype == bool:
+                safe.isetitem(i, frame.iloc[:, i].map(_csv_safe))
     if terminal and len(safe):
         safe = safe.map(lambda value: visible(value) if isinstance(value, str) else value)
         safe.columns = [visible(str(name)) for name in safe.columns]
@@ -139,5 +180,68 @@ def csv(frame: pd.DataFrame, title: str | None = None, terminal: bool = False) -
 
 
 def json(frame: pd.DataFrame, title: str | None = None) -> str:
-    records = _json.loads(frame.to_json(orient="records", double_precision=15))
-    return _json.dumps(records, indent=2, ensure_ascii=False)
+    """The rows as a JSON array of objects indented by two, as ``json.dumps(records, indent=2)`` writes
+    the records pandas gives (15 significant digits). Written column by column: a column's cells are
+    encoded in one call of the standard library's C encoder (its indenting encoder is pure Python), a
+    text category once; then each row is one ``%`` of a template. A frame with a list or dict in a
+    cell, or no rows, takes the plain way."""
+    if not len(frame) or not len(frame.columns) or not frame.columns.is_unique:
+        return _plain_json(frame)
+    cells = []
+    for i in range(frame.shape[1]):
+        column = frame.iloc[:, i]
+        if _text_categories(column):
+            texts = [_json.dumps(name, ensure_ascii=False) for name in column.cat.categories] + ["null"]
+            cells.append(list(map(texts.__getitem__, column.cat.codes.tolist())))
+            continue
+        if column.dtype.kind in "iuf":
+            cells.append(_number_cells(column))
+            continue
+        values = _json.loads(column.to_json(orient="values", double_precision=15))
+        if (
+            column.dtype.kind == "O"
+            and _infer(column) not in _PLAIN
+            and any(isinstance(v, (dict, list)) for v in values)
+        ):
+            return _plain_json(frame)
+        # a NUL cannot appear in encoded JSON (strings escape it), so it splits the cells apart again
+        cells.append(_json.dumps(values, ensure_ascii=False, separators=("\0", ":"))[1:-1].split("\0"))
+    keys = [_json.dumps(str(name), ensure_ascii=False).replace("%", "%%") for name in frame.columns]
+    template = "  {\n" + ",\n".join(f"    {key}: %s" for key in keys) + "\n  }"
+    return "[\n" + ",\n".join(map(template.__mod__, zip(*cells))) + "\n]"
+
+
+def _number_cells(column: pd.Series) -> list[str]:
+    """Each number of ``column`` as ``json.dumps(json.loads(pandas' JSON))`` writes it: pandas' text
+    (15 decimals) read back as a float and written by ``float.__repr__``, as the encoder does, without
+    building a list of Python objects for the whole column first; null and infinities as JSON has them."""
+    tokens = column.to_json(orient="values", double_precision=15)[1:-1].split(",")
+    if column.dtype.kind != "f":
+        return tokens  # whole numbers: pandas writes them as Python does
+    if "null" in tokens:
+        texts = ["null" if t == "null" else repr(float(t)) for t in tokens]
+    else:  # builtins mapped over the column: no Python frame per number
+        texts = list(map(repr, map(float, tokens)))
+    if "inf" in texts or "-inf" in texts:
+        texts = [{"inf": "Infinity", "-inf": "-Infinity"}.get(t, t) for t in texts]
+    return texts
+
+
+# What pandas' infer_dtype calls an object column that holds no list or dict.
+_PLAIN = {"string", "empty", "integer", "floating", "mixed-integer-float", "boolean", "decimal", "bytes"}
+
+
+def _infer(column: pd.Series) -> str:
+    import pandas as pd
+
+    return pd.api.types.infer_dtype(column, skipna=True)
+
+
+def _text_categories(column: pd.Series) -> bool:
+    import pandas as pd
+
+    return isinstance(column.dtype, pd.CategoricalDtype) and all(isinstance(c, str) for c in column.cat.categories)
+
+
+def _plain_json(frame: pd.DataFrame) -> str:
+    return _json.dumps(_json.loads(frame.to_json(orient="records", double_precision=15)), indent=2, ensure_ascii=False)

@@ -15,25 +15,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuprof import measure as measuring
-from gpuprof.derive.stalls import hot_spots, stall_profiles
+from gpuprof.derive.stalls import hot_spots, stall_table
 from gpuprof.derive.topdown import topdown_breakdowns
 from gpuprof.errors import InputError
 from gpuprof.launch.topdown import record_topdown
 from gpuprof.readers import ncu_source_csv, read
 
 if TYPE_CHECKING:
-    from gpuprof.derive.stalls import HotSpot, StallProfile
+    import pandas as pd
+
+    from gpuprof.derive.stalls import HotSpot
     from gpuprof.derive.topdown import TopdownBreakdown
     from gpuprof.model import Run
 
 
 @dataclass
 class Findings:
-    """Everything the inputs gave: GPU stall profiles, source hot spots, CPU Top-Down breakdowns.
+    """Everything the inputs gave: GPU stall rankings (one :func:`~gpuprof.derive.stalls.stall_table`
+    per run with stall metrics, kept as columns up to the renderer), source hot spots, CPU Top-Down
+    breakdowns.
 
     ``hint`` is the op that ran (when known), which lets the explanations name what usually helps."""
 
-    profiles: list[StallProfile] = field(default_factory=list)
+    stalls: list[pd.DataFrame] = field(default_factory=list)
     hot_spots: list[tuple[str, list[HotSpot]]] = field(default_factory=list)
     topdown: list[TopdownBreakdown] = field(default_factory=list)
     hint: str = ""
@@ -52,6 +56,14 @@ def analyze_files(
     findings = Findings()
     for path in map(Path, paths):
         _add_run(findings, read(path), path, basis, kernel, top, reason)
+    return findings
+
+
+def analyze_run(run: Run, basis: str | None = None, kernel: str | None = None) -> Findings:
+    """:func:`analyze_files` for a run already read (``gpuprof.read``): its stall rankings and Top-Down
+    breakdowns (hot spots need the file)."""
+    findings = Findings()
+    _add_run(findings, run, None, basis, kernel)
     return findings
 
 
@@ -101,9 +113,14 @@ def _add_run(
     """Add one run's findings (hot spots only from a file); a run with none is an input error
     rather than an empty report."""
     from_topdown = topdown_breakdowns(run)
-    profiles = [p for p in stall_profiles(run, basis) if not kernel or kernel in p.kernel]
+    ranked = stall_table(run, basis)
+    if kernel:
+        import numpy as np
+
+        names = ranked["kernel"].cat
+        ranked = ranked[np.array([kernel in name for name in names.categories], dtype=bool)[names.codes.to_numpy()]]
     spots = _hot_spots(path, run, kernel, top, reason) if path is not None else []
-    if not (from_topdown or profiles or spots):
+    if not (from_topdown or len(ranked) or spots):
         where = path or run.source
         raise InputError(
             f"{where}: no stall metrics"
@@ -113,7 +130,8 @@ def _add_run(
             "--section SourceCounters, or perf stat --topdown / -M TopdownL1",
         )
     findings.topdown += from_topdown
-    findings.profiles += profiles
+    if len(ranked):
+        findings.stalls.append(ranked.reset_index(drop=True))
     findings.hot_spots += spots
     if run.workload and run.workload.get("op"):
         findings.hint = str(run.workload["op"])

@@ -12,6 +12,7 @@ current directory.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -21,7 +22,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from gpuprof import inputs
-from gpuprof.errors import FormatError, StoreError, shortened
+from gpuprof.errors import FormatError, StoreError, os_fix, os_problem, shortened
 from gpuprof.model import SCHEMA_VERSION, Launch, Metric, Run, schema
 from gpuprof.outputs import creatable_in, regular_file
 from gpuprof.store import columns as store_columns
@@ -157,6 +158,18 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
             time.sleep(0.02)
 
 
+def _full(error: sqlite3.DatabaseError) -> bool:
+    return getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL
+
+
+def _database_error(action: str, path: Path, error: sqlite3.DatabaseError, fix: str) -> StoreError:
+    """SQLite's error as one line; a full disk worded as every other writer words it."""
+    if _full(error):
+        full = OSError(errno.ENOSPC, "disk full")
+        return StoreError(f"cannot {action} results store {os_problem(path, full)}", os_fix(full, fix))
+    return StoreError(f"cannot {action} results store {path}: {error}", fix)
+
+
 class Store:
     """Runs in a SQLite file. Open with :func:`open_store`."""
 
@@ -172,6 +185,7 @@ class Store:
                     f"results store {error.problem}", "give a gpuprof results store with --store or $GPUPROF_STORE"
                 ) from None
         self._connection: sqlite3.Connection | None = None
+        self._made = False  # this process created the file: removed again if nothing could be stored
         # through a symlink to its target; a device or FIFO cannot hold SQLite's file
         self._real = (
             path
@@ -214,11 +228,12 @@ class Store:
                 db = _connect_read_only(path)
             else:
                 self._real.parent.mkdir(parents=True, exist_ok=True)
+                self._made = self._made or not os.path.lexists(self._real)
                 db = _connect(self._real)
         except OSError as error:
             raise StoreError(
-                f"cannot create results store {path}: {error.strerror}",
-                "give a writable path with --store or $GPUPROF_STORE",
+                f"cannot create results store {os_problem(path, error)}",
+                os_fix(error, "give a writable path with --store or $GPUPROF_STORE"),
             ) from None
         except sqlite3.DatabaseError as error:
             raise StoreError(
@@ -244,12 +259,32 @@ class Store:
         except sqlite3.DatabaseError as error:
             self._connection = None
             db.close()
-            raise StoreError(
-                f"cannot open results store {path}: {error}",
+            self._discard_new()
+            raise _database_error(
+                "open",
+                path,
+                error,
                 "give a gpuprof results store with --store or $GPUPROF_STORE"
                 if read_only
                 else "check free disk space and write permission, or give another path with --store or $GPUPROF_STORE",
             ) from None
+
+    def _discard_new(self) -> None:
+        """Remove the store this process created when it could not be set up or, on a full disk, not one
+        run could be stored in it: a failed command leaves no store behind, as one that fails before
+        storing does."""
+        if not self._made:
+            return
+        if self._connection is not None:
+            with suppress(sqlite3.Error):
+                if self._connection.execute("SELECT 1 FROM runs LIMIT 1").fetchone():
+                    return
+            self._connection.close()
+            self._connection = None
+        for name in (self._real, *(Path(f"{self._real}{end}") for end in ("-wal", "-shm", "-journal"))):
+            with suppress(OSError):
+                name.unlink()
+        self._made = False
 
     def _check_schema(self) -> None:
         """Create the tables in a new (empty) file; refuse any file this gpuprof cannot read.
@@ -316,7 +351,9 @@ class Store:
         try:
             yield
         except sqlite3.DatabaseError as error:
-            raise StoreError(f"cannot {action} results store {self.path}: {error}", fix) from None
+            if action == "write" and _full(error):
+                self._discard_new()
+            raise _database_error(action, self.path, error, fix) from None
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from gpuprof import inputs, outputs
-from gpuprof.errors import FormatError, InputError, shortened
+from gpuprof.errors import FormatError, InputError, os_fix, os_problem, shortened
 from gpuprof.model import Run, schema
 
 if TYPE_CHECKING:
@@ -82,8 +82,8 @@ def write(path: str | Path, runs: list[Run], replace: bool = True, fmt: str = "j
                 os.fsync(handle.fileno())
         except OSError as error:
             raise InputError(
-                f"cannot write run file {path}: {error.strerror or error}",
-                "give a path in a folder that exists and that you can write",
+                f"cannot write run file {os_problem(path, error)}",
+                os_fix(error, "give a path in a folder that exists and that you can write"),
             ) from None
 
 

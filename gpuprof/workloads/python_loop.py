@@ -14,7 +14,6 @@ from collections.abc import Callable
 import numpy as np
 
 NAME = "python-loop"
-DEVICE = "cpu"
 
 
 def version() -> str:

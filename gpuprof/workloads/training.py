@@ -27,8 +27,6 @@ from typing import Any
 from gpuprof import regions
 from gpuprof.workloads.models import build, parameters
 
-SETUPS = ("cpu", "cuda", "cuda-ddp", "ddp:N")
-
 
 @dataclass(frozen=True)
 class Job:

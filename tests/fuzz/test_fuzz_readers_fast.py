@@ -15,6 +15,9 @@ INPUTS = 150
 # under a minute; the full run reads 10,000 of them like any other target
 INPUTS_OF = {"ncu-rep": 40}
 TARGETS = reader_fuzz.targets()
+# The command-level targets store and render each input (about 0.5 s each): fewer inputs, and slow.
+HEAVY = {"import": 25, "runfile": 25, "numbers": 30}
+INPUTS_OF.update(HEAVY)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,7 @@ def test_mutations_are_reproducible_by_seed(all_seeds):
     assert len({m for case in first for m in case.mutations}) >= 8
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", [pytest.param(t, marks=pytest.mark.slow) if t in HEAVY else t for t in TARGETS])
 def test_reader_survives_mutated_inputs(target, all_seeds):
     inputs = INPUTS_OF.get(target, INPUTS)
     tally = reader_fuzz.fuzz_target(
@@ -53,5 +56,5 @@ def test_reader_survives_mutated_inputs(target, all_seeds):
     assert failures == [], (
         f"{failures}; rebuild one with: python benchmarks/fuzz_readers.py --show {failures[0].split()[0]}"
     )
-    if target not in ("nsys-rep",):  # nsys-rep always answers with the nsys command to run
+    if target not in ("nsys-rep", "numbers"):  # nsys-rep always answers with the nsys command to run
         assert tally.counts[reader_fuzz.IMPORTED] > 0 and tally.counts[reader_fuzz.CLEAN] > 0
