@@ -232,3 +232,32 @@ def test_the_check_catches_overlaps_texts_off_the_canvas_and_repeated_ticks() ->
     clean = Figure(figsize=(4, 3))
     clean.add_subplot().plot([1, 2], [1, 2], marker="o")
     assert layout_problems(clean) == []
+
+
+A100_ERROR_LINES = FIXTURES / "ncu_csv_details_a100_with_error_lines.csv"
+
+
+def test_a_label_that_fits_nowhere_becomes_a_numbered_note(
+    tmp_path: Path, saved: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two real A100 ncu CSVs on one chart at 765 MHz: the L1 slope's label has no spot clear of the
+    points and the DRAM and L2 labels, so a number marks the slope and the text is a note under the chart."""
+    drawn: list[Figure] = []
+    save = Figure.savefig
+
+    def keep(self: Figure, *args: object, **kwargs: object) -> None:
+        drawn.append(self)
+        save(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    store = stored(tmp_path / "s.sqlite", (), [A100, A100_ERROR_LINES])
+    invoke("roofline", "--store", str(store), "--out", str(tmp_path / "r.png"), "--peaks", "a100-pcie-40gb")
+    assert_readable(saved, 1)
+    [fig] = drawn
+    notes = next(t.get_text() for t in fig.axes[1].texts if t.get_text().startswith("Points:"))
+    numbered = [line.split(": ", 1) for line in notes.splitlines() if line.split(":")[0].isdigit()]
+    assert [text for _, text in numbered] == ["L1/shared 10.6 TB/s (derived)"]
+    key = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert any(t.startswith("2  randomInit<float> (2 launches) ×2: ") for t in key), key  # one from each file
+    on_chart = [t.get_text() for t in fig.axes[0].texts]
+    assert numbered[0][0] in on_chart and not any(t.startswith("L1/shared") for t in on_chart)

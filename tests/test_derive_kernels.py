@@ -157,7 +157,7 @@ def test_completeness_flags_and_sums_over_the_launches_that_have_a_value() -> No
     # the roofline places a kernel only from complete sums
     points, skipped = roofline.points([run])
     assert points.empty and skipped == [
-        f"1 run(s) with no FLOPs, DRAM bytes and time to place (1 test): {run.run_id[:8]}"
+        f"1 run(s) with no FLOPs (counted in some launches only) to place (1 test): {run.run_id[:8]}"
     ]
     complete = _run({"time": 1e-3, "sp": 4e9, "dram": 1e8}, {"time": 3e-3, "sp": 2e9, "dram": 3e8})
     points, _ = roofline.points([complete])

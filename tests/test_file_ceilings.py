@@ -59,3 +59,50 @@ def test_cli_lists_the_ceilings_and_draws_nothing(store: Path, tmp_path: Path, m
     assert result.exit_code == 0, result.output
     assert "FP32 FMA" in result.output and "dram__bytes.sum.peak_sustained" in result.output
     assert not any(tmp_path.iterdir())
+
+
+def _charts(store: Path, tmp_path: Path, monkeypatch, *options: str) -> list:
+    """The figures ``gpuprof roofline`` saves for ``store``."""
+    from matplotlib.figure import Figure
+
+    drawn, save = [], Figure.savefig
+
+    def keep(self: Figure, *args: object, **kwargs: object) -> None:
+        drawn.append(self)
+        save(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    result = CliRunner().invoke(main, ["roofline", "--store", str(store), "--out", str(tmp_path / "c.png"), *options])
+    assert result.exit_code == 0, result.output
+    return drawn
+
+
+def _roofs(fig) -> tuple[list[float], list[float]]:
+    """The compute roofs (horizontal lines) and memory slopes (y = bandwidth x AI) of the chart."""
+    flat, slopes = [], []
+    for line in fig.axes[0].get_lines():
+        xs, ys = list(line.get_xdata()), list(line.get_ydata())
+        if len(xs) == 2 and line.get_marker() in ("None", None, ""):
+            (flat if ys[0] == ys[1] else slopes).append(ys[1] if ys[0] == ys[1] else ys[1] / xs[1])
+    return flat, slopes
+
+
+def test_the_chart_draws_the_files_ceilings_as_the_table_uses_them(store: Path, tmp_path: Path, monkeypatch) -> None:
+    [fig] = _charts(store, tmp_path, monkeypatch)
+    flat, slopes = _roofs(fig)
+    assert any(v == pytest.approx(FP32_PEAK, rel=1e-9) for v in flat), flat  # not the table's 19.5 T at this clock
+    assert any(v == pytest.approx(FP32_PEAK / 2, rel=1e-9) for v in flat)  # the table's no-FMA roof, same clock
+    assert slopes == [pytest.approx(DRAM_PEAK, rel=1e-9)]
+    texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+    assert "FP32 FMA (from the file): 15.2 TFLOP/s" in texts
+    assert any("DRAM 1.56 TB/s (from the file)" in t for t in texts)
+    notes = next(t for t in texts if t.startswith("Points:"))
+    assert "FP32 FMA 15.2 TFLOP/s from the file (2 x sm__sass_thread_inst_executed_op_ffma" in notes.replace("\n", " ")
+
+
+def test_a_file_naming_no_gpu_gets_its_own_roofs(tmp_path: Path, monkeypatch) -> None:
+    unnamed = tmp_path / "u.db"
+    import_files([A100_TEXT], unnamed)
+    [fig] = _charts(unnamed, tmp_path, monkeypatch)
+    flat, slopes = _roofs(fig)
+    assert flat == [pytest.approx(FP32_PEAK, rel=1e-9)] and slopes == [pytest.approx(DRAM_PEAK, rel=1e-9)]

@@ -78,7 +78,7 @@ def roofline(
     """Plot stored kernels under their device's memory (L1, L2, DRAM) and compute ceilings."""
     from pathlib import Path
 
-    from gpuprof.derive.roofline import ceiling_sources, device_ceilings, drawable, points, select
+    from gpuprof.derive.roofline import ceiling_sources, device_ceilings, drawable, file_ceilings, points, select
     from gpuprof.devices import gpu_table
     from gpuprof.errors import InputError
     from gpuprof.render import emit
@@ -120,8 +120,8 @@ def roofline(
             "measure with 'gpuprof run' or import a profile with FLOP and DRAM counters",
         )
     fallback = [gpu_table.peaks(gpu_table.match(peaks_name))] if peaks_name else None
-    ceilings = device_ceilings(runs, fallback)
-    for device in sorted(set(frame["device"]) - {d for d, p in ceilings.items() if p}):
+    ceilings, carried = device_ceilings(runs, fallback), file_ceilings(runs)
+    for device in sorted(set(frame["device"]) - {d for d, p in [*ceilings.items(), *carried.items()] if p}):
         note(f"no peaks known for '{device}': its chart has points but no ceilings (give --peaks GPU)")
-    for path in plot(frame, ceilings, Path(out), precision):
+    for path in plot(frame, ceilings, Path(out), precision, carried):
         echo(str(path))

@@ -213,6 +213,9 @@ def _launch_points(run: Run, precision: str) -> list[dict[str, Any]]:
             points += _rate_points(row, run, precision)
             continue
         counted = [p for p in POINT_PRECISIONS if getattr(row, f"flops_{p}") > 0]
+        if not counted and row.flops_all > 0 and precision == "all":  # a total of no known precision
+            points.append(_kernel_point(row, run, "total", row.flops_all, "total", ""))
+            continue
         if precision != "all":
             if precision in counted:
                 points.append(_kernel_point(row, run, precision, getattr(row, f"flops_{precision}"), precision, ""))
@@ -251,6 +254,29 @@ def _name_engines(rows: list[dict[str, Any]]) -> None:
             row["op"] = named
 
 
+def _missing(run: Run, precision: str) -> str:
+    """What keeps ``run`` off the chart: 'DRAM bytes' where its FLOPs and time were counted, not a
+    list of everything a point needs (a perf run with counted FLOPs and no byte counter)."""
+    what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
+    if run.kind == "run":
+        return f"{what}, DRAM bytes and time"
+    try:
+        frame = kernels.kernel_frame([run])
+    except (GpuprofError, ValueError, KeyError, TypeError):
+        return f"{what}, DRAM bytes and time"
+    gaps = []
+    for name, column in (
+        (what, "flops_total" if precision == "all" else f"flops_{precision}"),
+        ("DRAM bytes", "dram_bytes"),
+        ("time", "time"),
+    ):
+        if not (frame[column].where(frame[f"{column}_complete"]) > 0).any():
+            gaps.append(f"{name} (counted in some launches only)" if (frame[column] > 0).any() else name)
+    if not gaps:
+        return f"{what}, DRAM bytes and time in the same kernel"
+    return ", ".join(gaps[:-1]) + " and " * (len(gaps) > 1) + gaps[-1]
+
+
 def drawable(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of a :func:`points` frame that have a place on the chart."""
     return frame[(frame["ai"] > 0) & (frame["flop_rate"] > 0)]
@@ -281,12 +307,14 @@ def points(runs: list[Run], precision: str = "all") -> tuple[pd.DataFrame, list[
         if not placed and not left:
             unplaced.append(run)
         rows += placed + left
-    if unplaced:  # one line for all of them: a store of imports may hold hundreds
-        what = "FLOPs" if precision == "all" else f"{precision} FLOPs"
-        formats = Counter(run.format for run in unplaced)
-        ids = ", ".join(run.run_id[:8] for run in unplaced[:3]) + (", ..." if len(unplaced) > 3 else "")
+    by_gap: dict[str, list[Run]] = {}  # one line per thing missing: a store of imports may hold hundreds
+    for run in unplaced:
+        by_gap.setdefault(_missing(run, precision), []).append(run)
+    for gap, group in by_gap.items():
+        formats = Counter(run.format for run in group)
+        ids = ", ".join(run.run_id[:8] for run in group[:3]) + (", ..." if len(group) > 3 else "")
         skipped.append(
-            f"{len(unplaced)} run(s) with no {what}, DRAM bytes and time to place ("
+            f"{len(group)} run(s) with no {gap} to place ("
             + ", ".join(f"{n} {fmt}" for fmt, n in formats.most_common())
             + f"): {ids}"
         )
@@ -390,36 +418,105 @@ _CARRIED = (
     ("FP64 FMA", "fp64/fma", "fp64", "fma"),
     ("DRAM", "dram", "", "dram"),
 )
+FROM_THE_FILE = "from the file"  # the origin of a ceiling the profile itself carries
 
 
-def ceiling_sources(runs: list[Run], fallback: str | None = None) -> pd.DataFrame:
+def file_ceilings(runs: list[Run]) -> dict[str, list[Ceiling]]:
     """Per device of the imported ``runs``, the ceilings its files carry (Nsight Compute's
-    ``*.peak_sustained`` at the clocks measured, the median over the launches that have them) beside
-    the device table's (or ``fallback``'s, a table GPU for files that name none), each with its
-    source, and which one the binding ceiling uses: the file's where it has one."""
+    ``*.peak_sustained`` :data:`levels.FILE_CEILINGS`): the one source of the chart's roofs and of
+    ``--ceilings``. A compute roof is the median peak per SM cycle over the launches that have it,
+    at the median SM clock they measured (so :func:`at_clock` can move it to a chart's clock); DRAM's
+    the median bandwidth at the DRAM clock measured."""
     import numpy as np
-    import pandas as pd
 
-    carried: dict[str, dict[str, list[float]]] = {}
+    found: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
     for run in runs:
         if run.kind != "import":
             continue
         frame = kernels.launch_frame(run, roofline=False)
         frame["device"] = [device_name(run, d) for d in frame["device"].tolist()]
         for device, part in frame.groupby("device", sort=False):
-            mine = carried.setdefault(str(device), {})
+            mine = found.setdefault(str(device), {})
+            clock = part["sm_clock"].to_numpy(dtype=float) if "sm_clock" in part else np.full(len(part), np.nan)
             for _, kind, _, _ in _CARRIED:
                 column = levels.FILE_CEILINGS[kind][0].replace("_sp", "_fp32").replace("_dp", "_fp64")
-                values = part[column].to_numpy(dtype=float)
-                mine.setdefault(kind, []).extend(values[np.isfinite(values) & (values > 0)].tolist())
+                if column not in part:
+                    continue
+                values, clocks = mine.setdefault(kind, ([], []))
+                value = part[column].to_numpy(dtype=float)
+                has = np.isfinite(value) & (value > 0) & (kind == "dram" or (np.isfinite(clock) & (clock > 0)))
+                values += value[has].tolist()
+                clocks += clock[has].tolist()
+    out: dict[str, list[Ceiling]] = {}
+    for device, kinds in found.items():
+        out[device] = []
+        for name, kind, precision, level in _CARRIED:
+            values, clocks = kinds.get(kind, ([], []))
+            if not values:
+                continue
+            source = levels.FILE_CEILINGS[kind][2]
+            if level == "dram":
+                out[device].append(
+                    Ceiling(
+                        name, "", "dram", float(np.median(values)), "byte/s", FROM_THE_FILE, source, None, "", source
+                    )
+                )
+                continue
+            hz = float(np.median(clocks))
+            per_cycle = float(np.median(np.asarray(values) / np.asarray(clocks)))
+            out[device].append(
+                Ceiling(
+                    name,
+                    precision,
+                    level,
+                    per_cycle * hz,
+                    "FLOP/s",
+                    FROM_THE_FILE,
+                    source,
+                    hz / 1e6,
+                    "SM measured",
+                    source,
+                )
+            )
+    return out
+
+
+def with_file_ceilings(found: list[Ceiling], carried: list[Ceiling]) -> list[Ceiling]:
+    """The roofs ``found`` (the device table's, stored peaks) with each one the file carries in its
+    place: the file's where it has one, as the binding ceiling uses it, and a no-FMA roof half the
+    file's FMA roof (as the table derives it), so no chart mixes the two sources for one precision."""
+    replaced = {(c.precision, c.kind): c for c in carried}
+    out = list(carried)
+    for roof in found:
+        fma = replaced.get((roof.precision, "fma")) if roof.kind == "no-fma" else None
+        if fma:
+            roof = replace(
+                roof,
+                value=fma.value / 2,
+                source=fma.source,
+                clock_mhz=fma.clock_mhz,
+                clock=fma.clock,
+                formula=f"{fma.name} {FROM_THE_FILE} / 2",
+            )
+        if (roof.precision, roof.kind) not in replaced:
+            out.append(roof)
+    return out
+
+
+def ceiling_sources(runs: list[Run], fallback: str | None = None) -> pd.DataFrame:
+    """Per device of the imported ``runs``, the ceilings its files carry (:func:`file_ceilings`)
+    beside the device table's (or ``fallback``'s, a table GPU for files that name none), each with
+    its source, and which one the binding ceiling and the chart use: the file's where it has one."""
+    import pandas as pd
+
     rows = []
-    for device, found in carried.items():
+    for device, carried in file_ceilings(runs).items():
         specs = gpu_table.find(device) if device else []
         if len(specs) != 1 and fallback:
             specs = [gpu_table.match(fallback)]
         spec = specs[0] if len(specs) == 1 else None
         for name, kind, precision, level in _CARRIED:
-            values = found.get(kind, [])
+            mine = [c for c in carried if (c.precision, c.kind) == (precision, level)]
             table = None
             if spec is not None:
                 table = (
@@ -432,8 +529,12 @@ def ceiling_sources(runs: list[Run], fallback: str | None = None) -> pd.DataFram
                     "device": device,
                     "ceiling": name,
                     "unit": "byte/s" if level == "dram" else "FLOP/s",
-                    "from the file": float(np.median(values)) if values else None,
-                    "file source": levels.FILE_CEILINGS[kind][2] if values else "not in the file",
+                    "from the file": mine[0].value if mine else None,
+                    "file source": (
+                        mine[0].source + (f" ({mine[0].clock_mhz:.0f} MHz)" if mine[0].clock_mhz else "")
+                        if mine
+                        else "not in the file"
+                    ),
                     "from the device table": table.value if table else None,
                     "table source": (
                         f"{table.origin} at {table.clock_mhz:g} MHz {table.clock}: {table.source}".replace(
@@ -444,7 +545,7 @@ def ceiling_sources(runs: list[Run], fallback: str | None = None) -> pd.DataFram
                         if table
                         else "no table row for this device"
                     ),
-                    "used": "file" if values else "table" if table else "none",
+                    "used": "file" if mine else "table" if table else "none",
                 }
             )
     return pd.DataFrame(rows)

@@ -60,11 +60,13 @@ class Placer:
         text: str,
         spots: Sequence[tuple[tuple[float, float], Offset, dict[str, Any]]],
         leader_beyond: float = 14.0,
+        force: bool = True,
         **style: Any,
-    ) -> Annotation:
+    ) -> Annotation | None:
         """Annotate ``text`` at the first free spot of ``spots`` ((data xy, offset, text options)
         each); spots further than ``leader_beyond`` points get a thin line back to their anchor.
-        With no free spot it goes to the first one, so a crowded chart still names everything."""
+        With no free spot: None when not ``force`` (the caller puts it elsewhere: a numbered note),
+        else the first spot, for a label that is already as short as it gets."""
         from matplotlib.text import Text
 
         chosen = None
@@ -95,5 +97,8 @@ class Placer:
             else:
                 note.remove()
         note, box = chosen
+        if not force:
+            note.remove()
+            return None
         self.taken.append(box)
         return note

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof import outputs
-from gpuprof.derive.roofline import at_clock, chart_clock, drawable, roofs
+from gpuprof.derive.roofline import at_clock, chart_clock, drawable, roofs, with_file_ceilings
 from gpuprof.errors import InputError
 from gpuprof.model.units import human
 from gpuprof.render.chart_style import log_ticks, series, wrap
@@ -92,6 +93,11 @@ def _compute_roofs(roofs: list[Ceiling], frame: pd.DataFrame) -> tuple[list[Ceil
                     if found
                     else []
                 )
+        elif precision == "total":  # FLOPs of no known precision (AMD's fp_ret_sse_avx_ops.all)
+            found = [r for r in roofs if r.precision in ("fp64", "fp32") and r.kind == "fma"]
+            notes += ["FLOPs of no one precision (the counter sums them all): the FP64 and FP32 roofs drawn"] * bool(
+                found
+            )
         else:
             found = [r for r in roofs if r.precision == precision and r.kind in ("fma", "no-fma")]
         if not found and roofs:
@@ -185,9 +191,8 @@ def _clusters(ax: Axes, frame: pd.DataFrame) -> list[Cluster]:
 
 def _draw_points(
     ax: Axes, frame: pd.DataFrame, levels: list[tuple[str, ...]], styles: dict[str, dict[str, Any]], hierarchical: bool
-) -> list[tuple[float, float]]:
-    """Every kernel's points (joined across levels); returns their display positions."""
-    drawn = []
+) -> None:
+    """Every kernel's points (joined across levels)."""
     for row in frame.itertuples():
         style = styles[row.op]
         xs = [getattr(row, column) for _, column, *_ in levels if getattr(row, column) > 0]
@@ -207,8 +212,6 @@ def _draw_points(
                     fillstyle=fill if hierarchical else "full",
                     markeredgewidth=1.3,
                 )
-                drawn.append(tuple(ax.transData.transform((x, row.flop_rate))))
-    return drawn
 
 
 def _size_order(member: tuple[str, str]) -> tuple[str, float]:
@@ -243,10 +246,10 @@ def _cluster_text(rows: list[Any], hierarchical: bool) -> str:
     parts = []
     for op, rests in by_op.items():
         units = {r.rpartition(" ")[2] for r in rests}
-        if not any(rests):
-            parts.append(op if len(rests) == 1 else f"{op} ×{len(rests)}")
-        elif len(units) == 1 and all(" " in r for r in rests):
+        if len(units) == 1 and all(_size_order((op, f"{op} {r}"))[1] and " " in r for r in rests):
             parts.append(f"{op} {', '.join(r.rpartition(' ')[0] for r in rests)} {units.pop()}")
+        elif len(set(rests)) == 1:  # the same kernel from several runs: 'randomInit<float> (2 launches) ×2'
+            parts.append(f"{op} {rests[0]}".strip() + (f" ×{len(rests)}" if len(rests) > 1 else ""))
         else:
             parts.append(f"{op} {', '.join(rests)}".strip())
     return "; ".join(parts) + _span(rows)
@@ -273,15 +276,27 @@ def _span(rows: list[Any]) -> str:
     return f": {shown(rates, 'FLOP/second')}, AI {low if low == high else f'{low}-{high}'} FLOP/byte"
 
 
+def _label_or_note(placer: Placer, text: str, spots: list[Any], notes: list[str], first: int, **style: Any) -> None:
+    """``text`` at the first of ``spots`` clear of every point and label; where none is, a number
+    there instead (``first`` on, after the key's) and the text under the chart as that numbered note."""
+    if placer.label(text, spots, force=False, **style) is None:
+        number = first + len(notes)
+        placer.label(str(number), spots, **{**style, "fontsize": 7, "fontstyle": "italic"})
+        notes.append(f"{number}: {text}")
+
+
 def _label_roofs(
     placer: Placer,
     compute: list[Ceiling],
     memory: list[tuple[Ceiling, str]],
     xlim: tuple[float, float],
     ylim: tuple[float, float],
-) -> None:
+    first: int,
+) -> list[str]:
     """Each compute roof's name and value on its line (coincident roofs share one label), then each
-    memory slope's along it, at the first spot clear of the others."""
+    memory slope's along it, at the first spot clear of the others; returns the numbered notes of
+    those that fit nowhere (numbered from ``first``)."""
+    notes: list[str] = []
     ax = placer.ax
     fastest = max((m.value for m, _ in memory), default=None)
     groups: list[list[Ceiling]] = []
@@ -297,7 +312,7 @@ def _label_roofs(
         middle = math.sqrt(max(start, xlim[0]) * xlim[1])
         spots = [((xlim[1], value), (-4, dy), {"ha": "right"}) for dy in (3, -3)]
         spots += [((middle, value), (0, dy), {"ha": "center"}) for dy in (3, -3)]
-        placer.label(text, spots, fontsize=8, bbox=_BACKING)
+        _label_or_note(placer, text, spots, notes, first, fontsize=8, bbox=_BACKING)
     top = max((c.value for c in compute), default=ylim[1])
     for roof, colour in sorted(memory, key=lambda pair: pair[0].value):  # the slowest, nearest the points, first
         low = max(xlim[0], ylim[0] / roof.value)
@@ -317,14 +332,17 @@ def _label_roofs(
                 )
                 for dy in (3, -3)
             ]
-        placer.label(f"{roof.name} {_value_text(roof)} ({roof.origin})", spots, fontsize=8, color=colour, bbox=_BACKING)
+        text = f"{roof.name} {_value_text(roof)} ({roof.origin})"
+        _label_or_note(placer, text, spots, notes, first, fontsize=8, color=colour, bbox=_BACKING)
+    return notes
 
 
 def _number_points(placer: Placer, clusters: list[Cluster]) -> None:
     """Each cluster's number beside its DRAM point, further out (with a leader) when crowded."""
     for cluster in clusters:
         row = cluster.rows[0]
-        spots = [((row.ai, row.flop_rate), offset, {}) for radius in (5, 9, 16, 24, 34) for offset in ring(radius)]
+        radii = (5, 9, 16, 24, 34, 48, 64)
+        spots = [((row.ai, row.flop_rate), offset, {}) for radius in radii for offset in ring(radius)]
         placer.label(str(cluster.number), spots, fontsize=8, fontweight="bold")
 
 
@@ -396,8 +414,11 @@ def _shown(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     ]
 
 
-def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str = "all") -> Figure:
-    """The roofline chart of one device's points (``gpuprof.derive.roofline.points`` rows)."""
+def figure(
+    frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str = "all", carried: Sequence[Ceiling] = ()
+) -> Figure:
+    """The roofline chart of one device's points (``gpuprof.derive.roofline.points`` rows) under
+    ``peaks``' roofs, those the files carry (``carried``: ``roofline.file_ceilings``) in their place."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -406,7 +427,7 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     levels = _levels(frame)
     hierarchical = len(levels) > 1
     clock = chart_clock(frame)
-    ceilings = at_clock(roofs(peaks), clock)
+    ceilings = at_clock(with_file_ceilings(roofs(peaks), list(carried)), clock)
     compute, compute_notes = _compute_roofs(ceilings, frame)
     memory, memory_notes = _memory_roofs(ceilings, levels)
     xlim, ylim = _limits(frame, compute, memory, levels)
@@ -453,7 +474,7 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
     note_text = key_ax.text(
         0,
         0,
-        wrap("\n".join(notes), fig, 7, share=0.88),
+        _notes_text(notes, fig),
         transform=key_ax.transAxes,
         fontsize=7,
         color="0.3",
@@ -461,12 +482,44 @@ def figure(frame: pd.DataFrame, device: str, peaks: list[Peaks], precision: str 
         ha="left",
     )
     _fit_key(fig, grid, key, note_text)
-    positions = _draw_points(ax, frame, levels, styles, hierarchical)
-    placer = Placer(ax)
-    placer.marker_boxes(positions)
-    _label_roofs(placer, compute, memory, xlim, ylim)
-    _number_points(placer, clusters)
+    _draw_points(ax, frame, levels, styles, hierarchical)
+    numbered = _place_labels(ax, frame, levels, compute, memory, xlim, ylim, clusters)
+    if numbered:  # labels that fit nowhere: their notes join the others, the key row grows, all placed again
+        note_text.set_text(_notes_text([*notes, *numbered], fig))
+        for text in list(ax.texts):
+            text.remove()
+        fig.set_layout_engine("constrained")
+        _fit_key(fig, grid, key, note_text)
+        _place_labels(ax, frame, levels, compute, memory, xlim, ylim, clusters)
     return fig
+
+
+def _notes_text(notes: list[str], fig: Figure) -> str:
+    return wrap("\n".join(notes), fig, 7, share=0.88)
+
+
+def _place_labels(
+    ax: Axes,
+    frame: pd.DataFrame,
+    levels: list[tuple[str, ...]],
+    compute: list[Ceiling],
+    memory: list[tuple[Ceiling, str]],
+    xlim: tuple[float, float],
+    ylim: tuple[float, float],
+    clusters: list[Cluster],
+) -> list[str]:
+    """Roof labels and cluster numbers placed clear of the points (any placed before are removed
+    first: the layout may have moved); returns the numbered notes of roof labels that fit nowhere."""
+    placer = Placer(ax)
+    placer.marker_boxes(
+        ax.transData.transform((getattr(row, column), row.flop_rate))
+        for row in frame.itertuples()
+        for _, column, *_ in levels
+        if getattr(row, column) > 0
+    )
+    numbered = _label_roofs(placer, compute, memory, xlim, ylim, len(clusters) + 1)
+    _number_points(placer, clusters)
+    return numbered
 
 
 def _rate_formatter() -> Any:
@@ -503,16 +556,28 @@ def save(fig: Figure, paths: list[Path]) -> list[Path]:
 
 
 def plot_device(
-    frame: pd.DataFrame, device: str, peaks: list[Peaks], out_dir: Path, precision: str = "all"
+    frame: pd.DataFrame,
+    device: str,
+    peaks: list[Peaks],
+    out_dir: Path,
+    precision: str = "all",
+    carried: Sequence[Ceiling] = (),
 ) -> list[Path]:
     """Write ``roofline-<device>.png`` and ``.svg`` for the points of one device."""
     paths = [out_dir / f"roofline-{slug(device)}.{ext}" for ext in ("png", "svg")]
-    return save(figure(frame, device, peaks, precision), paths)
+    return save(figure(frame, device, peaks, precision, carried), paths)
 
 
-def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path, precision: str = "all") -> list[Path]:
+def plot(
+    frame: pd.DataFrame,
+    peaks_by_device: dict[str, list[Peaks]],
+    out: Path,
+    precision: str = "all",
+    carried: dict[str, list[Ceiling]] | None = None,
+) -> list[Path]:
     """One chart per device in ``frame``: into directory ``out`` as PNG and SVG, or, when ``out``
-    names a .png or .svg file, to that file (``<stem>-<device>`` when there are several devices)."""
+    names a .png or .svg file, to that file (``<stem>-<device>`` when there are several devices).
+    ``carried``: per device, the ceilings its files carry, drawn in place of the table's."""
     devices = sorted(set(drawable(frame)["device"]))
     as_file = out.suffix.lower() in SUFFIXES
     if out.suffix and not as_file and not out.is_dir():
@@ -521,9 +586,10 @@ def plot(frame: pd.DataFrame, peaks_by_device: dict[str, list[Peaks]], out: Path
     with outputs.all_or_none():  # a full disk at the last chart leaves none of them (nor the folder made)
         for device in devices:
             mine, peaks = frame[frame["device"] == device], peaks_by_device.get(device, [])
+            own = (carried or {}).get(device, [])
             if not as_file:
-                written += plot_device(mine, device, peaks, out, precision)
+                written += plot_device(mine, device, peaks, out, precision, own)
                 continue
             path = out if len(devices) == 1 else out.with_name(f"{out.stem}-{slug(device)}{out.suffix}")
-            written += save(figure(mine, device, peaks, precision), [path])
+            written += save(figure(mine, device, peaks, precision, own), [path])
     return written
