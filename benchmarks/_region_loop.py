@@ -1,33 +1,32 @@
 """The tight loop both region benchmarks time (bench_regions.py, bench_region_counters.py), made robust
-to load from other processes.
+to load from other processes and to this VM's own jitter.
 
 The loop's body is fixed work of about ``period`` seconds (NumPy sums, calibrated on the fastest of
-five batches). Each iteration is timed on its own, region enter and exit included, on two clocks:
-wall time (``perf_counter``) and this thread's CPU time (``thread_time``, which leaves out the time
-other processes hold the core, so it stays near the quiet machine's figure under load). Variants run
-in interleaved rounds, in a rotated order each round, so drift and bursts of load hit them alike; a
-round keeps each variant's median iteration. Load only ever adds time, so the ratio reported is the
-minimum over rounds of a variant's medians over the baseline's (the "min of medians": the loop as the
-machine runs it when nothing else interferes); the median of the rounds' own wall ratios and their
-range are printed beside it to show the noise.
+five batches). Iterations come in pairs, back to back: one with a region around the work, one without,
+their order alternating from pair to pair, each timed on two clocks: wall time (``perf_counter``) and
+this thread's CPU time (``thread_time``). A pair's ratio compares two iterations milliseconds apart, so
+drift and slow bursts of load cancel; the ratio reported is the median over all pairs (1,000 by default)
+with its interquartile range. (Whole loops of 50 iterations compared round by round swung from 0.70 to
+1.34 on a 2-core VM, too wide to see 1 %.)
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 
 import numpy as np
 
 from gpuprof import regions
 
-ITERATIONS = 20
+PAIRS = 1000
 
 
 class Loop:
-    """``ITERATIONS`` iterations of about ``period`` seconds of NumPy work each."""
+    """Iterations of about ``period`` seconds of NumPy work each."""
 
     def __init__(self, period: float) -> None:
         self.data = np.random.default_rng(0).random(50_000)
@@ -43,58 +42,49 @@ class Loop:
         for _ in range(self.repeat):
             self.data.sum()
 
-    def run(self, with_regions: bool) -> tuple[list[float], list[float]]:
-        """Wall and thread CPU seconds per iteration, each with its region's begin and end when
-        ``with_regions``."""
-        walls, cpus = [], []
-        wall, cpu = time.perf_counter, time.thread_time
-        for i in range(ITERATIONS):
-            start, used = wall(), cpu()
-            if with_regions:
-                with regions.region("step", index=i):
-                    self._work()
-            else:
+    def once(self, with_region: bool, index: int) -> tuple[float, float]:
+        """Wall and thread CPU seconds of one iteration, its region's begin and end included."""
+        start, used = time.perf_counter(), time.thread_time()
+        if with_region:
+            with regions.region("step", index=index):
                 self._work()
-            cpus.append(cpu() - used)
-            walls.append(wall() - start)
-        return walls, cpus
+        else:
+            self._work()
+        return time.perf_counter() - start, time.thread_time() - used
 
 
 Setup = Callable[[], AbstractContextManager[object]]
 
 
-Medians = dict[str, tuple[list[float], list[float]]]
+@dataclass
+class Pairs:
+    """Per pair, the iteration with a region over the one without, on the wall and the CPU clock."""
+
+    wall: list[float]
+    cpu: list[float]
+    seconds: float  # the median iteration without a region
+
+    def quartiles(self, clock: str = "wall") -> tuple[float, float, float]:
+        low, middle, high = statistics.quantiles(getattr(self, clock), n=4)
+        return low, middle, high
 
 
-def interleaved(loop: Loop, variants: dict[str, tuple[bool, Setup]], rounds: int) -> Medians:
-    """Per variant (name -> (with regions, set-up around its loop)), its median iteration of each
-    round, wall and CPU; every round runs every variant once, in a rotated order."""
-    names = list(variants)
-    medians: Medians = {name: ([], []) for name in names}
-    for number in range(rounds):
-        shift = number % len(names)
-        for name in names[shift:] + names[:shift]:
-            with_regions, setup = variants[name]
-            with setup():
-                walls, cpus = loop.run(with_regions)
-            medians[name][0].append(statistics.median(walls))
-            medians[name][1].append(statistics.median(cpus))
-    return medians
+def paired(loop: Loop, setup: Setup, pairs: int = PAIRS) -> Pairs:
+    """``pairs`` pairs of iterations under ``setup`` (e.g. recording to a regions file), alternating
+    which of the two comes first."""
+    walls, cpus, plain = [], [], []
+    with setup():
+        for index in range(pairs):
+            order = (True, False) if index % 2 else (False, True)
+            timed = {with_region: loop.once(with_region, index) for with_region in order}
+            walls.append(timed[True][0] / timed[False][0])
+            cpus.append(timed[True][1] / timed[False][1])
+            plain.append(timed[False][0])
+    return Pairs(walls, cpus, statistics.median(plain))
 
 
 def no_setup() -> AbstractContextManager[object]:
     return nullcontext()
-
-
-def ratios(medians: Medians, base: str) -> Iterator[tuple[str, float, float, float, float, float]]:
-    """Per variant but the baseline: (name, min of medians wall ratio, the same on CPU time, median
-    of the rounds' wall ratios, lowest, highest)."""
-    walls, cpus = medians[base]
-    for name, (found, used) in medians.items():
-        if name == base:
-            continue
-        rounds = [value / reference for value, reference in zip(found, walls, strict=True)]
-        yield name, min(found) / min(walls), min(used) / min(cpus), statistics.median(rounds), min(rounds), max(rounds)
 
 
 def empty_cost(count: int, batches: int = 5) -> tuple[float, float]:

@@ -1,15 +1,15 @@
 """The cost of counting per region: a loop with a recorded region per iteration, counted and not.
 
-Four variants of a loop of ~``--period`` s iterations (benchmarks/_region_loop.py: interleaved,
-rotated rounds; min of medians): no region (the baseline), a region per iteration recorded to a
-regions file, the same with the counter hook reading a perf_event_open group at every begin and end,
-and with the replay stand-in. Printed: each variant's ratio to the baseline (target <= 1.01 at one
-region per 10 ms), the rounds' spread, and one empty counted region's cost measured directly.
+Pairs of ~``--period`` s iterations, one with a recorded region and one without, back to back in
+alternating order (benchmarks/_region_loop.py): the region without counters, with the counter hook
+reading a perf_event_open group at every begin and end, and with the replay stand-in. Printed: the
+median of the pairs' ratios (target <= 1.01 at one region per 10 ms) with its quartiles, and one
+empty counted region's cost measured directly.
 
 Events: ``--events`` (default the mix set's generic events); where the machine has no PMU the
 kernel's software events (task-clock, page-faults, context-switches) go through the same system
-call and group read, and the output says so. About 25 s with the defaults on an idle core. Not part
-of the test suite: ``python benchmarks/bench_region_counters.py [--period 0.01] [--rounds 15]``.
+call and group read, and the output says so. About 70 s with the defaults on an idle core. Not part
+of the test suite: ``python benchmarks/bench_region_counters.py [--period 0.01] [--pairs 1000]``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from _region_loop import ITERATIONS, Loop, empty_cost, interleaved, no_setup, ratios
+from _region_loop import PAIRS, Loop, empty_cost, no_setup, paired
 
 from gpuprof import counting, regions
 
@@ -48,7 +48,7 @@ def _hooked(source: Any) -> Callable[[], AbstractContextManager[object]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--period", type=float, default=0.01)
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--pairs", type=int, default=PAIRS)
     parser.add_argument("--events", default=",".join(HARDWARE))
     args = parser.parse_args()
     events = args.events.split(",")
@@ -66,25 +66,27 @@ def main() -> None:
         stand_in = counting.Replay(events, str(replay))
         regions.record_to(Path(tmp) / "regions.jsonl", "bench")
         variants = {
-            "no region": (False, no_setup),
-            "recorded, no counters": (True, no_setup),
-            f"recorded, {backend.name if backend else 'no backend'}": (True, _hooked(backend) if backend else no_setup),
-            "recorded, replay stand-in": (True, _hooked(stand_in)),
+            "recorded, no counters": no_setup,
+            f"recorded, {backend.name if backend else 'no backend'}": _hooked(backend) if backend else no_setup,
+            "recorded, replay stand-in": _hooked(stand_in),
         }
-        medians = interleaved(loop, variants, args.rounds)
+        found = {name: paired(loop, setup, args.pairs) for name, setup in variants.items()}
         costs = {}
-        for name, (_, setup) in list(variants.items())[1:]:
+        for name, setup in variants.items():
             with setup():
                 costs[name] = empty_cost(EMPTY)
         regions.record_to(None)
+    seconds = found["recorded, no counters"].seconds
     print(
-        f"loop: {ITERATIONS} iterations of ~{min(medians['no region'][0]) * 1e3:.2f} ms work (fastest round's median), "
-        f"{args.rounds} interleaved rounds; events: {', '.join(events)}"
+        f"loop: {args.pairs:,} pairs of iterations of ~{seconds * 1e3:.2f} ms work (median), with and without a "
+        f"region, in alternating order; events: {', '.join(events)}"
     )
-    for name, floor, cpu_floor, middle, low, high in ratios(medians, "no region"):
+    for name, pairs in found.items():
+        low, middle, high = pairs.quartiles()
+        _, cpu_middle, _ = pairs.quartiles("cpu")
         print(
-            f"  {name:<26} ratio {floor:.4f} wall, {cpu_floor:.4f} CPU (min of medians; target <= 1.01); "
-            f"rounds' wall ratios median {middle:.4f}, {low:.4f}-{high:.4f}"
+            f"  {name:<26} ratio {middle:.4f} wall, {cpu_middle:.4f} CPU (median of pairs; target <= 1.01); "
+            f"quartiles {low:.4f}-{high:.4f}"
         )
         wall, cpu = costs[name]
         print(
