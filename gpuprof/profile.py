@@ -788,18 +788,7 @@ def _with_interval_counts(run: Run, plan_: ProfilePlan, ended_s: float) -> Run:
         notes.append(f"counters per region from {len(rows)} perf stat -I interval(s): {basis}")
     else:
         launches = run.launches
-    return Run(
-        run.kind,
-        run.format,
-        run.source,
-        run.device,
-        run.workload,
-        environment,
-        launches,
-        notes,
-        run.created,
-        run.run_id,
-    )
+    return run.replaced(environment=environment, launches=launches, notes=notes)
 
 
 def _metric(launch: Launch, name: str) -> float:

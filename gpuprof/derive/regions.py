@@ -39,19 +39,7 @@ def without_regions(run: Run) -> Run:
     rows = renumber[metrics["launch"].to_numpy()] >= 0
     kept = metrics[rows].copy()
     kept["launch"] = renumber[kept["launch"].to_numpy()].astype(np.int32)
-    return Run(
-        run.kind,
-        run.format,
-        run.source,
-        run.device,
-        run.workload,
-        run.environment,
-        notes=run.notes,
-        created=run.created,
-        run_id=run.run_id,
-        schema_version=run.schema_version,
-        tables=(run.launch_table.iloc[keep].reset_index(drop=True), kept.reset_index(drop=True)),
-    )
+    return run.replaced(tables=(run.launch_table.iloc[keep].reset_index(drop=True), kept.reset_index(drop=True)))
 
 
 def region_frame(run: Run, extra: tuple[str, ...] = ()) -> pd.DataFrame:

@@ -144,15 +144,4 @@ def attach(
             "clock": region_reader.CLOCK_BASIS,
             "processes": {str(pid): rank for pid, rank in found.processes.items()},
         }
-    return Run(
-        run.kind,
-        run.format,
-        run.source,
-        run.device,
-        run.workload,
-        environment,
-        launches,
-        notes,
-        run.created,
-        run.run_id,
-    )
+    return run.replaced(environment=environment, launches=launches, notes=notes)
