@@ -317,14 +317,4 @@ def gpu_launches(run: Run) -> Run:
     rows = renumber[metrics["launch"].to_numpy()] >= 0
     picked = metrics[rows].reset_index(drop=True)
     picked["launch"] = renumber[picked["launch"].to_numpy()].astype(np.int32)
-    return Run(
-        kind=run.kind,
-        format=run.format,
-        source=run.source,
-        device=run.device,
-        environment=run.environment,
-        notes=run.notes,
-        run_id=run.run_id,
-        created=run.created,
-        tables=(run.launch_table.iloc[keep].reset_index(drop=True), picked),
-    )
+    return run.replaced(tables=(run.launch_table.iloc[keep].reset_index(drop=True), picked))

@@ -111,18 +111,7 @@ def _named(run: Run, gpu: str | None) -> Run:
     (a copy: the caller's run stays as it was)."""
     if not gpu:
         return run
-    named = Run(
-        run.kind,
-        run.format,
-        run.source,
-        dict(run.device),
-        run.workload,
-        run.environment,
-        notes=list(run.notes),
-        created=run.created,
-        run_id=run.run_id,
-        tables=(run.launch_table, run.metric_table),
-    )
+    named = run.replaced(device=dict(run.device), notes=list(run.notes))
     name_device(named, gpu_table.match(gpu))
     return named
 
