@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
+from sys import intern
 from typing import TYPE_CHECKING, TextIO
 
 from gpuprof.readers._text import column_numbers, ends_with_newline
@@ -205,7 +206,7 @@ class Rows:
     names: np.ndarray
     units: np.ndarray
     values: np.ndarray | dict[int, str]  # the value cells as text (see numbers)
-    sections: np.ndarray | None
+    sections: np.ndarray | pd.Categorical | None
     rules: list[tuple[str, tuple[str, ...]]]  # (launch ID, the whole row)
     numbers: np.ndarray | None = None  # the values converted already; ``values`` then the non-finite ones' text
 
@@ -239,7 +240,10 @@ class Rows:
         if (values == "").any():  # a row cut short, or a metric ncu left empty: the line-by-line reader decides
             return None
         keys = [key for key, _ in table.launch_columns]
-        fields = zip(*(frame[i].to_numpy()[starts] for _, i in table.launch_columns)) if keys else repeat(())
+        # the repeated text held once: one string object per distinct value, as pyarrow's dictionaries give
+        fields = (
+            zip(*(map(intern, frame[i].to_numpy()[starts]) for _, i in table.launch_columns)) if keys else repeat(())
+        )
         kept_before = np.concatenate(([0], np.cumsum(kept)))
         return cls(
             launch_ids,
@@ -297,10 +301,7 @@ class Rows:
         numbers, texts = _numbers(table.column(str(layout.i_value)))
         keys = [key for key, _ in layout.launch_columns]
         fields = zip(*(first_fields(i) for _, i in layout.launch_columns)) if keys else repeat(())
-        sections = None
-        if layout.i_section is not None:
-            codes, names = coded(layout.i_section)
-            sections = names[codes]
+        sections = None if layout.i_section is None else _categorical(*coded(layout.i_section))
         kept_before = np.concatenate(([0], np.cumsum(~is_rule)))
         return cls(
             launch_ids,
@@ -329,9 +330,16 @@ def _plain_launch_ids(launch_ids: list[str]) -> bool:
 
 def _categorical(codes: np.ndarray, names: np.ndarray) -> pd.Categorical:
     """Coded strings as a categorical whose categories come in order of first appearance, as
-    :func:`gpuprof.readers._text.metric_columns` makes them of the strings themselves."""
+    :func:`gpuprof.readers._text.metric_columns` makes them of the strings themselves. pyarrow's
+    unified dictionary is already in that order (each block's strings in the order met, blocks in
+    file order), which one pass checks; otherwise the codes are factorized."""
+    import numpy as np
     import pandas as pd
 
+    if len(codes) and len(names) and codes[0] == 0:
+        highest = np.maximum.accumulate(codes)
+        if highest[-1] == len(names) - 1 and (np.diff(highest) <= 1).all():
+            return pd.Categorical.from_codes(codes, names, validate=False)
     order, first = pd.factorize(codes)
     return pd.Categorical.from_codes(order, names[first])
 
@@ -345,6 +353,18 @@ def _numbers(column: pa.ChunkedArray) -> tuple[np.ndarray, dict[int, str]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    for text in (column, None):  # as it is, then without thousands separators
+        try:
+            numbers = _cast(text if text is not None else pc.replace_substring(column, ",", ""))
+        except pa.ArrowInvalid:  # a cell no float (''; 28.05%; n/a): cell by cell below
+            continue
+        # Arrow reads every decimal Python's float() reads the same (plus 'inf', 'nan': no number)
+        texts = {}
+        if not np.isfinite(numbers).all():
+            rest = np.flatnonzero(~np.isfinite(numbers))
+            numbers[rest] = np.nan
+            texts = dict(zip(rest.tolist(), column.take(rest).to_pylist()))
+        return numbers, texts
     if pc.any(pc.equal(column, "")).as_py():
         raise _PandasDecides  # a metric without a value
     plain_text = pc.replace_substring(column, ",", "")
@@ -358,6 +378,15 @@ def _numbers(column: pa.ChunkedArray) -> tuple[np.ndarray, dict[int, str]]:
         rest = np.flatnonzero(~np.isfinite(numbers))
         texts = dict(zip(rest.tolist(), column.take(rest).to_pylist()))
     return numbers, texts
+
+
+def _cast(column: pa.ChunkedArray) -> np.ndarray:
+    """The text cells as float64, one writable array (ArrowInvalid when a cell is no decimal)."""
+    import numpy as np
+    import pyarrow as pa
+
+    chunks = [chunk.cast(pa.float64()).to_numpy() for chunk in column.chunks]
+    return np.concatenate(chunks) if chunks else np.zeros(0)
 
 
 def skip_for(path: Path, handle: TextIO, columns: int) -> int | None:

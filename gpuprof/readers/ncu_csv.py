@@ -41,6 +41,7 @@ from gpuprof.readers._text import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 NAME = "ncu-csv"
@@ -212,9 +213,8 @@ class _Table:
             return False  # a launch in pieces
         if len(rows.launch_ids) > on:  # the bulk path's IDs are plain counts: int() is parse_count
             new = rows.launch_ids[on:]
-            # the repeated text (kernel, host, process) held once, not once per launch
-            shared = [{key: intern(value) for key, value in attrs.items()} for attrs in rows.attributes[on:]]
-            self.new_launches(new, list(map(intern, rows.kernels[on:])), shared, list(map(int, new)))
+            # the repeated text (kernel, host, process) is held once, not once per launch (Rows' strings)
+            self.new_launches(new, list(map(intern, rows.kernels[on:])), rows.attributes[on:], list(map(int, new)))
         counts = np.diff(rows.bounds)
         first = len(self.kernels) - len(rows.launch_ids)
         piece = {
@@ -224,18 +224,32 @@ class _Table:
         self.pieces.append(piece if self.keep is None else self.keep(piece))
         for launch_id, row in rows.rules:
             self.add_rule(self.positions[launch_id], row)
-        sections = rows.sections
-        if sections is not None:
-            one_section = len(sections) > 0 and (sections == sections[0]).all()
-            bounds = rows.bounds.tolist()
-            for position, start, end in zip(range(first, first + len(counts)), bounds, bounds[1:]):
-                if end > start:  # each launch's distinct sections, in file order
-                    self.sections[position].extend(  # type: ignore[attr-defined]
-                        [intern(sections[start])]
-                        if one_section
-                        else map(intern, dict.fromkeys(sections[start:end].tolist()))
-                    )
+        if rows.sections is not None:
+            self._take_sections(rows.sections, counts, first)
         return True
+
+    def _take_sections(self, sections: object, counts: np.ndarray, first: int) -> None:
+        """Each launch's distinct sections of a chunk's rows, in file order, found on codes."""
+        import numpy as np
+        import pandas as pd
+
+        if isinstance(sections, pd.Categorical):
+            codes, names = sections.codes, sections.categories
+        else:
+            codes, names = pd.factorize(sections)
+        if not len(codes):
+            return
+        names = [intern(str(name)) for name in names]
+        launch = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        if (codes == codes[0]).all():
+            one = names[codes[0]]
+            for position in (np.flatnonzero(counts) + first).tolist():
+                self.sections[position].append(one)
+            return
+        pairs = launch * len(names) + codes
+        distinct, at = np.unique(pairs, return_index=True)
+        for pair in distinct[np.argsort(at, kind="stable")].tolist():  # launches in order, sections as met
+            self.sections[first + pair // len(names)].append(names[pair % len(names)])
 
     def read(self, handle: TextIO, log: ToolLog) -> None:
         launch, names, units, texts = self.launch, self.names, self.units, self.texts
