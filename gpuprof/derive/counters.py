@@ -30,7 +30,7 @@ from gpuprof.derive.counted import (
     sm_clock,
     time_parts,
 )
-from gpuprof.derive.pivot import Counters, aliases, also_per_launch, choose
+from gpuprof.derive.pivot import Counters, aliases, also_per_launch, choose, launch_device_names
 from gpuprof.model import Run
 
 if TYPE_CHECKING:
@@ -113,11 +113,6 @@ def frame(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     out = values.iloc[:, :at].join(roofline).join(values.iloc[:, at:])
     out.attrs["units"] = values.attrs["units"]
     return out
-
-
-def launch_device_names(run: Run) -> list[str]:
-    """Each launch's device name, the run's where the launch names none."""
-    return [d or str(run.device.get("name", "")) for d in run.launch_table["device"].tolist()]
 
 
 def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:

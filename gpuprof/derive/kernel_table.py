@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from gpuprof.derive import kernels, simulated
 from gpuprof.devices import gpu_table
 from gpuprof.errors import InputError
-from gpuprof.model import MEASURED, Run
+from gpuprof.model import MEASURED, Run, tables
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,9 +95,9 @@ def _run_kernels(run: Run) -> pd.DataFrame:
         return table
     launches = kernels.launch_frame(run, KEY_METRICS, roofline=False)
     units = launches.attrs["units"]
-    host = [a.get("kind") in HOST_KINDS for a in run.launch_table["attributes"].tolist()]
-    if not all(host):
-        launches = launches[[not one for one in host]]
+    kinds = tables.attribute(run.launch_table, "kind")
+    if any(kinds) and not all(kind in HOST_KINDS for kind in kinds):
+        launches = launches[[kind not in HOST_KINDS for kind in kinds]]
     sums = kernels.aggregate(launches, KEY_METRICS)
     titles = {column: title for title, column in [*_derived_columns(), *_ROOFLINE_COLUMNS]}
     titles.update({key: _label(key, units[key] or "") for key in KEY_METRICS})

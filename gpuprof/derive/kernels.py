@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.derive import counters, levels
-from gpuprof.model import Run
+from gpuprof.model import Run, tables
 
 if TYPE_CHECKING:
     import numpy as np
@@ -86,7 +86,7 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
         {
             "run_id": run.run_id,
             "file": Path(run.source).name,
-            "session": [a.get("report", "") for a in launches["attributes"].tolist()],
+            "session": tables.attribute(launches, "report", ""),
             "device": counters.launch_device_names(run),
             "kernel": launches["kernel"].to_numpy(dtype=object),
             "index": launches["index"].to_numpy(),

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpuprof.devices import gpu_table
-from gpuprof.model import Launch, Run, catalog
+from gpuprof.model import Launch, Run, catalog, tables
 
 if TYPE_CHECKING:
     import numpy as np
@@ -167,16 +167,25 @@ class Counters:
 def launch_cc(run: Run) -> list[str]:
     """Each launch's compute capability: its ``cc`` attribute (ncu CSV, raw page), else the run's,
     else that of the device table's row for its device name when the name fixes one ("V100": 7.0)."""
-    names = [d or str(run.device.get("name", "")) for d in run.launch_table["device"].tolist()]
+    names = launch_device_names(run)
     by_name: dict[str, str] = {}
     for name in dict.fromkeys(names):
         found = {gpu.cc for gpu in gpu_table.find(name)} if name else set()
         by_name[name] = found.pop() if len(found) == 1 else ""
     fallback = str(run.device.get("cc", ""))
-    return [
-        attributes.get("cc") or fallback or by_name[name]
-        for attributes, name in zip(run.launch_table["attributes"].tolist(), names)
-    ]
+    stated = tables.attribute(run.launch_table, "cc")
+    if stated and stated[0] and tables.same_text(stated):
+        return stated  # every launch states the same one (an ncu CSV)
+    return [cc or fallback or by_name[name] for cc, name in zip(stated, names)]
+
+
+def launch_device_names(run: Run) -> list[str]:
+    """Each launch's device name, the run's where the launch names none."""
+    devices = run.launch_table["device"].tolist()
+    if tables.same_text(devices) and (devices[0] if devices else None):
+        return devices
+    name = str(run.device.get("name", ""))
+    return [d or name for d in devices]
 
 
 def also_per_launch(unit: str) -> Callable[[Callable[..., np.ndarray]], Callable[..., Any]]:

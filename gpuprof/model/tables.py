@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -108,6 +109,17 @@ def launch_table(
     )
 
 
+def attribute(launches: pd.DataFrame, key: str, default: object = None) -> list[object]:
+    """Each launch's ``key`` attribute, ``default`` where it has none (one ``dict.get`` per
+    launch through ``map``: a list comprehension over 100,000 launches costs several times more)."""
+    return list(map(dict.get, launches["attributes"].tolist(), repeat(key), repeat(default)))
+
+
+def same_text(values: Sequence[str]) -> bool:
+    """Whether every one of ``values`` is the first one (cheap on a column of one repeated string)."""
+    return not len(values) or values.count(values[0]) == len(values)
+
+
 def objects(values: Sequence[object]) -> np.ndarray:
     """An object array holding each of ``values`` as it is (numpy would unpack sequences)."""
     import numpy as np
@@ -166,7 +178,6 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
     the number of keys times the rows.
     """
     import numpy as np
-    import pandas as pd
 
     out = np.full((launches, len(keys)), np.nan)
     found = np.zeros((launches, len(keys)), dtype=bool)
@@ -185,14 +196,31 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
         if not len(rows):
             continue
         cells = launch[rows].astype(np.int64) * len(keys) + key_of_row[rows]
-        first = ~pd.Series(cells).duplicated().to_numpy()  # hashed, not sorted; rows stay in order
-        rows, cells = rows[first], cells[first]
+        rows = rows[_first_of_each(cells, out.size)]  # rows stay in table order
+        cells = launch[rows].astype(np.int64) * len(keys) + key_of_row[rows]
         fresh = ~found.ravel()[cells]
         rows, cells = rows[fresh], cells[fresh]
         out.ravel()[cells] = value[rows]
         found.ravel()[cells] = True
-        firsts = pd.Series(key_of_row[rows]).drop_duplicates()  # each key's first row
-        for key, row in zip(firsts.tolist(), rows[firsts.index.to_numpy()].tolist()):
+        first_row = np.full(len(keys), len(value), dtype=np.int64)  # each key's first row
+        np.minimum.at(first_row, key_of_row[rows], rows)
+        for key in np.flatnonzero(first_row < len(value)).tolist():
             if units[key] is None:
+                row = first_row[key]
                 units[key] = unit.categories[unit.codes[row]] if unit.codes[row] >= 0 else ""
     return out, units
+
+
+def _first_of_each(cells: np.ndarray, size: int) -> np.ndarray:
+    """Where each distinct value of ``cells`` (all in ``range(size)``) first occurs, in order:
+    one unbuffered minimum per cell, where an array of ``size`` is affordable; hashed otherwise."""
+    import numpy as np
+    import pandas as pd
+
+    if size > 4 * len(cells) + (1 << 22):
+        return np.flatnonzero(~pd.Series(cells).duplicated().to_numpy())
+    first = np.full(size, len(cells), dtype=np.int32 if len(cells) < 1 << 31 else np.int64)
+    np.minimum.at(first, cells, np.arange(len(cells), dtype=first.dtype))
+    taken = np.zeros(len(cells), dtype=bool)
+    taken[first[first < len(cells)]] = True
+    return np.flatnonzero(taken)
