@@ -82,13 +82,17 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
         basis = np.where(from_rate, [f"{b}; {DRAM_FROM_RATE}" if b else DRAM_FROM_RATE for b in basis], basis)
     dram = np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted)
     reads_only = run.environment.get("l2_bytes") == "l1-reads"
+
+    def texts(values: object) -> pd.Series:  # kept as Python strings: pandas' Arrow strings cost a conversion each way
+        return pd.Series(values, dtype=object)
+
     out = pd.DataFrame(
         {
             "run_id": run.run_id,
             "file": Path(run.source).name,
-            "session": tables.attribute(launches, "report", ""),
-            "device": counters.launch_device_names(run),
-            "kernel": launches["kernel"].to_numpy(dtype=object),
+            "session": texts(tables.attribute(launches, "report", "")),
+            "device": texts(counters.launch_device_names(run)),
+            "kernel": texts(launches["kernel"].to_numpy(dtype=object)),
             "index": launches["index"].to_numpy(),
             "launches": launches["invocations"].to_numpy(dtype=np.int64),
             "time": time,
@@ -106,13 +110,16 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
             "sm_clock": values["sm_clock"],
             "flop_rate_from_rates": values["flop_rate_from_rates"],
             "peak_dram_bandwidth": values["peak_dram_bandwidth"],
-            "tensor_kind": values["tensor_kind"].fillna("").astype(str),
+            "tensor_kind": texts(values["tensor_kind"].fillna("").astype(str).to_numpy(dtype=object)),
         }
     )
     if roofline:
         out = out.join(levels.roofline_columns(_counter_names(out), out["device"].tolist()).drop(columns="dominant"))
     out = pd.concat(
-        [out, pd.DataFrame({"basis": basis, **{name: values[name].to_numpy() for name in extra}}, index=out.index)],
+        [
+            out,
+            pd.DataFrame({"basis": texts(basis), **{name: values[name].to_numpy() for name in extra}}, index=out.index),
+        ],
         axis=1,
     )
     out.attrs["units"] = values.attrs["units"]

@@ -279,35 +279,38 @@ class Rows:
             at = np.array([number - k for k, (number, _) in enumerate(rules)])
             ids = np.insert(ids, at, rule_ids)
             is_rule = np.insert(np.zeros(table.num_rows, dtype=bool), at, True)
-        else:
-            is_rule = np.zeros(table.num_rows, dtype=bool)
         starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
         launch_ids = id_names[ids[starts]].tolist()
         if not _plain_launch_ids(launch_ids):
             return None
-        metric_row = np.cumsum(~is_rule) - 1  # at a metric row, its row in the table
-        rule_at = np.cumsum(is_rule) - 1  # at a rule row, its place in rules
+        if len(rules):
+            kept_before = np.concatenate(([0], np.cumsum(~is_rule)))  # metric rows before each row
+            first_rows = kept_before[starts + 1] - 1  # each launch's first metric row up to its first row
+            first_rules = np.flatnonzero(is_rule[starts])  # launches whose first row is a rule row
+            rule_at = np.cumsum(is_rule) - 1  # at a rule row, its place in rules
+            bounds = kept_before[[*starts, len(ids)]]
+        else:
+            first_rows, first_rules, bounds = starts, np.zeros(0, dtype=np.int64), np.append(starts, len(ids))
 
         def first_fields(i: int) -> list[str]:  # field i of each launch's first row
             codes, names = coded(i)
-            out = names[codes[metric_row[starts]]] if len(codes) else np.array([], dtype=object)
-            for k in np.flatnonzero(is_rule[starts]).tolist():
+            out = names[codes[first_rows]] if len(codes) else np.array([], dtype=object)
+            for k in first_rules.tolist():
                 out[k] = rules[rule_at[starts[k]]][1][i]
             return out.tolist()
 
         metric_names, name_strings = coded(layout.i_name)
-        if (name_strings[metric_names] == "").any():
+        if np.isin(metric_names, np.flatnonzero(name_strings == "")).any():
             raise _PandasDecides  # a row of the metric rows' length without a metric name
         numbers, texts = _numbers(table.column(str(layout.i_value)))
         keys = [key for key, _ in layout.launch_columns]
         fields = zip(*(first_fields(i) for _, i in layout.launch_columns)) if keys else repeat(())
         sections = None if layout.i_section is None else _categorical(*coded(layout.i_section))
-        kept_before = np.concatenate(([0], np.cumsum(~is_rule)))
         return cls(
             launch_ids,
             first_fields(layout.i_kernel),
             list(map(dict, map(zip, repeat(keys), fields))),
-            kept_before[[*starts, len(ids)]],
+            bounds,
             _categorical(metric_names, name_strings),
             _categorical(*coded(layout.i_unit)),
             texts,
