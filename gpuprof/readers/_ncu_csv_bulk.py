@@ -118,13 +118,12 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
     width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
     names = [str(i) for i in range(width)]
     text, codes = pa.string(), pa.dictionary(pa.int32(), pa.string())
-    rules: list[tuple[int, list[str]]] = []  # (the rule row's number among the rows, its fields)
+    others: list[tuple[int, str]] = []  # (a longer row's number among the rows, its text): rule rows?
 
     def other_row(row: arrow_csv.InvalidRow) -> str:
-        fields = _rule_fields(row.text, layout)
-        if fields is None or row.number is None:
-            return "error"  # a row of another length that is no rule row: pandas decides
-        rules.append((row.number - 1, fields))
+        if layout.i_rule is None or row.number is None:
+            return "error"  # a row of another length where no rule rows can be: pandas decides
+        others.append((row.number - 1, row.text))  # split after the parse, all at once
         return "skip"
 
     try:
@@ -142,7 +141,8 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
             )
     except (pa.ArrowException, OSError):  # not UTF-8, a quote left open ...
         return None
-    if not table.num_rows:
+    rules = _rule_rows(others, layout)
+    if not table.num_rows or rules is None:
         return None
     try:
         return [Rows.from_arrow(table.unify_dictionaries(), layout, rules)]
@@ -154,17 +154,18 @@ class _PandasDecides(Exception):
     """Rows that the pyarrow path leaves to pandas' parser and :meth:`Rows.take` to judge."""
 
 
-def _rule_fields(line: str, layout: Layout) -> list[str] | None:
-    """The fields of a rule row of the 2023+ layout (no metric name, a rule description), else None."""
-    if layout.i_rule is None:
-        return None
+def _rule_rows(rows: list[tuple[int, str]], layout: Layout) -> list[tuple[int, list[str]]] | None:
+    """(number, fields) of each of ``rows`` (number, text), rule rows of the 2023+ layout (no
+    metric name, a rule description), split by one csv reader; None when one is no such row."""
     try:
-        fields = next(csv.reader([line]), [])
+        split = list(csv.reader([text for _, text in rows]))
     except csv.Error:
         return None
-    if len(fields) != layout.columns or fields[layout.i_name] or not fields[layout.i_rule]:
+    if len(split) != len(rows):  # a quote left open joined two rows
         return None
-    return fields
+    if any(len(fields) != layout.columns or fields[layout.i_name] or not fields[layout.i_rule] for fields in split):
+        return None
+    return [(number, fields) for (number, _), fields in zip(rows, split)]
 
 
 def _offset_of_line(path: Path, line: int) -> int:

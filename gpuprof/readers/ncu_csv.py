@@ -18,6 +18,7 @@ metric columns handed on (into the store) as they are converted.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from pathlib import Path
@@ -172,6 +173,7 @@ class _Table:
         self.i_id, self.i_kernel, self.i_name = col["ID"], col["Kernel Name"], col["Metric Name"]
         self.i_unit, self.i_value, self.i_section = col["Metric Unit"], col["Metric Value"], col.get("Section Name")
         self.i_rule = col.get("Rule Description")  # only in the 2023+ layout
+        self.rule_columns = [col.get(name, sys.maxsize) for name in _RULE_COLUMNS]  # absent: past any row
         self.launch_columns = list(launch_columns(header).items())
         self.columns = len(header)
         # per launch, in order of first appearance
@@ -229,7 +231,8 @@ class _Table:
         return True
 
     def _take_sections(self, sections: object, counts: np.ndarray, first: int) -> None:
-        """Each launch's distinct sections of a chunk's rows, in file order, found on codes."""
+        """Each launch's sections of a chunk's rows, in file order, found on codes: the runs of one
+        section in a launch (a section met again adds nothing: :meth:`tables` keeps each once)."""
         import numpy as np
         import pandas as pd
 
@@ -241,15 +244,22 @@ class _Table:
             return
         names = [intern(str(name)) for name in names]
         launch = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-        if (codes == codes[0]).all():
-            one = names[codes[0]]
-            for position in (np.flatnonzero(counts) + first).tolist():
-                self.sections[position].append(one)
+        starts = np.ones(len(codes), dtype=bool)  # where a launch or a section begins
+        np.not_equal(codes[1:], codes[:-1], out=starts[1:])
+        starts[1:] |= launch[1:] != launch[:-1]
+        run_codes = codes[starts]
+        runs = np.bincount(launch[starts], minlength=len(counts))  # per launch
+        filled = np.flatnonzero(counts)
+        width = int(runs[filled[0]])
+        if (runs[filled] == width).all() and (run_codes.reshape(-1, width) == run_codes[:width]).all():
+            same = [names[code] for code in run_codes[:width].tolist()]  # every launch the same sections
+            for position in (filled + first).tolist():
+                self.sections[position].extend(same)
             return
-        pairs = launch * len(names) + codes
-        distinct, at = np.unique(pairs, return_index=True)
-        for pair in distinct[np.argsort(at, kind="stable")].tolist():  # launches in order, sections as met
-            self.sections[first + pair // len(names)].append(names[pair % len(names)])
+        ends = np.cumsum(runs).tolist()
+        listed = [names[code] for code in run_codes.tolist()]
+        for k in filled.tolist():
+            self.sections[first + k].extend(listed[ends[k] - runs[k] : ends[k]])
 
     def read(self, handle: TextIO, log: ToolLog) -> None:
         launch, names, units, texts = self.launch, self.names, self.units, self.texts
@@ -325,13 +335,11 @@ class _Table:
     def add_rule(self, position: int, row: Sequence[str]) -> None:
         """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
 
-        def cell(name: str) -> str:  # '' for a rule column the header or the row lacks
-            return row[self.col[name]] if name in self.col and self.col[name] < len(row) else ""
-
-        text = f"{cell('Rule Name')} [{cell('Rule Type')}]: {cell('Rule Description')}"
-        speedup = cell("Estimated Speedup")
+        # '' for a rule column the header or the row lacks
+        name, kind, description, speedup_type, speedup = (row[i] if i < len(row) else "" for i in self.rule_columns)
+        text = f"{name} [{kind}]: {description}"
         if speedup:
-            text += f" (estimated speedup {cell('Estimated Speedup Type')} {speedup}%)"
+            text += f" (estimated speedup {speedup_type} {speedup}%)"
         attributes = self.attributes[position]
         previous = attributes.get("rules")
         attributes["rules"] = f"{previous}\n{text}" if previous else text
@@ -346,11 +354,14 @@ class _Table:
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The launch and metric tables of what was read (once: the bulk path's chunks are handed over)."""
-        joined: dict[str, str] = {}  # launches of a kernel share their sections' text
+        joined: dict[tuple[str, ...], str] = {}  # launches of a kernel share their sections' text
         for attributes, sections in zip(self.attributes, self.sections):
             if len(sections):
-                text = "; ".join(dict.fromkeys(sections))
-                attributes["sections"] = joined.setdefault(text, text)
+                listed = tuple(sections)
+                text = joined.get(listed)
+                if text is None:
+                    text = joined[listed] = "; ".join(dict.fromkeys(sections))
+                attributes["sections"] = text
         count = len(self.kernels)
         columns = (
             _joined(self.pieces)
