@@ -448,9 +448,22 @@ def metric_columns(
         "canonical": pd.Categorical.from_codes(to_canonical[metric.codes], canonical_names),
         "value": values,
         "text": text,
-        "unit": pd.Categorical.from_codes(unit_codes, base_names).remove_unused_categories(),
+        "unit": _used_categories(unit_codes, base_names),
         "origin": origin,
     }
+
+
+def _used_categories(codes: np.ndarray, names: list[str]) -> pd.Categorical:
+    """``pd.Categorical.from_codes(codes, names).remove_unused_categories()``, the categories in use
+    found by counting codes (pandas sorts a million of them to find them)."""
+    import numpy as np
+    import pandas as pd
+
+    used = np.bincount(codes[codes >= 0], minlength=len(names)) > 0
+    if used.all():
+        return pd.Categorical.from_codes(codes, names)
+    renumber = np.append(np.cumsum(used) - 1, -1)  # the last entry serves code -1
+    return pd.Categorical.from_codes(renumber[codes], [name for name, kept in zip(names, used) if kept])
 
 
 def column_numbers(texts: Sequence[str]) -> np.ndarray:
