@@ -41,6 +41,7 @@ SIMULATED = "simulated"  # cycles and counts a simulator (STONNE) produced: no h
 CALIBRATION, PROFILE = "calibration", "profile"
 
 MetricValue = float | str | None
+LOOKUP_CELLS = 1 << 23  # values (launches x counters) a run keeps of what it looked up: 64 MB
 
 
 @dataclass(slots=True)
@@ -132,6 +133,7 @@ class Run:
             tables = from_launches(launches)
         self.launch_table, self.metric_table = tables
         self._views: list[Launch] | None = None
+        self._looked_up: tuple[object, int, dict[str, tuple[np.ndarray, str | None]]] = (None, 0, {})
 
     @property
     def launches(self) -> list[Launch]:
@@ -188,8 +190,25 @@ class Run:
 
     def lookup(self, keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
         """Per launch, the number each of ``keys`` (canonical or tool metric names) gives, as
-        :meth:`Launch.value` finds it, NaN where none; and each key's unit (see :func:`gpuprof.model.tables.lookup`)."""
-        return _tables.lookup(self.metric_table, len(self.launch_table), keys)
+        :meth:`Launch.value` finds it, NaN where none; and each key's unit (see :func:`gpuprof.model.tables.lookup`).
+
+        What was found is kept (up to :data:`LOOKUP_CELLS` values) while the tables are the same
+        objects (a run is a value once built): an import's notes and its per-kernel table read
+        many of the same counters."""
+        import numpy as np
+
+        launches = len(self.launch_table)
+        table, rows, kept = self._looked_up
+        if table is not self.metric_table or rows != launches:
+            kept = {}
+            self._looked_up = (self.metric_table, launches, kept)
+        missing = [key for key in dict.fromkeys(keys) if key not in kept]
+        if (len(kept) + len(missing)) * launches > LOOKUP_CELLS or not keys:
+            return _tables.lookup(self.metric_table, launches, keys)  # too many to keep
+        if missing:
+            values, units = _tables.lookup(self.metric_table, launches, missing)
+            kept.update((key, (np.ascontiguousarray(values[:, i]), units[i])) for i, key in enumerate(missing))
+        return np.column_stack([kept[key][0] for key in keys]), [kept[key][1] for key in keys]
 
     def to_dict(self) -> dict[str, Any]:
         return {**self._meta(), "launches": [dataclasses.asdict(launch) for launch in self.launches]}
