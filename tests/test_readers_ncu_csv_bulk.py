@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fixture_paths import A100, A100_ERRORS, B200, FIXTURES, V100
 from hypothesis import given
@@ -439,3 +440,73 @@ def test_streamed_import_stores_the_same_run_as_a_whole_file_import(
     assert lean.notes == whole.notes
     kernels = [kernel_table([run]).astype(str) for run in (whole, lean)]
     assert kernels[0].equals(kernels[1])
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        ["5,323,503,232.00", "1.3746e+11", "-0", "+1.5", "1.", ".5", "1e400", "inf", "nan", "0.1e-3"],
+        ["406240", "0.00040624", "1E+05", "-12.5", "7"],
+    ],
+    ids=["separators", "plain"],
+)
+def test_pyarrow_one_cast_of_decimal_columns_reads_as_python_does(cells: list[str]) -> None:
+    """A value column of decimals only is converted by Arrow's cast in one call (the cell-by-cell
+    path is for columns with percents or names): each cell as ``number`` reads it, 'inf', 'nan' and
+    an overflow kept as their text."""
+    pa = pytest.importorskip("pyarrow", reason="the parquet extra (pyarrow) is not installed")
+    numbers, texts = _ncu_csv_bulk._numbers(pa.chunked_array([cells[:3], cells[3:]]))
+    expected = column_numbers(cells)
+    finite = [math.isfinite(number) for number in expected]
+    assert [math.isfinite(number) for number in numbers] == finite
+    assert [n for n, f in zip(numbers.tolist(), finite) if f] == [n for n, f in zip(expected.tolist(), finite) if f]
+    assert texts == {i: cell for i, cell in enumerate(cells) if not finite[i]}
+
+
+def _b200_launches(tmp_path: Path, count: int) -> Path:
+    """The B200 capture's first launch (50 metric rows, 8 rule rows among them) ``count`` times."""
+    lines = B200.read_text().splitlines(keepends=True)
+    header = next(line for line in lines if line.startswith('"ID",'))
+    body = [line for line in lines if line.startswith('"0",')]
+    path = tmp_path / "b200.csv"
+    path.write_text(header + "".join(f'"{k}",' + line[4:] for k in range(count) for line in body))
+    return path
+
+
+@pytest.mark.parametrize("cores", [1, 2, 3, 7])
+def test_rule_rows_parsed_in_pieces_read_as_one_piece(
+    cores: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyarrow numbers the rows it hands back only on one thread, so a file with rule rows is cut
+    at line ends into a piece per core: cut inside launches and among their rule rows, every
+    launch gets its rows and its rules in file order, as the line-by-line reader reads them."""
+    pa = pytest.importorskip("pyarrow", reason="the parquet extra (pyarrow) is not installed")
+    path = _b200_launches(tmp_path, 5)
+    assert len(_ncu_csv_bulk._pieces(path, 0, cores)) == cores
+    monkeypatch.setattr(pa, "cpu_count", lambda: cores)
+    fast, run, lines = _read_both(path, monkeypatch)
+    assert fast
+    assert _contents(run) == _contents(lines)
+    rules = [launch.attributes["rules"].split("\n") for launch in run.launches]
+    assert len(rules) == 5 and len(rules[0]) == 8 and all(one == rules[0] for one in rules)
+    assert [len(launch.metrics) for launch in run.launches] == [50] * 5
+
+
+def test_run_lookup_keeps_what_it_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run.lookup gives what one pass over the metric table gives, in any order of keys, whether
+    it answers from what it kept (an import's notes and per-kernel table share counters) or not."""
+    run = ncu_csv.read(V100)
+    names = list(run.metric_table["metric"].cat.categories[:6])
+    keys = [*names, "kernel_duration", "no such counter", "sm_clock"]
+    values, units = tables.lookup(run.metric_table, len(run.launch_table), keys)
+    assert (~np.isnan(values)).sum(axis=0)[:6].min() == len(run.launch_table) == 100
+    first = run.lookup(keys[:4])
+    assert np.array_equal(first[0], values[:, :4], equal_nan=True) and first[1] == units[:4]
+    order = [8, 0, 6, 7, 3, 5, 1, 2, 4]
+    again = run.lookup([keys[i] for i in order])
+    assert np.array_equal(again[0], values[:, order], equal_nan=True) and again[1] == [units[i] for i in order]
+    again[0][:] = 0  # the caller's to change: what is kept stays as found
+    assert np.array_equal(run.lookup(keys)[0], values, equal_nan=True)
+    monkeypatch.setattr(model, "LOOKUP_CELLS", 0)
+    fresh = ncu_csv.read(V100)
+    assert np.array_equal(fresh.lookup(keys)[0], values, equal_nan=True) and fresh.lookup(keys)[1] == units

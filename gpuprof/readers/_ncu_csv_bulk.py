@@ -16,13 +16,15 @@ only returns columns (:class:`Rows`); the reader that owns the table builds it f
 from __future__ import annotations
 
 import csv
+import io
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from sys import intern
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from gpuprof.readers._text import column_numbers, ends_with_newline
 
@@ -118,19 +120,22 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
     width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
     names = [str(i) for i in range(width)]
     text, codes = pa.string(), pa.dictionary(pa.int32(), pa.string())
-    others: list[tuple[int, str]] = []  # (a longer row's number among the rows, its text): rule rows?
+    size = path.stat().st_size
 
-    def other_row(row: arrow_csv.InvalidRow) -> str:
-        if layout.i_rule is None or row.number is None:
-            return "error"  # a row of another length where no rule rows can be: pandas decides
-        others.append((row.number - 1, row.text))  # split after the parse, all at once
-        return "skip"
+    def parse(begin: int, end: int) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """The rows from byte ``begin`` to ``end``, and the longer rows' (number among them, text)."""
+        others: list[tuple[int, str]] = []
 
-    try:
-        with pa.OSFile(str(path)) as source:
-            source.seek(_offset_of_line(path, skip))
-            table = arrow_csv.read_csv(
-                source,
+        def other_row(row: arrow_csv.InvalidRow) -> str:
+            if layout.i_rule is None or row.number is None:
+                return "error"  # a row of another length where no rule rows can be: pandas decides
+            others.append((row.number - 1, row.text))  # split after the parse, all at once
+            return "skip"
+
+        with pa.OSFile(str(path)) if end == size else open(path, "rb") as handle:  # the last piece: Arrow's reads
+            handle.seek(begin)
+            return arrow_csv.read_csv(
+                handle if end == size else _Slice(handle, end - begin),
                 read_options=arrow_csv.ReadOptions(column_names=names, use_threads=layout.i_rule is None),
                 parse_options=arrow_csv.ParseOptions(invalid_row_handler=other_row),
                 convert_options=arrow_csv.ConvertOptions(
@@ -138,9 +143,21 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
                     strings_can_be_null=False,
                     quoted_strings_can_be_null=False,
                 ),
-            )
+            ), others
+
+    # pyarrow numbers the rows it hands to the handler only on one thread: a file with rule rows is
+    # cut at line ends into a piece per core, each parsed on one thread, the pieces side by side
+    pieces = _pieces(path, _offset_of_line(path, skip), 1 if layout.i_rule is None else pa.cpu_count())
+    try:
+        with ThreadPoolExecutor(len(pieces)) as pool:
+            parsed = list(pool.map(lambda piece: parse(*piece), pieces))
     except (pa.ArrowException, OSError):  # not UTF-8, a quote left open ...
         return None
+    others, before = [], 0  # each piece's row numbers counted on from the rows before it
+    for part, longer in parsed:
+        others += [(before + number, line) for number, line in longer]
+        before += part.num_rows + len(longer)
+    table = pa.concat_tables([part for part, _ in parsed])
     rules = _rule_rows(others, layout)
     if not table.num_rows or rules is None:
         return None
@@ -152,6 +169,35 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
 
 class _PandasDecides(Exception):
     """Rows that the pyarrow path leaves to pandas' parser and :meth:`Rows.take` to judge."""
+
+
+class _Slice(io.RawIOBase):
+    """``size`` bytes of an open file from where it stands, as a file of their own."""
+
+    def __init__(self, handle: BinaryIO, size: int) -> None:
+        self.handle, self.left = handle, size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:
+        got = self.handle.readinto(memoryview(buffer)[: min(len(buffer), self.left)])
+        self.left -= got
+        return got
+
+
+def _pieces(path: Path, start: int, count: int) -> list[tuple[int, int]]:
+    """``count`` byte ranges of ``path`` from ``start`` to its end, of about the same size, each
+    cut at a line end (pyarrow reads a line end as a row end: no field runs on into the next line)."""
+    end = path.stat().st_size
+    cuts = [start]
+    with open(path, "rb") as handle:
+        for k in range(1, count):
+            handle.seek(max(cuts[-1], start + (end - start) * k // count))
+            handle.readline()
+            cuts.append(handle.tell())
+    cuts.append(end)
+    return [(begin, stop) for begin, stop in zip(cuts, cuts[1:]) if stop > begin] or [(start, end)]
 
 
 def _rule_rows(rows: list[tuple[int, str]], layout: Layout) -> list[tuple[int, list[str]]] | None:
