@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
@@ -47,6 +47,22 @@ class Layout:
     i_section: int | None
     i_rule: int | None  # only in the 2023+ layout
     launch_columns: list[tuple[str, int]]  # (attribute key, position) of the per-launch columns
+    rule_columns: tuple[int, ...] = ()  # positions of RULE_COLUMNS (past any row where absent)
+
+
+# The rule columns of the 2023+ layout, in the order :func:`rule_text` takes them.
+RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
+
+
+def rule_text(name: str, kind: str, description: str, speedup_type: str, speedup: str) -> str:
+    """A rule row (ncu's advice) as a launch keeps it: 'Name [Type]: description (speedup ...)'."""
+    text = f"{name} [{kind}]: {description}"
+    return f"{text} (estimated speedup {speedup_type} {speedup}%)" if speedup else text
+
+
+def row_rule_text(row: Sequence[str], layout: Layout) -> str:
+    """:func:`rule_text` of a whole row ('' for a rule column the header or the row lacks)."""
+    return rule_text(*(row[i] if i < len(row) else "" for i in layout.rule_columns))
 
 
 # Rows parsed per pandas call: a file of any size is held as text one chunk at a time (the reader
@@ -200,18 +216,61 @@ def _pieces(path: Path, start: int, count: int) -> list[tuple[int, int]]:
     return [(begin, stop) for begin, stop in zip(cuts, cuts[1:]) if stop > begin] or [(start, end)]
 
 
-def _rule_rows(rows: list[tuple[int, str]], layout: Layout) -> list[tuple[int, list[str]]] | None:
-    """(number, fields) of each of ``rows`` (number, text), rule rows of the 2023+ layout (no
-    metric name, a rule description), split by one csv reader; None when one is no such row."""
+@dataclass
+class RuleRows:
+    """The rule rows pyarrow handed back: each one's number among all rows, launch ID and text
+    (:func:`rule_text`), and its fields, looked up for the few launches whose first row is one."""
+
+    numbers: list[int]
+    ids: list[str]
+    texts: list[str]
+    table: pa.Table
+
+    def field(self, rule: int, column: int) -> str:
+        return self.table.column(column)[rule].as_py()
+
+
+def _rule_rows(rows: list[tuple[int, str]], layout: Layout) -> RuleRows | None:
+    """The ``rows`` (number, text) as rule rows of the 2023+ layout (no metric name, a rule
+    description), parsed together by pyarrow; None when one is no such row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import csv as arrow_csv
+
+    names = [str(i) for i in range(layout.columns)]
     try:
-        split = list(csv.reader([text for _, text in rows]))
-    except csv.Error:
+        table = (
+            arrow_csv.read_csv(
+                pa.BufferReader("\n".join(text.rstrip("\r\n") for _, text in rows).encode()),
+                read_options=arrow_csv.ReadOptions(column_names=names),
+                convert_options=arrow_csv.ConvertOptions(
+                    column_types=dict.fromkeys(names, pa.string()),
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+            if rows
+            else None
+        )
+    except pa.ArrowException:
         return None
-    if len(split) != len(rows):  # a quote left open joined two rows
+    if table is None:
+        return RuleRows([], [], [], pa.table({}))
+    if table.num_rows != len(rows):  # a quote left open joined two rows, or an empty one
         return None
-    if any(len(fields) != layout.columns or fields[layout.i_name] or not fields[layout.i_rule] for fields in split):
+    if (
+        pc.any(pc.not_equal(table.column(layout.i_name), "")).as_py()
+        or pc.any(pc.equal(table.column(layout.i_rule), "")).as_py()
+    ):
         return None
-    return [(number, fields) for (number, _), fields in zip(rows, split)]
+    empty = pa.chunked_array([pa.repeat("", table.num_rows)])
+    name, kind, description, speedup_type, speedup = (
+        table.column(i) if i < layout.columns else empty for i in layout.rule_columns
+    )
+    text = pc.binary_join_element_wise(name, " [", kind, "]: ", description, "")
+    faster = pc.binary_join_element_wise(text, " (estimated speedup ", speedup_type, " ", speedup, "%)", "")
+    texts = pc.if_else(pc.equal(speedup, ""), text, faster)
+    return RuleRows([number for number, _ in rows], table.column(layout.i_id).to_pylist(), texts.to_pylist(), table)
 
 
 def _offset_of_line(path: Path, line: int) -> int:
@@ -254,7 +313,7 @@ class Rows:
     units: np.ndarray
     values: np.ndarray | dict[int, str]  # the value cells as text (see numbers)
     sections: np.ndarray | pd.Categorical | None
-    rules: list[tuple[str, tuple[str, ...]]]  # (launch ID, the whole row)
+    rules: list[tuple[str, str]]  # (launch ID, rule_text) of each rule row, in file order
     numbers: np.ndarray | None = None  # the values converted already; ``values`` then the non-finite ones' text
 
     @classmethod
@@ -301,11 +360,16 @@ class Rows:
             metric_column(table.i_unit),
             values,
             metric_column(table.i_section),
-            list(zip(ids[rules].tolist(), zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))),
+            [
+                (launch_id, row_rule_text(row, table))
+                for launch_id, row in zip(
+                    ids[rules].tolist(), zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns)))
+                )
+            ],
         )
 
     @classmethod
-    def from_arrow(cls, table: pa.Table, layout: Layout, rules: list[tuple[int, list[str]]]) -> Rows | None:
+    def from_arrow(cls, table: pa.Table, layout: Layout, rules: RuleRows) -> Rows | None:
         """The rows of pyarrow's ``table`` (the metric rows, every field but the value in one
         dictionary per column) and of the ``rules`` read beside it (each with its number among all
         rows), as :meth:`take` gives them for the same rows; None where :meth:`take` gives None.
@@ -318,19 +382,19 @@ class Rows:
             return codes, column.chunk(0).dictionary.to_numpy(zero_copy_only=False)
 
         ids, id_names = coded(layout.i_id)
-        if len(rules):  # the rule rows' IDs put back among the metric rows', where the file has them
+        if len(rules.ids):  # the rule rows' IDs put back among the metric rows', where the file has them
             code_of = {name: code for code, name in enumerate(id_names.tolist())}
-            rule_ids = [code_of.get(fields[layout.i_id], -1) for _, fields in rules]
+            rule_ids = [code_of.get(launch_id, -1) for launch_id in rules.ids]
             if min(rule_ids) < 0:
                 raise _PandasDecides  # a launch of rule rows only
-            at = np.array([number - k for k, (number, _) in enumerate(rules)])
+            at = np.array(rules.numbers) - np.arange(len(rules.numbers))
             ids = np.insert(ids, at, rule_ids)
             is_rule = np.insert(np.zeros(table.num_rows, dtype=bool), at, True)
         starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
         launch_ids = id_names[ids[starts]].tolist()
         if not _plain_launch_ids(launch_ids):
             return None
-        if len(rules):
+        if len(rules.ids):
             kept_before = np.concatenate(([0], np.cumsum(~is_rule)))  # metric rows before each row
             first_rows = kept_before[starts + 1] - 1  # each launch's first metric row up to its first row
             first_rules = np.flatnonzero(is_rule[starts])  # launches whose first row is a rule row
@@ -343,7 +407,7 @@ class Rows:
             codes, names = coded(i)
             out = names[codes[first_rows]] if len(codes) else np.array([], dtype=object)
             for k in first_rules.tolist():
-                out[k] = rules[rule_at[starts[k]]][1][i]
+                out[k] = rules.field(rule_at[starts[k]], i)
             return out.tolist()
 
         metric_names, name_strings = coded(layout.i_name)
@@ -362,7 +426,7 @@ class Rows:
             _categorical(*coded(layout.i_unit)),
             texts,
             sections,
-            [(fields[layout.i_id], tuple(fields)) for _, fields in rules],
+            list(zip(rules.ids, rules.texts)),
             numbers,
         )
 
