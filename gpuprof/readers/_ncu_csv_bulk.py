@@ -138,28 +138,34 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
     text, codes = pa.string(), pa.dictionary(pa.int32(), pa.string())
     size = path.stat().st_size
 
-    def parse(begin: int, end: int) -> tuple[pa.Table, list[tuple[int, str]]]:
-        """The rows from byte ``begin`` to ``end``, and the longer rows' (number among them, text)."""
-        others: list[tuple[int, str]] = []
+    def parse(begin: int, end: int) -> tuple[pa.Table, list[int], list[str]]:
+        """The rows from byte ``begin`` to ``end``, the longer rows' numbers among them and texts."""
+        numbers: list[int] = []
+        texts: list[str] = []
 
         def other_row(row: arrow_csv.InvalidRow) -> str:
             if layout.i_rule is None or row.number is None:
                 return "error"  # a row of another length where no rule rows can be: pandas decides
-            others.append((row.number - 1, row.text))  # split after the parse, all at once
+            numbers.append(row.number - 1)  # split after the parse, all at once
+            texts.append(row.text)
             return "skip"
 
         with pa.OSFile(str(path)) if end == size else open(path, "rb") as handle:  # the last piece: Arrow's reads
             handle.seek(begin)
-            return arrow_csv.read_csv(
-                handle if end == size else _Slice(handle, end - begin),
-                read_options=arrow_csv.ReadOptions(column_names=names, use_threads=layout.i_rule is None),
-                parse_options=arrow_csv.ParseOptions(invalid_row_handler=other_row),
-                convert_options=arrow_csv.ConvertOptions(
-                    column_types={name: text if i == layout.i_value else codes for i, name in enumerate(names)},
-                    strings_can_be_null=False,
-                    quoted_strings_can_be_null=False,
+            return (
+                arrow_csv.read_csv(
+                    handle if end == size else _Slice(handle, end - begin),
+                    read_options=arrow_csv.ReadOptions(column_names=names, use_threads=layout.i_rule is None),
+                    parse_options=arrow_csv.ParseOptions(invalid_row_handler=other_row),
+                    convert_options=arrow_csv.ConvertOptions(
+                        column_types={name: text if i == layout.i_value else codes for i, name in enumerate(names)},
+                        strings_can_be_null=False,
+                        quoted_strings_can_be_null=False,
+                    ),
                 ),
-            ), others
+                numbers,
+                texts,
+            )
 
     # pyarrow numbers the rows it hands to the handler only on one thread: a file with rule rows is
     # cut at line ends into a piece per core, each parsed on one thread, the pieces side by side
@@ -169,12 +175,13 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
             parsed = list(pool.map(lambda piece: parse(*piece), pieces))
     except (pa.ArrowException, OSError):  # not UTF-8, a quote left open ...
         return None
-    others, before = [], 0  # each piece's row numbers counted on from the rows before it
-    for part, longer in parsed:
-        others += [(before + number, line) for number, line in longer]
+    numbers, texts, before = [], [], 0  # each piece's row numbers counted on from the rows before it
+    for part, longer, lines in parsed:
+        numbers += [before + number for number in longer] if before else longer
+        texts += lines
         before += part.num_rows + len(longer)
-    table = pa.concat_tables([part for part, _ in parsed])
-    rules = _rule_rows(others, layout)
+    table = pa.concat_tables([part for part, _, _ in parsed])
+    rules = _rule_rows(numbers, texts, layout)
     if not table.num_rows or rules is None:
         return None
     try:
@@ -230,8 +237,8 @@ class RuleRows:
         return self.table.column(column)[rule].as_py()
 
 
-def _rule_rows(rows: list[tuple[int, str]], layout: Layout) -> RuleRows | None:
-    """The ``rows`` (number, text) as rule rows of the 2023+ layout (no metric name, a rule
+def _rule_rows(numbers: list[int], rows: list[str], layout: Layout) -> RuleRows | None:
+    """The ``rows`` (texts, each with its number among all rows) as rule rows of the 2023+ layout (no metric name, a rule
     description), parsed together by pyarrow; None when one is no such row."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -241,7 +248,7 @@ def _rule_rows(rows: list[tuple[int, str]], layout: Layout) -> RuleRows | None:
     try:
         table = (
             arrow_csv.read_csv(
-                pa.BufferReader("\n".join(text.rstrip("\r\n") for _, text in rows).encode()),
+                pa.BufferReader("\n".join(rows).encode()),  # pyarrow gives each without its line end
                 read_options=arrow_csv.ReadOptions(column_names=names),
                 convert_options=arrow_csv.ConvertOptions(
                     column_types=dict.fromkeys(names, pa.string()),
@@ -270,7 +277,7 @@ def _rule_rows(rows: list[tuple[int, str]], layout: Layout) -> RuleRows | None:
     text = pc.binary_join_element_wise(name, " [", kind, "]: ", description, "")
     faster = pc.binary_join_element_wise(text, " (estimated speedup ", speedup_type, " ", speedup, "%)", "")
     texts = pc.if_else(pc.equal(speedup, ""), text, faster)
-    return RuleRows([number for number, _ in rows], table.column(layout.i_id).to_pylist(), texts.to_pylist(), table)
+    return RuleRows(numbers, table.column(layout.i_id).to_pylist(), texts.to_pylist(), table)
 
 
 def _offset_of_line(path: Path, line: int) -> int:
