@@ -474,9 +474,9 @@ def _numbers(column: pa.ChunkedArray) -> tuple[np.ndarray, dict[int, str]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    for text in (column, None):  # as it is, then without thousands separators
+    for separators in (False, True):  # as it is, then without thousands separators
         try:
-            numbers = _cast(text if text is not None else pc.replace_substring(column, ",", ""))
+            numbers = _cast(column, separators)
         except pa.ArrowInvalid:  # a cell no float (''; 28.05%; n/a): cell by cell below
             continue
         # Arrow reads every decimal Python's float() reads the same (plus 'inf', 'nan': no number)
@@ -501,12 +501,18 @@ def _numbers(column: pa.ChunkedArray) -> tuple[np.ndarray, dict[int, str]]:
     return numbers, texts
 
 
-def _cast(column: pa.ChunkedArray) -> np.ndarray:
-    """The text cells as float64, one writable array (ArrowInvalid when a cell is no decimal)."""
+def _cast(column: pa.ChunkedArray, separators: bool) -> np.ndarray:
+    """The text cells as float64 (without their thousands separators with ``separators``), one
+    writable array; ArrowInvalid when a cell is no decimal. Chunks are cast on every core."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    chunks = [chunk.cast(pa.float64()).to_numpy() for chunk in column.chunks]
+    def cast(chunk: pa.Array) -> np.ndarray:
+        return (pc.replace_substring(chunk, ",", "") if separators else chunk).cast(pa.float64()).to_numpy()
+
+    with ThreadPoolExecutor(pa.cpu_count()) as pool:
+        chunks = list(pool.map(cast, column.chunks))
     return np.concatenate(chunks) if chunks else np.zeros(0)
 
 
