@@ -382,6 +382,7 @@ class Rows:
         rows), as :meth:`take` gives them for the same rows; None where :meth:`take` gives None.
         Raises _PandasDecides for rows this does not judge (few files have them)."""
         import numpy as np
+        import pyarrow as pa
 
         def coded(i: int) -> tuple[np.ndarray, np.ndarray]:  # (a code per row, the strings coded)
             column = table.column(str(i))
@@ -410,9 +411,12 @@ class Rows:
         else:
             first_rows, first_rules, bounds = starts, np.zeros(0, dtype=np.int64), np.append(starts, len(ids))
 
+        at_first = pa.array(first_rows % max(table.num_rows, 1))  # -1 (a rule row before any): replaced below
+
         def first_fields(i: int) -> list[str]:  # field i of each launch's first row
-            codes, names = coded(i)
-            out = names[codes[first_rows]] if len(codes) else np.array([], dtype=object)
+            column = table.column(str(i)).take(at_first).combine_chunks()  # the launches' rows alone
+            names = column.dictionary.to_numpy(zero_copy_only=False)
+            out = names[column.indices.to_numpy(zero_copy_only=False)]
             for k in first_rules.tolist():
                 out[k] = rules.field(rule_at[starts[k]], i)
             return out.tolist()
