@@ -463,35 +463,6 @@ def test_pyarrow_one_cast_of_decimal_columns_reads_as_python_does(cells: list[st
     assert texts == {i: cell for i, cell in enumerate(cells) if not finite[i]}
 
 
-def _b200_launches(tmp_path: Path, count: int) -> Path:
-    """The B200 capture's first launch (50 metric rows, 8 rule rows among them) ``count`` times."""
-    lines = B200.read_text().splitlines(keepends=True)
-    header = next(line for line in lines if line.startswith('"ID",'))
-    body = [line for line in lines if line.startswith('"0",')]
-    path = tmp_path / "b200.csv"
-    path.write_text(header + "".join(f'"{k}",' + line[4:] for k in range(count) for line in body))
-    return path
-
-
-@pytest.mark.parametrize("cores", [1, 2, 3, 7])
-def test_rule_rows_parsed_in_pieces_read_as_one_piece(
-    cores: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """pyarrow numbers the rows it hands back only on one thread, so a file with rule rows is cut
-    at line ends into a piece per core: cut inside launches and among their rule rows, every
-    launch gets its rows and its rules in file order, as the line-by-line reader reads them."""
-    pa = pytest.importorskip("pyarrow", reason="the parquet extra (pyarrow) is not installed")
-    path = _b200_launches(tmp_path, 5)
-    assert len(_ncu_csv_bulk._pieces(path, 0, cores)) == cores
-    monkeypatch.setattr(pa, "cpu_count", lambda: cores)
-    fast, run, lines = _read_both(path, monkeypatch)
-    assert fast
-    assert _contents(run) == _contents(lines)
-    rules = [launch.attributes["rules"].split("\n") for launch in run.launches]
-    assert len(rules) == 5 and len(rules[0]) == 8 and all(one == rules[0] for one in rules)
-    assert [len(launch.metrics) for launch in run.launches] == [50] * 5
-
-
 def test_run_lookup_keeps_what_it_found(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run.lookup gives what one pass over the metric table gives, in any order of keys, whether
     it answers from what it kept (an import's notes and per-kernel table share counters) or not."""

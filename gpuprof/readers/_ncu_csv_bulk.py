@@ -16,15 +16,14 @@ only returns columns (:class:`Rows`); the reader that owns the table builds it f
 from __future__ import annotations
 
 import csv
-import io
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from sys import intern
-from typing import TYPE_CHECKING, BinaryIO, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gpuprof.readers._text import column_numbers, ends_with_newline
 
@@ -47,22 +46,6 @@ class Layout:
     i_section: int | None
     i_rule: int | None  # only in the 2023+ layout
     launch_columns: list[tuple[str, int]]  # (attribute key, position) of the per-launch columns
-    rule_columns: tuple[int, ...] = ()  # positions of RULE_COLUMNS (past any row where absent)
-
-
-# The rule columns of the 2023+ layout, in the order :func:`rule_text` takes them.
-RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
-
-
-def rule_text(name: str, kind: str, description: str, speedup_type: str, speedup: str) -> str:
-    """A rule row (ncu's advice) as a launch keeps it: 'Name [Type]: description (speedup ...)'."""
-    text = f"{name} [{kind}]: {description}"
-    return f"{text} (estimated speedup {speedup_type} {speedup}%)" if speedup else text
-
-
-def row_rule_text(row: Sequence[str], layout: Layout) -> str:
-    """:func:`rule_text` of a whole row ('' for a rule column the header or the row lacks)."""
-    return rule_text(*(row[i] if i < len(row) else "" for i in layout.rule_columns))
 
 
 # Rows parsed per pandas call: a file of any size is held as text one chunk at a time (the reader
@@ -136,53 +119,31 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
     width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
     names = [str(i) for i in range(width)]
     text, codes = pa.string(), pa.dictionary(pa.int32(), pa.string())
-    size = path.stat().st_size
+    rules: list[tuple[int, list[str]]] = []  # (the rule row's number among the rows, its fields)
 
-    def parse(begin: int, end: int) -> tuple[pa.Table, list[int], list[str]]:
-        """The rows from byte ``begin`` to ``end``, the longer rows' numbers among them and texts."""
-        numbers: list[int] = []
-        texts: list[str] = []
+    def other_row(row: arrow_csv.InvalidRow) -> str:
+        fields = _rule_fields(row.text, layout)
+        if fields is None or row.number is None:
+            return "error"  # a row of another length that is no rule row: pandas decides
+        rules.append((row.number - 1, fields))
+        return "skip"
 
-        def other_row(row: arrow_csv.InvalidRow) -> str:
-            if layout.i_rule is None or row.number is None:
-                return "error"  # a row of another length where no rule rows can be: pandas decides
-            numbers.append(row.number - 1)  # split after the parse, all at once
-            texts.append(row.text)
-            return "skip"
-
-        with pa.OSFile(str(path)) if end == size else open(path, "rb") as handle:  # the last piece: Arrow's reads
-            handle.seek(begin)
-            return (
-                arrow_csv.read_csv(
-                    handle if end == size else _Slice(handle, end - begin),
-                    read_options=arrow_csv.ReadOptions(column_names=names, use_threads=layout.i_rule is None),
-                    parse_options=arrow_csv.ParseOptions(invalid_row_handler=other_row),
-                    convert_options=arrow_csv.ConvertOptions(
-                        column_types={name: text if i == layout.i_value else codes for i, name in enumerate(names)},
-                        strings_can_be_null=False,
-                        quoted_strings_can_be_null=False,
-                    ),
-                ),
-                numbers,
-                texts,
-            )
-
-    # pyarrow numbers the rows it hands to the handler only on one thread: a file with rule rows is
-    # cut at line ends into a piece per core, each parsed on one thread, the pieces side by side
-    pieces = _pieces(path, _offset_of_line(path, skip), 1 if layout.i_rule is None else pa.cpu_count())
     try:
-        with ThreadPoolExecutor(len(pieces)) as pool:
-            parsed = list(pool.map(lambda piece: parse(*piece), pieces))
+        with pa.OSFile(str(path)) as source:
+            source.seek(_offset_of_line(path, skip))
+            table = arrow_csv.read_csv(
+                source,
+                read_options=arrow_csv.ReadOptions(column_names=names, use_threads=layout.i_rule is None),
+                parse_options=arrow_csv.ParseOptions(invalid_row_handler=other_row),
+                convert_options=arrow_csv.ConvertOptions(
+                    column_types={name: text if i == layout.i_value else codes for i, name in enumerate(names)},
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
     except (pa.ArrowException, OSError):  # not UTF-8, a quote left open ...
         return None
-    numbers, texts, before = [], [], 0  # each piece's row numbers counted on from the rows before it
-    for part, longer, lines in parsed:
-        numbers += [before + number for number in longer] if before else longer
-        texts += lines
-        before += part.num_rows + len(longer)
-    table = pa.concat_tables([part for part, _, _ in parsed])
-    rules = _rule_rows(numbers, texts, layout)
-    if not table.num_rows or rules is None:
+    if not table.num_rows:
         return None
     try:
         return [Rows.from_arrow(table.unify_dictionaries(), layout, rules)]
@@ -194,90 +155,17 @@ class _PandasDecides(Exception):
     """Rows that the pyarrow path leaves to pandas' parser and :meth:`Rows.take` to judge."""
 
 
-class _Slice(io.RawIOBase):
-    """``size`` bytes of an open file from where it stands, as a file of their own."""
-
-    def __init__(self, handle: BinaryIO, size: int) -> None:
-        self.handle, self.left = handle, size
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview) -> int:
-        got = self.handle.readinto(memoryview(buffer)[: min(len(buffer), self.left)])
-        self.left -= got
-        return got
-
-
-def _pieces(path: Path, start: int, count: int) -> list[tuple[int, int]]:
-    """``count`` byte ranges of ``path`` from ``start`` to its end, of about the same size, each
-    cut at a line end (pyarrow reads a line end as a row end: no field runs on into the next line)."""
-    end = path.stat().st_size
-    cuts = [start]
-    with open(path, "rb") as handle:
-        for k in range(1, count):
-            handle.seek(max(cuts[-1], start + (end - start) * k // count))
-            handle.readline()
-            cuts.append(handle.tell())
-    cuts.append(end)
-    return [(begin, stop) for begin, stop in zip(cuts, cuts[1:]) if stop > begin] or [(start, end)]
-
-
-@dataclass
-class RuleRows:
-    """The rule rows pyarrow handed back: each one's number among all rows, launch ID and text
-    (:func:`rule_text`), and its fields, looked up for the few launches whose first row is one."""
-
-    numbers: list[int]
-    ids: list[str]
-    texts: list[str]
-    table: pa.Table
-
-    def field(self, rule: int, column: int) -> str:
-        return self.table.column(column)[rule].as_py()
-
-
-def _rule_rows(numbers: list[int], rows: list[str], layout: Layout) -> RuleRows | None:
-    """The ``rows`` (texts, each with its number among all rows) as rule rows of the 2023+ layout (no metric name, a rule
-    description), parsed together by pyarrow; None when one is no such row."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyarrow import csv as arrow_csv
-
-    names = [str(i) for i in range(layout.columns)]
+def _rule_fields(line: str, layout: Layout) -> list[str] | None:
+    """The fields of a rule row of the 2023+ layout (no metric name, a rule description), else None."""
+    if layout.i_rule is None:
+        return None
     try:
-        table = (
-            arrow_csv.read_csv(
-                pa.BufferReader("\n".join(rows).encode()),  # pyarrow gives each without its line end
-                read_options=arrow_csv.ReadOptions(column_names=names),
-                convert_options=arrow_csv.ConvertOptions(
-                    column_types=dict.fromkeys(names, pa.string()),
-                    strings_can_be_null=False,
-                    quoted_strings_can_be_null=False,
-                ),
-            )
-            if rows
-            else None
-        )
-    except pa.ArrowException:
+        fields = next(csv.reader([line]), [])
+    except csv.Error:
         return None
-    if table is None:
-        return RuleRows([], [], [], pa.table({}))
-    if table.num_rows != len(rows):  # a quote left open joined two rows, or an empty one
+    if len(fields) != layout.columns or fields[layout.i_name] or not fields[layout.i_rule]:
         return None
-    if (
-        pc.any(pc.not_equal(table.column(layout.i_name), "")).as_py()
-        or pc.any(pc.equal(table.column(layout.i_rule), "")).as_py()
-    ):
-        return None
-    empty = pa.chunked_array([pa.repeat("", table.num_rows)])
-    name, kind, description, speedup_type, speedup = (
-        table.column(i) if i < layout.columns else empty for i in layout.rule_columns
-    )
-    text = pc.binary_join_element_wise(name, " [", kind, "]: ", description, "")
-    faster = pc.binary_join_element_wise(text, " (estimated speedup ", speedup_type, " ", speedup, "%)", "")
-    texts = pc.if_else(pc.equal(speedup, ""), text, faster)
-    return RuleRows(numbers, table.column(layout.i_id).to_pylist(), texts.to_pylist(), table)
+    return fields
 
 
 def _offset_of_line(path: Path, line: int) -> int:
@@ -320,7 +208,7 @@ class Rows:
     units: np.ndarray
     values: np.ndarray | dict[int, str]  # the value cells as text (see numbers)
     sections: np.ndarray | pd.Categorical | None
-    rules: list[tuple[str, str]]  # (launch ID, rule_text) of each rule row, in file order
+    rules: list[tuple[str, tuple[str, ...]]]  # (launch ID, the whole row)
     numbers: np.ndarray | None = None  # the values converted already; ``values`` then the non-finite ones' text
 
     @classmethod
@@ -367,16 +255,11 @@ class Rows:
             metric_column(table.i_unit),
             values,
             metric_column(table.i_section),
-            [
-                (launch_id, row_rule_text(row, table))
-                for launch_id, row in zip(
-                    ids[rules].tolist(), zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns)))
-                )
-            ],
+            list(zip(ids[rules].tolist(), zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))),
         )
 
     @classmethod
-    def from_arrow(cls, table: pa.Table, layout: Layout, rules: RuleRows) -> Rows | None:
+    def from_arrow(cls, table: pa.Table, layout: Layout, rules: list[tuple[int, list[str]]]) -> Rows | None:
         """The rows of pyarrow's ``table`` (the metric rows, every field but the value in one
         dictionary per column) and of the ``rules`` read beside it (each with its number among all
         rows), as :meth:`take` gives them for the same rows; None where :meth:`take` gives None.
@@ -390,19 +273,19 @@ class Rows:
             return codes, column.chunk(0).dictionary.to_numpy(zero_copy_only=False)
 
         ids, id_names = coded(layout.i_id)
-        if len(rules.ids):  # the rule rows' IDs put back among the metric rows', where the file has them
+        if len(rules):  # the rule rows' IDs put back among the metric rows', where the file has them
             code_of = {name: code for code, name in enumerate(id_names.tolist())}
-            rule_ids = [code_of.get(launch_id, -1) for launch_id in rules.ids]
+            rule_ids = [code_of.get(fields[layout.i_id], -1) for _, fields in rules]
             if min(rule_ids) < 0:
                 raise _PandasDecides  # a launch of rule rows only
-            at = np.array(rules.numbers) - np.arange(len(rules.numbers))
+            at = np.array([number - k for k, (number, _) in enumerate(rules)])
             ids = np.insert(ids, at, rule_ids)
             is_rule = np.insert(np.zeros(table.num_rows, dtype=bool), at, True)
         starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
         launch_ids = id_names[ids[starts]].tolist()
         if not _plain_launch_ids(launch_ids):
             return None
-        if len(rules.ids):
+        if len(rules):
             kept_before = np.concatenate(([0], np.cumsum(~is_rule)))  # metric rows before each row
             first_rows = kept_before[starts + 1] - 1  # each launch's first metric row up to its first row
             first_rules = np.flatnonzero(is_rule[starts])  # launches whose first row is a rule row
@@ -418,7 +301,7 @@ class Rows:
             names = column.dictionary.to_numpy(zero_copy_only=False)
             out = names[column.indices.to_numpy(zero_copy_only=False)]
             for k in first_rules.tolist():
-                out[k] = rules.field(rule_at[starts[k]], i)
+                out[k] = rules[rule_at[starts[k]]][1][i]
             return out.tolist()
 
         metric_names, name_strings = coded(layout.i_name)
@@ -437,7 +320,7 @@ class Rows:
             _categorical(*coded(layout.i_unit)),
             texts,
             sections,
-            list(zip(rules.ids, rules.texts)),
+            [(fields[layout.i_id], tuple(fields)) for _, fields in rules],
             numbers,
         )
 

@@ -18,8 +18,6 @@ metric columns handed on (into the store) as they are converted.
 
 from __future__ import annotations
 
-import itertools
-import operator
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
@@ -67,7 +65,7 @@ LAUNCH_COLUMNS = {
     # the NVTX range path of the launch, where ncu ran with --nvtx and printed it in a column of its own
     "NVTX": "nvtx",
 }
-_RULE_COLUMNS = _bulk.RULE_COLUMNS
+_RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -175,21 +173,9 @@ class _Table:
         self.i_id, self.i_kernel, self.i_name = col["ID"], col["Kernel Name"], col["Metric Name"]
         self.i_unit, self.i_value, self.i_section = col["Metric Unit"], col["Metric Value"], col.get("Section Name")
         self.i_rule = col.get("Rule Description")  # only in the 2023+ layout
-        self.rule_columns = tuple(col.get(name, sys.maxsize) for name in _RULE_COLUMNS)  # absent: past any row
+        self.rule_columns = [col.get(name, sys.maxsize) for name in _RULE_COLUMNS]  # absent: past any row
         self.launch_columns = list(launch_columns(header).items())
         self.columns = len(header)
-        self._layout = _bulk.Layout(
-            self.columns,
-            self.i_id,
-            self.i_kernel,
-            self.i_name,
-            self.i_unit,
-            self.i_value,
-            self.i_section,
-            self.i_rule,
-            self.launch_columns,
-            self.rule_columns,
-        )
         # per launch, in order of first appearance
         self.positions: dict[str, int] = {}  # launch ID -> its position
         self.kernels: list[str] = []
@@ -206,7 +192,17 @@ class _Table:
         self.truncated = False
 
     def layout(self) -> _bulk.Layout:
-        return self._layout
+        return _bulk.Layout(
+            self.columns,
+            self.i_id,
+            self.i_kernel,
+            self.i_name,
+            self.i_unit,
+            self.i_value,
+            self.i_section,
+            self.i_rule,
+            self.launch_columns,
+        )
 
     def take(self, rows: _bulk.Rows) -> bool:
         """One chunk of the bulk path's columns as this table's launches and metric rows, its text
@@ -228,8 +224,8 @@ class _Table:
             **metric_columns(rows.names, rows.units, rows.values, numbers=rows.numbers),
         }
         self.pieces.append(piece if self.keep is None else self.keep(piece))
-        for launch_id, texts in itertools.groupby(rows.rules, key=operator.itemgetter(0)):  # a launch's together
-            self.add_rule_text(self.positions[launch_id], "\n".join(text for _, text in texts))
+        for launch_id, row in rows.rules:
+            self.add_rule(self.positions[launch_id], row)
         if rows.sections is not None:
             self._take_sections(rows.sections, counts, first)
         return True
@@ -336,15 +332,17 @@ class _Table:
         self.sections.extend([] for _ in positions)
         return positions[-1]
 
-    def add_rule_text(self, position: int, text: str) -> None:
-        """Keep rule text (:func:`gpuprof.readers._ncu_csv_bulk.rule_text`) on the launch, after any it has."""
+    def add_rule(self, position: int, row: Sequence[str]) -> None:
+        """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
+
+        # '' for a rule column the header or the row lacks
+        name, kind, description, speedup_type, speedup = (row[i] if i < len(row) else "" for i in self.rule_columns)
+        text = f"{name} [{kind}]: {description}"
+        if speedup:
+            text += f" (estimated speedup {speedup_type} {speedup}%)"
         attributes = self.attributes[position]
         previous = attributes.get("rules")
         attributes["rules"] = f"{previous}\n{text}" if previous else text
-
-    def add_rule(self, position: int, row: Sequence[str]) -> None:
-        """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
-        self.add_rule_text(position, _bulk.row_rule_text(row, self.layout()))
 
     def notes(self) -> list[str]:
         notes = []
