@@ -245,3 +245,17 @@ def test_a_truncated_or_corrupt_segment_is_refused_with_one_line(
     result = CliRunner().invoke(main, ["import", str(copy), "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert len([line for line in result.output.splitlines() if said in line]) == 1
+
+
+def test_a_file_of_the_single_file_layout_still_reads() -> None:
+    """Files recorded before segments hold every line in the named file (real file, fixtures/regions)."""
+    found = reader.parse(ROOT / "tests" / "fixtures" / "regions" / "regions_two_epochs_three_batches.jsonl")
+    assert [(r.name, r.index) for r in found.regions] == [
+        ("epoch", 0),
+        *(("batch", i) for i in range(3)),
+        ("epoch", 1),
+        *(("batch", i) for i in range(3)),
+    ]
+    assert found.regions[0].seconds == pytest.approx((7512774734292 - 7512769065502) / 1e9)
+    assert found.processes == {12323: None} and found.run_id == "10f118c78bcd428fb122ac2445a7d521"
+    assert all(r.unclosed is None for r in found.regions)
