@@ -29,6 +29,7 @@ integer go through that dict.
 from __future__ import annotations
 
 import atexit
+import errno
 import functools
 import itertools
 import json
@@ -67,10 +68,15 @@ class Hook(Protocol):
 def _reserve(fd: int, size: int) -> None:
     """Make the segment ``size`` bytes, its blocks allocated (writing through the map cannot then
     meet a full disk, which would kill the program with SIGBUS)."""
-    if hasattr(os, "posix_fallocate"):
+    try:
         os.posix_fallocate(fd, 0, size)
-    else:  # pragma: no cover - not Linux
-        os.ftruncate(fd, size)
+        return
+    except OSError as error:
+        if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+    except AttributeError:  # pragma: no cover - not Linux
+        pass
+    os.ftruncate(fd, size)  # a file system that cannot allocate ahead: a full disk may then fault the program
 
 
 def _create(base: str) -> int:
@@ -289,10 +295,13 @@ def begin(name: str, index: int | None = None, **attributes: Any) -> int:
     state = _state
     if not state.active:
         return 0
-    stack = state.stack()
+    local = state.local
+    stack = getattr(local, "stack", None)
+    if stack is None:
+        stack = state.stack()
     ident = next(state.ids)
     if state.hooks or attributes or (index is not None and type(index) is not int):
-        event: dict[str, Any] = {"e": "b", "id": ident, "n": str(name), "p": state.pid, "t": state.local.tid}
+        event: dict[str, Any] = {"e": "b", "id": ident, "n": str(name), "p": state.pid, "t": local.tid}
         if index is not None:
             event["i"] = index
         if stack:
@@ -306,8 +315,8 @@ def begin(name: str, index: int | None = None, **attributes: Any) -> int:
     else:
         line = b'{"e":"b","id":%d%s%s%s%s,"ts":%d}\n' % (
             ident,
-            _name(name),
-            state.local.where,
+            _names.get(name) or _name(name),
+            local.where,
             b"" if index is None else b',"i":%d' % index,
             b',"par":%d' % stack[-1] if stack else b"",
             now_ns(),
@@ -324,17 +333,17 @@ def end(ident: int | None = None, raised: str | None = None) -> None:
     state = _state
     if not state.active or ident == 0:
         return
-    stack = state.stack()
+    stack = getattr(state.local, "stack", None)
     if not stack:
         return
-    target = stack[-1] if ident is None else ident
-    if target not in stack:
+    if ident is None or ident == stack[-1]:  # the innermost: the usual case
+        _close(stack.pop(), None, raised)
         return
-    while stack:
-        top = stack.pop()
-        _close(top, None if top == target else "parent", raised if top == target else None)
-        if top == target:
-            break
+    if ident not in stack:
+        return
+    while (top := stack.pop()) != ident:  # left open inside it
+        _close(top, "parent")
+    _close(ident, None, raised)
 
 
 def _close(ident: int, unclosed: str | None, raised: str | None = None) -> None:

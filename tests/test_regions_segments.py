@@ -159,7 +159,9 @@ def test_a_forked_child_writes_its_own_segment_and_leaves_the_parents_alone(tmp_
     assert found.processes == {parent: None, child: None}
 
 
-def test_stopping_cuts_the_segment_and_recording_again_opens_a_new_one(tmp_path: Path) -> None:
+def test_stopping_cuts_the_segment_and_recording_again_opens_a_new_one_and_closes_what_was_left_open(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "regions.jsonl"
     out = _run_without_variable(path)
     size, pid = map(int, out.split())
@@ -167,7 +169,12 @@ def test_stopping_cuts_the_segment_and_recording_again_opens_a_new_one(tmp_path:
     assert (first.name, second.name) == (f"regions.jsonl.{pid}", f"regions.jsonl.{pid}.1")
     assert first.stat().st_size == size == len(first.read_text()) and size < 400
     found = reader.parse(path, "run-1")
-    assert [(r.name, r.attributes) for r in found.regions] == [("first", {}), ("second", {"note": "kept"})]
+    assert [(r.name, r.attributes, r.unclosed) for r in found.regions] == [
+        ("first", {}, None),
+        ("second", {"note": "kept"}, None),
+        ("left inside", {}, "parent"),
+    ]
+    assert found.regions[2].parent == found.regions[1].ident and found.regions[2].end_ns <= found.regions[1].end_ns
 
 
 def _run_without_variable(path: Path) -> str:
@@ -183,7 +190,7 @@ def _run_without_variable(path: Path) -> str:
         pass
     regions.record_to({str(path)!r}, "run-1")
     with regions.region("second", index=2, note="kept"):
-        pass
+        regions.begin("left inside")  # closed with "second", marked
     print(os.getpid())
     """
     done = subprocess.run(
@@ -259,3 +266,15 @@ def test_a_file_of_the_single_file_layout_still_reads() -> None:
     assert found.regions[0].seconds == pytest.approx((7512774734292 - 7512769065502) / 1e9)
     assert found.processes == {12323: None} and found.run_id == "10f118c78bcd428fb122ac2445a7d521"
     assert all(r.unclosed is None for r in found.regions)
+
+
+def test_a_segment_without_lines_is_skipped(recorded: tuple[Path, bytes], tmp_path: Path) -> None:
+    """A process killed as it created its segment leaves only NUL bytes (or nothing): no lines to read."""
+    path, raw = recorded
+    copy = tmp_path / path.name
+    copy.write_bytes(path.read_bytes())
+    (tmp_path / reader.segments(path)[0].name).write_bytes(raw)
+    (tmp_path / f"{path.name}.7").write_bytes(b"\0" * BLOCK)
+    (tmp_path / f"{path.name}.8").write_bytes(b"")
+    assert len(reader.segments(copy)) == 3
+    assert [(r.name, r.index) for r in reader.parse(copy, "run-1").regions] == [("epoch", i) for i in range(3)]

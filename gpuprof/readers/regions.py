@@ -123,9 +123,12 @@ def _head(path: Path) -> list[dict[str, Any]]:
 
 
 def _segment(path: Path) -> tuple[int, list[dict[str, Any]]]:
-    """A segment's lines, its process line first, and that line's timestamp."""
+    """A segment's lines, its process line first, and that line's timestamp (no lines at all: a
+    process killed as it created its segment; nothing to read)."""
     events = _lines(path)
-    first = events[0] if events else {}
+    if not events:
+        return 0, []
+    first = events[0]
     if first.get("e") != "process" or not isinstance(first.get("ts"), int):
         raise _refuse(path, "a segment that does not begin with its process line: the regions file is corrupt")
     return first["ts"], events
