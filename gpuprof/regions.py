@@ -10,7 +10,8 @@ beside it (``<file>.<pid>``, created at its first line), through a shared memory
 no system call per line (two ``write`` calls per region slowed a 10 ms loop by more than 1 % on a
 VM), and the lines are in the page cache the moment they are copied, so a process that is killed
 keeps every line written before. The segment grows in blocks reserved on disk beforehand
-(``posix_fallocate``: a full disk stops the recording, it cannot fault the program); the unwritten
+(``posix_fallocate`` where the file system can: a full disk then stops the recording, it cannot
+fault the program); the unwritten
 rest of the last block is NUL bytes, cut off when the process exits or stops recording and skipped
 by the reader where it was killed. A forked child opens a segment of its own. Timestamps are
 ``CLOCK_MONOTONIC`` nanoseconds, one clock for the whole machine on Linux, so the parent lines them
@@ -50,11 +51,10 @@ VERSION = 1
 RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
 BLOCK = 1 << 20  # a segment grows by this much (about 5,000 regions)
 
-if hasattr(time, "CLOCK_MONOTONIC"):
+if hasattr(time, "CLOCK_MONOTONIC"):  # the same clock the parent's samplers read, in nanoseconds
     now_ns = functools.partial(time.clock_gettime_ns, time.CLOCK_MONOTONIC)
 else:  # pragma: no cover - not Linux
     now_ns = time.monotonic_ns
-now_ns.__doc__ = "CLOCK_MONOTONIC in nanoseconds (the same clock the parent's samplers read)."
 
 
 class Hook(Protocol):
