@@ -23,8 +23,8 @@ reads it.
 A plain region's lines are formatted from bytes made once per name and per thread. Per-region
 measurements plug in as hooks (:func:`add_hook`): a hook's ``begin(event)`` and ``end(event)`` are
 called with the event (a dict) about to be written and may add JSON-ready keys to it (e.g. CPU
-counter readings), which the reader keeps; events with hooks, attributes or an index that is not an
-integer go through that dict.
+counter readings), which the reader keeps; events with hooks, attributes, a name that is not a
+string or an index that is not an integer go through that dict.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ class _Recorder:
 
 _state = _Recorder()
 _strings: dict[str, str] = {}  # a string (key, name, event kind) -> its JSON text, made once
-_names: dict[Any, bytes] = {}  # a region's name -> its begin line's name part, made once
+_names: dict[str, bytes] = {}  # a region's name -> its begin line's name part, made once
 
 
 def _text(value: str) -> str:
@@ -216,10 +216,10 @@ def _text(value: str) -> str:
     return found
 
 
-def _name(name: Any) -> bytes:
+def _name(name: str) -> bytes:
     found = _names.get(name)
     if found is None:
-        found = b',"n":' + _text(str(name)).encode()
+        found = b',"n":' + _text(name).encode()
         if len(_names) < 4096:
             _names[name] = found
     return found
@@ -300,7 +300,7 @@ def begin(name: str, index: int | None = None, **attributes: Any) -> int:
     if stack is None:
         stack = state.stack()
     ident = next(state.ids)
-    if state.hooks or attributes or (index is not None and type(index) is not int):
+    if state.hooks or attributes or type(name) is not str or (index is not None and type(index) is not int):
         event: dict[str, Any] = {"e": "b", "id": ident, "n": str(name), "p": state.pid, "t": local.tid}
         if index is not None:
             event["i"] = index
