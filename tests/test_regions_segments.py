@@ -62,7 +62,7 @@ def test_a_sigkilled_child_keeps_its_lines_and_its_open_regions_are_closed_by_th
     )
     assert child.stdout is not None and child.stdout.readline() == "inside\n"
     child.send_signal(signal.SIGKILL)  # while inside its innermost region
-    child.wait(timeout=30)
+    child.communicate(timeout=30)
     [segment] = reader.segments(path)
     assert segment.name == f"regions.jsonl.{child.pid}"
     raw = segment.read_bytes()
@@ -159,25 +159,8 @@ def test_a_forked_child_writes_its_own_segment_and_leaves_the_parents_alone(tmp_
     assert found.processes == {parent: None, child: None}
 
 
-def test_stopping_cuts_the_segment_and_recording_again_opens_a_new_one_and_closes_what_was_left_open(
-    tmp_path: Path,
-) -> None:
+def test_stopping_cuts_the_segment_and_recording_again_opens_another(tmp_path: Path) -> None:
     path = tmp_path / "regions.jsonl"
-    out = _run_without_variable(path)
-    size, pid = map(int, out.split())
-    first, second = reader.segments(path)
-    assert (first.name, second.name) == (f"regions.jsonl.{pid}", f"regions.jsonl.{pid}.1")
-    assert first.stat().st_size == size == len(first.read_text()) and size < 400
-    found = reader.parse(path, "run-1")
-    assert [(r.name, r.attributes, r.unclosed) for r in found.regions] == [
-        ("first", {}, None),
-        ("second", {"note": "kept"}, None),
-        ("left inside", {}, "parent"),
-    ]
-    assert found.regions[2].parent == found.regions[1].ident and found.regions[2].end_ns <= found.regions[1].end_ns
-
-
-def _run_without_variable(path: Path) -> str:
     script = f"""
     import os
     from gpuprof import regions
@@ -195,14 +178,24 @@ def _run_without_variable(path: Path) -> str:
     """
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("GPUPROF_")}, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout
+    size, pid = map(int, done.stdout.split())
+    first, second = reader.segments(path)
+    assert (first.name, second.name) == (f"regions.jsonl.{pid}", f"regions.jsonl.{pid}.1")
+    assert first.stat().st_size == size == len(first.read_text()) and size < 400  # cut to its two lines
+    found = reader.parse(path, "run-1")
+    assert [(r.name, r.attributes, r.unclosed) for r in found.regions] == [
+        ("first", {}, None),
+        ("second", {"note": "kept"}, None),
+        ("left inside", {}, "parent"),
+    ]
+    assert found.regions[2].parent == found.regions[1].ident and found.regions[2].end_ns <= found.regions[1].end_ns
 
 
 @pytest.fixture(scope="module")
