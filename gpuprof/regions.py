@@ -107,6 +107,7 @@ class _Recorder:
     def forked(self) -> None:
         """A new process (or a forked child): its pid, no segment yet, no thread known."""
         self.pid = os.getpid()
+        self.since = now_ns()  # with the pid, names this process apart from an earlier one of its pid
         self.where = b',"p":%d' % self.pid  # an end line's process part
         self.local = threading.local()  # per thread: its stack, its id and its lines' part naming both
         self.lock = threading.Lock()  # around an append (the process's threads share its segment)
@@ -165,6 +166,7 @@ class _Recorder:
             "ppid": os.getppid(),
             "run": self.run_id,
             "rank": rank(),
+            "since": self.since,
             "ts": now_ns(),
         }
         line = json.dumps(process, separators=(",", ":")).encode() + b"\n"

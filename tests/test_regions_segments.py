@@ -271,3 +271,31 @@ def test_a_segment_without_lines_is_skipped(recorded: tuple[Path, bytes], tmp_pa
     (tmp_path / f"{path.name}.8").write_bytes(b"")
     assert len(reader.segments(copy)) == 3
     assert [(r.name, r.index) for r in reader.parse(copy, "run-1").regions] == [("epoch", i) for i in range(3)]
+
+
+def test_two_processes_that_had_one_pid_stay_apart(tmp_path: Path) -> None:
+    """A pid used again (a long job's workers) gives a second segment ``<pid>.1`` whose region ids
+    start over: each process line's ``since`` keeps the two processes' regions apart."""
+    path = tmp_path / "regions.jsonl"
+    script = """
+    import os, gpuprof
+    with gpuprof.region("epoch", index=INDEX):
+        with gpuprof.region("step"):
+            pass
+    print(os.getpid())
+    """
+    first, second = (int(_run(script.replace("INDEX", str(index)), path)) for index in (0, 1))
+    moved = path.with_name(f"{path.name}.{second}")  # as if the second process had had the first's pid
+    path.with_name(f"{path.name}.{first}.1").write_bytes(
+        moved.read_bytes().replace(b'"p":%d,' % second, b'"p":%d,' % first)
+    )
+    moved.unlink()
+    found = reader.parse(path, "run-1")
+    assert [(r.name, r.index, r.process) for r in found.regions] == [
+        ("epoch", 0, first),
+        ("step", None, first),
+        ("epoch", 1, first),
+        ("step", None, first),
+    ]
+    assert [r.ident for r in found.regions] == [1, 2, 1, 2] and len({r.since for r in found.regions}) == 2
+    assert [launch.attributes["parent"] for launch in reader.launches(found)] == ["", "0", "", "2"]

@@ -49,6 +49,7 @@ class Region:
     thread: int = 0
     index: Any = None
     parent: int | None = None  # the parent's ident in the same process
+    since: int | None = None  # when its process began (its process line's "since"): two processes of one pid apart
     end_ns: int | None = None
     rank: int | None = None
     unclosed: str | None = None
@@ -139,10 +140,12 @@ def _event(
     number: int,
     event: dict[str, Any],
     head: dict[str, Any],
-    found: dict[tuple[int, int], Region],
+    found: dict[tuple[int, int | None, int], Region],
     processes: dict[int, int | None],
+    since: dict[int, int | None],
 ) -> int:
-    """Take one line into ``found``/``processes``; returns its timestamp."""
+    """Take one line into ``found``/``processes`` (``since``: each pid's latest process line's);
+    returns its timestamp."""
     kind, pid, ts = event["e"], int(event["p"]), int(event["ts"])
     if kind == "process":
         if event.get("run") != head.get("run"):
@@ -151,22 +154,23 @@ def _event(
                 f"line {number}: process {pid} belongs to run {event.get('run')!r}, the file "
                 f"to {head.get('run')!r}: lines of two runs in one file",
             )
-        processes[pid] = event.get("rank")
+        processes[pid], since[pid] = event.get("rank"), event.get("since")
     elif kind == "b":
-        key = (pid, int(event["id"]))
+        key = (pid, since.get(pid), int(event["id"]))
         found[key] = Region(
             str(event["n"]),
             pid,
-            key[1],
+            key[2],
             ts,
             int(event.get("t", 0)),
             event.get("i"),
             event.get("par"),
+            key[1],
             attributes=dict(event.get("a") or {}),
             extra={"begin": {k: v for k, v in event.items() if k not in _KNOWN_KEYS}},
         )
     elif kind == "e":
-        opened = found.get((pid, int(event["id"])))
+        opened = found.get((pid, since.get(pid), int(event["id"])))
         if opened is None or opened.end_ns is not None:
             raise _refuse(path, f"line {number} ends region {event['id']} of process {pid}, which is not open")
         if ts < opened.begin_ns:
@@ -193,13 +197,14 @@ def parse(path: str | Path, run_id: str | None = None, end_ns: int | None = None
     # The named file's own lines, then each process's segment in the order the processes began.
     begun = sorted(((*_segment(one), one) for one in segments(path)), key=lambda started: started[0])
     files = [(path, events[1:], 2), *((one, lines, 1) for _, lines, one in begun)]
-    found: dict[tuple[int, int], Region] = {}
+    found: dict[tuple[int, int | None, int], Region] = {}
     processes: dict[int, int | None] = {}
+    since: dict[int, int | None] = {}
     last = int(head.get("ts", 0))
     for source, lines, first in files:
         for number, event in enumerate(lines, start=first):
             try:
-                last = max(last, _event(source, number, event, head, found, processes))
+                last = max(last, _event(source, number, event, head, found, processes, since))
             except (KeyError, TypeError, ValueError):
                 raise _refuse(source, f"line {number} lacks a field its event needs: the file is corrupt") from None
     close_at = end_ns if end_ns is not None else last
@@ -213,10 +218,10 @@ def parse(path: str | Path, run_id: str | None = None, end_ns: int | None = None
 
 def launches(found: Regions, first_index: int = 0) -> list[Launch]:
     """One launch per region instance (kind "region"), numbered from ``first_index`` in begin order."""
-    number = {(r.process, r.ident): first_index + i for i, r in enumerate(found.regions)}
+    number = {(r.process, r.since, r.ident): first_index + i for i, r in enumerate(found.regions)}
     made = []
     for position, one in enumerate(found.regions):
-        parent = number.get((one.process, one.parent)) if one.parent is not None else None
+        parent = number.get((one.process, one.since, one.parent)) if one.parent is not None else None
         attributes = {
             "kind": KIND,
             "name": one.name,
