@@ -11,14 +11,13 @@ no system call per line (two ``write`` calls per region slowed a 10 ms loop by m
 VM), and the lines are in the page cache the moment they are copied, so a process that is killed
 keeps every line written before. The segment grows in blocks reserved on disk beforehand
 (``posix_fallocate`` where the file system can: a full disk then stops the recording, it cannot
-fault the program); the unwritten
-rest of the last block is NUL bytes, cut off when the process exits or stops recording and skipped
-by the reader where it was killed. A forked child opens a segment of its own. Timestamps are
-``CLOCK_MONOTONIC`` nanoseconds, one clock for the whole machine on Linux, so the parent lines them
-up with what it measured (power samples). Regions still open when the interpreter exits are closed
-then and marked ``"unclosed": "exit"``; those of a process that was killed are closed by the reader
-and marked there. The format is documented in docs/training.md; :mod:`gpuprof.readers.regions`
-reads it.
+fault the program); the unwritten rest of the last block is NUL bytes, cut off when the process
+exits or stops recording and skipped by the reader where it was killed. A forked child opens a
+segment of its own. Timestamps are ``CLOCK_MONOTONIC`` nanoseconds, one clock for the whole machine
+on Linux, so the parent lines them up with what it measured (power samples). Regions still open when
+the interpreter exits are closed then and marked ``"unclosed": "exit"``; those of a process that was
+killed are closed by the reader and marked there. The format is documented in docs/training.md;
+:mod:`gpuprof.readers.regions` reads it.
 
 A plain region's lines are formatted from bytes made once per name and per thread. Per-region
 measurements plug in as hooks (:func:`add_hook`): a hook's ``begin(event)`` and ``end(event)`` are
