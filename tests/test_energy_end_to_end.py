@@ -202,6 +202,7 @@ def test_run_without_rapl_zones_explains_instead(
     assert "energy per call" not in result.output and "GFLOP/s per watt" not in result.output
 
 
+@pytest.mark.slow  # measures runs with metering and compares them: 8-19 s
 @PYTENSOR
 def test_compare_shows_energy_columns_and_explains_a_device_without_a_source(
     metered: Metered, no_rapl_root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path

@@ -218,6 +218,7 @@ def test_profile_keeps_its_measurements_when_the_regions_file_is_from_another_ru
     assert run.launches[0].value("wall time") > 0
 
 
+@pytest.mark.slow  # waits for a hanging program's 4 s limit
 @pytest.mark.parametrize(
     ("script", "timeout", "mark", "said"),
     [

@@ -757,9 +757,14 @@ def _scratch() -> str | None:
 
 
 def fuzz_target(
-    target: str, inputs: int, base_seed: int = 0, limit: float = 2.0, own: list[str] | None = None
+    target: str,
+    inputs: int,
+    base_seed: int = 0,
+    limit: float = 2.0,
+    own: list[str] | None = None,
+    first: int = 0,
 ) -> Tally:
-    """Run ``inputs`` cases of ``target`` in watched workers; a hang or crash costs one case."""
+    """Run cases ``first`` to ``inputs - 1`` of ``target`` in watched workers; a hang or crash costs one case."""
     if own is None:
         own = own_seeds(target, seeds())
     tally = Tally(target)
@@ -767,7 +772,7 @@ def fuzz_target(
     context = multiprocessing.get_context("fork")
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpuprof fuzz ", dir=_scratch()) as scratch:
-        _watch(tally, context, target, inputs, base_seed, limit, own, scratch)
+        _watch(tally, context, target, first, inputs, base_seed, limit, own, scratch)
     tally.seconds = time.perf_counter() - began
     return tally
 
@@ -776,6 +781,7 @@ def _watch(
     tally: Tally,
     context: multiprocessing.context.BaseContext,
     target: str,
+    first: int,
     inputs: int,
     base_seed: int,
     limit: float,
@@ -784,7 +790,7 @@ def _watch(
 ) -> None:
     """Feed the cases to workers; a worker killed on a hang leaves its file in ``scratch`` (removed
     by the caller), and the next worker goes on after the case that failed."""
-    start = 0
+    start = first
     while start < inputs:
         parent, child = context.Pipe()
         stop = min(inputs, start + WORKER_INPUTS)
