@@ -181,7 +181,7 @@ class _Table:
         self.sections: list[tuple[str, ...]] = []  # distinct section names, in file order
         # each distinct attribute dict and section tuple held once, shared by the launches that have it:
         # a million launches of a few kernels, streams and grids hold a few dicts, not a million
-        self.distinct_attributes: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        self.distinct_attributes: dict[tuple[str, ...], dict[tuple[str, ...], dict[str, str]]] = {}  # by keys, values
         self.distinct_sections: dict[tuple[str, ...], tuple[str, ...]] = {}
         # per metric row: lists as the line-by-line path reads, or the bulk path's whole columns
         self.launch: list[int] = []
@@ -310,8 +310,15 @@ class _Table:
 
     def shared(self, attributes: dict[str, str]) -> dict[str, str]:
         """The table's one dict of the content of ``attributes`` (launches share it: nothing changes
-        a launch's dict in place, :meth:`add_rule` and :meth:`tables` give it another)."""
-        return self.distinct_attributes.setdefault(tuple(attributes.items()), attributes)
+        a launch's dict in place, :meth:`add_rule` and :meth:`tables` give it another). Its text is
+        interned: launches that differ in one field (a kernel time) still share the host's, the
+        process's and the others' strings."""
+        same_keys = self.distinct_attributes.setdefault(tuple(attributes), {})
+        found = same_keys.get(tuple(attributes.values()))
+        if found is None:
+            found = {key: intern(value) for key, value in attributes.items()}
+            same_keys[tuple(found.values())] = found
+        return found
 
     def add_sections(self, position: int, names: Iterable[str]) -> None:
         """Add the section ``names`` not there yet to launch ``position``'s, in order."""
