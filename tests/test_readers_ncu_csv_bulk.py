@@ -472,3 +472,21 @@ def test_launches_with_the_same_attributes_share_one_dict(tmp_path: Path, monkey
         (stored,) = store.runs()
     assert stored.launch_table["attributes"].tolist() == attributes
     assert stored.launch_table["index"].tolist() == list(range(30))
+
+
+@pytest.mark.parametrize("fixture", [B200, V100], ids=lambda p: p.name)
+def test_past_the_distinct_attribute_sets_shared_each_launch_keeps_its_own(
+    fixture: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose launches differ in a field (the V100 file's kernel time: 100 launches, 100
+    attribute sets) shares only the first DISTINCT_ATTRIBUTES sets; the rest keep their own dicts,
+    with the same content (rule rows and sections added, both parsers) as when every set is shared."""
+    shared_all = ncu_csv.read(fixture)
+    monkeypatch.setattr(ncu_csv, "DISTINCT_ATTRIBUTES", 3)
+    fast, capped, lines_run = _read_both(fixture, monkeypatch)
+    assert fast
+    assert _contents(capped) == _contents(shared_all) == _contents(lines_run)
+    attributes = capped.launch_table["attributes"].tolist()
+    dicts = len({id(a) for a in attributes})
+    assert dicts == len({json.dumps(a, sort_keys=True) for a in attributes})  # each distinct set once
+    assert dicts == (100 if fixture == V100 else 1) == len(attributes)

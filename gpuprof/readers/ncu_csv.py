@@ -151,6 +151,11 @@ def _run(path: Path, table: _Table, log: ToolLog) -> Run:
     )
 
 
+# Distinct launch attribute sets a table shares (see _Table.shared): a profile's kernels, grids,
+# blocks and streams give a few hundred; a field differing per launch, more than this.
+DISTINCT_ATTRIBUTES = 4096
+
+
 class _Table:
     """The rows of one details table as columns: one launch per ID, one metric row per row (the
     bulk path fills it too).
@@ -179,9 +184,10 @@ class _Table:
         self.indices: list[int] = []
         self.attributes: list[dict[str, str]] = []
         self.sections: list[tuple[str, ...]] = []  # distinct section names, in file order
-        # each distinct attribute dict and section tuple held once, shared by the launches that have it:
-        # a million launches of a few kernels, streams and grids hold a few dicts, not a million
-        self.distinct_attributes: dict[tuple[str, ...], dict[tuple[str, ...], dict[str, str]]] = {}  # by keys, values
+        # each distinct attribute dict (by keys, then values) and section tuple held once, shared by the
+        # launches that have it: a million launches of a few kernels, streams and grids hold a few dicts
+        self.distinct_attributes: dict[tuple[str, ...], dict[tuple[str, ...], dict[str, str]]] = {}
+        self.distinct_count = 0
         self.distinct_sections: dict[tuple[str, ...], tuple[str, ...]] = {}
         # per metric row: lists as the line-by-line path reads, or the bulk path's whole columns
         self.launch: list[int] = []
@@ -309,16 +315,21 @@ class _Table:
         return positions[-1]
 
     def shared(self, attributes: dict[str, str]) -> dict[str, str]:
-        """The table's one dict of the content of ``attributes`` (launches share it: nothing changes
-        a launch's dict in place, :meth:`add_rule` and :meth:`tables` give it another). Its text is
-        interned: launches that differ in one field (a kernel time) still share the host's, the
-        process's and the others' strings."""
+        """The launch's dict of the content of ``attributes`` (a new dict no one else holds): the one
+        every launch with that content shares, while there are at most :data:`DISTINCT_ATTRIBUTES`
+        (past that, a field differing per launch such as a kernel time, a launch keeps its own, its
+        text interned as the others'). Nothing changes a launch's dict in place: :meth:`add_rule`
+        and :meth:`tables` give it another."""
         same_keys = self.distinct_attributes.setdefault(tuple(attributes), {})
         found = same_keys.get(tuple(attributes.values()))
-        if found is None:
-            found = {key: intern(value) for key, value in attributes.items()}
-            same_keys[tuple(found.values())] = found
-        return found
+        if found is not None:
+            return found
+        for key, value in attributes.items():
+            attributes[key] = intern(value)
+        if self.distinct_count < DISTINCT_ATTRIBUTES:
+            same_keys[tuple(attributes.values())] = attributes
+            self.distinct_count += 1
+        return attributes
 
     def add_sections(self, position: int, names: Iterable[str]) -> None:
         """Add the section ``names`` not there yet to launch ``position``'s, in order."""
@@ -351,13 +362,13 @@ class _Table:
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The launch and metric tables of what was read (once: the bulk path's chunks are handed over)."""
-        with_sections: dict[tuple[int, tuple[str, ...]], dict[str, str]] = {}  # (id of a dict, sections): the dict
+        self.distinct_attributes, self.distinct_count = {}, 0  # now the dicts with their sections
+        before: tuple[dict[str, str], tuple[str, ...], dict[str, str]] | None = None  # the launch before's
         for position, (attributes, sections) in enumerate(zip(self.attributes, self.sections)):
             if sections:
-                key = (id(attributes), sections)  # the shared dicts stay alive: their ids stay theirs
-                if key not in with_sections:
-                    with_sections[key] = self.shared({**attributes, "sections": "; ".join(sections)})
-                self.attributes[position] = with_sections[key]
+                if before is None or before[0] is not attributes or before[1] != sections:
+                    before = (attributes, sections, self.shared({**attributes, "sections": "; ".join(sections)}))
+                self.attributes[position] = before[2]
         count = len(self.kernels)
         columns = (
             _joined(self.pieces)
