@@ -28,6 +28,7 @@ read and the per-kernel table ``gpuprof import`` prints: damaged names and numbe
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import multiprocessing
@@ -141,15 +142,21 @@ def own_seeds(target: str, all_seeds: dict[str, bytes]) -> list[str]:
     own = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in all_seeds.items():
-            path = Path(tmp) / name
-            path.write_bytes(data)
-            try:
-                numbers = target == "numbers" and path.suffix not in BINARY_SUFFIXES and _NUMBER.search(data)
-                if detect(path).NAME == target or numbers:
-                    own.append(name)
-            except GpuprofError:  # recognised by no reader: foreign to every one
-                pass
+            key = (name, hashlib.blake2b(data, digest_size=16).digest())
+            if key not in _DETECTED:  # the same detection for every target: done once per seed
+                path = Path(tmp) / name
+                path.write_bytes(data)
+                try:
+                    _DETECTED[key] = detect(path).NAME
+                except GpuprofError:  # recognised by no reader: foreign to every one
+                    _DETECTED[key] = None
+            numbers = target == "numbers" and Path(name).suffix not in BINARY_SUFFIXES and _NUMBER.search(data)
+            if _DETECTED[key] == target or (numbers and _DETECTED[key] is not None):
+                own.append(name)
     return own
+
+
+_DETECTED: dict[tuple[str, bytes], str | None] = {}  # (seed name, digest) -> the reader detect chose
 
 
 # --- mutations: each takes (data, rng, seeds) and returns new bytes ---------------------------------

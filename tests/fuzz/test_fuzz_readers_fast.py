@@ -40,7 +40,6 @@ def all_seeds() -> dict[str, bytes]:
     return reader_fuzz.seeds()
 
 
-@pytest.mark.slow  # detects the format of every fixture once per target: 10-30 s
 def test_every_reader_and_fixture_is_covered(all_seeds):
     from gpuprof.readers import modules
 
