@@ -157,6 +157,7 @@ def _energy_metrics(store: Path, repeat: int) -> dict[str, float | str]:
     return {m.name: m.value for m in launch.metrics}
 
 
+@pytest.mark.slow  # a real metered run (0.6 s of timed work, its repeats calibrated first): 3-12 s
 def test_run_reports_energy_from_the_counters_the_thread_advanced(metered: Metered) -> None:
     rows = metered.rows
     stored = _energy_metrics(metered.store, metered.repeat)
