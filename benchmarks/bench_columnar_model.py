@@ -8,9 +8,10 @@ sections: 20,000 launches of 50; B200 ``--set full``: 17,242 launches of 50 plus
 - ``gpuprof import FILE --format json`` end to end (parse, derive, store, render; the command's
   own code, called in-process after its imports) against ``pandas.read_csv`` of the same file:
   rows/s ratio (target >= 1.0, issue 33) and the command's peak resident memory / file size;
-- a large V100-layout file (``--large-rows``, 13,000,000 rows is about 2 GB) imported by
-  ``gpuprof import`` in a fresh process: its peak resident memory, and the same at a quarter of the
-  rows, extrapolated linearly to a 10 GB file (target <= 2 GB);
+- a large V100-layout file (``--large-rows``, 13,000,000 rows is about 2 GB, 64,500,000 rows
+  10 GB) imported by ``gpuprof import`` in a fresh process: its peak resident memory, and the same
+  at a quarter of the rows, extrapolated linearly to a 10 GB file (target <= 2 GB; at 64,500,000
+  rows the 10 GB file itself is measured);
 - the per-kernel table of 40,000 launches (target <= 0.3 s), storing 1,000,000 metric rows
   (target <= 1 s) and reading that run back from the store (target <= 1 s), each with what it
   costs to build the same size of plain pandas frame for scale;
@@ -23,7 +24,8 @@ Each measurement runs in its own child process (best of three), so one does not 
 Not part of the test suite: ``python benchmarks/bench_columnar_model.py [--rows N] [--only PART]
 [--layout A100]``; ``--only import --layout A100`` (one layout) takes about a minute on a quiet 2-core
 machine, ``--only reports`` half a minute, ``--only large --large-rows 6500000`` (a 1 GB file and a
-quarter of it) about three.
+quarter of it) about three, ``--only large --large-rows 64500000`` (10 GB and 2.5 GB files, 13 GB of
+free disk in the temporary folder for the larger file, its spill and its store) about fifteen.
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ def test_calibration_run_is_consistent() -> None:
         assert any("under 2× the last-level cache" in n for n in run.notes)
 
 
+@pytest.mark.slow  # a real calibration: 2-4 s
 def test_store_and_load_the_best_stable_values_for_host(tmp_path: Path) -> None:
     first, second = cal.calibrate(steps=TINY), cal.calibrate(steps=TINY)
     with open_store(tmp_path / "s.sqlite") as store:

@@ -173,6 +173,7 @@ def test_roofline_of_real_profiles_reads_cleanly(
     assert_readable(saved, 4)  # PNG and SVG of two counts at least
 
 
+@pytest.mark.slow  # measures CPU runs and reads the chart's layout back: 5-10 s
 def test_roofline_of_cpu_runs_reads_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
     store = stored(tmp_path / "s.sqlite", cpu_runs)
     invoke("roofline", "--store", str(store), "--out", str(tmp_path / "out"))
@@ -201,12 +202,14 @@ def test_html_report_charts_read_cleanly(tmp_path: Path, saved: list[list[str]],
     assert_readable(saved, 8)  # efficiency, roofline-relative, bars, five rooflines
 
 
+@pytest.mark.slow  # draws a whole report and reads its layout back: 7-17 s
 def test_html_report_of_this_machine_alone_reads_cleanly(tmp_path: Path, saved: list[list[str]], cpu_runs) -> None:
     store = stored(tmp_path / "s.sqlite", cpu_runs)
     invoke("compare", "--store", str(store), "--html", str(tmp_path / "r.html"))
     assert_readable(saved, 3)
 
 
+@pytest.mark.slow  # draws stall charts of real profiles: 3-12 s each
 @pytest.mark.parametrize(
     "profile", [K40C, pytest.param(RTX3080, marks=NCU_REPORT), A100_TEXT, TOPDOWN], ids=lambda p: p.name[:24]
 )
@@ -237,6 +240,7 @@ def test_the_check_catches_overlaps_texts_off_the_canvas_and_repeated_ticks() ->
 A100_ERROR_LINES = FIXTURES / "ncu_csv_details_a100_with_error_lines.csv"
 
 
+@pytest.mark.slow  # draws rooflines until a label fits nowhere: 4-9 s
 def test_a_label_that_fits_nowhere_becomes_a_numbered_note(
     tmp_path: Path, saved: list[list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -303,6 +303,7 @@ def test_runs_made_before_a_calibration_get_its_roofline_and_the_sources_say_so(
     assert pd.isna(other_host["roof.%"])  # another machine's calibration is not this one's ceiling
 
 
+@pytest.mark.slow  # measures runs and compares them with the study's rows: 2-6 s
 def test_compare_flags_every_value_above_100_with_its_reason(tmp_path):
     fast = measured("dot", [500, 500, 500], [2e-3])  # 125 GFLOP/s: 125 % of the 100 GFLOP/s peak at 2 GHz
     fast.device.update(clock_during_run_hz=3e9, clock_during_run_source="clock probe after the timed repeats: ...")

@@ -17,6 +17,7 @@ def paper_frame():
     return comparison([], reference=True).rows
 
 
+@pytest.mark.slow  # draws every op's panel: 3-8 s
 def test_efficiency_lines_have_a_panel_per_op_and_a_line_per_device():
     frame = paper_frame()
     devices = ["GT710M (paper)", "K40 (paper)", "GTX980 (paper)"]

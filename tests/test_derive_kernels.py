@@ -91,6 +91,31 @@ def test_the_kernel_table_aggregates_exactly_the_launch_rows(path: Path) -> None
     assert checked >= len(table) * 2  # real values compared, not only NaNs
 
 
+NSYS = OUT / "nsys_export_sqlite_h200_nvfuser_nvtx_report1.sqlite"
+
+
+@pytest.mark.parametrize("path", [NCU_CSV, NVPROF, V100, NSYS], ids=lambda p: p.name[:30])
+def test_the_kernel_table_folded_a_few_launches_at_a_time_is_the_same_table(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run too large for one launch frame is aggregated a frame at a time (a 10 GB import): the
+    sums folded launch by launch across frames give the one-frame table bit for bit (several
+    kernels, invocation weights, NVTX and API spans beside kernels)."""
+    from gpuprof.derive import kernel_table as kernel_table_module
+
+    run = gpuprof.read(path)
+    frame = kernels.launch_frame(run, kernel_table_module.KEY_METRICS, roofline=False)
+    whole = kernels.aggregate(frame, kernel_table_module.KEY_METRICS)
+    pieces = [frame.iloc[i : i + 1] for i in range(min(len(frame), 12))] + [frame.iloc[12:]]  # one by one, the rest
+    pd.testing.assert_frame_equal(
+        kernels.aggregate_frames(pieces, kernel_table_module.KEY_METRICS), whole, check_exact=True
+    )
+    table = kernel_table_module.kernel_table([run])
+    monkeypatch.setattr(kernel_table_module, "FRAME_LAUNCHES", max(2, len(frame) // 4))
+    pd.testing.assert_frame_equal(kernel_table_module.kernel_table([run]), table, check_exact=True)
+    assert len(table) >= 1
+
+
 def test_a_kernel_rate_is_its_flops_over_its_time_not_a_mean_of_rates() -> None:
     """randomInit ran twice in the A100 file. Before the one aggregation step the import table gave
     the mean of the two launches' FLOP/s (2.49715553e8); the kernel's FLOPs over its seconds is

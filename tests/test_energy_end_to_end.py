@@ -157,6 +157,7 @@ def _energy_metrics(store: Path, repeat: int) -> dict[str, float | str]:
     return {m.name: m.value for m in launch.metrics}
 
 
+@pytest.mark.slow  # a real metered run (0.6 s of timed work, its repeats calibrated first): 3-12 s
 def test_run_reports_energy_from_the_counters_the_thread_advanced(metered: Metered) -> None:
     rows = metered.rows
     stored = _energy_metrics(metered.store, metered.repeat)
@@ -202,6 +203,7 @@ def test_run_without_rapl_zones_explains_instead(
     assert "energy per call" not in result.output and "GFLOP/s per watt" not in result.output
 
 
+@pytest.mark.slow  # measures runs with metering and compares them: 8-19 s
 @PYTENSOR
 def test_compare_shows_energy_columns_and_explains_a_device_without_a_source(
     metered: Metered, no_rapl_root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path

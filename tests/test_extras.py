@@ -8,6 +8,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 # distribution -> the module gpuprof imports from it (PyPI names differ from import names)
 IMPORT_NAME = {
@@ -54,6 +56,7 @@ def test_one_gpu_extra_per_cuda_line() -> None:
     assert "cuda" not in extras  # a generic name pinning one CUDA line pulls a second CuPy onto the other
 
 
+@pytest.mark.slow  # imports every module of every extra: 3-7 s
 def test_no_runtime_extra_installs_what_nothing_imports() -> None:
     imported = _imported_modules()
     for extra, packages in _extras().items():

@@ -87,6 +87,7 @@ def _roofs(fig) -> tuple[list[float], list[float]]:
     return flat, slopes
 
 
+@pytest.mark.slow  # draws rooflines and reads them back: 3-6 s
 def test_the_chart_draws_the_files_ceilings_as_the_table_uses_them(store: Path, tmp_path: Path, monkeypatch) -> None:
     [fig] = _charts(store, tmp_path, monkeypatch)
     flat, slopes = _roofs(fig)

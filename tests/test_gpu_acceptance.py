@@ -29,6 +29,7 @@ def self_check(tmp_path_factory) -> tuple[int, Path]:
     return acceptance.main([str(out), "--self-check", "--pack", str(out / "packed")]), out
 
 
+@pytest.mark.slow  # the whole self-check runs every case on the stand-ins: about a minute on an idle core
 def test_self_check_runs_every_case_and_says_no_gpu_ran(self_check) -> None:
     code, out = self_check
     summary = (out / "summary.md").read_text()
@@ -52,6 +53,7 @@ def test_self_check_runs_every_case_and_says_no_gpu_ran(self_check) -> None:
     assert "- nvidia_smi: " in summary
 
 
+@pytest.mark.slow  # the whole self-check runs every case on the stand-ins: about a minute on an idle core
 def test_self_check_runs_the_direct_ncu_sweep_compare_and_stalls(self_check) -> None:
     _, out = self_check
     other = {
@@ -191,6 +193,7 @@ def test_parts_merge_into_one_summary(tmp_path) -> None:
     )  # 2 x (ran, ratio) + 2 others
 
 
+@pytest.mark.slow  # the whole self-check runs every case on the stand-ins: about a minute on an idle core
 def test_the_pack_fits_what_an_offline_gpu_node_hands_back(self_check, tmp_path, monkeypatch) -> None:
     _, out = self_check
     packed = sorted(p.name for p in (out / "packed").iterdir())
@@ -262,6 +265,7 @@ def _pack_census(folder: Path) -> tuple[int, int]:
     return files, depth
 
 
+@pytest.mark.slow  # a quick self-check watched every few milliseconds: 5-10 s
 def test_quick_self_check_never_holds_more_than_8_files_2_folders_deep_in_the_pack(tmp_path, capsys) -> None:
     """The pack folder is watched every few milliseconds while a quick self-check runs (a subset of
     its cases, its direct-ncu cross-check and live pytest): never more than 8 files, no folder deeper
@@ -360,6 +364,7 @@ def test_without_a_gpu_it_says_so_first_and_exits_within_10_s(tmp_path) -> None:
     assert not (tmp_path / "pack").exists()
 
 
+@pytest.mark.slow  # a self-check in a child process, stopped midway: 4-8 s
 def test_sigterm_writes_the_summary_and_the_pack(tmp_path) -> None:
     out, into = tmp_path / "out", tmp_path / "pack"
     child = subprocess.Popen(

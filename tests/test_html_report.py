@@ -59,6 +59,7 @@ def runs() -> list[Run]:
     return [cpu_run("add", "6MB", 2e-3), cpu_run("add", "12MB", 3e-3), cpu_run("dot", "5MB", 1e-2), hostile_import()]
 
 
+@pytest.mark.slow  # draws every chart of the report with the study's devices: 10-30 s
 def test_names_from_files_are_escaped():
     steps = []
     report = build(comparison(runs(), reference=True), "t", ["s.sqlite"], progress=lambda *step: steps.append(step))
@@ -88,6 +89,7 @@ def test_imported_kernel_mflops_is_counted_flops_over_time():
     assert imported.iloc[0]["MFLOP/s"] == pytest.approx(4e9 / 2e-3 / 1e6)
 
 
+@pytest.mark.slow  # draws every chart of the report with the study's devices: 10-30 s
 def test_caps_trim_rows_and_devices_and_say_which_option():
     report = build(comparison(runs(), reference=True), "t", ["s"], Limits(max_rows=2, max_series=2))
     assert any("--max-rows" in t for t in report.trimmed)
@@ -95,6 +97,7 @@ def test_caps_trim_rows_and_devices_and_say_which_option():
     assert "GTX980 (paper)" not in report.html.split("<h2>Charts</h2>")[0]
 
 
+@pytest.mark.slow  # draws every chart of the report with the study's devices: 10-30 s
 def test_cli_writes_the_report_and_reports_trimming_on_stderr(tmp_path):
     store = tmp_path / "s.sqlite"
     with open_store(store) as opened:
@@ -132,6 +135,7 @@ BROWSER_FLAGS = [
 ]
 
 
+@pytest.mark.slow  # a report drawn and rendered in headless Chromium: 10-30 s
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
 def test_chromium_renders_tables_and_images(tmp_path):
     page = tmp_path / "report.html"
@@ -156,6 +160,7 @@ def test_chromium_renders_tables_and_images(tmp_path):
     assert pixels.std() > 0.05  # not a blank page
 
 
+@pytest.mark.slow  # draws every chart of the report with the study's devices: 5-15 s
 def test_study_tables_group_each_devices_columns_under_its_name():
     page = build(comparison(runs(), reference=True), "t", ["s"]).html
     assert '<th colspan="4">GT710M (paper)</th>' in page  # MFLOP/s, Efic.%, roof.%, bound
@@ -163,6 +168,7 @@ def test_study_tables_group_each_devices_columns_under_its_name():
     assert '<th rowspan="2">size (MB)</th>' in page
 
 
+@pytest.mark.slow  # draws the report's charts: 3-8 s
 def test_imported_kernels_with_flops_bytes_and_time_get_a_roofline():
     from gpuprof.importing import read_file
 

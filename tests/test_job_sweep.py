@@ -53,6 +53,7 @@ def test_a_bad_job_is_named(tmp_path: Path) -> None:
         load_jobs(config)
 
 
+@pytest.mark.slow  # profiles every job of a sweep: 6-13 s
 def test_sweep_profiles_each_job_and_compare_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch", reason="the torch extra is not installed")
     monkeypatch.chdir(tmp_path)

@@ -91,6 +91,7 @@ def _generator():
 # --- metric names -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the real ncu lists each chip's metrics: 2-5 s
 @pytest.mark.parametrize("chip", sorted(CHIPS))
 def test_every_metric_gpuprof_requests_exists_on_the_chip(chip, ncu_exe, tmp_path):
     """For each chip, what gpuprof would put in --metrics (the whole catalog, i.e. gpuprof run, and each
@@ -191,6 +192,7 @@ def _argvs(exe: str, run_dir: Path) -> dict[str, list[str]]:
     return {label: argv[1 : argv.index("CHILD")] for label, argv in made.items()}
 
 
+@pytest.mark.slow  # the real ncu parses every argv: 2-5 s
 def test_every_ncu_argv_gpuprof_builds_is_accepted_by_ncu(ncu_exe, tmp_path):
     argvs = _argvs(ncu_exe, tmp_path / "run")
     assert len(argvs) >= 8 + len(catalog.metric_sets())

@@ -94,6 +94,7 @@ def _read_in_child(path: Path) -> dict[str, object]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow  # megabyte lines read by a timed child process: 2-9 s each
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_huge_lines_are_read_quickly_and_the_counters_survive(shape: str, tmp_path: Path) -> None:
     text = SHAPES[shape](ITMO.read_text())

@@ -67,6 +67,7 @@ def test_compare_float64_lists_float64_ceilings(store: tuple[Path, Run, Run]) ->
     assert [r["run"] for r in rows] == [double.run_id[:8]]
 
 
+@pytest.mark.slow  # measures float64 runs and draws their roofline: 2-5 s
 def test_roofline_op_and_run_keep_float64_runs(store: tuple[Path, Run, Run], tmp_path: Path) -> None:
     from gpuprof.derive.roofline import points, select
 

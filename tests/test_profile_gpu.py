@@ -298,6 +298,7 @@ def test_ctrl_c_stops_profiler_and_command_as_a_group_and_keeps_the_partial_repo
     assert _gone(profiler_call["pid"]), "the profiler was left running"
 
 
+@pytest.mark.slow  # waits for the profile's timeout: 2-5 s
 def test_the_timeout_stops_both_and_keeps_the_partial_report(tmp_path, gpu):
     gpu("NVIDIA B200", "10.0", B200_PAGE)
     pid_file = tmp_path / "command.pid"

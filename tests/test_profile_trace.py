@@ -106,6 +106,7 @@ def test_profile_trace_torch_without_optimizer_steps_says_so(tmp_path: Path, mon
     assert len(result.output.strip().splitlines()) == 2  # the 'running' note and the one error line
 
 
+@pytest.mark.slow  # the child process imports JAX and its profiler: 5-11 s
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (the [jax] extra)")
 def test_profile_trace_jax_two_steps_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result, store = _profile(tmp_path, monkeypatch, "jax", JAX_SCRIPT)

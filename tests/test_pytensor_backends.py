@@ -94,6 +94,7 @@ def test_every_op_and_dtype_is_checked_and_compiles_outside_the_repeats(tmp_path
     assert BACKENDS[engine] in row["basis"] and "never part of the repeats" in row["basis"]
 
 
+@pytest.mark.slow  # compiles every op through a framework backend: 3-14 s
 @pytest.mark.parametrize("engine", BACKENDS)
 def test_results_stay_on_the_device_and_equal_numpy(engine):
     module = workloads.load(engine, "cpu")
@@ -338,6 +339,7 @@ def test_the_paper_sweep_measures_the_device_default_and_both_backends():
     assert len(config.points) == 3 * (2 * 5 + 5 + 3 * 10)  # the study's (op, size) points, once per engine
 
 
+@pytest.mark.slow  # a sweep of real measurements: 2-6 s
 def test_a_small_paper_sweep_on_the_cpu_sits_beside_the_published_rows(tmp_path):
     config = tmp_path / "small-paper.toml"
     config.write_text(
@@ -382,6 +384,7 @@ def test_a_backend_on_a_gpu_this_machine_lacks_points_back_to_the_cpu(tmp_path):
     assert result.output.strip().endswith(". use --device cpu")
 
 
+@pytest.mark.slow  # a fresh process imports JAX and compiles: 4-10 s
 @pytest.mark.parametrize("op", ["add", "dot"])
 def test_pytensor_jax_float64_is_float64_in_a_fresh_process(tmp_path, op) -> None:
     """JAX's 64-bit mode is process-global: an earlier test in this process may have turned it on, so

@@ -44,6 +44,7 @@ READERS = [
 ]
 
 
+@pytest.mark.slow  # every reading command on a read-only store: 1-4 s each
 @pytest.mark.parametrize("args", READERS, ids=lambda a: " ".join(a[:2]))
 def test_reading_commands_work_on_a_store_in_a_read_only_folder(read_only_folder, tmp_path, args):
     store = read_only_folder / "results.sqlite"

@@ -79,6 +79,7 @@ def test_tf1_gpu_timeline_reads_each_stream_once_and_links_kernels_to_ops() -> N
     assert len(matmuls) == 4 and (matmuls["op"] == "MatMul").all()  # linked to the op of the same node
 
 
+@pytest.mark.slow  # reads the real 6-step ResNet-50 trace: 3-8 s
 def test_kineto_2021_resnet50_v100_six_steps() -> None:
     run = readers.read(KINETO)
     raw = raw_events(KINETO)
@@ -245,6 +246,7 @@ def test_bad_traces_get_one_line_and_store_nothing(tmp_path: Path, content, mess
     assert _stored(store) == 0
 
 
+@pytest.mark.slow  # imports, stores and reads back a real 6-step ResNet-50 trace: 3-9 s
 def test_import_stores_a_trace_and_reads_it_back(tmp_path: Path) -> None:
     result, store = _import(tmp_path, RANKS[0])
     assert result.exit_code == 0, result.output
@@ -265,6 +267,7 @@ def test_unknown_reader_dialect_raises_format_error(tmp_path: Path) -> None:
         readers.read(path)
 
 
+@pytest.mark.slow  # reads two real traces per command: 2-5 s
 def test_trace_command_tables_and_two_traces_side_by_side_with_a_gate(tmp_path: Path) -> None:
     runner = CliRunner()
     shown = runner.invoke(main, ["trace", str(RANKS[0]), "--table", "breakdown", "--format", "csv"])
@@ -326,6 +329,7 @@ def test_import_of_a_cpu_only_trace_stores_its_ops(tmp_path: Path) -> None:
     assert _stored(store) == 1 and "ops only" in result.output
 
 
+@pytest.mark.slow  # reads two real traces per command: 2-4 s
 def test_diff_of_two_traces_gates_on_op_and_step_times() -> None:
     runner = CliRunner()
     passed = runner.invoke(main, ["diff", str(RANKS[0]), str(RANKS[1]), "--fail-if", "step:+2%", "--format", "csv"])

@@ -3,6 +3,7 @@ line-by-line reader gives, and leave every file it cannot read exactly to that r
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuprof import model
+from gpuprof.derive import kernel_table as kernel_table_module
 from gpuprof.model import Run, tables
 from gpuprof.readers import _ncu_csv_bulk, ncu_csv
 from gpuprof.readers._text import column_numbers, metric_columns, metric_maker
@@ -438,8 +440,57 @@ def test_streamed_import_stores_the_same_run_as_a_whole_file_import(
     assert len(frames[0]) == len(whole.metric_table) >= 45
     assert frames[0].equals(frames[1])
     assert lean.notes == whole.notes
-    kernels = [kernel_table([run]).astype(str) for run in (whole, lean)]
-    assert kernels[0].equals(kernels[1])
+    # the launch attributes dictionary-encoded: one dict object per distinct content, shared by its launches
+    attributes = lean.launch_table["attributes"].tolist()
+    assert len({id(a) for a in attributes}) == len({json.dumps(a, sort_keys=True) for a in attributes})
+    whole_table = kernel_table([whole]).astype(str)
+    # the lean run's launches folded a few at a time (two of the A100's three, 16 of the V100's 100)
+    monkeypatch.setattr(kernel_table_module, "FRAME_LAUNCHES", max(2, len(lean.launch_table) // 6))
+    assert kernel_table([lean]).astype(str).equals(whole_table)
+
+
+def test_launches_with_the_same_attributes_share_one_dict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of the V100 layout's first launch repeated under new IDs (as a long profile repeats
+    its kernels): streamed into the store, its launches hold one attribute dict between them, and
+    the store gives each launch that dict's content (the per-launch sections and kernel time too)."""
+    from gpuprof import importing
+    from gpuprof.store import open_store
+
+    lines = V100.read_text().splitlines(keepends=True)
+    header = next(line for line in lines if line.startswith('"ID",'))
+    body = [line for line in lines if line.startswith('"0",')]
+    path = tmp_path / "repeated.csv"
+    path.write_text(header + "".join(f'"{launch}",' + line[4:] for launch in range(30) for line in body))
+    monkeypatch.setattr(importing, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(_ncu_csv_bulk, "STREAM_CHUNK_ROWS", 37)
+    (run,) = importing.import_files([path], tmp_path / "s.sqlite")
+    attributes = run.launch_table["attributes"].tolist()
+    assert len(attributes) == 30 and len({id(a) for a in attributes}) == 1
+    assert attributes[0]["time"] == "2020-Apr-09 15:38:19" and attributes[0]["sections"].startswith(
+        "GPU Speed Of Light"
+    )
+    with open_store(tmp_path / "s.sqlite", read_only=True) as store:
+        (stored,) = store.runs()
+    assert stored.launch_table["attributes"].tolist() == attributes
+    assert stored.launch_table["index"].tolist() == list(range(30))
+
+
+@pytest.mark.parametrize("fixture", [B200, V100], ids=lambda p: p.name)
+def test_past_the_distinct_attribute_sets_shared_each_launch_keeps_its_own(
+    fixture: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose launches differ in a field (the V100 file's kernel time: 100 launches, 100
+    attribute sets) shares only the first DISTINCT_ATTRIBUTES sets; the rest keep their own dicts,
+    with the same content (rule rows and sections added, both parsers) as when every set is shared."""
+    shared_all = ncu_csv.read(fixture)
+    monkeypatch.setattr(ncu_csv, "DISTINCT_ATTRIBUTES", 3)
+    fast, capped, lines_run = _read_both(fixture, monkeypatch)
+    assert fast
+    assert _contents(capped) == _contents(shared_all) == _contents(lines_run)
+    attributes = capped.launch_table["attributes"].tolist()
+    dicts = len({id(a) for a in attributes})
+    assert dicts == len({json.dumps(a, sort_keys=True) for a in attributes})  # each distinct set once
+    assert dicts == (100 if fixture == V100 else 1) == len(attributes)
 
 
 @pytest.mark.parametrize(

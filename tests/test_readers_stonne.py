@@ -92,6 +92,7 @@ def test_console_output_gives_the_cycles_stonne_prints(tmp_path: Path) -> None:
     assert read_file(console).launches[0].value("cycles") == 6200
 
 
+@pytest.mark.slow  # gpuprof in child processes: 2-6 s
 def test_import_shows_the_simulated_layer_table(tmp_path: Path) -> None:
     done = gpuprof("import", str(RUN), "--store", str(tmp_path / "s.db"), "--format", "csv")
     assert done.returncode == 0, done.stderr
@@ -121,6 +122,7 @@ def test_a_folder_with_an_unpaired_file_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 2
 
 
+@pytest.mark.slow  # gpuprof in child processes: 2-6 s
 def test_a_folder_of_something_else_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello\n")
     done = gpuprof("simulate", "layers", str(tmp_path))

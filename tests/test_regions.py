@@ -165,16 +165,16 @@ def test_a_corrupt_file_or_one_from_another_run_is_refused_with_one_line(tmp_pat
     path = _record(tmp_path, NESTED)
     with pytest.raises(FormatError, match=r"belongs to run 'run-1', not to this run 'other'"):
         reader.parse(path, "other")
-    lines = path.read_text().splitlines()
-    torn = tmp_path / "torn.jsonl"
-    torn.write_text("\n".join([*lines[:3], lines[3][:10], *lines[4:]]) + "\n")
-    with pytest.raises(FormatError, match="line 4 is not JSON: the regions file is corrupt"):
-        reader.parse(torn)
-    mixed = tmp_path / "mixed.jsonl"
-    mixed.write_text("\n".join([lines[0], lines[1].replace('"run-1"', '"run-2"'), *lines[2:]]) + "\n")
+    [segment] = reader.segments(path)  # the one process's lines, beside the header's file
+    lines = segment.read_text().splitlines()
+    segment.write_text("\n".join([*lines[:3], lines[3][:10], *lines[4:]]) + "\n")
+    with pytest.raises(FormatError, match=f"{segment.name}: line 4 is not JSON: the regions file is corrupt"):
+        reader.parse(path)
+    segment.write_text("\n".join([lines[0].replace('"run-1"', '"run-2"'), *lines[1:]]) + "\n")
     with pytest.raises(FormatError, match="lines of two runs in one file"):
-        reader.parse(mixed)
-    result = CliRunner().invoke(main, ["import", str(torn), "--store", str(tmp_path / "s.sqlite")])
+        reader.parse(path)
+    segment.write_text("\n".join([*lines[:3], lines[3][:10], *lines[4:]]) + "\n")
+    result = CliRunner().invoke(main, ["import", str(path), "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert len([line for line in result.output.splitlines() if "corrupt" in line]) == 1
 
@@ -218,6 +218,7 @@ def test_profile_keeps_its_measurements_when_the_regions_file_is_from_another_ru
     assert run.launches[0].value("wall time") > 0
 
 
+@pytest.mark.slow  # waits for a hanging program's 4 s limit
 @pytest.mark.parametrize(
     ("script", "timeout", "mark", "said"),
     [

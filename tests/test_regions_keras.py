@@ -16,7 +16,8 @@ from gpuprof.readers import regions as reader
 
 if importlib.util.find_spec("keras") is None:  # not imported here: its backend is chosen at import, in the child
     pytest.skip("the keras extra is not installed", allow_module_level=True)
-pytest.importorskip("torch", reason="Keras runs on its torch backend here, and the torch extra is not installed")
+if importlib.util.find_spec("torch") is None:  # found, not imported: importing torch here costs each worker seconds
+    pytest.skip("Keras runs on its torch backend here, and the torch extra is not installed", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +34,7 @@ model.predict(x[:8], batch_size=4, verbose=0, callbacks=[callback()])
 """
 
 
+@pytest.mark.slow  # Keras 3 on the torch backend trains in a child process: 10-30 s
 def test_fit_evaluate_and_predict_regions(tmp_path: Path) -> None:
     path = tmp_path / "regions.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GPUPROF_REGIONS": str(path), "GPUPROF_RUN_ID": "k"}

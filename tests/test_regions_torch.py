@@ -4,6 +4,7 @@ when the program imports torch (and then runs the sitecustomize it shadows)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from gpuprof.cli import main
 from gpuprof.derive.regions import region_frame
 from gpuprof.store import open_store
 
-pytest.importorskip("torch", reason="the torch extra is not installed")
+if importlib.util.find_spec("torch") is None:  # found, not imported: the programs under test import it
+    pytest.skip("the torch extra is not installed", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 INJECT = ROOT / "gpuprof" / "launch" / "inject"
@@ -39,6 +41,7 @@ for epoch in range(2):
 """
 
 
+@pytest.mark.slow  # a child process imports torch and trains: 5-12 s
 def test_steps_and_layers_of_an_unchanged_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))

@@ -82,7 +82,16 @@ LONG_LINES = [
 ]
 
 
-@pytest.mark.parametrize("name", [name for name, _ in LONG_LINES])
+def _quick_few(values: list[object], every: int, ids: object = None) -> list[object]:
+    """Every ``every``-th value in the quick loop, the others marked slow (each case starts a fresh
+    gpuprof process: about a second, three on a loaded machine)."""
+    return [
+        pytest.param(value, marks=() if index % every == 0 else pytest.mark.slow, id=ids(value) if ids else None)
+        for index, value in enumerate(values)
+    ]
+
+
+@pytest.mark.parametrize("name", _quick_few([name for name, _ in LONG_LINES], 3))
 def test_a_one_megabyte_line_reads_in_under_a_second(tmp_path: Path, name: str) -> None:
     """Failed before: lazy ``(.*?)`` before ``\\s*$`` (and similar) took hours on such a line."""
     data = dict(LONG_LINES)[name]()
@@ -174,7 +183,11 @@ READ_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("args", READ_COMMANDS, ids=lambda args: " ".join(args[:3]))
+def _command(args: list[str]) -> str:
+    return " ".join(args[:3])
+
+
+@pytest.mark.parametrize("args", _quick_few(READ_COMMANDS, 4, _command))
 def test_a_fifo_is_refused_at_once_with_one_line(tmp_path: Path, fifo: Path, args: list[str]) -> None:
     """Failed before: ``import --reader NAME`` and ``sweep`` opened the FIFO and blocked forever."""
     line = _one_error_line(_gpuprof(*[a.format(input=fifo, tmp=tmp_path) for a in args], timeout=30))
@@ -182,7 +195,7 @@ def test_a_fifo_is_refused_at_once_with_one_line(tmp_path: Path, fifo: Path, arg
     assert not (tmp_path / "s.sqlite").exists() and not (tmp_path / "out.sqlite").exists()
 
 
-@pytest.mark.parametrize("args", READ_COMMANDS, ids=lambda args: " ".join(args[:3]))
+@pytest.mark.parametrize("args", _quick_few(READ_COMMANDS[2:] + READ_COMMANDS[:2], 4, _command))
 def test_dev_zero_is_refused_at_once_with_one_line(tmp_path: Path, args: list[str]) -> None:
     """Failed before: ``/dev/zero`` given to ``import --reader NAME`` or ``sweep`` filled memory."""
     line = _one_error_line(_gpuprof(*[a.format(input="/dev/zero", tmp=tmp_path) for a in args], timeout=30))
@@ -425,10 +438,23 @@ COMMANDS_READING = [
 ]
 
 
+PATH_CASES = ["name too long", "symlink loop", "file as a folder", "missing", "newline in the name"]
+
+
 @pytest.mark.parametrize(
-    "case", ["name too long", "symlink loop", "file as a folder", "missing", "newline in the name"]
+    ("args", "case"),
+    [
+        # the quick loop: every command once and every case at least once (a process each)
+        pytest.param(
+            args,
+            case,
+            marks=() if i % len(PATH_CASES) == j else pytest.mark.slow,
+            id=f"{_command(args)}-{case}",
+        )
+        for j, case in enumerate(PATH_CASES)
+        for i, args in enumerate(COMMANDS_READING)
+    ],
 )
-@pytest.mark.parametrize("args", COMMANDS_READING, ids=lambda args: " ".join(args[:3]))
 def test_os_errors_on_input_paths_are_one_line_naming_the_case(tmp_path: Path, case: str, args: list[str]) -> None:
     """Failed before: ENAMETOOLONG and ELOOP were tracebacks in several commands, a symlink loop read as
     'no such file', ENOENT/ENOTDIR with --reader were tracebacks, a newline split the error line."""

@@ -45,6 +45,7 @@ def _clean(text: str) -> None:
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, repr(text[:3000])
 
 
+@pytest.mark.slow  # every reading command in a child process: 8-20 s
 def test_import_show_diff_compare_write_escape_sequences_out(tmp_path: Path, hostile_profile: Path) -> None:
     """Failed before: the kernel and file names reached stdout and stderr with their ESC bytes."""
     store = str(tmp_path / "s.sqlite")

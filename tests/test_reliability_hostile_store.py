@@ -269,6 +269,7 @@ def _hostile_lines() -> dict[str, tuple[str, str]]:
     return lines
 
 
+@pytest.mark.slow  # merge and compare in child processes: 3-7 s
 def test_hostile_run_file_lines_are_refused_naming_the_field_and_the_good_ones_merged(tmp_path: Path) -> None:
     """Failed before: deep nesting and a list for a dict were tracebacks, the huge integer and the
     50 MB kernel name were stored (and broke or bloated every later read)."""
@@ -289,6 +290,7 @@ def test_hostile_run_file_lines_are_refused_naming_the_field_and_the_good_ones_m
     assert compared.returncode == 0 and "Traceback" not in compared.stderr, compared.stderr[-2000:]
 
 
+@pytest.mark.slow  # each case runs seven commands in child processes: 8-30 s
 @pytest.mark.parametrize(
     ("column", "value", "expected"),
     [

@@ -46,6 +46,7 @@ def _calls(tree: ast.AST) -> list[tuple[ast.Call, str, str]]:
     return found
 
 
+@pytest.mark.slow  # runs commands under a watch on every subprocess call: 2-5 s
 def test_no_subprocess_goes_through_a_shell_and_every_run_has_a_timeout():
     sources = sorted(PACKAGE.rglob("*.py"))
     assert len(sources) > 50
@@ -175,6 +176,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow  # waits for a hanging profiler's timeout: 2-6 s
 @pytest.mark.parametrize("own_group", [False, True], ids=["same group", "workload in its own group"])
 def test_a_hanging_profiler_is_stopped_by_the_timeout_with_its_workload(
     tmp_path, monkeypatch, no_gpu_needed, own_group

@@ -105,10 +105,14 @@ WRITERS: list[tuple[str, Callable[[Path, Path], list[str]], str, Callable[[bytes
         lambda data: data.startswith(b"<?xml") and b"</svg>" in data,
     ),
 ]
-IDS = [name for name, *_ in WRITERS]
+# compare --html draws every chart of a report (5-7 s a case): slow, the other writers stay in the quick loop
+WRITER_CASES = [
+    pytest.param(*writer, id=writer[0], marks=pytest.mark.slow if writer[0] == "compare --html" else ())
+    for writer in WRITERS
+]
 
 
-@pytest.mark.parametrize(("name", "argv", "suffix", "check"), WRITERS, ids=IDS)
+@pytest.mark.parametrize(("name", "argv", "suffix", "check"), WRITER_CASES)
 def test_a_symlink_is_written_through_and_stays_a_link(tmp_path, store, name, argv, suffix, check):
     target = tmp_path / "elsewhere" / f"real{suffix}"
     target.parent.mkdir()
@@ -122,7 +126,7 @@ def test_a_symlink_is_written_through_and_stays_a_link(tmp_path, store, name, ar
     assert sorted(p.name for p in target.parent.iterdir()) == [target.name]  # no partial file left
 
 
-@pytest.mark.parametrize(("name", "argv", "suffix", "check"), WRITERS, ids=IDS)
+@pytest.mark.parametrize(("name", "argv", "suffix", "check"), WRITER_CASES)
 def test_a_fifo_reader_gets_the_output_and_the_fifo_stays(tmp_path, store, name, argv, suffix, check):
     fifo = tmp_path / f"pipe{suffix}"
     thread, got = _fifo_reader(fifo)
@@ -133,7 +137,7 @@ def test_a_fifo_reader_gets_the_output_and_the_fifo_stays(tmp_path, store, name,
     assert got and check(got[0])
 
 
-@pytest.mark.parametrize(("name", "argv", "suffix", "check"), WRITERS, ids=IDS)
+@pytest.mark.parametrize(("name", "argv", "suffix", "check"), WRITER_CASES)
 def test_a_character_device_is_written_through_and_stays_a_device(tmp_path, store, name, argv, suffix, check):
     device = _null_device(tmp_path, suffix)
     path = device

@@ -130,6 +130,7 @@ def svg_texts(path: Path) -> list[str]:
     return [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", path.read_text())]
 
 
+@pytest.mark.slow  # draws and reads back a roofline: 2-4 s
 def test_chart_draws_the_table_ceilings_with_origins_and_numbers_every_point(tmp_path: Path) -> None:
     peaks = {"K40": [gpu_table.peaks(gpu_table.match("K40"))]}
     written = plot(study_points("K40"), peaks, tmp_path)
@@ -151,6 +152,7 @@ def test_chart_draws_the_table_ceilings_with_origins_and_numbers_every_point(tmp
     assert not any("no memory ceiling" in t for t in texts)
 
 
+@pytest.mark.slow  # draws two rooflines of the study's devices: 3-8 s
 def test_no_memory_ceiling_is_said_only_where_none_is_drawn(tmp_path: Path) -> None:
     table = gpu_table.peaks(gpu_table.match("K40"))
     no_bandwidth = type(table)(table.device, table.flops, None, table.clock_hz, "derived", "test")
@@ -178,6 +180,7 @@ def imported(tmp_path: Path, *args: str) -> list[Run]:
         return opened.runs()
 
 
+@pytest.mark.slow  # imports the NERSC pair and draws its roofline: 2-4 s
 def test_nersc_v100_gemm_is_three_points_at_its_summed_flops_under_the_fp16_tensor_roof(tmp_path: Path) -> None:
     """SOURCES.md 6a, IDs 123 and 124 (one kernel): 512 x (7,077,888 + 3,538,944) tensor + fmul
     (28,311,552 + 14,155,776) = 5,478,285,312 FLOP in 180,758.90 / 1,297,716,360.00 +
@@ -246,6 +249,7 @@ def test_nersc_a100_sgemm_points_and_the_counter_that_looks_wrong(tmp_path: Path
     assert "(int)5… total: total FLOPs unknown (tensor work not counted" in notes
 
 
+@pytest.mark.slow  # draws rooflines per memory level: 2-4 s
 def test_a_level_the_table_lacks_is_left_out_and_said_so() -> None:
     from gpuprof.readers import read
 
@@ -291,6 +295,7 @@ def test_precision_picks_the_flops_and_the_ceilings() -> None:
         points([run], "fp8")
 
 
+@pytest.mark.slow  # roofline commands drawing charts: 2-6 s
 def test_roofline_command_writes_charts_from_the_store(tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
     with open_store(store) as s:
@@ -305,6 +310,7 @@ def test_roofline_command_writes_charts_from_the_store(tmp_path: Path) -> None:
     assert "sgemm_128x64_nn" in svg and "dot 9 MB" in svg
 
 
+@pytest.mark.slow  # several roofline commands drawing charts: 4-10 s
 def test_roofline_command_filters_by_kernel_run_and_op_and_writes_the_file_named(tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
     add, dot = measured_run("add", 6 * 10**6, [1.1e-3]), measured_run("dot", 9 * 10**6, [2.0e-3])
@@ -389,6 +395,7 @@ def test_real_ncu_roofline_profile_gives_the_gemm_point_and_its_run_clock_effici
     assert at_clock.percent == pytest.approx(100 * flops / seconds / (19492e9 * 765e6 / 1410e6), rel=1e-6)
 
 
+@pytest.mark.slow  # roofline commands drawing charts: 3-8 s
 def test_runs_without_points_are_one_summary_line(tmp_path: Path) -> None:
     from fixture_paths import K40C
 

@@ -108,6 +108,7 @@ def test_json_output_has_origins(tmp_path):
     assert rows["arithmetic intensity"]["value"] == pytest.approx(1 / 12)
 
 
+@pytest.mark.slow  # compiles each op through each engine: up to 6 s
 @pytest.mark.parametrize("op", ["add", "mul", "dot", "scalar", "sigmoid", "tanh"])
 @pytest.mark.parametrize("engine", ["numpy", pytest.param("pytensor", marks=PYTENSOR)])
 def test_every_op_and_engine_checks_its_answer(tmp_path, op, engine):

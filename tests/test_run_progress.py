@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from terminal_pty import in_terminal
 
 # calibrate with a plan of seconds, not minutes: the command is the same, only the sizes shrink
@@ -38,6 +39,7 @@ QUICK_CHARTS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # real commands on a pseudo-terminal and piped: 5-11 s
 def test_a_long_run_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path):
     argv = [
         sys.executable,
@@ -66,6 +68,7 @@ def test_a_long_run_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path
     assert "repeat" not in piped.stderr and "━" not in piped.stderr
 
 
+@pytest.mark.slow  # a real command on a pseudo-terminal: 2-5 s
 def test_the_steps_before_the_timed_calls_are_shown_from_the_start(tmp_path):
     # allocating the operands, the first call and the float64 reference check of a large run took
     # 15 s without a word on a terminal; each is now named as it starts
@@ -95,6 +98,7 @@ def test_the_steps_before_the_timed_calls_are_shown_from_the_start(tmp_path):
         assert phase in screen, screen
 
 
+@pytest.mark.slow  # a real calibration on a pseudo-terminal and piped: 4-10 s
 def test_calibrate_shows_each_step_on_a_terminal_and_nothing_when_piped(tmp_path):
     # calibrate sat 16-30 s without a word on a terminal
     argv = [sys.executable, "-c", TINY_CALIBRATE, str(tmp_path / "s.sqlite")]
@@ -107,6 +111,7 @@ def test_calibrate_shows_each_step_on_a_terminal_and_nothing_when_piped(tmp_path
     assert "━" not in piped.stderr and "matmul 64²:" not in piped.stderr
 
 
+@pytest.mark.slow  # a whole HTML report on a pseudo-terminal and piped: 4-11 s
 def test_compare_html_shows_each_chart_on_a_terminal_and_nothing_when_piped(tmp_path):
     # compare --html drew its charts for 18-41 s without a word on a terminal
     from test_compare import measured

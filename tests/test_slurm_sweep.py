@@ -155,6 +155,7 @@ def test_without_sbatch_the_slurm_path_says_what_is_missing(monkeypatch: pytest.
 # ---- on a real cluster ----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a sweep through a real Slurm: 5-13 s
 def test_cpu_sweep_on_slurm_brings_every_point_back(cluster: SlurmCluster, config: Path, tmp_path: Path) -> None:
     store, results, listener = tmp_path / "s.sqlite", tmp_path / "cluster", Recorder()
     events: list[SlurmProgress] = []
@@ -187,6 +188,7 @@ def test_cpu_sweep_on_slurm_brings_every_point_back(cluster: SlurmCluster, confi
     assert sorted(lines) == sorted(r.run_id for r in runs)
 
 
+@pytest.mark.slow  # a sweep through a real Slurm: 5-11 s
 def test_cancelled_job_is_reported_and_resume_submits_only_it(
     cluster: SlurmCluster, config: Path, tmp_path: Path
 ) -> None:
@@ -242,6 +244,7 @@ def test_cancelled_job_is_reported_and_resume_submits_only_it(
     assert sorted(_stored_keys(store)) == sorted(KEYS)
 
 
+@pytest.mark.slow  # a sweep through a real Slurm: 4-10 s
 def test_killed_waiting_process_resumes_without_resubmitting(
     cluster: SlurmCluster, config: Path, tmp_path: Path
 ) -> None:
@@ -298,6 +301,7 @@ def test_killed_waiting_process_resumes_without_resubmitting(
     assert sorted(_stored_keys(store)) == sorted(KEYS)
 
 
+@pytest.mark.slow  # a sweep through a real Slurm: 3-8 s
 def test_gpuprof_sweep_slurm_command_end_to_end(cluster: SlurmCluster, tmp_path: Path) -> None:
     config = tmp_path / "tiny.toml"
     config.write_text(CONFIG + '[slurm]\npartition = "debug"\ntime = 5\nchunk = 3\npoll = 0.3\n')
@@ -341,6 +345,7 @@ def _accounting_lists_pending_array(cluster: SlurmCluster, array: str) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow  # a sweep through a real Slurm: 2-5 s each
 @pytest.mark.parametrize("accounting", ["before", "after"])
 def test_array_task_cancelled_before_it_started_is_reported_cancelled(
     cluster: SlurmCluster, config: Path, tmp_path: Path, accounting: str
@@ -377,6 +382,7 @@ def test_array_task_cancelled_before_it_started_is_reported_cancelled(
     assert "(logs:" not in result.failed[0][1]  # it never started, so Slurm wrote none
 
 
+@pytest.mark.slow  # a real Slurm refuses the job: 3-7 s
 def test_a_partition_slurm_does_not_have_is_one_clear_error(cluster: SlurmCluster, tmp_path: Path) -> None:
     point = SlurmPoint("add-1MB", RunSettings(op="add", size="1MB", device="cpu", counters=False))
     with pytest.raises(
@@ -387,6 +393,7 @@ def test_a_partition_slurm_does_not_have_is_one_clear_error(cluster: SlurmCluste
         run_points_on_slurm([point], SlurmOptions(partition="nosuchpartition"), tmp_path / "cluster")
 
 
+@pytest.mark.slow  # a sweep through a real Slurm: 2-4 s
 def test_a_point_that_fails_in_a_job_does_not_lose_the_others(cluster: SlurmCluster, tmp_path: Path) -> None:
     def point(size: str) -> SlurmPoint:
         return SlurmPoint(

@@ -172,6 +172,7 @@ def test_help_lists_command() -> None:
     assert "stalls" in result.stdout
 
 
+@pytest.mark.slow  # reads a real .ncu-rep in a child process: 2-4 s
 def test_ncu_rep_ranked_table_and_wait_hot_spot() -> None:
     pytest.importorskip("ncu_report")
     rep = OUT / "ncu_report_binary_2020_win_montecarlo_pi.ncu-rep"

@@ -90,6 +90,7 @@ def test_sigma_and_tpu_argv() -> None:
         stonne.argv("stonne", stonne.Gemm(m=4, n=4, k=16, sparsity=50))
 
 
+@pytest.mark.slow  # runs through the stand-in simulator in a child: 3-7 s
 def test_run_on_the_stand_in_reads_6200_cycles_and_6_45_percent(tmp_path: Path) -> None:
     done = gpuprof(
         "run",
@@ -121,6 +122,7 @@ def test_run_on_the_stand_in_reads_6200_cycles_and_6_45_percent(tmp_path: Path) 
     assert shown.returncode == 0 and shown.stdout.splitlines()[2].split()[1] == "simulation", shown.stdout
 
 
+@pytest.mark.slow  # runs through the stand-in simulator in a child: 2-4 s
 def test_chosen_tiles_are_said_and_a_failed_simulation_is_one_line(tmp_path: Path) -> None:
     done = gpuprof(
         "run",
@@ -140,6 +142,7 @@ def test_chosen_tiles_are_said_and_a_failed_simulation_is_one_line(tmp_path: Pat
     assert "STONNE failed on dot 20x256x20" in done.stderr and "-T_K=256 -T_M=1 -T_N=1" in done.stderr
 
 
+@pytest.mark.slow  # runs through a foreign binary in a child: 1-3 s
 def test_a_binary_that_is_not_stonne_is_one_line(tmp_path: Path) -> None:
     done = gpuprof(
         "run",
@@ -213,6 +216,7 @@ def test_dlrm_plan_by_hand() -> None:
         simulate.plan_dlrm("1000", 16, "64-32", "1", 10, 8, dense, sparse)
 
 
+@pytest.mark.slow  # a whole model through the stand-in simulator: 3-8 s
 def test_simulate_dlrm_prints_the_component_table_on_the_stand_in(tmp_path: Path) -> None:
     """Plumbing only: the stand-in replays the one recorded run for every layer (GPUPROF_FAKE_STONNE_ANY), so
     every layer reads 6,200 cycles, 108,720 reads and 1,600 writes: the sums and shares are checked, not DLRM."""
@@ -276,6 +280,7 @@ def test_simulate_dlrm_plan_needs_no_stonne() -> None:
     assert top[0]["K"] == "42" and top[0]["M"] == "16" and top[0]["N"] == "4"
 
 
+@pytest.mark.slow  # runs through the stand-in simulator in a child: 1-3 s
 def test_given_tiles_that_do_not_fit_are_one_line(tmp_path: Path) -> None:
     # the study's failed sweep point: T_M=2 T_N=2 T_K=64 needs 4 × 65 = 260 multipliers of 256
     with pytest.raises(InputError, match="need 260 multipliers"):

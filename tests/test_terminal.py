@@ -48,6 +48,7 @@ def _commands(store: Path, tmp_path: Path) -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.slow  # each case runs a command on a pseudo-terminal: 1-4 s
 @pytest.mark.parametrize(
     "name", ["show RUN", "show", "compare --reference paper", "import", "stalls", "peaks", "devices"]
 )
@@ -90,6 +91,7 @@ def test_a_terminal_of_100_columns_is_filled_without_COLUMNS():
     assert 80 < max(map(len, _screen_lines(screen))) <= 100  # the bar while reading is erased: not counted
 
 
+@pytest.mark.slow  # a command piped into a pager on a pseudo-terminal: 2-4 s
 def test_piped_into_a_pager_the_table_fits_the_terminal_of_stderr():
     _, piped = in_terminal(
         [sys.executable, "-m", "gpuprof", "compare", "--reference", "paper", "--op", "add"], 100, stdout_too=False
@@ -129,6 +131,7 @@ WRAP_CASES = [(80, "profile's plan"), (80, "calibrate's notes"), (80, "each swee
 ]
 
 
+@pytest.mark.slow  # each case runs a command on a pseudo-terminal and again piped: 3-9 s
 @pytest.mark.parametrize(("columns", "what"), WRAP_CASES)
 def test_notes_wrap_to_the_terminal_and_stay_whole_when_piped(tmp_path, what, columns):
     # notes, plans and sweep lines ran to 329 columns in an 80-column terminal

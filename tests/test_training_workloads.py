@@ -51,6 +51,7 @@ def test_setups_are_checked() -> None:
         parse_setup("ddp:two")
 
 
+@pytest.mark.slow  # two DDP ranks each import torch: 7-15 s
 def test_ddp_over_gloo_with_two_processes_under_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))

@@ -5,7 +5,7 @@ show it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,12 +93,8 @@ def _run_kernels(run: Run) -> pd.DataFrame:
         table = simulated.layer_table(run).rename(columns={"layer": "kernel"})
         table.insert(0, "file", Path(run.source).name)
         return table
-    launches = kernels.launch_frame(run, KEY_METRICS, roofline=False)
-    units = launches.attrs["units"]
-    kinds = tables.attribute(run.launch_table, "kind")
-    if any(kinds) and not all(kind in HOST_KINDS for kind in kinds):
-        launches = launches[[kind not in HOST_KINDS for kind in kinds]]
-    sums = kernels.aggregate(launches, KEY_METRICS)
+    units: dict[str, str | None] = {}
+    sums = kernels.aggregate_frames(_launch_frames(run, units), KEY_METRICS)
     titles = {column: title for title, column in [*_derived_columns(), *_ROOFLINE_COLUMNS]}
     titles.update({key: _label(key, units[key] or "") for key in KEY_METRICS})
     out = sums[["file", "session", "device", "kernel", "launches", *titles, "basis"]].rename(columns=titles)
@@ -110,6 +106,40 @@ def _run_kernels(run: Run) -> pd.DataFrame:
         "derived from those counters; datasheet peaks from configs/devices.toml"
     )
     return out
+
+
+# Launches per launch frame of the per-kernel table: a run of more (a 10 GB details CSV has a million)
+# is aggregated a frame at a time, so that its launches' derived values are never all held at once;
+# a run of a million metric rows (under 70,000 launches in the layouts measured) is one frame.
+FRAME_LAUNCHES = 1 << 17
+
+
+def _launch_frames(run: Run, units: dict[str, str | None]) -> Iterator[pd.DataFrame]:
+    """The :func:`gpuprof.derive.kernels.launch_frame` of ``run``'s launches (without host-side
+    spans, unless there is nothing else), :data:`FRAME_LAUNCHES` at a time, at least one frame;
+    ``units`` gets each key metric's unit, that of the first launch having it, as one frame has it."""
+    import numpy as np
+
+    host = np.array([kind in HOST_KINDS for kind in tables.attribute(run.launch_table, "kind")], dtype=bool)
+    count = len(host)
+    for start in range(0, max(count, 1), FRAME_LAUNCHES):
+        stop = min(start + FRAME_LAUNCHES, count)
+        launches = kernels.launch_frame(run if stop - start == count else _part(run, start, stop), KEY_METRICS, False)
+        for key, unit in launches.attrs["units"].items():
+            if units.get(key) is None:
+                units[key] = unit
+        yield launches if host.all() else launches[~host[start:stop]]
+
+
+def _part(run: Run, start: int, stop: int) -> Run:
+    """``run`` with only its launches ``start`` to ``stop`` and their metric rows."""
+    import numpy as np
+
+    metrics = run.metric_table
+    low, high = np.searchsorted(metrics["launch"].to_numpy(), [start, stop])
+    part = metrics.iloc[low:high].reset_index(drop=True)
+    part["launch"] = (part["launch"].to_numpy() - start).astype(np.int32)
+    return run.replaced(tables=(run.launch_table.iloc[start:stop].reset_index(drop=True), part))
 
 
 def kernel_table(runs: Iterable[Run]) -> pd.DataFrame:

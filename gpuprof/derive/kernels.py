@@ -134,39 +134,127 @@ def _counter_names(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns=names)
 
 
-def _group_sum(values: np.ndarray, codes: np.ndarray, count: int) -> np.ndarray:
-    """Per group, the sum of ``values`` where not NaN; NaN where the group has none."""
-    import numpy as np
+class _Sums:
+    """Per kernel (:data:`KEYS`), the sums :func:`aggregate` divides and weighs, folded over launch
+    frames given one after another (consecutive launches): a run of a million launches need not
+    be held as one frame. Each sum is added launch by launch in launch order, across frames as
+    within one (``np.bincount`` for the first frame, ``np.add.at`` onto the running sums after), so
+    the result is bit for bit that of one frame of every launch."""
 
-    known = ~np.isnan(values)
-    sums = np.bincount(codes[known], weights=values[known], minlength=count)
-    return np.where(np.bincount(codes[known], minlength=count) > 0, sums, np.nan)
+    # the ratios of sums the per-kernel roofline divides (aggregate's own and levels.roofline_columns')
+    PAIRS = tuple((f"flops_{p}", bottom) for p in (*COUNTER_SUFFIX, "tensor", "total") for bottom in ("time", *BYTES))
+
+    def __init__(self, extra: Sequence[str]) -> None:
+        self.extra = extra
+        self.groups: dict[tuple, int] = {}  # a kernel's keys -> its code, in order of first launch
+        self.first: list[tuple] = []  # each kernel's keys as its first launch has them
+        self.sums: dict[str, np.ndarray] = {}
+        self.texts: dict[str, list[dict[str, None]]] = {"tensor_kind": [], "basis": []}  # distinct, in order
+
+    def add(self, launches: pd.DataFrame) -> None:
+        """Fold one :func:`launch_frame`'s launches (those after the frames before) into the sums."""
+        import numpy as np
+
+        keys = launches[list(KEYS)]
+        local = keys.groupby(list(KEYS), sort=False, dropna=False).ngroup().to_numpy()
+        firsts = np.unique(local, return_index=True)[1]
+        to_code = np.empty(len(firsts), dtype=np.int64)
+        for group, row in enumerate(zip(*(keys[key].to_numpy()[firsts].tolist() for key in KEYS))):
+            found = tuple(_NAN if value != value else value for value in row)  # NaN keys are one group
+            if found not in self.groups:
+                self.groups[found] = len(self.first)
+                self.first.append(row)
+            to_code[group] = self.groups[found]
+        codes = to_code[local] if len(local) else np.zeros(0, dtype=np.int64)
+        weight = launches["launches"].to_numpy(dtype=float)
+        self._sum("launches", codes, weight)
+        time = weight * launches["time"].to_numpy(dtype=float)
+        for name in EXTENSIVE:
+            value = weight * launches[name].to_numpy(dtype=float)
+            self._sum(f"{name}.having", codes, np.where(np.isnan(value), 0.0, weight))
+            self._known(name, value, codes)
+        for name in RATES:
+            rate = launches[name].to_numpy(dtype=float)
+            self._over(f"{name}.timed", rate * time, time, codes)
+            self._over(f"{name}.mean", weight * rate, np.where(np.isnan(rate), np.nan, weight), codes)
+        for top, bottom in self.PAIRS:
+            column = launches[top].to_numpy(dtype=float), launches[bottom].to_numpy(dtype=float)
+            self._over(f"{top}/{bottom}", weight * column[0], weight * column[1], codes)
+        for name in self.extra:
+            value = launches[name].to_numpy(dtype=float)
+            self._over(name, weight * value, np.where(np.isnan(value), np.nan, weight), codes)
+        for name, found in self.texts.items():
+            _distinct_texts(launches[name].to_numpy(dtype=object), codes, found, len(self.first))
+
+    def _sum(self, name: str, codes: np.ndarray, weights: np.ndarray | None) -> None:
+        import numpy as np
+
+        count = len(self.first)
+        sums = self.sums.get(name)
+        if sums is None:
+            self.sums[name] = np.bincount(codes, weights=weights, minlength=count)
+            return
+        if len(sums) < count:
+            sums = self.sums[name] = np.concatenate([sums, np.zeros(count - len(sums), dtype=sums.dtype)])
+        np.add.at(sums, codes, 1 if weights is None else weights)
+
+    def _known(self, name: str, values: np.ndarray, codes: np.ndarray) -> None:
+        """The sum of ``values`` where not NaN, and how many there are."""
+        import numpy as np
+
+        known = ~np.isnan(values)
+        self._sum(name, codes[known], values[known])
+        self._sum(f"{name}.known", codes[known], None)
+
+    def _over(self, name: str, top: np.ndarray, bottom: np.ndarray, codes: np.ndarray) -> None:
+        """The sums of ``top`` and ``bottom`` over the launches that have both."""
+        import numpy as np
+
+        both = ~np.isnan(top) & ~np.isnan(bottom)
+        self._sum(f"{name}.top", codes[both], top[both])
+        self._sum(f"{name}.bottom", codes[both], bottom[both])
+        self._sum(f"{name}.both", codes[both], None)
+
+    def total(self, name: str, suffix: str = "") -> np.ndarray:
+        """Per kernel, the sum of ``name`` over the launches that have it; NaN where none has."""
+        import numpy as np
+
+        return np.where(self._of(f"{name}{suffix}.known") > 0, self._of(f"{name}{suffix}"), np.nan)
+
+    def ratio(self, name: str) -> np.ndarray:
+        """Per kernel, the sum of the tops over the sum of the bottoms (:meth:`_over`), NaN where
+        the bottoms' sum is not above zero or no launch has both."""
+        import numpy as np
+
+        have = self._of(f"{name}.both") > 0
+        tops = np.where(have, self._of(f"{name}.top"), np.nan)
+        bottoms = np.where(have, self._of(f"{name}.bottom"), np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(bottoms > 0, tops / bottoms, np.nan)
+
+    def _of(self, name: str) -> np.ndarray:
+        import numpy as np
+
+        sums = self.sums[name]
+        return np.concatenate([sums, np.zeros(len(self.first) - len(sums), dtype=sums.dtype)])
 
 
-def _over(top: np.ndarray, bottom: np.ndarray, codes: np.ndarray, count: int) -> np.ndarray:
-    """Per group, the sum of ``top`` over the sum of ``bottom``, both over the rows that have both."""
-    import numpy as np
-
-    both = ~np.isnan(top) & ~np.isnan(bottom)
-    tops = _group_sum(np.where(both, top, np.nan), codes, count)
-    bottoms = _group_sum(np.where(both, bottom, np.nan), codes, count)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(bottoms > 0, tops / bottoms, np.nan)
+_NAN = object()  # a NaN key of a kernel, as one value (NaN is not equal to itself)
 
 
-def _distinct_texts(texts: np.ndarray, codes: np.ndarray, count: int) -> list[str]:
-    """Per group, its distinct non-empty texts in launch order, joined by ' | '."""
+def _distinct_texts(texts: np.ndarray, codes: np.ndarray, found: list[dict[str, None]], count: int) -> None:
+    """Add to ``found`` (per group, its distinct non-empty texts so far, in launch order) those of
+    ``texts``, the texts of launches of the groups ``codes``."""
     import numpy as np
     import pandas as pd
 
+    found.extend({} for _ in range(count - len(found)))
     text_codes, uniques = pd.factorize(texts)
     pairs, first = np.unique(codes.astype(np.int64) * max(len(uniques), 1) + text_codes, return_index=True)
-    found: list[list[str]] = [[] for _ in range(count)]
     for pair in pairs[np.argsort(first, kind="stable")].tolist():
         text = uniques[pair % max(len(uniques), 1)]
         if text:
-            found[pair // max(len(uniques), 1)].append(str(text))
-    return [" | ".join(parts) for parts in found]
+            found[pair // max(len(uniques), 1)][str(text)] = None
 
 
 def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:
@@ -176,39 +264,37 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
     fp64, fp32, fp16, tensor; sums over sums). Then the kernel's roofline point for all its work
     (``flop_rate_total``, ``ai_l1/l2/dram``, ``ai_check``, ``binding_*``) from those sums; the total
     counts every launch only where ``flops_total_complete``."""
+    return aggregate_frames([launches], extra)
+
+
+def aggregate_frames(frames: Iterable[pd.DataFrame], extra: Sequence[str] = ()) -> pd.DataFrame:
+    """:func:`aggregate` of the launch frames ``frames`` (consecutive launches; at least one frame,
+    which may be empty) as if they were one, folded a frame at a time (:class:`_Sums`): exactly the
+    same table, with only one frame held."""
     import numpy as np
     import pandas as pd
 
-    keys = launches[list(KEYS)]
-    codes = keys.groupby(list(KEYS), sort=False, dropna=False).ngroup().to_numpy()
-    count = int(codes.max()) + 1 if len(codes) else 0
-    first = np.unique(codes, return_index=True)[1]
-    out: dict[str, Any] = {key: keys[key].to_numpy()[first] for key in KEYS}
-    weight = launches["launches"].to_numpy(dtype=float)
-    out["launches"] = np.bincount(codes, weights=weight, minlength=count).astype(np.int64)
-    time = weight * launches["time"].to_numpy(dtype=float)
+    sums = _Sums(extra)
+    for launches in frames:
+        sums.add(launches)
+    out: dict[str, Any] = {key: np.array([row[i] for row in sums.first], dtype=object) for i, key in enumerate(KEYS)}
+    out["launches"] = sums._of("launches").astype(np.int64)
     for name in EXTENSIVE:
-        value = weight * launches[name].to_numpy(dtype=float)
-        having = np.bincount(codes, weights=np.where(np.isnan(value), 0.0, weight), minlength=count)
-        out[name] = _group_sum(value, codes, count)
+        having = sums._of(f"{name}.having")
+        out[name] = sums.total(name)
         with np.errstate(divide="ignore", invalid="ignore"):
             out[f"{name}_per_launch"] = out[name] / having
         out[f"{name}_complete"] = having == out["launches"]
     for name in RATES:
-        rate = launches[name].to_numpy(dtype=float)
-        timed = _over(rate * time, time, codes, count)
-        out[name] = np.where(
-            np.isnan(timed), _over(weight * rate, np.where(np.isnan(rate), np.nan, weight), codes, count), timed
-        )
+        timed = sums.ratio(f"{name}.timed")
+        out[name] = np.where(np.isnan(timed), sums.ratio(f"{name}.mean"), timed)
     for p in COUNTER_SUFFIX:
         with np.errstate(divide="ignore", invalid="ignore"):
             peak = out[f"peak_flop_rate_{p}"]
             out[f"flop_efficiency_{p}"] = np.where(peak > 0, 100.0 * out[f"flop_rate_{p}"] / peak, np.nan)
 
     def ratio(top: str, bottom: str) -> np.ndarray:
-        return _over(
-            weight * launches[top].to_numpy(dtype=float), weight * launches[bottom].to_numpy(dtype=float), codes, count
-        )
+        return sums.ratio(f"{top}/{bottom}")
 
     out["flop_rate_tensor"] = ratio("flops_tensor", "time")
     for p in (*COUNTER_SUFFIX, "tensor"):  # each kind of work's own roofline point
@@ -219,15 +305,14 @@ def aggregate(launches: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame
             by_rate = out[f"flop_rate_{p}"] / np.where(out["dram_bandwidth"] > 0, out["dram_bandwidth"], np.nan)
         out[f"ai_dram_{p}"] = np.where(np.isnan(out[f"ai_dram_{p}"]), by_rate, out[f"ai_dram_{p}"])
     for name in extra:
-        value = launches[name].to_numpy(dtype=float)
-        out[name] = _over(weight * value, np.where(np.isnan(value), np.nan, weight), codes, count)
-    kinds = _distinct_texts(launches["tensor_kind"].to_numpy(dtype=object), codes, count)
-    out["tensor_kind"] = [k.split(" | ")[0] for k in kinds]  # a kernel of several kinds: its first launch's
+        out[name] = sums.ratio(name)
+    # a kernel of several kinds: its first launch's
+    out["tensor_kind"] = [" | ".join(kinds).split(" | ")[0] for kinds in sums.texts["tensor_kind"]]
     out = pd.DataFrame(out)
 
     roofline = levels.roofline_columns(_counter_names(out), out["device"].tolist(), ratio)
     out = out.join(roofline.drop(columns="dominant"))
-    out["basis"] = _distinct_texts(launches["basis"].to_numpy(dtype=object), codes, count)
+    out["basis"] = [" | ".join(texts) for texts in sums.texts["basis"]]
     return out
 
 

@@ -18,7 +18,6 @@ metric columns handed on (into the store) as they are converted.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from pathlib import Path
@@ -153,6 +152,11 @@ def _run(path: Path, table: _Table, log: ToolLog) -> Run:
     )
 
 
+# Distinct launch attribute sets a table shares (see _Table.shared): a profile's kernels, grids,
+# blocks and streams give a few hundred; a field differing per launch, more than this.
+DISTINCT_ATTRIBUTES = 4096
+
+
 class _Table:
     """The rows of one details table as columns: one launch per ID, one metric row per row (the
     bulk path fills it too).
@@ -173,7 +177,6 @@ class _Table:
         self.i_id, self.i_kernel, self.i_name = col["ID"], col["Kernel Name"], col["Metric Name"]
         self.i_unit, self.i_value, self.i_section = col["Metric Unit"], col["Metric Value"], col.get("Section Name")
         self.i_rule = col.get("Rule Description")  # only in the 2023+ layout
-        self.rule_columns = [col.get(name, sys.maxsize) for name in _RULE_COLUMNS]  # absent: past any row
         self.launch_columns = list(launch_columns(header).items())
         self.columns = len(header)
         # per launch, in order of first appearance
@@ -181,7 +184,12 @@ class _Table:
         self.kernels: list[str] = []
         self.indices: list[int] = []
         self.attributes: list[dict[str, str]] = []
-        self.sections: list[list[str]] = []  # section names, in file order
+        self.sections: list[tuple[str, ...]] = []  # distinct section names, in file order
+        # each distinct attribute dict (by keys, then values) and section tuple held once, shared by the
+        # launches that have it: a million launches of a few kernels, streams and grids hold a few dicts
+        self.distinct_attributes: dict[tuple[str, ...], dict[tuple[str, ...], dict[str, str]]] = {}
+        self.distinct_count = 0
+        self.distinct_sections: dict[tuple[str, ...], tuple[str, ...]] = {}
         # per metric row: lists as the line-by-line path reads, or the bulk path's whole columns
         self.launch: list[int] = []
         self.names: list[str] = []
@@ -215,7 +223,6 @@ class _Table:
             return False  # a launch in pieces
         if len(rows.launch_ids) > on:  # the bulk path's IDs are plain counts: int() is parse_count
             new = rows.launch_ids[on:]
-            # the repeated text (kernel, host, process) is held once, not once per launch (Rows' strings)
             self.new_launches(new, list(map(intern, rows.kernels[on:])), rows.attributes[on:], list(map(int, new)))
         counts = np.diff(rows.bounds)
         first = len(self.kernels) - len(rows.launch_ids)
@@ -231,8 +238,8 @@ class _Table:
         return True
 
     def _take_sections(self, sections: object, counts: np.ndarray, first: int) -> None:
-        """Each launch's sections of a chunk's rows, in file order, found on codes: the runs of one
-        section in a launch (a section met again adds nothing: :meth:`tables` keeps each once)."""
+        """Each launch's sections of a chunk's rows, in file order, found on codes (the runs of one
+        section in a launch; :meth:`add_sections` keeps each once)."""
         import numpy as np
         import pandas as pd
 
@@ -254,12 +261,12 @@ class _Table:
         if (runs[filled] == width).all() and (run_codes.reshape(-1, width) == run_codes[:width]).all():
             same = [names[code] for code in run_codes[:width].tolist()]  # every launch the same sections
             for position in (filled + first).tolist():
-                self.sections[position].extend(same)
+                self.add_sections(position, same)
             return
         ends = np.cumsum(runs).tolist()
         listed = [names[code] for code in run_codes.tolist()]
         for k in filled.tolist():
-            self.sections[first + k].extend(listed[ends[k] - runs[k] : ends[k]])
+            self.add_sections(first + k, listed[ends[k] - runs[k] : ends[k]])
 
     def read(self, handle: TextIO, log: ToolLog) -> None:
         launch, names, units, texts = self.launch, self.names, self.units, self.texts
@@ -307,8 +314,8 @@ class _Table:
         self.names.append(name)
         self.units.append(row[self.i_unit])
         self.texts.append(row[self.i_value])
-        if self.i_section is not None:
-            self.sections[position].append(row[self.i_section])
+        if self.i_section is not None and row[self.i_section] not in self.sections[position]:
+            self.add_sections(position, [row[self.i_section]])
         return position
 
     def new_launch(self, launch_id: str, kernel: str, attributes: dict[str, str]) -> int:
@@ -328,21 +335,47 @@ class _Table:
         self.positions.update(zip(launch_ids, positions))
         self.kernels.extend(kernels)
         self.indices.extend(map(parse_count, launch_ids, positions) if indices is None else indices)
-        self.attributes.extend(attributes)
-        self.sections.extend([] for _ in positions)
+        self.attributes.extend(map(self.shared, attributes))
+        self.sections.extend(repeat((), len(positions)))
         return positions[-1]
+
+    def shared(self, attributes: dict[str, str]) -> dict[str, str]:
+        """The launch's dict of the content of ``attributes`` (a new dict no one else holds): the one
+        every launch with that content shares, while there are at most :data:`DISTINCT_ATTRIBUTES`
+        (past that, a field differing per launch such as a kernel time, a launch keeps its own, its
+        text interned as the others'). Nothing changes a launch's dict in place: :meth:`add_rule`
+        and :meth:`tables` give it another."""
+        same_keys = self.distinct_attributes.setdefault(tuple(attributes), {})
+        found = same_keys.get(tuple(attributes.values()))
+        if found is not None:
+            return found
+        for key, value in attributes.items():
+            attributes[key] = intern(value)
+        if self.distinct_count < DISTINCT_ATTRIBUTES:
+            same_keys[tuple(attributes.values())] = attributes
+            self.distinct_count += 1
+        return attributes
+
+    def add_sections(self, position: int, names: Iterable[str]) -> None:
+        """Add the section ``names`` not there yet to launch ``position``'s, in order."""
+        known = self.sections[position]
+        more = known + tuple(name for name in names if name not in known)
+        if len(more) > len(known):
+            self.sections[position] = self.distinct_sections.setdefault(more, more)
 
     def add_rule(self, position: int, row: Sequence[str]) -> None:
         """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
 
-        # '' for a rule column the header or the row lacks
-        name, kind, description, speedup_type, speedup = (row[i] if i < len(row) else "" for i in self.rule_columns)
-        text = f"{name} [{kind}]: {description}"
+        def cell(name: str) -> str:  # '' for a rule column the header or the row lacks
+            return row[self.col[name]] if name in self.col and self.col[name] < len(row) else ""
+
+        text = f"{cell('Rule Name')} [{cell('Rule Type')}]: {cell('Rule Description')}"
+        speedup = cell("Estimated Speedup")
         if speedup:
-            text += f" (estimated speedup {speedup_type} {speedup}%)"
+            text += f" (estimated speedup {cell('Estimated Speedup Type')} {speedup}%)"
         attributes = self.attributes[position]
         previous = attributes.get("rules")
-        attributes["rules"] = f"{previous}\n{text}" if previous else text
+        self.attributes[position] = self.shared({**attributes, "rules": f"{previous}\n{text}" if previous else text})
 
     def notes(self) -> list[str]:
         notes = []
@@ -354,14 +387,13 @@ class _Table:
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The launch and metric tables of what was read (once: the bulk path's chunks are handed over)."""
-        joined: dict[tuple[str, ...], str] = {}  # launches of a kernel share their sections' text
-        for attributes, sections in zip(self.attributes, self.sections):
-            if len(sections):
-                listed = tuple(sections)
-                text = joined.get(listed)
-                if text is None:
-                    text = joined[listed] = "; ".join(dict.fromkeys(sections))
-                attributes["sections"] = text
+        self.distinct_attributes, self.distinct_count = {}, 0  # now the dicts with their sections
+        before: tuple[dict[str, str], tuple[str, ...], dict[str, str]] | None = None  # the launch before's
+        for position, (attributes, sections) in enumerate(zip(self.attributes, self.sections)):
+            if sections:
+                if before is None or before[0] is not attributes or before[1] != sections:
+                    before = (attributes, sections, self.shared({**attributes, "sections": "; ".join(sections)}))
+                self.attributes[position] = before[2]
         count = len(self.kernels)
         columns = (
             _joined(self.pieces)

@@ -1,5 +1,10 @@
 """A program's regions file (``$GPUPROF_REGIONS``, written by :mod:`gpuprof.regions`) as launches.
 
+The named file holds the header; each process's lines are in its own segment beside it
+(``<file>.<pid>``, ``<file>.<pid>.<n>``), which begins with the process's line and may end in NUL
+bytes (a process killed before it cut its segment to its lines): they are skipped. Lines in the
+named file itself (files written before segments) are read as well.
+
 Every region instance becomes its own launch of kind "region": its name, the index the program gave,
 its parent region (by launch index), thread, process and rank, its wall time (timed, from the two
 ``CLOCK_MONOTONIC`` timestamps) and its begin and end on that clock. Instances are never summed.
@@ -14,6 +19,8 @@ or whose lines belong to another run, is refused with one line.
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +35,7 @@ KIND = "region"
 CLOCK_BASIS = "CLOCK_MONOTONIC nanoseconds at the region's begin and end, in the program's process"
 KILLED = "killed"
 _KNOWN_KEYS = {"e", "id", "n", "p", "t", "i", "par", "a", "ts", "unclosed", "raised"}
+_SEGMENT = re.compile(r"\.\d+(\.\d+)?")  # what a segment's name adds to the file's
 
 
 @dataclass
@@ -41,6 +49,7 @@ class Region:
     thread: int = 0
     index: Any = None
     parent: int | None = None  # the parent's ident in the same process
+    since: int | None = None  # when its process began (its process line's "since"): two processes of one pid apart
     end_ns: int | None = None
     rank: int | None = None
     unclosed: str | None = None
@@ -69,11 +78,27 @@ def _refuse(path: Path, what: str) -> FormatError:
     )
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
+def segments(path: Path) -> list[Path]:
+    """The processes' segments beside the regions file ``path``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        names = os.listdir(path.parent)
+    except OSError:
+        return []
+    return sorted(
+        path.with_name(name)
+        for name in names
+        if name.startswith(path.name) and _SEGMENT.fullmatch(name[len(path.name) :])
+    )
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of one file, one a line, its trailing NUL bytes left out."""
+    try:
+        text = path.read_bytes().rstrip(b"\0").decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise _refuse(path, f"cannot be read as text ({error})") from None
+    if text and not text.endswith("\n"):
+        raise _refuse(path, "its last line is cut short: the regions file is truncated or corrupt")
     events = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -85,6 +110,12 @@ def _lines(path: Path) -> list[dict[str, Any]]:
         if not isinstance(event, dict):
             raise _refuse(path, f"line {number} is not a JSON object: the regions file is corrupt")
         events.append(event)
+    return events
+
+
+def _head(path: Path) -> list[dict[str, Any]]:
+    """The named file's lines, its header first."""
+    events = _lines(path)
     if not events or events[0].get("format") != FORMAT:
         raise _refuse(path, f"not a {FORMAT} file (its first line is not the header)")
     if events[0].get("version") != VERSION:
@@ -92,15 +123,29 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return events
 
 
+def _segment(path: Path) -> tuple[int, list[dict[str, Any]]]:
+    """A segment's lines, its process line first, and that line's timestamp (no lines at all: a
+    process killed as it created its segment; nothing to read)."""
+    events = _lines(path)
+    if not events:
+        return 0, []
+    first = events[0]
+    if first.get("e") != "process" or not isinstance(first.get("ts"), int):
+        raise _refuse(path, "a segment that does not begin with its process line: the regions file is corrupt")
+    return first["ts"], events
+
+
 def _event(
     path: Path,
     number: int,
     event: dict[str, Any],
     head: dict[str, Any],
-    found: dict[tuple[int, int], Region],
+    found: dict[tuple[int, int | None, int], Region],
     processes: dict[int, int | None],
+    since: dict[int, int | None],
 ) -> int:
-    """Take one line into ``found``/``processes``; returns its timestamp."""
+    """Take one line into ``found``/``processes`` (``since``: each pid's latest process line's);
+    returns its timestamp."""
     kind, pid, ts = event["e"], int(event["p"]), int(event["ts"])
     if kind == "process":
         if event.get("run") != head.get("run"):
@@ -109,22 +154,23 @@ def _event(
                 f"line {number}: process {pid} belongs to run {event.get('run')!r}, the file "
                 f"to {head.get('run')!r}: lines of two runs in one file",
             )
-        processes[pid] = event.get("rank")
+        processes[pid], since[pid] = event.get("rank"), event.get("since")
     elif kind == "b":
-        key = (pid, int(event["id"]))
+        key = (pid, since.get(pid), int(event["id"]))
         found[key] = Region(
             str(event["n"]),
             pid,
-            key[1],
+            key[2],
             ts,
             int(event.get("t", 0)),
             event.get("i"),
             event.get("par"),
+            key[1],
             attributes=dict(event.get("a") or {}),
             extra={"begin": {k: v for k, v in event.items() if k not in _KNOWN_KEYS}},
         )
     elif kind == "e":
-        opened = found.get((pid, int(event["id"])))
+        opened = found.get((pid, since.get(pid), int(event["id"])))
         if opened is None or opened.end_ns is not None:
             raise _refuse(path, f"line {number} ends region {event['id']} of process {pid}, which is not open")
         if ts < opened.begin_ns:
@@ -140,7 +186,7 @@ def parse(path: str | Path, run_id: str | None = None, end_ns: int | None = None
     """The regions of ``path``; ``run_id``: refuse a file (or a process in it) of any other run;
     ``end_ns``: where regions of a killed process end (default: the last timestamp in the file)."""
     path = Path(path)
-    events = _lines(path)
+    events = _head(path)
     head = events[0]
     if run_id is not None and head.get("run") != run_id:
         raise _refuse(
@@ -148,14 +194,19 @@ def parse(path: str | Path, run_id: str | None = None, end_ns: int | None = None
             f"belongs to run {head.get('run')!r}, not to this run {run_id!r} (a stale file or "
             f"a $GPUPROF_REGIONS left set from another profile)",
         )
-    found: dict[tuple[int, int], Region] = {}
+    # The named file's own lines, then each process's segment in the order the processes began.
+    begun = sorted(((*_segment(one), one) for one in segments(path)), key=lambda started: started[0])
+    files = [(path, events[1:], 2), *((one, lines, 1) for _, lines, one in begun)]
+    found: dict[tuple[int, int | None, int], Region] = {}
     processes: dict[int, int | None] = {}
+    since: dict[int, int | None] = {}
     last = int(head.get("ts", 0))
-    for number, event in enumerate(events[1:], start=2):
-        try:
-            last = max(last, _event(path, number, event, head, found, processes))
-        except (KeyError, TypeError, ValueError):
-            raise _refuse(path, f"line {number} lacks a field its event needs: the file is corrupt") from None
+    for source, lines, first in files:
+        for number, event in enumerate(lines, start=first):
+            try:
+                last = max(last, _event(source, number, event, head, found, processes, since))
+            except (KeyError, TypeError, ValueError):
+                raise _refuse(source, f"line {number} lacks a field its event needs: the file is corrupt") from None
     close_at = end_ns if end_ns is not None else last
     regions = sorted(found.values(), key=lambda r: (r.begin_ns, r.process, r.ident))
     for one in regions:
@@ -167,10 +218,10 @@ def parse(path: str | Path, run_id: str | None = None, end_ns: int | None = None
 
 def launches(found: Regions, first_index: int = 0) -> list[Launch]:
     """One launch per region instance (kind "region"), numbered from ``first_index`` in begin order."""
-    number = {(r.process, r.ident): first_index + i for i, r in enumerate(found.regions)}
+    number = {(r.process, r.since, r.ident): first_index + i for i, r in enumerate(found.regions)}
     made = []
     for position, one in enumerate(found.regions):
-        parent = number.get((one.process, one.parent)) if one.parent is not None else None
+        parent = number.get((one.process, one.since, one.parent)) if one.parent is not None else None
         attributes = {
             "kind": KIND,
             "name": one.name,

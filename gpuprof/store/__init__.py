@@ -398,11 +398,7 @@ class Store:
         transaction as :meth:`add`: each column's BLOB is made at its full size and filled in
         place, so no column is ever held whole. ``run.metric_table`` is not stored (it may hold
         only some rows)."""
-        launches = [
-            (run.run_id, *part)
-            for part in store_columns.encode(run.launch_table, run.metric_table)
-            if part[0] == "launches"
-        ]
+        launches = [(run.run_id, *part) for part in store_columns.encode(run.launch_table, None, ("launches",))]
         with (
             self._errors("write", "check free disk space and write permission, or use another --store"),
             self._transaction(),

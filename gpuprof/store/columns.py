@@ -107,13 +107,15 @@ def _category(data: bytes) -> object:
     return pd.Categorical.from_codes(np.asarray(codes), dtype=dtype, validate=False)
 
 
-def encode(launch_table: object, metric_table: object) -> Iterator[tuple[str, str, str, bytes]]:
-    """(table, column, encoding, data) for every column of a run's tables."""
+def encode(
+    launch_table: object, metric_table: object, tables: tuple[str, ...] = ("launches", "metrics")
+) -> Iterator[tuple[str, str, str, bytes]]:
+    """(table, column, encoding, data) for every column of a run's ``tables``."""
     import numpy as np
     import pandas as pd
 
     frames = {"launches": launch_table, "metrics": metric_table}
-    for table, column, encoding in LAYOUT:
+    for table, column, encoding in (entry for entry in LAYOUT if entry[0] in tables):
         series = frames[table][column]
         if encoding == "npy" and series.isna().all() and len(series) and series.dtype.kind == "f":
             encoding, data = "nan", b""

@@ -28,6 +28,7 @@ read and the per-kernel table ``gpuprof import`` prints: damaged names and numbe
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import multiprocessing
@@ -141,15 +142,21 @@ def own_seeds(target: str, all_seeds: dict[str, bytes]) -> list[str]:
     own = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in all_seeds.items():
-            path = Path(tmp) / name
-            path.write_bytes(data)
-            try:
-                numbers = target == "numbers" and path.suffix not in BINARY_SUFFIXES and _NUMBER.search(data)
-                if detect(path).NAME == target or numbers:
-                    own.append(name)
-            except GpuprofError:  # recognised by no reader: foreign to every one
-                pass
+            key = (name, hashlib.blake2b(data, digest_size=16).digest())
+            if key not in _DETECTED:  # the same detection for every target: done once per seed
+                path = Path(tmp) / name
+                path.write_bytes(data)
+                try:
+                    _DETECTED[key] = detect(path).NAME
+                except GpuprofError:  # recognised by no reader: foreign to every one
+                    _DETECTED[key] = None
+            numbers = target == "numbers" and Path(name).suffix not in BINARY_SUFFIXES and _NUMBER.search(data)
+            if _DETECTED[key] == target or (numbers and _DETECTED[key] is not None):
+                own.append(name)
     return own
+
+
+_DETECTED: dict[tuple[str, bytes], str | None] = {}  # (seed name, digest) -> the reader detect chose
 
 
 # --- mutations: each takes (data, rng, seeds) and returns new bytes ---------------------------------
@@ -757,9 +764,14 @@ def _scratch() -> str | None:
 
 
 def fuzz_target(
-    target: str, inputs: int, base_seed: int = 0, limit: float = 2.0, own: list[str] | None = None
+    target: str,
+    inputs: int,
+    base_seed: int = 0,
+    limit: float = 2.0,
+    own: list[str] | None = None,
+    first: int = 0,
 ) -> Tally:
-    """Run ``inputs`` cases of ``target`` in watched workers; a hang or crash costs one case."""
+    """Run cases ``first`` to ``inputs - 1`` of ``target`` in watched workers; a hang or crash costs one case."""
     if own is None:
         own = own_seeds(target, seeds())
     tally = Tally(target)
@@ -767,7 +779,7 @@ def fuzz_target(
     context = multiprocessing.get_context("fork")
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpuprof fuzz ", dir=_scratch()) as scratch:
-        _watch(tally, context, target, inputs, base_seed, limit, own, scratch)
+        _watch(tally, context, target, first, inputs, base_seed, limit, own, scratch)
     tally.seconds = time.perf_counter() - began
     return tally
 
@@ -776,6 +788,7 @@ def _watch(
     tally: Tally,
     context: multiprocessing.context.BaseContext,
     target: str,
+    first: int,
     inputs: int,
     base_seed: int,
     limit: float,
@@ -784,7 +797,7 @@ def _watch(
 ) -> None:
     """Feed the cases to workers; a worker killed on a hang leaves its file in ``scratch`` (removed
     by the caller), and the next worker goes on after the case that failed."""
-    start = 0
+    start = first
     while start < inputs:
         parent, child = context.Pipe()
         stop = min(inputs, start + WORKER_INPUTS)

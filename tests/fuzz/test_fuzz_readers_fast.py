@@ -1,4 +1,5 @@
 """The fast slice of the reader fuzzing: 150 mutated fixtures per reader (40 .ncu-rep), sniff and detect.
+The quick loop (``-m "not slow"``) reads the first ``QUICK`` of each; the rest are marked slow.
 
 Every input must import (a Run the store can hold) or raise a one-line GpuprofError, within 2 s.
 The full run (10,000 inputs per target) is ``python benchmarks/fuzz_readers.py``; a failure here
@@ -18,6 +19,20 @@ TARGETS = reader_fuzz.targets()
 # The command-level targets store and render each input (about 0.5 s each): fewer inputs, and slow.
 HEAVY = {"import": 25, "runfile": 25, "numbers": 30}
 INPUTS_OF.update(HEAVY)
+QUICK = 15  # cases per reader target in the quick loop
+
+
+def _slices() -> list[object]:
+    """(target, first, end) per slice: the first QUICK cases of a reader, then the rest (slow)."""
+    found: list[object] = []
+    for target in TARGETS:
+        inputs = INPUTS_OF.get(target, INPUTS)
+        if target in HEAVY:
+            found.append(pytest.param(target, 0, inputs, marks=pytest.mark.slow, id=target))
+            continue
+        found.append(pytest.param(target, 0, QUICK, id=f"{target}-first"))
+        found.append(pytest.param(target, QUICK, inputs, marks=pytest.mark.slow, id=f"{target}-rest"))
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -45,16 +60,17 @@ def test_mutations_are_reproducible_by_seed(all_seeds):
     assert len({m for case in first for m in case.mutations}) >= 8
 
 
-@pytest.mark.parametrize("target", [pytest.param(t, marks=pytest.mark.slow) if t in HEAVY else t for t in TARGETS])
-def test_reader_survives_mutated_inputs(target, all_seeds):
-    inputs = INPUTS_OF.get(target, INPUTS)
+@pytest.mark.parametrize(("target", "first", "end"), _slices())
+def test_reader_survives_mutated_inputs(target, first, end, all_seeds):
     tally = reader_fuzz.fuzz_target(
-        target, inputs, base_seed=0, limit=2.0, own=reader_fuzz.own_seeds(target, all_seeds)
+        target, end, base_seed=0, limit=2.0, own=reader_fuzz.own_seeds(target, all_seeds), first=first
     )
-    assert tally.inputs == inputs
+    assert tally.inputs == end - first
     failures = list(reader_fuzz.iter_failures([tally]))
     assert failures == [], (
         f"{failures}; rebuild one with: python benchmarks/fuzz_readers.py --show {failures[0].split()[0]}"
     )
-    if target not in ("nsys-rep", "numbers"):  # nsys-rep always answers with the nsys command to run
+    # over the whole slice (not the quick loop's few cases) both outcomes occur; nsys-rep always
+    # answers with the nsys command to run
+    if end - first > QUICK and target not in ("nsys-rep", "numbers"):
         assert tally.counts[reader_fuzz.IMPORTED] > 0 and tally.counts[reader_fuzz.CLEAN] > 0
