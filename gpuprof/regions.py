@@ -239,7 +239,22 @@ def _value(value: Any) -> str:
         return repr(value)
     if kind is dict and all(type(k) is str and type(v) in (int, float, str) for k, v in value.items()):
         return "{" + ",".join(f"{_text(k)}:{_value(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value, separators=(",", ":"))
+    return json.dumps(value, separators=(",", ":"), default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    """A value json cannot write as it is: a NumPy (or other library's) scalar as the Python number
+    it holds (``index=np.int64(3)`` from a loop over ``np.arange``), anything else as its text, so
+    that a region never raises inside the user's program."""
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            found = item()
+        except (TypeError, ValueError):  # an array of several values: no one number
+            return str(value)
+        if type(found) in (int, float, bool, str):
+            return found
+    return str(value)
 
 
 def _line(event: dict[str, Any]) -> bytes:

@@ -278,3 +278,22 @@ def test_a_crashing_or_hanging_program_keeps_its_regions(
         assert any(f"marked unclosed={mark}" in note for note in run.notes)
         [step] = [launch for launch in run.launches if launch.attributes.get("name") == "step"]
         assert step.attributes["raised"] == "RuntimeError" and "unclosed" not in step.attributes
+
+
+def test_numpy_numbers_as_index_or_attributes_are_recorded_as_plain_numbers(tmp_path: Path) -> None:
+    """Failed before: ``index=np.int64(3)`` (a loop over ``np.arange``) made the region raise
+    TypeError (not JSON serializable) inside the user's program."""
+    path = _record(
+        tmp_path,
+        """
+        import numpy as np
+        import gpuprof
+        for epoch in np.arange(2):
+            with gpuprof.region("epoch", index=epoch, lr=np.float32(0.5), batch=np.int32(8)):
+                pass
+        """,
+    )
+    frame = region_frame(reader.read(path))
+    assert list(frame["index"]) == ["0", "1"]
+    first = reader.read(path).launches[0].attributes
+    assert json.loads(first["attributes"]) == {"lr": 0.5, "batch": 8}
