@@ -121,6 +121,23 @@ def test_launch_attributes_come_back_as_they_went_in(attributes, encoding):
     assert (store_columns._from_keyed(data) if found == "keyed" else json.loads(data)) == attributes
 
 
+def test_shared_attribute_dicts_encode_to_the_bytes_of_separate_ones():
+    """Each shared dict is encoded once; the bytes are those of one dict per launch (the real A100
+    CSV's launches, with the reader's sharing and with every dict copied)."""
+    from fixture_paths import A100
+
+    from gpuprof.readers import read
+    from gpuprof.store import columns as store_columns
+
+    shared = [launch.attributes for launch in read(A100).launches]
+    shared = [*shared, shared[0], {"cc": "8.0"}, shared[1]]  # later launches sharing earlier dicts
+    copied = [dict(attrs) for attrs in shared]
+    assert len({id(a) for a in shared}) < len(shared) == len({id(a) for a in copied})
+    assert store_columns._keyed(shared) == store_columns._keyed(copied)
+    assert store_columns._keyed(shared)[0] == "keyed"
+    assert store_columns._from_keyed(store_columns._keyed(shared)[1]) == copied
+
+
 def test_a_nan_attribute_is_stored_as_json_not_dropped():
     import json
     import math

@@ -146,11 +146,18 @@ def _keyed(attributes: list[dict[str, str]]) -> tuple[str, bytes]:
     import numpy as np
     import pandas as pd
 
-    keys = list(dict.fromkeys(itertools.chain.from_iterable(attributes)))
-    codes = np.full((len(attributes), len(keys)), -1, dtype=np.int32)
+    # Launches with the same attributes share one dict (the readers intern them): each dict is
+    # encoded once, in the order of its first launch, so the codes are those of a launch-by-launch pass.
+    first: dict[int, int] = {}
+    rows = np.fromiter(
+        (first.setdefault(id(attrs), len(first)) for attrs in attributes), dtype=np.intp, count=len(attributes)
+    )
+    shared = list({id(attrs): attrs for attrs in attributes}.values())
+    keys = list(dict.fromkeys(itertools.chain.from_iterable(shared)))
+    codes = np.full((len(shared), len(keys)), -1, dtype=np.int32)
     values = []
     for column, key in enumerate(keys):
-        found, distinct = pd.factorize(np.array([attrs.get(key, _ABSENT) for attrs in attributes], dtype=object))
+        found, distinct = pd.factorize(np.array([attrs.get(key, _ABSENT) for attrs in shared], dtype=object))
         distinct = list(distinct)
         if (found == -1).any() or not all(v is _ABSENT or isinstance(v, str) for v in distinct):
             return "json", json.dumps(attributes).encode()  # a None, NaN or number: kept as it is
@@ -160,7 +167,7 @@ def _keyed(attributes: list[dict[str, str]]) -> tuple[str, bytes]:
             del distinct[slot]
         codes[:, column] = found
         values.append(distinct)
-    return "keyed", json.dumps({"keys": keys, "values": values}).encode() + b"\n" + _npy(codes)
+    return "keyed", json.dumps({"keys": keys, "values": values}).encode() + b"\n" + _npy(codes[rows])
 
 
 def _from_keyed(data: bytes) -> list[dict[str, str]]:
