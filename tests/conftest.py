@@ -43,3 +43,16 @@ def _leaves_nothing_in_the_working_tree() -> Iterator[None]:
     yield
     left = sorted(_entries() - before)
     assert not left, f"the test left {', '.join(left)} in the working tree: write under tmp_path"
+
+
+@pytest.fixture
+def ctrl_c_reaches_python() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt in this process, as at a terminal, and child processes start
+    with SIGINT at its default (a handler is reset at exec, an ignored signal stays ignored), for the
+    tests that press Ctrl-C: a pytest started in the background of a non-interactive shell inherits
+    SIGINT ignored."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)

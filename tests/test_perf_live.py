@@ -151,7 +151,7 @@ def test_old_perf_without_control_fifo(tmp_path) -> None:
 
 @pytest.mark.slow  # a 60 MB run under real perf, interrupted: 5-13 s
 @needs_perf
-def test_ctrl_c_during_a_run_leaves_no_perf_folder(tmp_path) -> None:
+def test_ctrl_c_during_a_run_leaves_no_perf_folder(tmp_path, ctrl_c_reaches_python) -> None:
     """perf's FIFOs and log live in a gpuprof-perf-XXXX folder; a Ctrl-C'd run must remove it."""
     import signal
     import sys

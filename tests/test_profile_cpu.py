@@ -84,7 +84,7 @@ def test_a_failing_command_is_one_line_and_its_counts_are_kept(tmp_path, monkeyp
     assert run.environment["exit_code"] == 1 and run.launches[0].value("wall time") > 0
 
 
-def test_ctrl_c_stops_perf_and_the_command_and_keeps_the_counts_so_far(tmp_path, monkeypatch):
+def test_ctrl_c_stops_perf_and_the_command_and_keeps_the_counts_so_far(tmp_path, monkeypatch, ctrl_c_reaches_python):
     monkeypatch.chdir(tmp_path)
     pid_file = tmp_path / "command.pid"
     hanging = (

@@ -272,7 +272,9 @@ def _hanging(pid_file: Path) -> list[str]:
     ]
 
 
-def test_ctrl_c_stops_profiler_and_command_as_a_group_and_keeps_the_partial_report(tmp_path, gpu):
+def test_ctrl_c_stops_profiler_and_command_as_a_group_and_keeps_the_partial_report(
+    tmp_path, gpu, ctrl_c_reaches_python
+):
     record = gpu("NVIDIA B200", "10.0", B200_PAGE)
     pid_file = tmp_path / "command.pid"
     settings = profile.ProfileSettings(command=tuple(_hanging(pid_file)), launch_count=20)
