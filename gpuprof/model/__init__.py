@@ -145,18 +145,7 @@ class Run:
     def replaced(self, **changes: Any) -> Run:
         """This run with some of its constructor's fields changed, the same run otherwise (its id and
         time included); its tables are shared unless ``launches`` or ``tables`` are among the changes."""
-        fields: dict[str, Any] = {
-            "kind": self.kind,
-            "format": self.format,
-            "source": self.source,
-            "device": self.device,
-            "workload": self.workload,
-            "environment": self.environment,
-            "notes": self.notes,
-            "created": self.created,
-            "run_id": self.run_id,
-            "schema_version": self.schema_version,
-        }
+        fields = self._meta()
         if "launches" not in changes and "tables" not in changes:
             fields["tables"] = (self.launch_table, self.metric_table)
         return Run(**{**fields, **changes})

@@ -381,16 +381,9 @@ class Store:
         """Store ``run`` whole, in one transaction; a run already stored (same id) is left as is.
         A schema-1 store is migrated to the current schema first, in the same transaction."""
         parts = [(run.run_id, *part) for part in store_columns.encode(run.launch_table, run.metric_table)]
-        with (
-            self._errors("write", "check free disk space and write permission, or use another --store"),
-            self._transaction(),
-        ):
-            if self._version() == 1:
-                self._migrate()
-            self._db.execute(_KIND_INDEX)
-            if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone():
-                return
-            self._insert(run, parts)
+        with self._adding(run) as new:
+            if new:
+                self._insert(run, parts)
 
     def add_streamed(self, run: Run, metrics: int, columns: Iterable[store_columns.Streamed]) -> None:
         """Store ``run`` with its launch table and the ``metrics`` rows of its metric table given as
@@ -399,14 +392,8 @@ class Store:
         place, so no column is ever held whole. ``run.metric_table`` is not stored (it may hold
         only some rows)."""
         launches = [(run.run_id, *part) for part in store_columns.encode(run.launch_table, None, ("launches",))]
-        with (
-            self._errors("write", "check free disk space and write permission, or use another --store"),
-            self._transaction(),
-        ):
-            if self._version() == 1:
-                self._migrate()
-            self._db.execute(_KIND_INDEX)
-            if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone():
+        with self._adding(run) as new:
+            if not new:
                 return
             self._insert(run, launches, metrics)
             for table, name, encoding, size, pieces in columns:
@@ -416,6 +403,19 @@ class Store:
                 with self._db.blobopen("columns", "data", row) as blob:
                     for piece in pieces:
                         blob.write(piece)
+
+    @contextmanager
+    def _adding(self, run: Run) -> Iterator[bool]:
+        """The transaction a run is stored in (a schema-1 store migrated to the current schema first);
+        yields whether ``run`` is new (False: a run of its id is stored already, left as is)."""
+        with (
+            self._errors("write", "check free disk space and write permission, or use another --store"),
+            self._transaction(),
+        ):
+            if self._version() == 1:
+                self._migrate()
+            self._db.execute(_KIND_INDEX)
+            yield not self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (run.run_id,)).fetchone()
 
     def _insert(self, run: Run, parts: list[tuple[str, str, str, str, bytes]], metrics: int | None = None) -> None:
         self._db.execute(
