@@ -19,7 +19,8 @@ metric columns handed on (into the store) as they are converted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
+from itertools import groupby, repeat
+from operator import itemgetter
 from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, TextIO
@@ -177,6 +178,7 @@ class _Table:
         self.i_id, self.i_kernel, self.i_name = col["ID"], col["Kernel Name"], col["Metric Name"]
         self.i_unit, self.i_value, self.i_section = col["Metric Unit"], col["Metric Value"], col.get("Section Name")
         self.i_rule = col.get("Rule Description")  # only in the 2023+ layout
+        self.rule_cells = [col.get(name) for name in _RULE_COLUMNS]
         self.launch_columns = list(launch_columns(header).items())
         self.columns = len(header)
         # per launch, in order of first appearance
@@ -231,8 +233,9 @@ class _Table:
             **metric_columns(rows.names, rows.units, rows.values, numbers=rows.numbers),
         }
         self.pieces.append(piece if self.keep is None else self.keep(piece))
-        for launch_id, row in rows.rules:
-            self.add_rule(self.positions[launch_id], row)
+        texts = self.rule_texts(list(map(itemgetter(1), rows.rules)))  # a launch's rule rows come together
+        for launch_id, group in groupby(zip(map(itemgetter(0), rows.rules), texts), itemgetter(0)):
+            self.add_rules(self.positions[launch_id], "\n".join(map(itemgetter(1), group)))
         if rows.sections is not None:
             self._take_sections(rows.sections, counts, first)
         return True
@@ -308,7 +311,7 @@ class _Table:
         name = row[self.i_name]
         if not name:
             if self.i_rule is not None and len(row) > self.i_rule:
-                self.add_rule(position, row)
+                self.add_rules(position, self.rule_texts([row])[0])
             return None
         self.launch.append(position)
         self.names.append(name)
@@ -363,16 +366,26 @@ class _Table:
         if len(more) > len(known):
             self.sections[position] = self.distinct_sections.setdefault(more, more)
 
-    def add_rule(self, position: int, row: Sequence[str]) -> None:
-        """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
+    def rule_texts(self, rows: Sequence[Sequence[str]]) -> list[str]:
+        """Rule rows (ncu's advice) as a launch keeps them: 'Name [Type]: description (estimated
+        speedup ...)', '' for a rule column the header or the row lacks; taken column by column."""
+        shortest = min(map(len, rows), default=0)
+        columns = [
+            list(map(itemgetter(i), rows))
+            if i is not None and i < shortest
+            else [row[i] if i is not None and i < len(row) else "" for row in rows]
+            for i in self.rule_cells
+        ]
+        return [
+            f"{name} [{kind}]: {text} (estimated speedup {speedup_type} {speedup}%)"
+            if speedup
+            else f"{name} [{kind}]: {text}"
+            for name, kind, text, speedup_type, speedup in zip(*columns)
+        ]
 
-        def cell(name: str) -> str:  # '' for a rule column the header or the row lacks
-            return row[self.col[name]] if name in self.col and self.col[name] < len(row) else ""
-
-        text = f"{cell('Rule Name')} [{cell('Rule Type')}]: {cell('Rule Description')}"
-        speedup = cell("Estimated Speedup")
-        if speedup:
-            text += f" (estimated speedup {cell('Estimated Speedup Type')} {speedup}%)"
+    def add_rules(self, position: int, text: str) -> None:
+        """Add the rules ``text`` (one or more rule rows' :meth:`rule_texts`, a line each) to launch
+        ``position``'s, after those it has: one new shared dict per launch, not per rule row."""
         attributes = self.attributes[position]
         previous = attributes.get("rules")
         self.attributes[position] = self.shared({**attributes, "rules": f"{previous}\n{text}" if previous else text})
