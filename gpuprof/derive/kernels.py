@@ -72,58 +72,57 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
     import numpy as np
     import pandas as pd
 
-    values = counters.launch_values(run, extra)
+    values, units = counters.launch_columns(run, extra)
     launches = run.launch_table
-    time = values["time"].to_numpy(dtype=float)
-    counted = values["dram_bytes"].to_numpy(dtype=float)
-    from_rate = np.isnan(counted) & ~np.isnan(values["dram_bandwidth"].to_numpy(dtype=float) * time)
-    basis = values["basis"].to_numpy(dtype=object)
-    if from_rate.any():
-        basis = np.where(from_rate, [f"{b}; {DRAM_FROM_RATE}" if b else DRAM_FROM_RATE for b in basis], basis)
-    dram = np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted)
+    time = np.asarray(values["time"], dtype=float)
+    counted = np.asarray(values["dram_bytes"], dtype=float)
+    from_rate = np.isnan(counted) & ~np.isnan(np.asarray(values["dram_bandwidth"], dtype=float) * time)
+    basis = counters.with_rule(values["basis"], from_rate, DRAM_FROM_RATE)
+    dram = np.where(from_rate, np.asarray(values["dram_bandwidth"], dtype=float) * time, counted)
     reads_only = run.environment.get("l2_bytes") == "l1-reads"
 
     def texts(values: object) -> pd.Series:  # kept as Python strings: pandas' Arrow strings cost a conversion each way
         return pd.Series(values, dtype=object)
 
-    out = pd.DataFrame(
-        {
-            "run_id": run.run_id,
-            "file": Path(run.source).name,
-            "session": texts(tables.attribute(launches, "report", "")),
-            "device": texts(counters.launch_device_names(run)),
-            "kernel": texts(launches["kernel"].to_numpy(dtype=object)),
-            "index": launches["index"].to_numpy(),
-            "launches": launches["invocations"].to_numpy(dtype=np.int64),
-            "time": time,
-            **{f"flops_{p}": values[f"flops_{s}"] for p, s in COUNTER_SUFFIX.items()},
-            "flops_tensor": values["flops_tensor"],
-            "flops_total": values["flops_total"],
-            "l1_bytes": values["l1_bytes"],
-            "l2_bytes": values["l2_bytes"],
-            "dram_bytes": dram,
-            "dram_check_bytes": values["dram_check_bytes"].to_numpy(dtype=float) if reads_only else dram,
-            **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
-            **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
-            **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in COUNTER_SUFFIX.items()},
-            "dram_bandwidth": values["dram_bandwidth"],
-            "sm_clock": values["sm_clock"],
-            "flop_rate_from_rates": values["flop_rate_from_rates"],
-            "peak_dram_bandwidth": values["peak_dram_bandwidth"],
-            "tensor_kind": texts(values["tensor_kind"].fillna("").astype(str).to_numpy(dtype=object)),
-        }
-    )
+    out = {
+        "run_id": run.run_id,
+        "file": Path(run.source).name,
+        "session": texts(tables.attribute(launches, "report", "")),
+        "device": texts(counters.launch_device_names(run)),
+        "kernel": texts(launches["kernel"].to_numpy(dtype=object)),
+        "index": launches["index"].to_numpy(),
+        "launches": launches["invocations"].to_numpy(dtype=np.int64),
+        "time": time,
+        **{f"flops_{p}": values[f"flops_{s}"] for p, s in COUNTER_SUFFIX.items()},
+        "flops_tensor": values["flops_tensor"],
+        "flops_total": values["flops_total"],
+        "l1_bytes": values["l1_bytes"],
+        "l2_bytes": values["l2_bytes"],
+        "dram_bytes": dram,
+        "dram_check_bytes": np.asarray(values["dram_check_bytes"], dtype=float) if reads_only else dram,
+        **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
+        **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
+        **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in COUNTER_SUFFIX.items()},
+        "dram_bandwidth": values["dram_bandwidth"],
+        "sm_clock": values["sm_clock"],
+        "flop_rate_from_rates": values["flop_rate_from_rates"],
+        "peak_dram_bandwidth": values["peak_dram_bandwidth"],
+        "tensor_kind": texts(_plain_texts(values["tensor_kind"])),
+    }
     if roofline:
-        out = out.join(levels.roofline_columns(_counter_names(out), out["device"].tolist()).drop(columns="dominant"))
-    out = pd.concat(
-        [
-            out,
-            pd.DataFrame({"basis": texts(basis), **{name: values[name].to_numpy() for name in extra}}, index=out.index),
-        ],
-        axis=1,
-    )
-    out.attrs["units"] = values.attrs["units"]
+        frame = pd.DataFrame(out)
+        out.update(levels.roofline_columns(_counter_names(frame), frame["device"].tolist()).drop(columns="dominant"))
+    out = pd.DataFrame({**out, "basis": texts(basis), **{name: values[name] for name in extra}})
+    out.attrs["units"] = units
     return out
+
+
+def _plain_texts(values: np.ndarray) -> np.ndarray:
+    """Each value as text, '' for a missing one, as objects (each distinct value converted once)."""
+    import numpy as np
+
+    codes, distinct = tables.distinct(values)
+    return np.array(["" if text is None or text != text else str(text) for text in distinct], dtype=object)[codes]
 
 
 def _counter_names(frame: pd.DataFrame) -> pd.DataFrame:
@@ -246,10 +245,9 @@ def _distinct_texts(texts: np.ndarray, codes: np.ndarray, found: list[dict[str, 
     """Add to ``found`` (per group, its distinct non-empty texts so far, in launch order) those of
     ``texts``, the texts of launches of the groups ``codes``."""
     import numpy as np
-    import pandas as pd
 
     found.extend({} for _ in range(count - len(found)))
-    text_codes, uniques = pd.factorize(texts)
+    text_codes, uniques = tables.distinct(texts)
     pairs, first = np.unique(codes.astype(np.int64) * max(len(uniques), 1) + text_codes, return_index=True)
     for pair in pairs[np.argsort(first, kind="stable")].tolist():
         text = uniques[pair % max(len(uniques), 1)]

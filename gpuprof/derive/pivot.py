@@ -212,7 +212,14 @@ def nonzero(values: np.ndarray) -> np.ndarray:
 
 
 def first(*columns: np.ndarray) -> np.ndarray:
-    """Per launch, the first of ``columns`` that is not NaN."""
+    """Per launch, the first of ``columns`` that is not NaN (one column: itself, read-only, not a
+    copy; most names a derivation tries are absent from a given file)."""
+    import numpy as np
+
+    if len(columns) == 1:
+        found = np.asarray(columns[0], dtype=float).view()
+        found.flags.writeable = False
+        return found
     return choose(*columns)[0]
 
 
@@ -229,5 +236,6 @@ def choose(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     found, which = columns[0].copy(), np.where(np.isnan(columns[0]), -1, 0)
     for position, column in enumerate(columns[1:], 1):
         take = np.isnan(found) & ~np.isnan(column)
-        found[take], which[take] = column[take], position
+        np.copyto(found, column, where=take)
+        np.copyto(which, position, where=take)
     return found, which
