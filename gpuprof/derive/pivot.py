@@ -212,15 +212,17 @@ def nonzero(values: np.ndarray) -> np.ndarray:
 
 
 def first(*columns: np.ndarray) -> np.ndarray:
-    """Per launch, the first of ``columns`` that is not NaN (one column: itself, read-only, not a
-    copy; most names a derivation tries are absent from a given file)."""
+    """Per launch, the first of ``columns`` that is not NaN (the first column itself, read-only, not
+    a copy, where it has every launch's value or is the only one: most names a derivation tries are
+    absent from a given file, and the first one present has the values)."""
     import numpy as np
 
-    if len(columns) == 1:
-        found = np.asarray(columns[0], dtype=float).view()
-        found.flags.writeable = False
-        return found
-    return choose(*columns)[0]
+    found = np.asarray(columns[0], dtype=float)
+    if len(columns) > 1 and (np.isnan(found).any() or any(np.shape(column) != found.shape for column in columns)):
+        return choose(*columns)[0]
+    found = found.view()  # the first column has every launch's value
+    found.flags.writeable = False
+    return found
 
 
 def choose(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
