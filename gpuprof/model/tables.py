@@ -124,6 +124,8 @@ def objects(values: Sequence[object]) -> np.ndarray:
     """An object array holding each of ``values`` as it is (numpy would unpack sequences)."""
     import numpy as np
 
+    if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
+        return values.copy()  # a million texts' column: no list of them between
     out = np.empty(len(values), dtype=object)
     out[:] = list(values)
     return out

@@ -262,21 +262,24 @@ class _Table:
         run_codes = codes[starts]
         runs = np.bincount(launch[starts], minlength=len(counts))  # per launch
         filled = np.flatnonzero(counts)
-        width = int(runs[filled[0]])
-        positions = (filled + first).tolist()
-        sections = self.sections
-        if (runs[filled] == width).all() and (run_codes.reshape(-1, width) == run_codes[:width]).all():
-            same = tuple(names[code] for code in run_codes[:width].tolist())  # every launch the same sections
-            shared = self.distinct_sections.setdefault(same, same)
-            for position in self._going_on(positions, same):
-                sections[position] = shared
-            return
         ends = np.cumsum(runs)
-        listed = [names[code] for code in run_codes.tolist()]
-        spans = [listed[start:end] for start, end in zip((ends - runs)[filled].tolist(), ends[filled].tolist())]
-        rest = self._going_on(positions, spans[0])
-        for position, more in zip(rest, map(tuple, spans[len(positions) - len(rest) :])):
-            sections[position] = self.distinct_sections.setdefault(more, more)
+        begins = ends - runs
+        head = run_codes[begins[filled[0]] : ends[filled[0]]]  # the first launch's, which most launches repeat
+        like = runs[filled] == len(head)
+        at = begins[filled[like]]
+        like[like] = (run_codes[at[:, None] + np.arange(len(head))] == head).all(axis=1)
+        pattern = tuple(names[code] for code in head.tolist())
+        shared = self.distinct_sections.setdefault(pattern, pattern)
+        positions = (filled + first).tolist()
+        rest = self._going_on(positions, pattern)
+        skipped = len(positions) - len(rest)
+        sections = self.sections
+        for position in rest:
+            sections[position] = shared
+        for k in np.flatnonzero(~like[skipped:]).tolist():  # a launch of other sections
+            launch_at = filled[skipped + k]
+            more = tuple(names[code] for code in run_codes[begins[launch_at] : ends[launch_at]].tolist())
+            sections[rest[k]] = self.distinct_sections.setdefault(more, more)
 
     def _going_on(self, positions: list[int], names: Sequence[str]) -> list[int]:
         """A chunk's launches ``positions`` whose sections are still to be set, each new to the table
