@@ -241,14 +241,17 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
 
 
 def _repeats(cells: np.ndarray, size: int) -> bool:
-    """Whether a value occurs twice in ``cells`` (all in ``range(size)``): counted per value where an
-    array of ``size`` is affordable, hashed otherwise (as :func:`_first_of_each`)."""
+    """Whether a value occurs twice in ``cells`` (all in ``range(size)``): fewer values marked in an
+    array of ``size`` than there are cells, where one is affordable; hashed otherwise (as
+    :func:`_first_of_each`)."""
     import numpy as np
     import pandas as pd
 
     if size > 4 * len(cells) + (1 << 22):
         return not pd.Index(cells).is_unique
-    return bool(len(cells)) and int(np.bincount(cells, minlength=size).max()) > 1
+    seen = np.zeros(size, dtype=bool)
+    seen[cells] = True
+    return int(np.count_nonzero(seen)) < len(cells)
 
 
 def _first_at(keys: np.ndarray, count: int) -> np.ndarray:
