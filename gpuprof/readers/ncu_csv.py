@@ -400,19 +400,18 @@ class _Table:
 
     def rule_texts(self, rows: Sequence[Sequence[str]]) -> list[str]:
         """Rule rows (ncu's advice) as a launch keeps them: 'Name [Type]: description (estimated
-        speedup ...)', '' for a rule column the header or the row lacks; taken column by column."""
+        speedup ...)', '' for a rule column the header or the row lacks."""
         shortest = min(map(len, rows), default=0)
-        columns = [
-            list(map(itemgetter(i), rows))
-            if i is not None and i < shortest
-            else [row[i] if i is not None and i < len(row) else "" for row in rows]
-            for i in self.rule_cells
-        ]
+        cells = (
+            map(itemgetter(*self.rule_cells), rows)  # every row has every rule column
+            if all(i is not None and i < shortest for i in self.rule_cells)
+            else ([row[i] if i is not None and i < len(row) else "" for i in self.rule_cells] for row in rows)
+        )
         return [
             f"{name} [{kind}]: {text} (estimated speedup {speedup_type} {speedup}%)"
             if speedup
             else f"{name} [{kind}]: {text}"
-            for name, kind, text, speedup_type, speedup in zip(*columns)
+            for name, kind, text, speedup_type, speedup in cells
         ]
 
     def add_rules(self, position: int, text: str) -> None:
