@@ -223,6 +223,7 @@ static int plain_decimal(const char *p, size_t n, double *out) {
 /* ---- the scan ----------------------------------------------------------------------------- */
 
 typedef struct {
+    const char *raw; /* where the field starts in the line, its opening quote included */
     const char *p;
     size_t n;
     int quoted_escapes;
@@ -245,6 +246,13 @@ typedef struct {
     Vec rules;                  /* int32 * (1 + columns): launch, then every field's code */
     int32_t last_id;
     int64_t metric_rows;
+    /* The fields before the first that changes from row to row (ID, kernel, grid ...: `prefix`
+     * of them; 0 when a launch column comes later) as they stood in the last row split whole: a
+     * row that starts with the same bytes has the same fields there, and is split from there on. */
+    int prefix;
+    char *prev;
+    size_t prev_len, prev_cap;
+    Field prev_fields[MAX_COLUMNS]; /* `raw` and `p` as offsets into `prev` */
     const char *refusal; /* why the rows are left to the other readers */
 } Scan;
 
@@ -257,6 +265,7 @@ static int split(const char *p, size_t n, Field *fields, int most) {
         if (count == most) return -1;
         Field *f = &fields[count++];
         f->quoted_escapes = 0;
+        f->raw = p;
         if (p < end && *p == '"') {
             const char *start = ++p;
             for (;;) {
@@ -292,8 +301,35 @@ static int take_row(Scan *s, const char *line, size_t n) {
     Field fields[MAX_COLUMNS];
     if (n && line[n - 1] == '\r') n--;
     if (!n) return 0; /* blank lines are no rows, for pandas and pyarrow alike */
-    int count = split(line, n, fields, s->columns);
+    int from = 0;
+    if (s->prev_len && n >= s->prev_len && memcmp(line, s->prev, s->prev_len) == 0) {
+        from = s->prefix; /* the same launch's fields as the row split whole */
+        for (int i = 0; i < from; i++) {
+            fields[i] = s->prev_fields[i];
+            fields[i].raw = line + (size_t)s->prev_fields[i].raw;
+            fields[i].p = line + (size_t)s->prev_fields[i].p;
+        }
+    }
+    size_t skipped = from ? s->prev_len : 0;
+    int count = split(line + skipped, n - skipped, fields + from, s->columns - from);
     if (count < 0) return s->refusal = "a row this scanner does not split", 1;
+    count += from;
+    if (!from && s->prefix && count > s->prefix) { /* this row's prefix, for the rows after it */
+        size_t len = (size_t)(fields[s->prefix].raw - line);
+        if (len > s->prev_cap) {
+            char *bigger = realloc(s->prev, len);
+            if (!bigger) return -1;
+            s->prev = bigger;
+            s->prev_cap = len;
+        }
+        memcpy(s->prev, line, len);
+        s->prev_len = len;
+        for (int i = 0; i < s->prefix; i++) {
+            s->prev_fields[i] = fields[i];
+            s->prev_fields[i].raw = (const char *)(uintptr_t)(fields[i].raw - line);
+            s->prev_fields[i].p = (const char *)(uintptr_t)(fields[i].p - line);
+        }
+    }
     int rule = 0;
     if (count == s->columns && s->i_rule >= 0 && fields[s->i_name].n == 0) {
         if (fields[s->i_rule].n == 0) return s->refusal = "a row without metric or rule", 1;
@@ -302,7 +338,7 @@ static int take_row(Scan *s, const char *line, size_t n) {
         return s->refusal = "a row of another length", 1;
     }
     const Field *id = &fields[s->i_id];
-    int32_t code = dict_code(&s->dicts[s->i_id], id->p, id->n, id->quoted_escapes);
+    int32_t code = from ? s->last_id : dict_code(&s->dicts[s->i_id], id->p, id->n, id->quoted_escapes);
     if (code < 0) return -1;
     if (code != s->last_id || !s->ids.len) {
         s->last_id = code;
@@ -520,6 +556,7 @@ static void scan_free(Scan *s) {
     Vec *vecs[] = {&s->names, &s->units, &s->sections, &s->numbers, &s->others,
                    &s->starts, &s->ids, &s->firsts, &s->rules};
     for (size_t k = 0; k < sizeof vecs / sizeof *vecs; k++) free(vecs[k]->data);
+    free(s->prev);
 }
 
 static PyObject *result(Scan *s) {
@@ -552,7 +589,7 @@ static Scan *scan_new(const Scan *layout) {
     if (!s) return NULL;
     s->columns = layout->columns, s->width = layout->width, s->i_id = layout->i_id, s->i_name = layout->i_name;
     s->i_unit = layout->i_unit, s->i_value = layout->i_value, s->i_section = layout->i_section;
-    s->i_rule = layout->i_rule, s->n_wanted = layout->n_wanted;
+    s->i_rule = layout->i_rule, s->n_wanted = layout->n_wanted, s->prefix = layout->prefix;
     memcpy(s->wanted, layout->wanted, sizeof s->wanted);
     int failed = 0, i = 0;
     for (; i < s->columns && !failed; i++) failed = dict_init(&s->dicts[i]);
@@ -644,6 +681,13 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args, PyObject *kwarg
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a column number outside the row");
         return NULL;
     }
+    int varying[] = {layout.i_name, layout.i_unit, layout.i_value, layout.i_section, layout.i_rule};
+    layout.prefix = layout.columns;
+    for (size_t k = 0; k < 5; k++)
+        if (varying[k] >= 0 && varying[k] < layout.prefix) layout.prefix = varying[k];
+    for (int k = 0; k < layout.n_wanted; k++)
+        if (layout.wanted[k] >= layout.prefix) layout.prefix = 0;
+    if (layout.i_id >= layout.prefix) layout.prefix = 0;
     struct stat info;
     if (fstat(fd, &info)) return PyErr_SetFromErrno(PyExc_OSError);
     Scan *parts[MAX_PARTS] = {0};
