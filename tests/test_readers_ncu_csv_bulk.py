@@ -329,6 +329,23 @@ def test_nersc_v100_program_output_before_the_header_is_no_launch(monkeypatch: p
     ) == (7_077_888, "tensor_inst", "2020-Jun-09 11:54:24")
 
 
+def test_rule_rows_short_of_the_speedup_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str) -> None:
+    """A rule row that stops after its description, and one that stops before its speedup: the
+    launch's rules leave out the speedup, on either path, its other rules kept in file order."""
+    lines = B200.read_text().splitlines(keepends=True)
+    assert lines[14].endswith('potential reasons.","",""\n') and lines[33].endswith('configurations.","global","50"\n')
+    lines[14] = lines[14].replace('reasons.","",""', 'reasons."')
+    lines[33] = lines[33].replace('configurations.","global","50"', 'configurations.","global"')
+    _, run, lines_run = _read_both(_variant(tmp_path, "".join(lines)), monkeypatch)
+    assert _contents(run) == _contents(lines_run)
+    rules = run.launches[0].attributes["rules"].splitlines()
+    assert len(rules) == 8
+    assert rules[0].endswith("Look at Scheduler Statistics and Warp State Statistics for potential reasons.")
+    assert rules[2].startswith("LaunchConfiguration [OPT]: A wave of thread blocks is defined as")
+    assert rules[2].endswith("for more details on launch configurations.")
+    assert rules[3].endswith("(estimated speedup local 81.25%)")
+
+
 @pytest.mark.parametrize("spelling", ["<unnamed>::", "unnamed>::"])
 def test_anonymous_namespace_names_and_empty_units_are_kept(
     spelling: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str

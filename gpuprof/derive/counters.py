@@ -31,7 +31,7 @@ from gpuprof.derive.counted import (
     time_parts,
 )
 from gpuprof.derive.pivot import Counters, aliases, also_per_launch, choose, launch_device_names
-from gpuprof.model import Run
+from gpuprof.model import Run, tables
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,6 +55,7 @@ __all__ = [
     "frame",
     "kernel_time",
     "launch_device_names",
+    "launch_columns",
     "launch_values",
     "peak_dram_bandwidth",
     "peak_flop_rate",
@@ -63,6 +64,7 @@ __all__ = [
     "rate_total",
     "time_parts",
     "total_flops",
+    "with_rule",
 ]
 
 
@@ -119,8 +121,19 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     """:func:`frame` without the columns that combine a launch's values into its roofline point
     (FLOP/s total, intensities, the AI check, the binding ceiling): what a per-kernel table sums
     before it places each kernel's own point."""
-    import numpy as np
     import pandas as pd
+
+    columns, units = launch_columns(run, extra)
+    out = pd.DataFrame(columns)
+    out.attrs["units"] = units
+    return out
+
+
+def launch_columns(run: Run, extra: Sequence[str] = ()) -> tuple[dict[str, np.ndarray], dict[str, str | None]]:
+    """:func:`launch_values` as arrays (the texts as objects, each distinct text one string), and
+    the units of ``extra``: what :func:`gpuprof.derive.kernels.launch_frame` reads without a
+    frame between (pandas would turn the texts into its own strings and back)."""
+    import numpy as np
 
     c = Counters.of_run(run, (*keys(), *extra, *tensor.names(), *levels.names()))  # one pass over the table
     time, time_rule = time_parts(c)
@@ -157,15 +170,24 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
         l2_rule,
         [tensor.rule_text(rule, c) for rule in range(len(tensor.RULES))],
     )
-    by_rate = ~np.isnan(columns["flop_rate_from_rates"])
-    if by_rate.any():
-        basis = columns["basis"]
-        columns["basis"] = np.where(by_rate, [f"{b}; {RATE_RULE}" if b else RATE_RULE for b in basis], basis)
+    columns["basis"] = with_rule(columns["basis"], ~np.isnan(columns["flop_rate_from_rates"]), RATE_RULE)
     columns.update({name: c.raw(name) for name in extra})
     if run.device.get("kind") == "cpu":
         _cpu_counted(run, columns)
-    out = pd.DataFrame(columns)
-    out.attrs["units"] = {name: c.unit(name) for name in extra}
+    return columns, {name: c.unit(name) for name in extra}
+
+
+def with_rule(basis: np.ndarray, where: np.ndarray, rule: str) -> np.ndarray:
+    """The ``basis`` texts with ``rule`` added (after a '; ', or alone where a text is empty) at
+    the launches ``where``; each distinct text is joined once (a run repeats a few texts)."""
+    import numpy as np
+
+    rows = np.flatnonzero(where)
+    if not len(rows):
+        return basis
+    codes, texts = tables.distinct(np.asarray(basis, dtype=object)[rows])
+    out = np.array(basis, dtype=object)
+    out[rows] = np.array([f"{b}; {rule}" if b else rule for b in texts], dtype=object)[codes]
     return out
 
 

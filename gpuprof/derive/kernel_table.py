@@ -120,7 +120,8 @@ def _launch_frames(run: Run, units: dict[str, str | None]) -> Iterator[pd.DataFr
     ``units`` gets each key metric's unit, that of the first launch having it, as one frame has it."""
     import numpy as np
 
-    host = np.array([kind in HOST_KINDS for kind in tables.attribute(run.launch_table, "kind")], dtype=bool)
+    codes, kinds = tables.distinct(tables.attribute(run.launch_table, "kind"))
+    host = np.array([kind in HOST_KINDS for kind in kinds], dtype=bool)[codes]
     count = len(host)
     for start in range(0, max(count, 1), FRAME_LAUNCHES):
         stop = min(start + FRAME_LAUNCHES, count)

@@ -72,58 +72,57 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
     import numpy as np
     import pandas as pd
 
-    values = counters.launch_values(run, extra)
+    values, units = counters.launch_columns(run, extra)
     launches = run.launch_table
-    time = values["time"].to_numpy(dtype=float)
-    counted = values["dram_bytes"].to_numpy(dtype=float)
-    from_rate = np.isnan(counted) & ~np.isnan(values["dram_bandwidth"].to_numpy(dtype=float) * time)
-    basis = values["basis"].to_numpy(dtype=object)
-    if from_rate.any():
-        basis = np.where(from_rate, [f"{b}; {DRAM_FROM_RATE}" if b else DRAM_FROM_RATE for b in basis], basis)
-    dram = np.where(from_rate, values["dram_bandwidth"].to_numpy(dtype=float) * time, counted)
+    time = np.asarray(values["time"], dtype=float)
+    counted = np.asarray(values["dram_bytes"], dtype=float)
+    from_rate = np.isnan(counted) & ~np.isnan(np.asarray(values["dram_bandwidth"], dtype=float) * time)
+    basis = counters.with_rule(values["basis"], from_rate, DRAM_FROM_RATE)
+    dram = np.where(from_rate, np.asarray(values["dram_bandwidth"], dtype=float) * time, counted)
     reads_only = run.environment.get("l2_bytes") == "l1-reads"
 
     def texts(values: object) -> pd.Series:  # kept as Python strings: pandas' Arrow strings cost a conversion each way
         return pd.Series(values, dtype=object)
 
-    out = pd.DataFrame(
-        {
-            "run_id": run.run_id,
-            "file": Path(run.source).name,
-            "session": texts(tables.attribute(launches, "report", "")),
-            "device": texts(counters.launch_device_names(run)),
-            "kernel": texts(launches["kernel"].to_numpy(dtype=object)),
-            "index": launches["index"].to_numpy(),
-            "launches": launches["invocations"].to_numpy(dtype=np.int64),
-            "time": time,
-            **{f"flops_{p}": values[f"flops_{s}"] for p, s in COUNTER_SUFFIX.items()},
-            "flops_tensor": values["flops_tensor"],
-            "flops_total": values["flops_total"],
-            "l1_bytes": values["l1_bytes"],
-            "l2_bytes": values["l2_bytes"],
-            "dram_bytes": dram,
-            "dram_check_bytes": values["dram_check_bytes"].to_numpy(dtype=float) if reads_only else dram,
-            **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
-            **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
-            **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in COUNTER_SUFFIX.items()},
-            "dram_bandwidth": values["dram_bandwidth"],
-            "sm_clock": values["sm_clock"],
-            "flop_rate_from_rates": values["flop_rate_from_rates"],
-            "peak_dram_bandwidth": values["peak_dram_bandwidth"],
-            "tensor_kind": texts(values["tensor_kind"].fillna("").astype(str).to_numpy(dtype=object)),
-        }
-    )
+    out = {
+        "run_id": run.run_id,
+        "file": Path(run.source).name,
+        "session": texts(tables.attribute(launches, "report", "")),
+        "device": texts(counters.launch_device_names(run)),
+        "kernel": texts(launches["kernel"].to_numpy(dtype=object)),
+        "index": launches["index"].to_numpy(),
+        "launches": launches["invocations"].to_numpy(dtype=np.int64),
+        "time": time,
+        **{f"flops_{p}": values[f"flops_{s}"] for p, s in COUNTER_SUFFIX.items()},
+        "flops_tensor": values["flops_tensor"],
+        "flops_total": values["flops_total"],
+        "l1_bytes": values["l1_bytes"],
+        "l2_bytes": values["l2_bytes"],
+        "dram_bytes": dram,
+        "dram_check_bytes": np.asarray(values["dram_check_bytes"], dtype=float) if reads_only else dram,
+        **{f"flop_rate_{p}": values[f"flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
+        **{f"peak_flop_rate_{p}": values[f"peak_flop_rate_{s}"] for p, s in COUNTER_SUFFIX.items()},
+        **{f"flop_efficiency_{p}": values[f"flop_efficiency_{s}"] for p, s in COUNTER_SUFFIX.items()},
+        "dram_bandwidth": values["dram_bandwidth"],
+        "sm_clock": values["sm_clock"],
+        "flop_rate_from_rates": values["flop_rate_from_rates"],
+        "peak_dram_bandwidth": values["peak_dram_bandwidth"],
+        "tensor_kind": texts(_plain_texts(values["tensor_kind"])),
+    }
     if roofline:
-        out = out.join(levels.roofline_columns(_counter_names(out), out["device"].tolist()).drop(columns="dominant"))
-    out = pd.concat(
-        [
-            out,
-            pd.DataFrame({"basis": texts(basis), **{name: values[name].to_numpy() for name in extra}}, index=out.index),
-        ],
-        axis=1,
-    )
-    out.attrs["units"] = values.attrs["units"]
+        frame = pd.DataFrame(out)
+        out.update(levels.roofline_columns(_counter_names(frame), frame["device"].tolist()).drop(columns="dominant"))
+    out = pd.DataFrame({**out, "basis": texts(basis), **{name: values[name] for name in extra}})
+    out.attrs["units"] = units
     return out
+
+
+def _plain_texts(values: np.ndarray) -> np.ndarray:
+    """Each value as text, '' for a missing one, as objects (each distinct value converted once)."""
+    import numpy as np
+
+    codes, distinct = tables.distinct(values)
+    return np.array(["" if text is None or text != text else str(text) for text in distinct], dtype=object)[codes]
 
 
 def _counter_names(frame: pd.DataFrame) -> pd.DataFrame:
@@ -150,13 +149,14 @@ class _Sums:
         self.first: list[tuple] = []  # each kernel's keys as its first launch has them
         self.sums: dict[str, np.ndarray] = {}
         self.texts: dict[str, list[dict[str, None]]] = {"tensor_kind": [], "basis": []}  # distinct, in order
+        self.counted: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # bincount(codes) by codes (the frame's)
 
     def add(self, launches: pd.DataFrame) -> None:
         """Fold one :func:`launch_frame`'s launches (those after the frames before) into the sums."""
         import numpy as np
 
         keys = launches[list(KEYS)]
-        local = keys.groupby(list(KEYS), sort=False, dropna=False).ngroup().to_numpy()
+        local = _groups(keys)
         firsts = np.unique(local, return_index=True)[1]
         to_code = np.empty(len(firsts), dtype=np.int64)
         for group, row in enumerate(zip(*(keys[key].to_numpy()[firsts].tolist() for key in KEYS))):
@@ -168,23 +168,29 @@ class _Sums:
         codes = to_code[local] if len(local) else np.zeros(0, dtype=np.int64)
         weight = launches["launches"].to_numpy(dtype=float)
         self._sum("launches", codes, weight)
-        time = weight * launches["time"].to_numpy(dtype=float)
+        once = bool((weight == 1).all())  # one invocation each (x 1 changes no value): nothing to weigh
+
+        def weighted(name: str) -> np.ndarray:
+            column = launches[name].to_numpy(dtype=float)
+            return column if once else weight * column
+
+        time = weighted("time")
         for name in EXTENSIVE:
-            value = weight * launches[name].to_numpy(dtype=float)
+            value = weighted(name)
             self._sum(f"{name}.having", codes, np.where(np.isnan(value), 0.0, weight))
             self._known(name, value, codes)
         for name in RATES:
             rate = launches[name].to_numpy(dtype=float)
             self._over(f"{name}.timed", rate * time, time, codes)
-            self._over(f"{name}.mean", weight * rate, np.where(np.isnan(rate), np.nan, weight), codes)
+            self._over(f"{name}.mean", weighted(name), np.where(np.isnan(rate), np.nan, weight), codes)
         for top, bottom in self.PAIRS:
-            column = launches[top].to_numpy(dtype=float), launches[bottom].to_numpy(dtype=float)
-            self._over(f"{top}/{bottom}", weight * column[0], weight * column[1], codes)
+            self._over(f"{top}/{bottom}", weighted(top), weighted(bottom), codes)
         for name in self.extra:
             value = launches[name].to_numpy(dtype=float)
-            self._over(name, weight * value, np.where(np.isnan(value), np.nan, weight), codes)
+            self._over(name, weighted(name), np.where(np.isnan(value), np.nan, weight), codes)
         for name, found in self.texts.items():
             _distinct_texts(launches[name].to_numpy(dtype=object), codes, found, len(self.first))
+        self.counted.clear()
 
     def _sum(self, name: str, codes: np.ndarray, weights: np.ndarray | None) -> None:
         import numpy as np
@@ -192,6 +198,12 @@ class _Sums:
         count = len(self.first)
         sums = self.sums.get(name)
         if sums is None:
+            if weights is None:  # the count of launches of each kernel among ``codes``: the same for many sums
+                known = self.counted.get(id(codes))
+                if known is None or known[0] is not codes:
+                    known = self.counted[id(codes)] = (codes, np.bincount(codes, minlength=count))
+                self.sums[name] = known[1].copy()
+                return
             self.sums[name] = np.bincount(codes, weights=weights, minlength=count)
             return
         if len(sums) < count:
@@ -202,18 +214,18 @@ class _Sums:
         """The sum of ``values`` where not NaN, and how many there are."""
         import numpy as np
 
-        known = ~np.isnan(values)
-        self._sum(name, codes[known], values[known])
-        self._sum(f"{name}.known", codes[known], None)
+        codes, values = _at(~np.isnan(values), codes, values)
+        self._sum(name, codes, values)
+        self._sum(f"{name}.known", codes, None)
 
     def _over(self, name: str, top: np.ndarray, bottom: np.ndarray, codes: np.ndarray) -> None:
         """The sums of ``top`` and ``bottom`` over the launches that have both."""
         import numpy as np
 
-        both = ~np.isnan(top) & ~np.isnan(bottom)
-        self._sum(f"{name}.top", codes[both], top[both])
-        self._sum(f"{name}.bottom", codes[both], bottom[both])
-        self._sum(f"{name}.both", codes[both], None)
+        codes, top, bottom = _at(~(np.isnan(top) | np.isnan(bottom)), codes, top, bottom)
+        self._sum(f"{name}.top", codes, top)
+        self._sum(f"{name}.bottom", codes, bottom)
+        self._sum(f"{name}.both", codes, None)
 
     def total(self, name: str, suffix: str = "") -> np.ndarray:
         """Per kernel, the sum of ``name`` over the launches that have it; NaN where none has."""
@@ -242,14 +254,45 @@ class _Sums:
 _NAN = object()  # a NaN key of a kernel, as one value (NaN is not equal to itself)
 
 
+def _at(rows: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``arrays`` at the ``rows`` (a mask) that are True: the arrays themselves where all are (a
+    column with no NaN, as most are), none of them where none is (a counter the file lacks)."""
+    if rows.all():
+        return arrays
+    if not rows.any():
+        return tuple(array[:0] for array in arrays)
+    return tuple(array[rows] for array in arrays)
+
+
+def _groups(keys: pd.DataFrame) -> np.ndarray:
+    """``keys.groupby(every column, sort=False, dropna=False).ngroup()``: each row's group, numbered
+    in order of first appearance, from each column's codes (object columns through
+    :func:`gpuprof.model.tables.distinct`: pandas would hash each long kernel name's characters)."""
+    import numpy as np
+    import pandas as pd
+
+    combined = np.zeros(len(keys), dtype=np.int64)
+    for name in keys.columns:
+        column = keys[name]
+        if column.dtype == object:
+            codes, distinct = tables.distinct(column.to_numpy())
+            missing = any(value is None or value != value for value in distinct)
+        else:
+            codes, distinct = pd.factorize(column)
+            missing = bool((codes < 0).any())
+        if missing or len(distinct) and combined.max(initial=0) > (1 << 62) // len(distinct):
+            return keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+        combined = combined * len(distinct) + codes
+    return pd.factorize(combined)[0]
+
+
 def _distinct_texts(texts: np.ndarray, codes: np.ndarray, found: list[dict[str, None]], count: int) -> None:
     """Add to ``found`` (per group, its distinct non-empty texts so far, in launch order) those of
     ``texts``, the texts of launches of the groups ``codes``."""
     import numpy as np
-    import pandas as pd
 
     found.extend({} for _ in range(count - len(found)))
-    text_codes, uniques = pd.factorize(texts)
+    text_codes, uniques = tables.distinct(texts)
     pairs, first = np.unique(codes.astype(np.int64) * max(len(uniques), 1) + text_codes, return_index=True)
     for pair in pairs[np.argsort(first, kind="stable")].tolist():
         text = uniques[pair % max(len(uniques), 1)]

@@ -212,8 +212,17 @@ def nonzero(values: np.ndarray) -> np.ndarray:
 
 
 def first(*columns: np.ndarray) -> np.ndarray:
-    """Per launch, the first of ``columns`` that is not NaN."""
-    return choose(*columns)[0]
+    """Per launch, the first of ``columns`` that is not NaN (the first column itself, read-only, not
+    a copy, where it has every launch's value or is the only one: most names a derivation tries are
+    absent from a given file, and the first one present has the values)."""
+    import numpy as np
+
+    found = np.asarray(columns[0], dtype=float)
+    if len(columns) > 1 and (np.isnan(found).any() or any(np.shape(column) != found.shape for column in columns)):
+        return choose(*columns)[0]
+    found = found.view()  # the first column has every launch's value
+    found.flags.writeable = False
+    return found
 
 
 def choose(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -229,5 +238,6 @@ def choose(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     found, which = columns[0].copy(), np.where(np.isnan(columns[0]), -1, 0)
     for position, column in enumerate(columns[1:], 1):
         take = np.isnan(found) & ~np.isnan(column)
-        found[take], which[take] = column[take], position
+        np.copyto(found, column, where=take)
+        np.copyto(which, position, where=take)
     return found, which

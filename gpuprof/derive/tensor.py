@@ -19,7 +19,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from gpuprof.derive.pivot import Counters, aliases, also_per_launch
-from gpuprof.model import catalog
+from gpuprof.model import catalog, tables
 
 if TYPE_CHECKING:
     import numpy as np
@@ -116,7 +116,8 @@ def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     entry = catalog.entries()["tensor_inst"]
     counted = inst > 0
     cc = c.cc if counted.any() else np.full(c.launches, "", dtype=object)  # the rules below need it only then
-    per_inst = pd.Series(cc).map(entry.flop_per_inst).astype(float).to_numpy()
+    codes, ccs = tables.distinct(cc)  # a run's launches have a few compute capabilities
+    per_inst = pd.Series(ccs, dtype=object).map(entry.flop_per_inst).astype(float).to_numpy()[codes]
     activity = _present_sum([c.number(key) for key in _ACTIVITY])
     flops = np.full(c.launches, np.nan)
     rule = np.full(c.launches, NONE)

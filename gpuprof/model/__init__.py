@@ -197,7 +197,10 @@ class Run:
         if missing:
             values, units = _tables.lookup(self.metric_table, launches, missing)
             kept.update((key, (np.ascontiguousarray(values[:, i]), units[i])) for i, key in enumerate(missing))
-        return np.column_stack([kept[key][0] for key in keys]), [kept[key][1] for key in keys]
+        out = np.empty((launches, len(keys)), order="F")  # each key's column contiguous: taken without a copy
+        for column, key in enumerate(keys):
+            out[:, column] = kept[key][0]
+        return out, [kept[key][1] for key in keys]
 
     def to_dict(self) -> dict[str, Any]:
         return {**self._meta(), "launches": [dataclasses.asdict(launch) for launch in self.launches]}

@@ -129,6 +129,31 @@ def objects(values: Sequence[object]) -> np.ndarray:
     return out
 
 
+def distinct(values: Sequence[object]) -> tuple[np.ndarray, list[object]]:
+    """Each of ``values``' code and the distinct values, in order of first appearance, None and
+    NaN one value (the first met): ``pandas.factorize(values, use_na_sentinel=False)``, by
+    Python's own (cached) string hashes where pandas hashes each string's characters again, which
+    made a column of a few long texts repeated over 100,000 launches cost tens of milliseconds."""
+    import numpy as np
+
+    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    if values and values.count(values[0]) == len(values):  # one value (compared by identity first): cheap
+        return np.zeros(len(values), dtype=np.intp), [values[0]]
+    index = dict.fromkeys(values)
+    found: list[object] = []
+    missing = None  # the code of None and NaN
+    for value in index:
+        if value is None or value != value:
+            if missing is None:
+                missing = len(found)
+                found.append(value)
+            index[value] = missing
+        else:
+            index[value] = len(found)
+            found.append(value)
+    return np.fromiter(map(index.__getitem__, values), dtype=np.intp, count=len(values)), found
+
+
 def category_objects(values: pd.Categorical) -> np.ndarray:
     """``np.asarray(values, dtype=object)`` (NaN where missing), taken through NumPy: pandas goes
     through Arrow for each row's string, which was most of building a small run's launches."""
@@ -195,20 +220,50 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
         rows = np.flatnonzero(key_of_row >= 0)
         if not len(rows):
             continue
-        cells = launch[rows].astype(np.int64) * len(keys) + key_of_row[rows]
-        rows = rows[_first_of_each(cells, out.size)]  # rows stay in table order
-        cells = launch[rows].astype(np.int64) * len(keys) + key_of_row[rows]
+        row_keys = key_of_row[rows]
+        cells = launch[rows].astype(np.int64) * len(keys) + row_keys
+        if _repeats(cells, out.size):  # a launch has a key twice: its first row counts
+            kept = _first_of_each(cells, out.size)  # rows stay in table order
+            rows, row_keys, cells = rows[kept], row_keys[kept], cells[kept]
         fresh = ~found.ravel()[cells]
-        rows, cells = rows[fresh], cells[fresh]
+        if not fresh.all():
+            rows, row_keys, cells = rows[fresh], row_keys[fresh], cells[fresh]
         out.ravel()[cells] = value[rows]
         found.ravel()[cells] = True
-        first_row = np.full(len(keys), len(value), dtype=np.int64)  # each key's first row
-        np.minimum.at(first_row, key_of_row[rows], rows)
-        for key in np.flatnonzero(first_row < len(value)).tolist():
+        first_row = _first_at(row_keys, len(keys))  # each key's first row, as a place in rows
+        for key in np.flatnonzero(first_row < len(rows)).tolist():
             if units[key] is None:
-                row = first_row[key]
+                row = rows[first_row[key]]
                 units[key] = unit.categories[unit.codes[row]] if unit.codes[row] >= 0 else ""
     return out, units
+
+
+def _repeats(cells: np.ndarray, size: int) -> bool:
+    """Whether a value occurs twice in ``cells`` (all in ``range(size)``): counted per value where an
+    array of ``size`` is affordable, hashed otherwise (as :func:`_first_of_each`)."""
+    import numpy as np
+    import pandas as pd
+
+    if size > 4 * len(cells) + (1 << 22):
+        return not pd.Index(cells).is_unique
+    return bool(len(cells)) and int(np.bincount(cells, minlength=size).max()) > 1
+
+
+def _first_at(keys: np.ndarray, count: int) -> np.ndarray:
+    """Where each of ``range(count)`` first occurs in ``keys`` (``len(keys)`` where it does not),
+    found in blocks of growing size: a table's first launch usually holds every key."""
+    import numpy as np
+
+    first = np.full(count, len(keys), dtype=np.int64)
+    left = np.bincount(keys, minlength=count) > 0  # the keys still to find
+    start, block = 0, 4096
+    while left.any():
+        found, at = np.unique(keys[start : start + block], return_index=True)
+        new = found[left[found]]
+        first[new] = start + at[left[found]]
+        left[new] = False
+        start, block = start + block, 2 * block
+    return first
 
 
 def _first_of_each(cells: np.ndarray, size: int) -> np.ndarray:

@@ -19,7 +19,8 @@ metric columns handed on (into the store) as they are converted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
+from itertools import groupby, repeat
+from operator import itemgetter
 from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, TextIO
@@ -85,7 +86,9 @@ def launch_columns(header: Sequence[str]) -> dict[str, int]:
 
 def run_device(devices: Iterable[str], attributes: Iterable[dict[str, str]]) -> dict[str, str]:
     """Run.device from the launches' device name, index and compute capability, when they agree."""
-    seen = {(device, attrs.get("device", ""), attrs.get("cc", "")) for device, attrs in zip(devices, attributes)}
+    attributes = list(attributes)  # launches share a few dicts: each (device, dict) pair looked into once
+    pairs = dict(zip(zip(devices, map(id, attributes)), attributes))
+    seen = {(device, attrs.get("device", ""), attrs.get("cc", "")) for (device, _), attrs in pairs.items()}
     if len(seen) != 1:
         return {}
     return {key: value for key, value in zip(("name", "index", "cc"), seen.pop()) if value}
@@ -177,6 +180,7 @@ class _Table:
         self.i_id, self.i_kernel, self.i_name = col["ID"], col["Kernel Name"], col["Metric Name"]
         self.i_unit, self.i_value, self.i_section = col["Metric Unit"], col["Metric Value"], col.get("Section Name")
         self.i_rule = col.get("Rule Description")  # only in the 2023+ layout
+        self.rule_cells = [col.get(name) for name in _RULE_COLUMNS]
         self.launch_columns = list(launch_columns(header).items())
         self.columns = len(header)
         # per launch, in order of first appearance
@@ -231,8 +235,9 @@ class _Table:
             **metric_columns(rows.names, rows.units, rows.values, numbers=rows.numbers),
         }
         self.pieces.append(piece if self.keep is None else self.keep(piece))
-        for launch_id, row in rows.rules:
-            self.add_rule(self.positions[launch_id], row)
+        texts = self.rule_texts(list(map(itemgetter(1), rows.rules)))  # a launch's rule rows come together
+        for launch_id, group in groupby(zip(map(itemgetter(0), rows.rules), texts), itemgetter(0)):
+            self.add_rules(self.positions[launch_id], "\n".join(map(itemgetter(1), group)))
         if rows.sections is not None:
             self._take_sections(rows.sections, counts, first)
         return True
@@ -258,15 +263,30 @@ class _Table:
         runs = np.bincount(launch[starts], minlength=len(counts))  # per launch
         filled = np.flatnonzero(counts)
         width = int(runs[filled[0]])
+        positions = (filled + first).tolist()
+        sections = self.sections
         if (runs[filled] == width).all() and (run_codes.reshape(-1, width) == run_codes[:width]).all():
-            same = [names[code] for code in run_codes[:width].tolist()]  # every launch the same sections
-            for position in (filled + first).tolist():
-                self.add_sections(position, same)
+            same = tuple(names[code] for code in run_codes[:width].tolist())  # every launch the same sections
+            shared = self.distinct_sections.setdefault(same, same)
+            for position in self._going_on(positions, same):
+                sections[position] = shared
             return
-        ends = np.cumsum(runs).tolist()
+        ends = np.cumsum(runs)
         listed = [names[code] for code in run_codes.tolist()]
-        for k in filled.tolist():
-            self.add_sections(first + k, listed[ends[k] - runs[k] : ends[k]])
+        spans = [listed[start:end] for start, end in zip((ends - runs)[filled].tolist(), ends[filled].tolist())]
+        rest = self._going_on(positions, spans[0])
+        for position, more in zip(rest, map(tuple, spans[len(positions) - len(rest) :])):
+            sections[position] = self.distinct_sections.setdefault(more, more)
+
+    def _going_on(self, positions: list[int], names: Sequence[str]) -> list[int]:
+        """A chunk's launches ``positions`` whose sections are still to be set, each new to the table
+        (with none yet: what :meth:`add_sections` then adds is its section ``names`` as they are).
+        Only the first can have sections already, a launch going on from the chunk before: it gets
+        its ``names`` added here."""
+        if positions and self.sections[positions[0]]:
+            self.add_sections(positions[0], names)
+            return positions[1:]
+        return positions
 
     def read(self, handle: TextIO, log: ToolLog) -> None:
         launch, names, units, texts = self.launch, self.names, self.units, self.texts
@@ -308,7 +328,7 @@ class _Table:
         name = row[self.i_name]
         if not name:
             if self.i_rule is not None and len(row) > self.i_rule:
-                self.add_rule(position, row)
+                self.add_rules(position, self.rule_texts([row])[0])
             return None
         self.launch.append(position)
         self.names.append(name)
@@ -335,9 +355,21 @@ class _Table:
         self.positions.update(zip(launch_ids, positions))
         self.kernels.extend(kernels)
         self.indices.extend(map(parse_count, launch_ids, positions) if indices is None else indices)
-        self.attributes.extend(map(self.shared, attributes))
+        self.attributes.extend(self.shared_each(attributes))
         self.sections.extend(repeat((), len(positions)))
         return positions[-1]
+
+    def shared_each(self, attributes: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+        """:meth:`shared` of each of ``attributes``, each distinct content looked up once where all
+        have the same keys (the bulk path's: a million launches hold a few distinct dicts)."""
+        keys = tuple(attributes[0]) if attributes else ()
+        if not all(map(keys.__eq__, map(tuple, attributes))):
+            return list(map(self.shared, attributes))
+        contents = list(map(tuple, map(dict.values, attributes)))
+        found = dict.fromkeys(contents)
+        for content in found:
+            found[content] = self.shared(dict(zip(keys, content)))
+        return list(map(found.__getitem__, contents))
 
     def shared(self, attributes: dict[str, str]) -> dict[str, str]:
         """The launch's dict of the content of ``attributes`` (a new dict no one else holds): the one
@@ -363,16 +395,26 @@ class _Table:
         if len(more) > len(known):
             self.sections[position] = self.distinct_sections.setdefault(more, more)
 
-    def add_rule(self, position: int, row: Sequence[str]) -> None:
-        """Keep a rule row (ncu's advice) on the launch: 'Name [Type]: description (speedup ...)'."""
+    def rule_texts(self, rows: Sequence[Sequence[str]]) -> list[str]:
+        """Rule rows (ncu's advice) as a launch keeps them: 'Name [Type]: description (estimated
+        speedup ...)', '' for a rule column the header or the row lacks; taken column by column."""
+        shortest = min(map(len, rows), default=0)
+        columns = [
+            list(map(itemgetter(i), rows))
+            if i is not None and i < shortest
+            else [row[i] if i is not None and i < len(row) else "" for row in rows]
+            for i in self.rule_cells
+        ]
+        return [
+            f"{name} [{kind}]: {text} (estimated speedup {speedup_type} {speedup}%)"
+            if speedup
+            else f"{name} [{kind}]: {text}"
+            for name, kind, text, speedup_type, speedup in zip(*columns)
+        ]
 
-        def cell(name: str) -> str:  # '' for a rule column the header or the row lacks
-            return row[self.col[name]] if name in self.col and self.col[name] < len(row) else ""
-
-        text = f"{cell('Rule Name')} [{cell('Rule Type')}]: {cell('Rule Description')}"
-        speedup = cell("Estimated Speedup")
-        if speedup:
-            text += f" (estimated speedup {cell('Estimated Speedup Type')} {speedup}%)"
+    def add_rules(self, position: int, text: str) -> None:
+        """Add the rules ``text`` (one or more rule rows' :meth:`rule_texts`, a line each) to launch
+        ``position``'s, after those it has: one new shared dict per launch, not per rule row."""
         attributes = self.attributes[position]
         previous = attributes.get("rules")
         self.attributes[position] = self.shared({**attributes, "rules": f"{previous}\n{text}" if previous else text})
@@ -388,12 +430,12 @@ class _Table:
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The launch and metric tables of what was read (once: the bulk path's chunks are handed over)."""
         self.distinct_attributes, self.distinct_count = {}, 0  # now the dicts with their sections
-        before: tuple[dict[str, str], tuple[str, ...], dict[str, str]] | None = None  # the launch before's
-        for position, (attributes, sections) in enumerate(zip(self.attributes, self.sections)):
-            if sections:
-                if before is None or before[0] is not attributes or before[1] != sections:
-                    before = (attributes, sections, self.shared({**attributes, "sections": "; ".join(sections)}))
-                self.attributes[position] = before[2]
+        # each launch's (attribute dict, sections) pair is one of a few shared ones: each made once
+        pairs = list(zip(map(id, self.attributes), map(id, self.sections)))
+        made = dict(zip(pairs, zip(self.attributes, self.sections)))
+        for pair, (attributes, sections) in made.items():
+            made[pair] = self.shared({**attributes, "sections": "; ".join(sections)}) if sections else attributes
+        self.attributes = list(map(made.__getitem__, pairs))
         count = len(self.kernels)
         columns = (
             _joined(self.pieces)

@@ -148,11 +148,9 @@ def _keyed(attributes: list[dict[str, str]]) -> tuple[str, bytes]:
 
     # Launches with the same attributes share one dict (the readers intern them): each dict is
     # encoded once, in the order of its first launch, so the codes are those of a launch-by-launch pass.
-    first: dict[int, int] = {}
-    rows = np.fromiter(
-        (first.setdefault(id(attrs), len(first)) for attrs in attributes), dtype=np.intp, count=len(attributes)
-    )
-    shared = list({id(attrs): attrs for attrs in attributes}.values())
+    ids = np.fromiter(map(id, attributes), dtype=np.uintp, count=len(attributes))
+    rows = pd.factorize(ids)[0]
+    shared = [attributes[i] for i in np.flatnonzero(~pd.Series(ids).duplicated().to_numpy()).tolist()]
     keys = list(dict.fromkeys(itertools.chain.from_iterable(shared)))
     codes = np.full((len(shared), len(keys)), -1, dtype=np.int32)
     values = []
