@@ -29,6 +29,11 @@ from typing import TYPE_CHECKING, TextIO
 
 from gpuprof.readers._text import column_numbers, ends_with_newline
 
+try:  # the C scanner: built by pip where a C compiler is found
+    from gpuprof.readers import _ncu_csv_native
+except ImportError:
+    _ncu_csv_native = None
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -113,9 +118,7 @@ def _native_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] |
     one pass over the file with every repeated field held once); None when it was not built, the
     file is over ``ARROW_MAX_BYTES`` or it leaves the rows to the other parsers (a quoted line
     break, a row of another length, a metric without a name or value: see the scanner)."""
-    try:
-        from gpuprof.readers import _ncu_csv_native
-    except ImportError:
+    if _ncu_csv_native is None:
         return None
     width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
     wanted = [layout.i_kernel, *(i for _, i in layout.launch_columns)]
