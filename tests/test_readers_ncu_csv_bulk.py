@@ -22,14 +22,18 @@ from gpuprof.readers._text import column_numbers, metric_columns, metric_maker
 FAST = _ncu_csv_bulk.read
 
 
-@pytest.fixture(params=["pyarrow", "pandas"])
+@pytest.fixture(params=["native", "pyarrow", "pandas"])
 def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The tests of what the fast path reads run with each of its parsers: pyarrow's (when
-    installed) and pandas' (used without pyarrow, for files over ARROW_MAX_BYTES and for those
-    pyarrow does not take)."""
+    """The tests of what the fast path reads run with each of its parsers: gpuprof's C scanner
+    (when it was built), pyarrow's (when installed) and pandas' (used without either, for files
+    over ARROW_MAX_BYTES and for those the others do not take). Each falls back to the next."""
+    if request.param == "native":
+        pytest.importorskip("gpuprof.readers._ncu_csv_native", reason="the C scanner was not built (no compiler)")
+    else:
+        monkeypatch.setattr(_ncu_csv_bulk, "_native_chunks", lambda *args: None)
     if request.param == "pyarrow":
         pytest.importorskip("pyarrow", reason="the parquet extra (pyarrow) is not installed")
-    else:
+    if request.param == "pandas":
         monkeypatch.setattr(_ncu_csv_bulk, "_arrow_chunks", lambda *args: None)
     return request.param
 
@@ -84,7 +88,7 @@ def test_pyarrow_takes_the_clean_tables(fixture: Path, parser: str) -> None:
         header, _ = ncu_csv.find_csv_header(handle, ncu_csv._REQUIRED, ncu_csv.ToolLog("ncu"))
         skip = _ncu_csv_bulk.skip_for(fixture, handle, len(header))
     chunks = _ncu_csv_bulk._arrow_chunks(fixture, skip, ncu_csv._Table(header).layout())
-    assert (chunks is not None) == (parser == "pyarrow")
+    assert (chunks is not None) == (parser in ("native", "pyarrow"))
     if chunks:
         (rows,) = chunks
         assert rows.numbers is not None and len(rows.numbers) == rows.bounds[-1] >= 45

@@ -16,16 +16,23 @@ only returns columns (:class:`Rows`); the reader that owns the table builds it f
 from __future__ import annotations
 
 import csv
+import os
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
+from operator import getitem
 from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, TextIO
 
 from gpuprof.readers._text import column_numbers, ends_with_newline
+
+try:  # the C scanner: built by pip where a C compiler is found
+    from gpuprof.readers import _ncu_csv_native
+except ImportError:
+    _ncu_csv_native = None
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,9 +68,12 @@ def read(path: Path, skip: int, layout: Layout, take: Callable[[Rows], bool]) ->
     handed to ``take``; False as soon as a chunk's rows are not all plain metric and rule rows or
     ``take`` refuses them (what was taken is then to be dropped: the caller starts afresh).
 
-    pyarrow's multi-threaded CSV reader parses the file when it is installed and takes every row
-    (:func:`_arrow_chunks`); pandas' C parser otherwise, with the same result."""
-    chunks = _arrow_chunks(path, skip, layout)
+    gpuprof's own scanner in C parses the file when it was built and takes every row
+    (:func:`_native_chunks`); pyarrow's multi-threaded CSV reader when that is installed and takes
+    every row (:func:`_arrow_chunks`); pandas' C parser otherwise, each with the same result."""
+    chunks = _native_chunks(path, skip, layout)
+    if chunks is None:
+        chunks = _arrow_chunks(path, skip, layout)
     if chunks is not None:
         return all(rows is not None and take(rows) for rows in chunks)
     return _read_pandas(path, skip, layout, take)
@@ -95,6 +105,44 @@ def _read_pandas(path: Path, skip: int, layout: Layout, take: Callable[[Rows], b
 # Files up to this size go to pyarrow whole (its table holds about a third of the file's bytes: the
 # repeated fields dictionary-encoded); larger ones to pandas' chunks, so that memory follows the result.
 ARROW_MAX_BYTES = 1 << 30
+
+
+# The C scanner splits a file into parts of at least SCAN_PART_BYTES, one per core (SCAN_THREADS
+# when set), scanned on threads of their own and merged in file order.
+SCAN_PART_BYTES = 16 << 20
+SCAN_THREADS: int | None = None
+
+
+def _native_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | None:
+    """The rows as :func:`read` hands them on, parsed by the C scanner (:mod:`_ncu_csv_native`,
+    one pass over the file with every repeated field held once); None when it was not built, the
+    file is over ``ARROW_MAX_BYTES`` or it leaves the rows to the other parsers (a quoted line
+    break, a row of another length, a metric without a name or value: see the scanner)."""
+    if _ncu_csv_native is None:
+        return None
+    width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
+    wanted = [layout.i_kernel, *(i for _, i in layout.launch_columns)]
+    if path.stat().st_size > ARROW_MAX_BYTES or max(layout.i_id, layout.i_section or 0, *wanted) >= width:
+        return None
+    with open(path, "rb") as handle:
+        scanned = _ncu_csv_native.scan(
+            handle.fileno(),
+            _offset_of_line(path, skip),
+            layout.columns,
+            width,
+            layout.i_id,
+            layout.i_name,
+            layout.i_unit,
+            layout.i_value,
+            -1 if layout.i_section is None else layout.i_section,
+            -1 if layout.i_rule is None else layout.i_rule,
+            wanted,
+            SCAN_THREADS or len(os.sched_getaffinity(0)),
+            SCAN_PART_BYTES,
+        )
+    if isinstance(scanned, str) or not scanned["metric_rows"]:
+        return None  # why, in the str: the other parsers decide
+    return [Rows.from_scan(scanned, layout)]
 
 
 def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | None:
@@ -323,6 +371,72 @@ class Rows:
             [(fields[layout.i_id], tuple(fields)) for _, fields in rules],
             numbers,
         )
+
+    @classmethod
+    def from_scan(cls, scanned: dict, layout: Layout) -> Rows | None:
+        """The rows of the C scanner's columns (``_ncu_csv_native.scan``), as :meth:`take` gives
+        them for the same rows; None where :meth:`take` gives None."""
+        import numpy as np
+
+        strings = scanned["strings"]
+        ids = np.frombuffer(scanned["ids"], dtype=np.int32)
+        launch_ids = [strings[layout.i_id][code] for code in ids.tolist()]
+        if not _plain_launch_ids(launch_ids):
+            return None
+        wanted = [layout.i_kernel, *(i for _, i in layout.launch_columns)]
+        firsts = np.frombuffer(scanned["firsts"], dtype=np.int32).reshape(len(ids), len(wanted))
+        kernels = np.array(strings[layout.i_kernel], dtype=object)[firsts[:, 0]].tolist()
+        attributes = _attribute_dicts(
+            firsts[:, 1:], [key for key, _ in layout.launch_columns], [strings[i] for i in wanted[1:]]
+        )
+        rows = scanned["metric_rows"]
+        numbers = np.frombuffer(scanned["numbers"], dtype=np.float64).copy()
+        others = np.frombuffer(scanned["others"], dtype=np.int64).reshape(-1, 2)
+        texts = {}
+        if len(others):  # the cells that are no plain decimal, each distinct one read as the other parsers read it
+            distinct = column_numbers(scanned["texts"])
+            distinct[~np.isfinite(distinct)] = np.nan
+            numbers[others[:, 0]] = distinct[others[:, 1]]
+            kept = np.isnan(distinct[others[:, 1]])  # no finite number: its text stays
+            text_of = np.array(scanned["texts"], dtype=object)
+            texts = dict(zip(others[kept, 0].tolist(), text_of[others[kept, 1]].tolist()))
+        rule_codes = np.frombuffer(scanned["rules"], dtype=np.int32).reshape(-1, 1 + layout.columns)
+        rule_fields = (np.array(strings[i], dtype=object)[rule_codes[:, 1 + i]].tolist() for i in range(layout.columns))
+        rule_launches = np.array(launch_ids, dtype=object)[rule_codes[:, 0]].tolist() if len(rule_codes) else []
+        rules = list(zip(rule_launches, zip(*rule_fields)))
+
+        def coded(i: int, key: str) -> pd.Categorical:
+            return _categorical(np.frombuffer(scanned[key], dtype=np.int32), np.array(strings[i], dtype=object))
+
+        return cls(
+            launch_ids,
+            kernels,
+            attributes,
+            np.append(np.frombuffer(scanned["starts"], dtype=np.int64), rows),
+            coded(layout.i_name, "names"),
+            coded(layout.i_unit, "units"),
+            texts,
+            None if layout.i_section is None else coded(layout.i_section, "sections"),
+            rules,
+            numbers,
+        )
+
+
+def _attribute_dicts(codes: np.ndarray, keys: list[str], strings: list[list[str]]) -> list[dict[str, str]]:
+    """Each launch's attributes from its row of ``codes`` (one column per key, coding ``strings``):
+    one dict per distinct row, shared by the launches that have it. Launches in a row mostly have
+    the same attributes, so only the rows that differ from the row before are looked up."""
+    import numpy as np
+
+    if not len(codes):
+        return []
+    starts = np.concatenate(([0], np.flatnonzero((codes[1:] != codes[:-1]).any(axis=1)) + 1))
+    made: dict[tuple[int, ...], dict[str, str]] = {}
+    runs = [
+        made.get(row) or made.setdefault(row, dict(zip(keys, map(getitem, strings, row))))
+        for row in map(tuple, codes[starts].tolist())
+    ]
+    return list(chain.from_iterable(map(repeat, runs, np.diff(np.append(starts, len(codes))).tolist())))
 
 
 def _plain_launch_ids(launch_ids: list[str]) -> bool:
