@@ -236,8 +236,13 @@ class _Table:
         }
         self.pieces.append(piece if self.keep is None else self.keep(piece))
         texts = self.rule_texts(list(map(itemgetter(1), rows.rules)))  # a launch's rule rows come together
+        joined: dict[tuple[str, ...], str] = {}  # launches of one kernel often have the same advice
         for launch_id, group in groupby(zip(map(itemgetter(0), rows.rules), texts), itemgetter(0)):
-            self.add_rules(self.positions[launch_id], "\n".join(map(itemgetter(1), group)))
+            lines = tuple(map(itemgetter(1), group))
+            text = joined.get(lines)
+            if text is None:
+                text = joined[lines] = "\n".join(lines)
+            self.add_rules(self.positions[launch_id], text)
         if rows.sections is not None:
             self._take_sections(rows.sections, counts, first)
         return True
@@ -402,17 +407,18 @@ class _Table:
         """Rule rows (ncu's advice) as a launch keeps them: 'Name [Type]: description (estimated
         speedup ...)', '' for a rule column the header or the row lacks."""
         shortest = min(map(len, rows), default=0)
-        cells = (
+        cells = list(
             map(itemgetter(*self.rule_cells), rows)  # every row has every rule column
             if all(i is not None and i < shortest for i in self.rule_cells)
-            else ([row[i] if i is not None and i < len(row) else "" for i in self.rule_cells] for row in rows)
+            else (tuple(row[i] if i is not None and i < len(row) else "" for i in self.rule_cells) for row in rows)
         )
-        return [
-            f"{name} [{kind}]: {text} (estimated speedup {speedup_type} {speedup}%)"
-            if speedup
-            else f"{name} [{kind}]: {text}"
-            for name, kind, text, speedup_type, speedup in cells
-        ]
+        made = dict.fromkeys(cells)  # each distinct rule once: the scanner's rows share their strings
+        for cell in made:
+            name, kind, text, speedup_type, speedup = cell
+            made[cell] = f"{name} [{kind}]: {text}" + (
+                f" (estimated speedup {speedup_type} {speedup}%)" if speedup else ""
+            )
+        return list(map(made.__getitem__, cells))
 
     def add_rules(self, position: int, text: str) -> None:
         """Add the rules ``text`` (one or more rule rows' :meth:`rule_texts`, a line each) to launch
