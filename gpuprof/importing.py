@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuprof import readers
-from gpuprof.derive import levels, skew
+from gpuprof.derive import counters, levels, skew
 from gpuprof.derive.kernel_table import KEY_METRICS, kernel_table
 from gpuprof.derive.pivot import Counters
 from gpuprof.devices import gpu_table
@@ -47,6 +47,8 @@ def read_file(path: str | Path, fmt: str | None = None, *, time_notes: bool = Tr
             f"{path}: the file is empty", "give the file the profiler wrote (did the profiling run fail or not finish?)"
         )
     run = readers.read(path, fmt)
+    if time_notes:  # every counter the notes and the per-kernel table read, in one pass over the metric table
+        Counters.of_run(run, counters.launch_keys(KEY_METRICS))
     run.notes += (skew.notes(run) if time_notes else []) + _valueless(run)
     return run
 

@@ -56,6 +56,7 @@ __all__ = [
     "kernel_time",
     "launch_device_names",
     "launch_columns",
+    "launch_keys",
     "launch_values",
     "peak_dram_bandwidth",
     "peak_flop_rate",
@@ -129,13 +130,19 @@ def launch_values(run: Run, extra: Sequence[str] = ()) -> pd.DataFrame:
     return out
 
 
+def launch_keys(extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """Every name :func:`launch_columns` reads (with ``extra``): what a caller fetches in one pass
+    over a run's metric table (:meth:`Counters.of_run`) before the notes and the per-kernel table."""
+    return (*keys(), *extra, *tensor.names(), *levels.names())
+
+
 def launch_columns(run: Run, extra: Sequence[str] = ()) -> tuple[dict[str, np.ndarray], dict[str, str | None]]:
     """:func:`launch_values` as arrays (the texts as objects, each distinct text one string), and
     the units of ``extra``: what :func:`gpuprof.derive.kernels.launch_frame` reads without a
     frame between (pandas would turn the texts into its own strings and back)."""
     import numpy as np
 
-    c = Counters.of_run(run, (*keys(), *extra, *tensor.names(), *levels.names()))  # one pass over the table
+    c = Counters.of_run(run, launch_keys(extra))  # one pass over the table
     time, time_rule = time_parts(c)
     unchecked = (time_rule > 0) & skew.cycles_unchecked(run)
     columns: dict[str, np.ndarray] = {"time": time}

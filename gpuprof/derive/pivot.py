@@ -73,6 +73,7 @@ class Counters:
         self._columns: dict[str, np.ndarray] = {}
         self._units: dict[str, str | None] = {}
         self._empty: set[str] = set()  # keys no launch has a number for
+        self._derived: dict[tuple, Any] = {}  # what each derivation gave (see also_per_launch)
         self._nothing = np.full(launches, np.nan)
         self._nothing.flags.writeable = False
         self.fetch(extra)
@@ -194,14 +195,27 @@ def also_per_launch(unit: str) -> Callable[[Callable[..., np.ndarray]], Callable
     def wrap(derive: Callable[..., np.ndarray]) -> Callable[..., Any]:
         @functools.wraps(derive)
         def either(source: Counters | Launch, *args: str) -> np.ndarray | ValueUnit | None:
-            if isinstance(source, Counters):
-                return derive(source, *args)
+            if isinstance(source, Counters):  # derived once per pivot: derivations read each other's
+                found = source._derived.get((derive, args))
+                if found is None:
+                    found = source._derived[derive, args] = _read_only(derive(source, *args))
+                return found
             value = float(derive(Counters.of_launches([source]), *args)[0])
             return None if math.isnan(value) else (value, unit)
 
         return either
 
     return wrap
+
+
+def _read_only(values: Any) -> Any:
+    """``values`` (an array) as one no one can change in place: it is handed to every later caller."""
+    import numpy as np
+
+    if isinstance(values, np.ndarray):
+        values = values.view()
+        values.flags.writeable = False
+    return values
 
 
 def nonzero(values: np.ndarray) -> np.ndarray:
