@@ -59,23 +59,27 @@ def metric_table(
     import numpy as np
     import pandas as pd
 
-    launches = np.asarray(launch, dtype=np.int32)
+    launches = _owned(np.asarray(launch, dtype=np.int32))
     rows = len(launches)
     if isinstance(origin, str):
         origin = pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [origin]) if rows else []
-    nothing = np.full(rows, np.nan)
-    frame = pd.DataFrame(
+
+    def floats(values: np.ndarray | Sequence[float] | None) -> np.ndarray:
+        return np.full(rows, np.nan) if values is None else _owned(np.asarray(values, dtype=np.float64))
+
+    frame = pd.DataFrame(  # on the columns as they are: pandas would copy them, the floats into one new block
         {
             "launch": launches,
             "metric": _category(metric),
             "canonical": _category(canonical),
-            "value": np.asarray(value, dtype=np.float64),
+            "value": floats(value),
             "text": pd.Series(objects(text) if text is not None else np.full(rows, None, dtype=object), dtype=object),
             "unit": _category(unit),
             "origin": _category(origin),
-            "minimum": nothing if minimum is None else np.asarray(minimum, dtype=np.float64),
-            "maximum": nothing if maximum is None else np.asarray(maximum, dtype=np.float64),
-        }
+            "minimum": floats(minimum),
+            "maximum": floats(maximum),
+        },
+        copy=False,
     )
     if rows and (np.diff(launches) < 0).any():
         frame = frame.iloc[np.argsort(launches, kind="stable")].reset_index(drop=True)
@@ -85,7 +89,13 @@ def metric_table(
 def _category(values: Sequence[str | None] | pd.Categorical) -> pd.Categorical:
     import pandas as pd
 
-    return values if isinstance(values, pd.Categorical) else pd.Categorical(values)
+    return values.copy() if isinstance(values, pd.Categorical) else pd.Categorical(values)  # codes: small
+
+
+def _owned(values: np.ndarray) -> np.ndarray:
+    """``values``, or a copy where it cannot be written (a buffer a parser handed over): a frame
+    built on it without a copy is then like any other."""
+    return values if values.flags.writeable else values.copy()
 
 
 def launch_table(

@@ -368,16 +368,21 @@ class _Table:
         return positions[-1]
 
     def shared_each(self, attributes: Sequence[dict[str, str]]) -> list[dict[str, str]]:
-        """:meth:`shared` of each of ``attributes``, each distinct content looked up once where all
-        have the same keys (the bulk path's: a million launches hold a few distinct dicts)."""
-        keys = tuple(attributes[0]) if attributes else ()
-        if not all(map(keys.__eq__, map(tuple, attributes))):
-            return list(map(self.shared, attributes))
-        contents = list(map(tuple, map(dict.values, attributes)))
-        found = dict.fromkeys(contents)
-        for content in found:
-            found[content] = self.shared(dict(zip(keys, content)))
-        return list(map(found.__getitem__, contents))
+        """:meth:`shared` of each of ``attributes``, each dict object (the scanner gives launches
+        with the same attributes one) and each distinct content where all have the same keys (the
+        bulk path's) looked up once: a million launches hold a few distinct dicts."""
+        objects = dict(zip(map(id, attributes), attributes))  # each dict once
+        distinct = list(objects.values())
+        keys = tuple(distinct[0]) if distinct else ()
+        if all(map(keys.__eq__, map(tuple, distinct))):
+            contents = list(map(tuple, map(dict.values, distinct)))
+            found = dict.fromkeys(contents)
+            for content in found:
+                found[content] = self.shared(dict(zip(keys, content)))
+            made = list(map(found.__getitem__, contents))
+        else:
+            made = list(map(self.shared, distinct))
+        return list(map(dict(zip(objects, made)).__getitem__, map(id, attributes)))
 
     def shared(self, attributes: dict[str, str]) -> dict[str, str]:
         """The launch's dict of the content of ``attributes`` (a new dict no one else holds): the one
