@@ -112,7 +112,9 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
     if roofline:
         frame = pd.DataFrame(out)
         out.update(levels.roofline_columns(_counter_names(frame), frame["device"].tolist()).drop(columns="dominant"))
-    out = pd.DataFrame({**out, "basis": texts(basis), **{name: values[name] for name in extra}})
+    out = {**out, "basis": texts(basis), **{name: values[name] for name in extra}}
+    # on the arrays as they are (tables.owned): pandas would copy every number column into one new block
+    out = pd.DataFrame(tables.owned(out), copy=False)
     out.attrs["units"] = units
     return out
 

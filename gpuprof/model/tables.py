@@ -59,21 +59,23 @@ def metric_table(
     import numpy as np
     import pandas as pd
 
-    launches = _owned(np.asarray(launch, dtype=np.int32))
+    launches = np.array(launch, dtype=np.int32)  # each column a copy, the table's own
     rows = len(launches)
     if isinstance(origin, str):
         origin = pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [origin]) if rows else []
 
     def floats(values: np.ndarray | Sequence[float] | None) -> np.ndarray:
-        return np.full(rows, np.nan) if values is None else _owned(np.asarray(values, dtype=np.float64))
+        return np.full(rows, np.nan) if values is None else np.array(values, dtype=np.float64)
 
-    frame = pd.DataFrame(  # on the columns as they are: pandas would copy them, the floats into one new block
+    frame = pd.DataFrame(  # on those copies: pandas would copy them again, the floats into one new block
         {
             "launch": launches,
             "metric": _category(metric),
             "canonical": _category(canonical),
             "value": floats(value),
-            "text": pd.Series(objects(text) if text is not None else np.full(rows, None, dtype=object), dtype=object),
+            "text": pd.Series(
+                objects(text) if text is not None else np.full(rows, None, dtype=object), dtype=object, copy=False
+            ),
             "unit": _category(unit),
             "origin": _category(origin),
             "minimum": floats(minimum),
@@ -92,10 +94,25 @@ def _category(values: Sequence[str | None] | pd.Categorical) -> pd.Categorical:
     return values.copy() if isinstance(values, pd.Categorical) else pd.Categorical(values)  # codes: small
 
 
-def _owned(values: np.ndarray) -> np.ndarray:
-    """``values``, or a copy where it cannot be written (a buffer a parser handed over): a frame
-    built on it without a copy is then like any other."""
-    return values if values.flags.writeable else values.copy()
+def owned(columns: dict[str, object]) -> dict[str, object]:
+    """``columns`` with each array one that can be written and that no other column's array shares
+    (a copy where it is read-only, such as a buffer a parser handed over or a pivot's column, or
+    another column's, or a view of one): a frame built on them without pandas' copy is then like
+    any other."""
+    import numpy as np
+
+    roots: set[int] = set()
+    out = {}
+    for key, values in columns.items():
+        if isinstance(values, np.ndarray):
+            root = values
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            if not values.flags.writeable or id(root) in roots:
+                values = root = values.copy()
+            roots.add(id(root))
+        out[key] = values
+    return out
 
 
 def launch_table(
