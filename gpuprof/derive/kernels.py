@@ -162,7 +162,7 @@ class _Sums:
         local = _groups(keys)
         firsts = np.unique(local, return_index=True)[1]
         to_code = np.empty(len(firsts), dtype=np.int64)
-        for group, row in enumerate(zip(*(keys[key].to_numpy()[firsts].tolist() for key in KEYS))):
+        for group, row in enumerate(zip(*(keys[key].iloc[firsts].tolist() for key in KEYS))):
             found = tuple(_NAN if value != value else value for value in row)  # NaN keys are one group
             if found not in self.groups:
                 self.groups[found] = len(self.first)
