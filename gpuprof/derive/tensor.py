@@ -59,8 +59,14 @@ def _present_sum(columns: list[np.ndarray]) -> np.ndarray:
     """Per launch, the sum of the columns it has; NaN where it has none."""
     import numpy as np
 
-    stacked = np.vstack(columns)
-    return np.where(np.isnan(stacked).all(axis=0), np.nan, np.nansum(stacked, axis=0))
+    present = [column for column in columns if not np.isnan(column).all()]  # most counters a file lacks
+    if not present:
+        return np.full(np.shape(columns[0]), np.nan)
+    stacked = np.vstack(present)
+    total = np.nansum(stacked, axis=0)
+    if len(present) < len(columns):
+        total += 0.0  # as the lacking counters' zeros made it: -0.0 + 0.0 is 0.0
+    return np.where(np.isnan(stacked).all(axis=0), np.nan, total)
 
 
 def names() -> list[str]:
