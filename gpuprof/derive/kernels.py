@@ -112,7 +112,9 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
     if roofline:
         frame = pd.DataFrame(out)
         out.update(levels.roofline_columns(_counter_names(frame), frame["device"].tolist()).drop(columns="dominant"))
-    out = pd.DataFrame({**out, "basis": texts(basis), **{name: values[name] for name in extra}})
+    out = {**out, "basis": texts(basis), **{name: values[name] for name in extra}}
+    # on the arrays as they are (tables.owned): pandas would copy every number column into one new block
+    out = pd.DataFrame(tables.owned(out), copy=False)
     out.attrs["units"] = units
     return out
 
@@ -149,7 +151,8 @@ class _Sums:
         self.first: list[tuple] = []  # each kernel's keys as its first launch has them
         self.sums: dict[str, np.ndarray] = {}
         self.texts: dict[str, list[dict[str, None]]] = {"tensor_kind": [], "basis": []}  # distinct, in order
-        self.counted: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # bincount(codes) by codes (the frame's)
+        # each bincount of the frame being added, by its (codes, weights) arrays
+        self.made: dict[tuple[int, int], tuple[np.ndarray, np.ndarray | None, np.ndarray]] = {}
 
     def add(self, launches: pd.DataFrame) -> None:
         """Fold one :func:`launch_frame`'s launches (those after the frames before) into the sums."""
@@ -159,7 +162,7 @@ class _Sums:
         local = _groups(keys)
         firsts = np.unique(local, return_index=True)[1]
         to_code = np.empty(len(firsts), dtype=np.int64)
-        for group, row in enumerate(zip(*(keys[key].to_numpy()[firsts].tolist() for key in KEYS))):
+        for group, row in enumerate(zip(*(keys[key].iloc[firsts].tolist() for key in KEYS))):
             found = tuple(_NAN if value != value else value for value in row)  # NaN keys are one group
             if found not in self.groups:
                 self.groups[found] = len(self.first)
@@ -169,42 +172,52 @@ class _Sums:
         weight = launches["launches"].to_numpy(dtype=float)
         self._sum("launches", codes, weight)
         once = bool((weight == 1).all())  # one invocation each (x 1 changes no value): nothing to weigh
+        taken: dict[str, np.ndarray] = {}  # each column once: sums of the same arrays are made once
+
+        def raw(name: str) -> np.ndarray:
+            if name not in taken:
+                taken[name] = launches[name].to_numpy(dtype=float)
+            return taken[name]
 
         def weighted(name: str) -> np.ndarray:
-            column = launches[name].to_numpy(dtype=float)
-            return column if once else weight * column
+            if once:
+                return raw(name)
+            if f"{name}*" not in taken:
+                taken[f"{name}*"] = weight * raw(name)
+            return taken[f"{name}*"]
+
+        def weight_where(values: np.ndarray, missing: float) -> np.ndarray:  # ``missing`` where NaN
+            nan = np.isnan(values)
+            return np.where(nan, missing, weight) if nan.any() else weight
 
         time = weighted("time")
         for name in EXTENSIVE:
             value = weighted(name)
-            self._sum(f"{name}.having", codes, np.where(np.isnan(value), 0.0, weight))
+            self._sum(f"{name}.having", codes, weight_where(value, 0.0))
             self._known(name, value, codes)
         for name in RATES:
-            rate = launches[name].to_numpy(dtype=float)
+            rate = raw(name)
             self._over(f"{name}.timed", rate * time, time, codes)
-            self._over(f"{name}.mean", weighted(name), np.where(np.isnan(rate), np.nan, weight), codes)
+            self._over(f"{name}.mean", weighted(name), weight_where(rate, np.nan), codes)
         for top, bottom in self.PAIRS:
             self._over(f"{top}/{bottom}", weighted(top), weighted(bottom), codes)
         for name in self.extra:
-            value = launches[name].to_numpy(dtype=float)
-            self._over(name, weighted(name), np.where(np.isnan(value), np.nan, weight), codes)
+            self._over(name, weighted(name), weight_where(raw(name), np.nan), codes)
         for name, found in self.texts.items():
             _distinct_texts(launches[name].to_numpy(dtype=object), codes, found, len(self.first))
-        self.counted.clear()
+        self.made.clear()
 
     def _sum(self, name: str, codes: np.ndarray, weights: np.ndarray | None) -> None:
         import numpy as np
 
         count = len(self.first)
         sums = self.sums.get(name)
-        if sums is None:
-            if weights is None:  # the count of launches of each kernel among ``codes``: the same for many sums
-                known = self.counted.get(id(codes))
-                if known is None or known[0] is not codes:
-                    known = self.counted[id(codes)] = (codes, np.bincount(codes, minlength=count))
-                self.sums[name] = known[1].copy()
-                return
-            self.sums[name] = np.bincount(codes, weights=weights, minlength=count)
+        if sums is None:  # the first frame's: many sums are of the same arrays (a count, the times)
+            key = (id(codes), id(weights))
+            made = self.made.get(key)
+            if made is None or made[0] is not codes or made[1] is not weights:
+                made = self.made[key] = (codes, weights, np.bincount(codes, weights=weights, minlength=count))
+            self.sums[name] = made[2].copy()
             return
         if len(sums) < count:
             sums = self.sums[name] = np.concatenate([sums, np.zeros(count - len(sums), dtype=sums.dtype)])

@@ -186,6 +186,8 @@ def launch_device_names(run: Run) -> list[str]:
     if tables.same_text(devices) and (devices[0] if devices else None):
         return devices
     name = str(run.device.get("name", ""))
+    if tables.same_text(devices):  # every launch names none
+        return [name] * len(devices)
     return [d or name for d in devices]
 
 

@@ -59,23 +59,29 @@ def metric_table(
     import numpy as np
     import pandas as pd
 
-    launches = np.asarray(launch, dtype=np.int32)
+    launches = np.array(launch, dtype=np.int32)  # each column a copy, the table's own
     rows = len(launches)
     if isinstance(origin, str):
         origin = pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [origin]) if rows else []
-    nothing = np.full(rows, np.nan)
-    frame = pd.DataFrame(
+
+    def floats(values: np.ndarray | Sequence[float] | None) -> np.ndarray:
+        return np.full(rows, np.nan) if values is None else np.array(values, dtype=np.float64)
+
+    frame = pd.DataFrame(  # on those copies: pandas would copy them again, the floats into one new block
         {
             "launch": launches,
             "metric": _category(metric),
             "canonical": _category(canonical),
-            "value": np.asarray(value, dtype=np.float64),
-            "text": pd.Series(objects(text) if text is not None else np.full(rows, None, dtype=object), dtype=object),
+            "value": floats(value),
+            "text": pd.Series(
+                objects(text) if text is not None else np.full(rows, None, dtype=object), dtype=object, copy=False
+            ),
             "unit": _category(unit),
             "origin": _category(origin),
-            "minimum": nothing if minimum is None else np.asarray(minimum, dtype=np.float64),
-            "maximum": nothing if maximum is None else np.asarray(maximum, dtype=np.float64),
-        }
+            "minimum": floats(minimum),
+            "maximum": floats(maximum),
+        },
+        copy=False,
     )
     if rows and (np.diff(launches) < 0).any():
         frame = frame.iloc[np.argsort(launches, kind="stable")].reset_index(drop=True)
@@ -85,7 +91,28 @@ def metric_table(
 def _category(values: Sequence[str | None] | pd.Categorical) -> pd.Categorical:
     import pandas as pd
 
-    return values if isinstance(values, pd.Categorical) else pd.Categorical(values)
+    return values.copy() if isinstance(values, pd.Categorical) else pd.Categorical(values)  # codes: small
+
+
+def owned(columns: dict[str, object]) -> dict[str, object]:
+    """``columns`` with each array one that can be written and that no other column's array shares
+    (a copy where it is read-only, such as a buffer a parser handed over or a pivot's column, or
+    another column's, or a view of one): a frame built on them without pandas' copy is then like
+    any other."""
+    import numpy as np
+
+    roots: set[int] = set()
+    out = {}
+    for key, values in columns.items():
+        if isinstance(values, np.ndarray):
+            root = values
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            if not values.flags.writeable or id(root) in roots:
+                values = root = values.copy()
+            roots.add(id(root))
+        out[key] = values
+    return out
 
 
 def launch_table(

@@ -19,7 +19,7 @@ metric columns handed on (into the store) as they are converted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import groupby, repeat
+from itertools import chain, groupby, islice, repeat
 from operator import itemgetter
 from pathlib import Path
 from sys import intern
@@ -86,9 +86,14 @@ def launch_columns(header: Sequence[str]) -> dict[str, int]:
 
 def run_device(devices: Iterable[str], attributes: Iterable[dict[str, str]]) -> dict[str, str]:
     """Run.device from the launches' device name, index and compute capability, when they agree."""
-    attributes = list(attributes)  # launches share a few dicts: each (device, dict) pair looked into once
-    pairs = dict(zip(zip(devices, map(id, attributes)), attributes))
-    seen = {(device, attrs.get("device", ""), attrs.get("cc", "")) for (device, _), attrs in pairs.items()}
+    attributes = list(attributes)
+    devices = list(islice(devices, len(attributes)))  # the CSV reader gives repeat("")
+    if tables.same_text(devices):  # launches share a few dicts: each looked into once
+        named = devices[0] if devices else ""
+        distinct = dict(zip(map(id, attributes), attributes)).values()
+        seen = {(named, attrs.get("device", ""), attrs.get("cc", "")) for attrs in distinct}
+    else:
+        seen = {(device, attrs.get("device", ""), attrs.get("cc", "")) for device, attrs in zip(devices, attributes)}
     if len(seen) != 1:
         return {}
     return {key: value for key, value in zip(("name", "index", "cc"), seen.pop()) if value}
@@ -368,16 +373,21 @@ class _Table:
         return positions[-1]
 
     def shared_each(self, attributes: Sequence[dict[str, str]]) -> list[dict[str, str]]:
-        """:meth:`shared` of each of ``attributes``, each distinct content looked up once where all
-        have the same keys (the bulk path's: a million launches hold a few distinct dicts)."""
-        keys = tuple(attributes[0]) if attributes else ()
-        if not all(map(keys.__eq__, map(tuple, attributes))):
-            return list(map(self.shared, attributes))
-        contents = list(map(tuple, map(dict.values, attributes)))
-        found = dict.fromkeys(contents)
-        for content in found:
-            found[content] = self.shared(dict(zip(keys, content)))
-        return list(map(found.__getitem__, contents))
+        """:meth:`shared` of each of ``attributes``, each dict object (the scanner gives launches
+        with the same attributes one) and each distinct content where all have the same keys (the
+        bulk path's) looked up once: a million launches hold a few distinct dicts."""
+        objects = dict(zip(map(id, attributes), attributes))  # each dict once
+        distinct = list(objects.values())
+        keys = tuple(distinct[0]) if distinct else ()
+        if all(map(keys.__eq__, map(tuple, distinct))):
+            contents = list(map(tuple, map(dict.values, distinct)))
+            found = dict.fromkeys(contents)
+            for content in found:
+                found[content] = self.shared(dict(zip(keys, content)))
+            made = list(map(found.__getitem__, contents))
+        else:
+            made = list(map(self.shared, distinct))
+        return list(map(dict(zip(objects, made)).__getitem__, map(id, attributes)))
 
     def shared(self, attributes: dict[str, str]) -> dict[str, str]:
         """The launch's dict of the content of ``attributes`` (a new dict no one else holds): the one
@@ -435,15 +445,35 @@ class _Table:
             notes.append(f"{self.skipped} row(s) with fewer fields than the header were skipped")
         return notes
 
+    def _with_sections(self) -> list[dict[str, str]]:
+        """Each launch's attributes with its sections (``sections``: their names joined), made once
+        per run of launches with the same attribute dict and sections (the dicts and tuples are
+        shared: a run of a million launches has a few runs), and once per distinct pair."""
+        import numpy as np
+
+        count = len(self.attributes)
+        if not count:
+            return []
+        same = np.ones(count, dtype=bool)  # where a launch has the dict and sections of the one before
+        for held in (self.attributes, self.sections):
+            ids = np.fromiter(map(id, held), dtype=np.uintp, count=count)
+            same[1:] &= ids[1:] == ids[:-1]
+        same[0] = False
+        starts = np.flatnonzero(~same)
+        made: dict[tuple[int, int], dict[str, str]] = {}
+        runs = []
+        for start in starts.tolist():
+            attributes, sections = self.attributes[start], self.sections[start]
+            pair = (id(attributes), id(sections))
+            if pair not in made:
+                made[pair] = self.shared({**attributes, "sections": "; ".join(sections)}) if sections else attributes
+            runs.append(made[pair])
+        return list(chain.from_iterable(map(repeat, runs, np.diff(np.append(starts, count)).tolist())))
+
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The launch and metric tables of what was read (once: the bulk path's chunks are handed over)."""
         self.distinct_attributes, self.distinct_count = {}, 0  # now the dicts with their sections
-        # each launch's (attribute dict, sections) pair is one of a few shared ones: each made once
-        pairs = list(zip(map(id, self.attributes), map(id, self.sections)))
-        made = dict(zip(pairs, zip(self.attributes, self.sections)))
-        for pair, (attributes, sections) in made.items():
-            made[pair] = self.shared({**attributes, "sections": "; ".join(sections)}) if sections else attributes
-        self.attributes = list(map(made.__getitem__, pairs))
+        self.attributes = self._with_sections()
         count = len(self.kernels)
         columns = (
             _joined(self.pieces)

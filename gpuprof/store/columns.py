@@ -126,7 +126,7 @@ def encode(
         elif encoding == "keyed":
             encoding, data = _keyed(series.tolist())
         elif encoding == "category":
-            values = series.array if isinstance(series.dtype, pd.CategoricalDtype) else pd.Categorical(series)
+            values = series.array if isinstance(series.dtype, pd.CategoricalDtype) else _categorical(series)
             categories = json.dumps([str(c) for c in values.categories]).encode()
             data = categories + b"\n" + _npy(values.codes)
         elif encoding == "sparse":
@@ -136,6 +136,23 @@ def encode(
         else:
             data = json.dumps(series.tolist()).encode()
         yield table, column, encoding, data
+
+
+def _categorical(series: object) -> object:
+    """``pandas.Categorical(series)`` (categories sorted), for a column of texts (kernel names over
+    100,000 launches) by Python's cached string hashes (:func:`gpuprof.model.tables.distinct`)
+    where pandas hashes each string's characters."""
+    import numpy as np
+    import pandas as pd
+
+    if series.dtype == object:
+        codes, found = tables.distinct(series.to_numpy())
+        if all(isinstance(value, str) for value in found):
+            order = sorted(range(len(found)), key=found.__getitem__)
+            rank = np.empty(len(found), dtype=np.intp)
+            rank[order] = np.arange(len(found))
+            return pd.Categorical.from_codes(rank[codes], [found[i] for i in order], validate=False)
+    return pd.Categorical(series)
 
 
 _ABSENT = object()  # a launch's attributes lack the key
