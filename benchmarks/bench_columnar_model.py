@@ -6,7 +6,8 @@ On 1,000,000-row Nsight Compute details CSVs of the three real layouts that
 sections: 20,000 launches of 50; B200 ``--set full``: 17,242 launches of 50 plus rule rows):
 
 - ``gpuprof import FILE --format json`` end to end (parse, derive, store, render; the command's
-  own code, called in-process after its imports) against ``pandas.read_csv`` of the same file:
+  own code, called in-process after its imports; the parser it used is printed first) against
+  ``pandas.read_csv`` of the same file:
   rows/s ratio (target >= 1.0, issue 33) and the command's peak resident memory / file size;
 - a large V100-layout file (``--large-rows``, 13,000,000 rows is about 2 GB, 64,500,000 rows
   10 GB) imported by ``gpuprof import`` in a fresh process: its peak resident memory, and the same
@@ -212,6 +213,19 @@ def child(name: str, *args: str) -> dict[str, float]:
     return json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
 
 
+def parser_used() -> str:
+    """Which parser a details CSV up to 1 GB goes to in this installation (the first one present)."""
+    from gpuprof.readers import _ncu_csv_bulk
+
+    if _ncu_csv_bulk._ncu_csv_native is not None:
+        return f"gpuprof's C scanner, on {len(os.sched_getaffinity(0))} threads"
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return "pandas (neither the C scanner nor pyarrow is installed)"
+    return "pyarrow (the C scanner was not built)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -230,6 +244,8 @@ def main() -> None:
         return
     parts = set(args.only or ["import", "large", "reports"])
     layouts = {label: fixture for label, fixture in SOURCES.items() if args.layout in label}
+    if "import" in parts:
+        print(f"details parser: {parser_used()}")
     for label, fixture in (layouts if "import" in parts else {}).items():
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "details.csv"

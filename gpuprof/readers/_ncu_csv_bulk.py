@@ -400,10 +400,6 @@ class Rows:
             kept = np.isnan(distinct[others[:, 1]])  # no finite number: its text stays
             text_of = np.array(scanned["texts"], dtype=object)
             texts = dict(zip(others[kept, 0].tolist(), text_of[others[kept, 1]].tolist()))
-        rule_codes = np.frombuffer(scanned["rules"], dtype=np.int32).reshape(-1, 1 + layout.columns)
-        rule_fields = (np.array(strings[i], dtype=object)[rule_codes[:, 1 + i]].tolist() for i in range(layout.columns))
-        rule_launches = np.array(launch_ids, dtype=object)[rule_codes[:, 0]].tolist() if len(rule_codes) else []
-        rules = list(zip(rule_launches, zip(*rule_fields)))
 
         def coded(i: int, key: str) -> pd.Categorical:
             return _categorical(np.frombuffer(scanned[key], dtype=np.int32), np.array(strings[i], dtype=object))
@@ -417,7 +413,7 @@ class Rows:
             coded(layout.i_unit, "units"),
             texts,
             None if layout.i_section is None else coded(layout.i_section, "sections"),
-            rules,
+            scanned["rules"],  # (launch ID, the whole row) each, made by the scanner
             numbers,
         )
 

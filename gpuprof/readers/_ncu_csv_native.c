@@ -559,6 +559,34 @@ static void scan_free(Scan *s) {
     free(s->prev);
 }
 
+/* Each rule row as (its launch's ID, the row's fields), the strings `dicts` holds shared. */
+static PyObject *rule_rows(const Scan *s, PyObject *dicts) {
+    size_t width = 1 + (size_t)s->columns, count = s->rules.len / width;
+    PyObject *rows = PyList_New((Py_ssize_t)count);
+    if (!rows) return NULL;
+    PyObject *ids = PyList_GET_ITEM(dicts, s->i_id);
+    for (size_t r = 0; r < count; r++) {
+        const int32_t *codes = (int32_t *)s->rules.data + r * width;
+        PyObject *fields = PyTuple_New(s->columns);
+        if (!fields) {
+            Py_DECREF(rows);
+            return NULL;
+        }
+        for (int i = 0; i < s->columns; i++) {
+            PyObject *field = PyList_GET_ITEM(PyList_GET_ITEM(dicts, i), codes[1 + i]);
+            Py_INCREF(field);
+            PyTuple_SET_ITEM(fields, i, field);
+        }
+        PyObject *row = Py_BuildValue("(ON)", PyList_GET_ITEM(ids, ((int32_t *)s->ids.data)[codes[0]]), fields);
+        if (!row) {
+            Py_DECREF(rows);
+            return NULL;
+        }
+        PyList_SET_ITEM(rows, (Py_ssize_t)r, row);
+    }
+    return rows;
+}
+
 static PyObject *result(Scan *s) {
     PyObject *dicts = PyList_New(s->columns);
     if (!dicts) return NULL;
@@ -570,8 +598,9 @@ static PyObject *result(Scan *s) {
         }
         PyList_SET_ITEM(dicts, i, list);
     }
-    PyObject *texts = strings(&s->texts);
-    if (!texts) {
+    PyObject *texts = strings(&s->texts), *rules = texts ? rule_rows(s, dicts) : NULL;
+    if (!rules) {
+        Py_XDECREF(texts);
         Py_DECREF(dicts);
         return NULL;
     }
@@ -579,7 +608,7 @@ static PyObject *result(Scan *s) {
                          "names", vec_bytes(&s->names), "units", vec_bytes(&s->units), "sections",
                          vec_bytes(&s->sections), "numbers", vec_bytes(&s->numbers), "others",
                          vec_bytes(&s->others), "starts", vec_bytes(&s->starts), "ids", vec_bytes(&s->ids),
-                         "firsts", vec_bytes(&s->firsts), "rules", vec_bytes(&s->rules), "metric_rows",
+                         "firsts", vec_bytes(&s->firsts), "rules", rules, "metric_rows",
                          (long long)s->metric_rows);
 }
 
@@ -605,45 +634,61 @@ static Scan *scan_new(const Scan *layout) {
     return s;
 }
 
-#define MAX_PARTS 16
+#define MAX_PARTS 64
 
-/* The rows of [offset, stop) in `threads` parts at most (none under `part_bytes`), each scanned on
- * a thread of its own, merged into parts[0]: its outcome as scan_range's. Runs without the GIL. */
+typedef struct {
+    Part *work;
+    int count;
+    int next; /* the next part to scan, taken atomically */
+} Queue;
+
+/* Scan parts off the queue until none is left: a thread slowed by another program takes fewer. */
+static void *worker(void *arg) {
+    Queue *queue = arg;
+    for (;;) {
+        int k = __atomic_fetch_add(&queue->next, 1, __ATOMIC_RELAXED);
+        if (k >= queue->count) return NULL;
+        scan_part(&queue->work[k]);
+    }
+}
+
+/* The rows of [offset, stop) in parts of about `part_bytes` (MAX_PARTS at most), scanned by
+ * `threads` threads and merged into parts[0] in file order: the outcome as scan_range's, the
+ * first part's that failed. Runs without the GIL. */
 static int scan_parts(Scan **parts, int threads, long long part_bytes, int fd, off_t offset, off_t stop, int *err) {
     Part work[MAX_PARTS];
     pthread_t ids[MAX_PARTS];
     off_t size = stop - offset, at = offset;
-    int count = threads;
     if (part_bytes < 1) part_bytes = 1;
-    if (count > size / part_bytes) count = (int)(size / part_bytes);
+    int count = size / part_bytes < MAX_PARTS ? (int)(size / part_bytes) : MAX_PARTS;
     if (count < 1) count = 1;
-    if (count > MAX_PARTS) count = MAX_PARTS;
-    int made = 0, outcome = 0;
     for (int k = 0; k < count; k++) {
         off_t end = k == count - 1 ? stop : line_end(fd, offset + size / count * (k + 1), stop);
         if (end < at) end = at;
         if (k && !(parts[k] = scan_new(parts[0]))) {
-            outcome = -1;
-            break;
+            count = k;
+            for (k = 1; k < count; k++) {
+                scan_free(parts[k]);
+                free(parts[k]);
+                parts[k] = NULL;
+            }
+            return -1;
         }
         work[k] = (Part){parts[k], fd, at, end, 0, 0};
         at = end;
-        if (k && pthread_create(&ids[k], NULL, scan_part, &work[k])) {
-            scan_free(parts[k]);
-            free(parts[k]);
-            parts[k] = NULL;
-            outcome = -1;
-            break;
-        }
-        made = k + 1;
     }
-    if (!outcome) scan_part(&work[0]);
-    for (int k = 1; k < made; k++) pthread_join(ids[k], NULL);
-    for (int k = 0; k < made && !outcome; k++) {
-        outcome = work[k].result; /* the first part's refusal or failure, in file order */
+    Queue queue = {work, count, 0};
+    int started = 0;
+    while (started + 1 < threads && started + 1 < count && !pthread_create(&ids[started], NULL, worker, &queue))
+        started++;
+    worker(&queue);
+    for (int t = 0; t < started; t++) pthread_join(ids[t], NULL);
+    int outcome = 0;
+    for (int k = 0; k < count && !outcome; k++) {
+        outcome = work[k].result;
         *err = work[k].err;
     }
-    for (int k = 1; k < made; k++) {
+    for (int k = 1; k < count; k++) {
         if (!outcome) outcome = merge(parts[0], parts[k]);
         scan_free(parts[k]);
         free(parts[k]);
