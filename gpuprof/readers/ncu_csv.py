@@ -178,7 +178,7 @@ class _Table:
 
     def __init__(self, header: list[str], keep: Callable[[dict[str, object]], dict[str, object]] | None = None) -> None:
         self.keep = keep  # what of each bulk chunk's metric columns is held (all, without it)
-        self.col = col = column_index(header, (*_REQUIRED, "Section Name", *_RULE_COLUMNS))
+        col = column_index(header, (*_REQUIRED, "Section Name", *_RULE_COLUMNS))
         self.needed = max(col[name] for name in _REQUIRED) + 1
         # metric rows have every column, or (2023+ layout) stop after Metric Value
         self.widths = (len(header), self.needed)
