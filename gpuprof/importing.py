@@ -11,10 +11,13 @@ The per-kernel table of those runs is :func:`gpuprof.derive.kernel_table.kernel_
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import itertools
 import os
+import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -96,6 +99,15 @@ def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
     return digest.hexdigest()[:32]
 
 
+def _content_id_behind(path: str | Path, fmt: str) -> str:
+    """:func:`content_id` on a thread that yields the cores to the reader's own (lowest priority,
+    on Linux): a parser on every core first, the hash in what the steps after it leave idle."""
+    if sys.platform == "linux":  # a thread's id names the thread only on Linux
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    return content_id(path, fmt)
+
+
 def _read_with_id(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, str]:
     """One file's Run and its :func:`content_id`, the file hashed on a second thread while it is
     read (hashlib lets go of the GIL) when its format is known beforehand, as it nearly always is."""
@@ -106,7 +118,7 @@ def _read_with_id(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, str
     except (GpuprofError, OSError, ValueError):
         guess = None  # read_file says what is wrong with it
     with ThreadPoolExecutor(max_workers=1) as pool:
-        hashing = pool.submit(content_id, path, guess + tag) if guess else None
+        hashing = pool.submit(_content_id_behind, path, guess + tag) if guess else None
         run = read_file(path, guess or fmt)  # detected once
         return run, hashing.result() if hashing and run.format == guess else content_id(path, run.format + tag)
 
