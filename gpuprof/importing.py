@@ -219,6 +219,7 @@ def import_files(
     fmt: str | None = None,
     on_stored: Callable[[Run, bool], None] | None = None,
     *,
+    on_ready: Callable[[Run], None] | None = None,
     join: bool = False,
     gpu: str | None = None,
     tensor_flop_per_inst: float | None = None,
@@ -236,7 +237,9 @@ def import_files(
 
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
-    run is stored; ``added`` is False when the same file was already in the store. An Nsight
+    run is stored; ``added`` is False when the same file was already in the store; ``on_ready(run)``
+    just before, with the run as it is stored (a caller may derive from it on another thread while
+    SQLite writes it; nothing changes it after). An Nsight
     Compute details CSV over :data:`STREAM_MIN_BYTES` goes into the store a chunk at a time
     (:func:`_read_streamed`): its returned run holds the launches but only the metric rows its
     per-kernel table and notes read; the store holds them all.
@@ -271,6 +274,8 @@ def import_files(
             if l2_bytes != "lts":
                 take_l2_definition(run, l2_bytes)
             run.run_id = run_id
+            if on_ready:
+                on_ready(run)
             added = not store.has(run.run_id)
             if spill is None:
                 store.add(run)

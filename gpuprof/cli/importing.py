@@ -87,17 +87,27 @@ def import_(
     one row per kernel.
     """
     import contextlib
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     ahead = contextlib.ExitStack()
     if len(files) == 1:  # one report: its reading child starts now and reads while the library loads
         ahead.enter_context(ncu_rep.ahead(files[0], reader))
     from gpuprof import importing
+    from gpuprof.derive import traces
     from gpuprof.derive.kernel_table import kernel_table
     from gpuprof.errors import GpuprofError
     from gpuprof.model import Run
     from gpuprof.render import emit
 
     imported: list[Run] = []
+    # One file's per-kernel table is derived on a thread while SQLite stores the run (it lets go of
+    # the GIL as it writes), instead of after it.
+    derived: dict[int, Future] = {}
+    deriving = ahead.enter_context(ThreadPoolExecutor(max_workers=1)) if len(files) == 1 else None
+
+    def ready(run: Run) -> None:
+        if deriving and run.format not in traces.TRACE_FORMATS and len(run.launch_table):
+            derived[id(run)] = deriving.submit(kernel_table, [run])
 
     def stored(run: Run, added: bool) -> None:
         imported.append(run)
@@ -114,6 +124,7 @@ def import_(
             store_path,
             reader,
             on_stored=stored,
+            on_ready=ready,
             join=join,
             gpu=gpu,
             tensor_flop_per_inst=tensor_flop_per_inst,
@@ -126,7 +137,6 @@ def import_(
         raise
     finally:
         ahead.close()
-    from gpuprof.derive import traces
 
     # framework traces: their GPU activities here; their ops, steps and breakdown with 'gpuprof trace'
     kernels = [traces.gpu_launches(run) if run.format in traces.TRACE_FORMATS else run for run in imported]
@@ -141,4 +151,5 @@ def import_(
         else "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)"
     )
     if kernels:  # a CPU-only trace has no kernel rows
-        echo(emit(kernel_table(kernels), fmt, title=title))
+        ready_table = derived.get(id(kernels[0])) if len(kernels) == 1 else None
+        echo(emit(ready_table.result() if ready_table else kernel_table(kernels), fmt, title=title))
