@@ -180,3 +180,19 @@ def test_an_ncu_csv_without_its_gpus_name_says_to_give_gpu(tmp_path: Path) -> No
         devices = sorted(run.device.get("name", "") for run in store.runs())
     assert devices == ["", "A100, SXM4 40 GB"]
     assert "--gpu NAME" not in invoke(tmp_path / "k.sqlite", K40C).stderr  # nvprof names its GPU
+
+
+def test_on_ready_sees_each_run_as_it_is_stored_before_on_stored(tmp_path: Path) -> None:
+    """The CLI derives one file's per-kernel table on a thread from the run on_ready hands over,
+    while the store writes it: that run is the one stored, with its id and device already set."""
+    events: list[tuple[str, str, str]] = []
+    import_files(
+        [K40C],
+        tmp_path / "s.sqlite",
+        on_ready=lambda run: events.append(("ready", run.run_id, run.device.get("name", ""))),
+        on_stored=lambda run, added: events.append(("stored", run.run_id, run.device.get("name", ""))),
+        gpu="K40",
+    )
+    (ready, stored) = events
+    assert ready[0] == "ready" and stored[0] == "stored"
+    assert ready[1:] == stored[1:] and len(ready[1]) == 32 and "K40" in ready[2]
