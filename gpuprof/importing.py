@@ -68,7 +68,9 @@ def _valueless(run: Run) -> list[str]:
     texts = metrics["text"].to_numpy()
     has_text = np.zeros(len(texts), dtype=bool)
     given = np.flatnonzero(metrics["text"].notna().to_numpy())  # usually few rows hold text
-    has_text[given] = [str(t).strip().lower() not in ("", "nan", "n/a") for t in texts[given]]
+    codes, found = tables.distinct(texts[given])  # a few distinct texts over many rows: each judged once
+    useful_text = np.array([str(t).strip().lower() not in ("", "nan", "n/a") for t in found], dtype=bool)
+    has_text[given] = useful_text[codes]
     useful = np.bincount(metrics["launch"].to_numpy(), weights=finite | has_text, minlength=len(run.launch_table))
     counted = np.bincount(metrics["launch"].to_numpy(), minlength=len(run.launch_table))
     return _valueless_note(run, counted, useful)
