@@ -242,12 +242,20 @@ class _Table:
         self.pieces.append(piece if self.keep is None else self.keep(piece))
         texts = self.rule_texts(list(map(itemgetter(1), rows.rules)))  # a launch's rule rows come together
         joined: dict[tuple[str, ...], str] = {}  # launches of one kernel often have the same advice
+        # the dict a launch's attributes become with a text: made once per (dict, text), the dict
+        # held so that its id is not another's while this chunk is taken
+        made: dict[tuple[int, str], tuple[dict[str, str], dict[str, str]]] = {}
         for launch_id, group in groupby(zip(map(itemgetter(0), rows.rules), texts), itemgetter(0)):
             lines = tuple(map(itemgetter(1), group))
             text = joined.get(lines)
             if text is None:
                 text = joined[lines] = "\n".join(lines)
-            self.add_rules(self.positions[launch_id], text)
+            position = self.positions[launch_id]
+            attributes = self.attributes[position]
+            before = made.get((id(attributes), text))
+            if before is None:
+                before = made[id(attributes), text] = (attributes, self.with_rules(attributes, text))
+            self.attributes[position] = before[1]
         if rows.sections is not None:
             self._take_sections(rows.sections, counts, first)
         return True
@@ -341,7 +349,7 @@ class _Table:
         name = row[self.i_name]
         if not name:
             if self.i_rule is not None and len(row) > self.i_rule:
-                self.add_rules(position, self.rule_texts([row])[0])
+                self.attributes[position] = self.with_rules(self.attributes[position], self.rule_texts([row])[0])
             return None
         self.launch.append(position)
         self.names.append(name)
@@ -430,12 +438,11 @@ class _Table:
             )
         return list(map(made.__getitem__, cells))
 
-    def add_rules(self, position: int, text: str) -> None:
-        """Add the rules ``text`` (one or more rule rows' :meth:`rule_texts`, a line each) to launch
-        ``position``'s, after those it has: one new shared dict per launch, not per rule row."""
-        attributes = self.attributes[position]
+    def with_rules(self, attributes: dict[str, str], text: str) -> dict[str, str]:
+        """The shared dict of ``attributes`` with the rules ``text`` (one or more rule rows'
+        :meth:`rule_texts`, a line each) after those it has: one per launch, not per rule row."""
         previous = attributes.get("rules")
-        self.attributes[position] = self.shared({**attributes, "rules": f"{previous}\n{text}" if previous else text})
+        return self.shared({**attributes, "rules": f"{previous}\n{text}" if previous else text})
 
     def notes(self) -> list[str]:
         notes = []
