@@ -124,8 +124,9 @@ _DIGITS = st.text("0123456789", min_size=1, max_size=24)
 
 @st.composite
 def _decimals(draw: st.DrawFn) -> str:
-    """Decimals as profilers print them: signs, thousands separators, fractions, exponents, and
-    mantissas of up to 24 digits (past 2^53, where the exact fast path gives way to strtod)."""
+    """Decimals as profilers print them: signs, thousands separators (and stray ones anywhere,
+    which Python's reading drops too), fractions, exponents, and mantissas of up to 24 digits
+    (past 2^53, where the exact fast path gives way to strtod)."""
     whole = draw(_DIGITS)
     if draw(st.booleans()):
         whole = f"{int(whole):,}"
@@ -134,6 +135,8 @@ def _decimals(draw: st.DrawFn) -> str:
         text += "." + draw(_DIGITS)
     if draw(st.booleans()):
         text += draw(st.sampled_from("eE")) + draw(st.sampled_from(["", "+", "-"])) + str(draw(st.integers(0, 330)))
+    for at in draw(st.lists(st.integers(0, len(text)), max_size=3)):  # separators anywhere: dropped alike
+        text = text[:at] + "," + text[at:]
     return text
 
 

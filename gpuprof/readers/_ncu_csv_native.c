@@ -171,43 +171,43 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1
  * dropped, as the nearest double (as pyarrow's and Python's readers round it); 0 when it is
  * something else (28.05%, n/a, a policy's name), which Python then reads. */
 static int plain_decimal(const char *p, size_t n, double *out) {
-    char buf[128];
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == ',') continue;
-        if (m + 1 >= sizeof buf) return 0;
-        buf[m++] = p[i];
-    }
-    buf[m] = 0;
     size_t i = 0;
+#define SKIP_SEPARATORS() while (i < n && p[i] == ',') i++
+#define DIGIT() (i < n && p[i] >= '0' && p[i] <= '9')
+    SKIP_SEPARATORS();
     int negative = 0;
-    if (i < m && buf[i] == '-') negative = 1, i++;
+    if (i < n && p[i] == '-') negative = 1, i++;
     uint64_t mantissa = 0;
-    int digits = 0, fraction = 0, exact = 1;
-    size_t start = i;
-    for (; i < m && buf[i] >= '0' && buf[i] <= '9'; i++) {
-        if (mantissa || buf[i] != '0') digits++;
-        if (digits > 19) exact = 0; else mantissa = mantissa * 10 + (uint64_t)(buf[i] - '0');
+    int digits = 0, fraction = 0, exact = 1, seen = 0;
+    for (SKIP_SEPARATORS(); DIGIT(); i++, SKIP_SEPARATORS()) {
+        if (mantissa || p[i] != '0') digits++;
+        if (digits > 19) exact = 0; else mantissa = mantissa * 10 + (uint64_t)(p[i] - '0');
+        seen = 1;
     }
-    if (i == start) return 0;
-    if (i < m && buf[i] == '.') {
-        size_t f = ++i;
-        for (; i < m && buf[i] >= '0' && buf[i] <= '9'; i++) {
-            if (mantissa || buf[i] != '0') digits++;
-            if (digits > 19) exact = 0; else mantissa = mantissa * 10 + (uint64_t)(buf[i] - '0'), fraction++;
+    if (!seen) return 0;
+    if (i < n && p[i] == '.') {
+        i++;
+        seen = 0;
+        for (SKIP_SEPARATORS(); DIGIT(); i++, SKIP_SEPARATORS()) {
+            if (mantissa || p[i] != '0') digits++;
+            if (digits > 19) exact = 0; else mantissa = mantissa * 10 + (uint64_t)(p[i] - '0'), fraction++;
+            seen = 1;
         }
-        if (i == f) return 0;
+        if (!seen) return 0;
     }
     int has_exponent = 0;
-    if (i < m && (buf[i] == 'e' || buf[i] == 'E')) {
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
         has_exponent = 1;
         i++;
-        if (i < m && (buf[i] == '-' || buf[i] == '+')) i++;
-        size_t e = i;
-        for (; i < m && buf[i] >= '0' && buf[i] <= '9'; i++) {}
-        if (i == e) return 0;
+        SKIP_SEPARATORS();
+        if (i < n && (p[i] == '-' || p[i] == '+')) i++;
+        seen = 0;
+        for (SKIP_SEPARATORS(); DIGIT(); i++, SKIP_SEPARATORS()) seen = 1;
+        if (!seen) return 0;
     }
-    if (i != m) return 0;
+#undef DIGIT
+#undef SKIP_SEPARATORS
+    if (i != n) return 0;
     /* Clinger's fast path: an integer below 2^53 divided by an exact power of ten is correctly
      * rounded; anything else goes through strtod (correctly rounded in glibc). */
     if (exact && !has_exponent && mantissa < (1ull << 53) && fraction <= 22) {
@@ -215,7 +215,14 @@ static int plain_decimal(const char *p, size_t n, double *out) {
         *out = negative ? -v : v;
         return 1;
     }
-    char *end;
+    char buf[128], *end;
+    size_t m = 0;
+    for (i = 0; i < n; i++) {
+        if (p[i] == ',') continue;
+        if (m + 1 >= sizeof buf) return 0;
+        buf[m++] = p[i];
+    }
+    buf[m] = 0;
     *out = strtod(buf, &end);
     return end == buf + m && isfinite(*out); /* 1e999: Python reads it, and keeps its text */
 }
@@ -302,14 +309,8 @@ static int take_row(Scan *s, const char *line, size_t n) {
     if (n && line[n - 1] == '\r') n--;
     if (!n) return 0; /* blank lines are no rows, for pandas and pyarrow alike */
     int from = 0;
-    if (s->prev_len && n >= s->prev_len && memcmp(line, s->prev, s->prev_len) == 0) {
-        from = s->prefix; /* the same launch's fields as the row split whole */
-        for (int i = 0; i < from; i++) {
-            fields[i] = s->prev_fields[i];
-            fields[i].raw = line + (size_t)s->prev_fields[i].raw;
-            fields[i].p = line + (size_t)s->prev_fields[i].p;
-        }
-    }
+    if (s->prev_len && n >= s->prev_len && memcmp(line, s->prev, s->prev_len) == 0)
+        from = s->prefix; /* the same launch's fields as the row split whole (set below if needed) */
     size_t skipped = from ? s->prev_len : 0;
     int count = split(line + skipped, n - skipped, fields + from, s->columns - from);
     if (count < 0) return s->refusal = "a row this scanner does not split", 1;
@@ -351,6 +352,11 @@ static int take_row(Scan *s, const char *line, size_t n) {
         }
     }
     if (rule) {
+        for (int i = 0; i < from; i++) { /* the prefix's fields, where the row split whole had them */
+            fields[i] = s->prev_fields[i];
+            fields[i].raw = line + (size_t)s->prev_fields[i].raw;
+            fields[i].p = line + (size_t)s->prev_fields[i].p;
+        }
         if (VEC_PUSH(&s->rules, int32_t, (int32_t)(s->ids.len - 1))) return -1;
         for (int i = 0; i < s->columns; i++) {
             int32_t c = dict_code(&s->dicts[i], fields[i].p, fields[i].n, fields[i].quoted_escapes);
