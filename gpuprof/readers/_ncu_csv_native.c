@@ -170,25 +170,27 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1
 /* A cell matching -?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)? once its thousands separators are
  * dropped, as the nearest double (as pyarrow's and Python's readers round it); 0 when it is
  * something else (28.05%, n/a, a policy's name), which Python then reads. */
+static inline size_t past_separators(const char *p, size_t i, size_t n) {
+    while (i < n && p[i] == ',') i++;
+    return i;
+}
+
 static int plain_decimal(const char *p, size_t n, double *out) {
-    size_t i = 0;
-#define SKIP_SEPARATORS() while (i < n && p[i] == ',') i++
 #define DIGIT() (i < n && p[i] >= '0' && p[i] <= '9')
-    SKIP_SEPARATORS();
+    size_t i = past_separators(p, 0, n);
     int negative = 0;
     if (i < n && p[i] == '-') negative = 1, i++;
     uint64_t mantissa = 0;
     int digits = 0, fraction = 0, exact = 1, seen = 0;
-    for (SKIP_SEPARATORS(); DIGIT(); i++, SKIP_SEPARATORS()) {
+    for (i = past_separators(p, i, n); DIGIT(); i = past_separators(p, i + 1, n)) {
         if (mantissa || p[i] != '0') digits++;
         if (digits > 19) exact = 0; else mantissa = mantissa * 10 + (uint64_t)(p[i] - '0');
         seen = 1;
     }
     if (!seen) return 0;
     if (i < n && p[i] == '.') {
-        i++;
         seen = 0;
-        for (SKIP_SEPARATORS(); DIGIT(); i++, SKIP_SEPARATORS()) {
+        for (i = past_separators(p, i + 1, n); DIGIT(); i = past_separators(p, i + 1, n)) {
             if (mantissa || p[i] != '0') digits++;
             if (digits > 19) exact = 0; else mantissa = mantissa * 10 + (uint64_t)(p[i] - '0'), fraction++;
             seen = 1;
@@ -198,15 +200,13 @@ static int plain_decimal(const char *p, size_t n, double *out) {
     int has_exponent = 0;
     if (i < n && (p[i] == 'e' || p[i] == 'E')) {
         has_exponent = 1;
-        i++;
-        SKIP_SEPARATORS();
+        i = past_separators(p, i + 1, n);
         if (i < n && (p[i] == '-' || p[i] == '+')) i++;
         seen = 0;
-        for (SKIP_SEPARATORS(); DIGIT(); i++, SKIP_SEPARATORS()) seen = 1;
+        for (i = past_separators(p, i, n); DIGIT(); i = past_separators(p, i + 1, n)) seen = 1;
         if (!seen) return 0;
     }
 #undef DIGIT
-#undef SKIP_SEPARATORS
     if (i != n) return 0;
     /* Clinger's fast path: an integer below 2^53 divided by an exact power of ten is correctly
      * rounded; anything else goes through strtod (correctly rounded in glibc). */
