@@ -180,6 +180,14 @@ VARIANTS = [
         True,
     ),
     ("a file cut mid-row", lambda: _a100()[:-20], False),
+    # found by fuzzing the three parsers against the line-by-line reader: a quote doubled inside a
+    # metric name is one quote to every reader, and a section met again after another is kept once
+    ("a doubled quote in a metric name", lambda: _a100().replace('"lts__t_bytes.sum"', '"lts__""t""_bytes.sum"'), True),
+    (
+        "a section again after another",
+        lambda: V100.read_text().replace('"Memory Workload Analysis","Mem Busy"', '"GPU Speed Of Light","Mem Busy"', 1),
+        True,
+    ),
     (
         "a row longer than the header",
         lambda: _a100().replace('"5,323,503,232.00"', '"5,323,503,232.00",' + ",x" * 5000, 1),
@@ -198,8 +206,26 @@ def test_variants_read_the_same_either_way(
     name: str, make, fast_expected: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str
 ) -> None:
     fast, run, lines = _read_both(_variant(tmp_path, make()), monkeypatch)
-    assert fast == fast_expected
+    assert fast == (fast_expected and not (parser == "native" and name in NATIVE_LEAVES))
     assert _contents(run) == _contents(lines)
+
+
+# What the C scanner leaves to the line-by-line reader though pyarrow or pandas would take it: a
+# quote it does not judge (a line break inside one here) is read by the reference reader itself.
+NATIVE_LEAVES = {"a quoted line break in a kernel name"}
+
+
+def test_a_file_the_scanner_refuses_goes_to_the_line_reader_not_to_pandas(tmp_path: Path) -> None:
+    """A stray quote after a closing one: pyarrow and pandas read the field on, the csv module
+    as the line-by-line reader does; the scanner refuses the row, and the file is read line by line."""
+    pytest.importorskip("gpuprof.readers._ncu_csv_native", reason="the C scanner was not built (no compiler)")
+    text = _a100().replace('"void gemm_v1<float>(float *, float *, float *, int, int, int)"', '"void g"x"(int)"', 1)
+    path = _variant(tmp_path, text)
+    with open(path, encoding="utf-8") as handle:
+        header, _ = ncu_csv.find_csv_header(handle, ncu_csv._REQUIRED, ncu_csv.ToolLog("ncu"))
+        skip = _ncu_csv_bulk.skip_for(path, handle, len(header))
+    assert _ncu_csv_bulk._native_chunks(path, skip, ncu_csv._Table(header).layout()) == [None]
+    assert not FAST(path, skip, ncu_csv._Table(header).layout(), lambda rows: True)
 
 
 def test_data_start_counts_lines_and_refuses_what_pandas_reads_otherwise(tmp_path: Path) -> None:

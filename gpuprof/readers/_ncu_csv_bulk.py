@@ -115,9 +115,12 @@ SCAN_THREADS: int | None = None
 
 def _native_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | None:
     """The rows as :func:`read` hands them on, parsed by the C scanner (:mod:`_ncu_csv_native`,
-    one pass over the file with every repeated field held once); None when it was not built, the
-    file is over ``ARROW_MAX_BYTES`` or it leaves the rows to the other parsers (a quoted line
-    break, a row of another length, a metric without a name or value: see the scanner)."""
+    one pass over the file with every repeated field held once); None (pyarrow or pandas then
+    parse) when it was not built or the file is over ``ARROW_MAX_BYTES``; ``[None]`` when it
+    leaves the rows to the line-by-line reader (a quoted line break, a stray quote, a row of
+    another length, a metric without a name or value, no UTF-8: see the scanner), which reads
+    such a file as the reference does, where pyarrow's and pandas' readings of stray quotes
+    can differ from it."""
     if _ncu_csv_native is None:
         return None
     width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
@@ -141,7 +144,7 @@ def _native_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] |
             SCAN_PART_BYTES,
         )
     if isinstance(scanned, str) or not scanned["metric_rows"]:
-        return None  # why, in the str: the other parsers decide
+        return [None]  # why, in the str: the line-by-line reader decides, as the reference
     return [Rows.from_scan(scanned, layout)]
 
 

@@ -92,7 +92,7 @@ static inline uint64_t hash_bytes(const char *p, size_t n) {
 
 static inline int dict_same(const Dict *d, int32_t code, const char *p, size_t n) {
     return ((uint32_t *)d->lengths.data)[code] == n &&
-           memcmp(d->arena.data + ((uint64_t *)d->offsets.data)[code], p, n) == 0;
+           (n == 0 || memcmp(d->arena.data + ((uint64_t *)d->offsets.data)[code], p, n) == 0);
 }
 
 static int dict_grow(Dict *d) {
@@ -508,7 +508,8 @@ static int merge(Scan *a, Scan *b) {
              vec_reserve(&a->ids, b->ids.len) || vec_reserve(&a->starts, b->starts.len) ||
              vec_reserve(&a->firsts, b->firsts.len) || vec_reserve(&a->rules, b->rules.len);
     if (!failed) {
-        memcpy((double *)a->numbers.data + a->numbers.len, b->numbers.data, b->numbers.len * sizeof(double));
+        if (b->numbers.len)
+            memcpy((double *)a->numbers.data + a->numbers.len, b->numbers.data, b->numbers.len * sizeof(double));
         a->numbers.len += b->numbers.len;
         for (size_t k = 0; k < b->others.len; k += 2) {
             ((int64_t *)a->others.data)[a->others.len++] = ((int64_t *)b->others.data)[k] + a->metric_rows;

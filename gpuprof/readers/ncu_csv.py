@@ -286,7 +286,7 @@ class _Table:
         like = runs[filled] == len(head)
         at = begins[filled[like]]
         like[like] = (run_codes[at[:, None] + np.arange(len(head))] == head).all(axis=1)
-        pattern = tuple(names[code] for code in head.tolist())
+        pattern = tuple(dict.fromkeys(names[code] for code in head.tolist()))  # each once, as add_sections keeps them
         shared = self.distinct_sections.setdefault(pattern, pattern)
         positions = (filled + first).tolist()
         rest = self._going_on(positions, pattern)
@@ -296,7 +296,7 @@ class _Table:
             sections[position] = shared
         for k in np.flatnonzero(~like[skipped:]).tolist():  # a launch of other sections
             launch_at = filled[skipped + k]
-            more = tuple(names[code] for code in run_codes[begins[launch_at] : ends[launch_at]].tolist())
+            more = tuple(dict.fromkeys(names[code] for code in run_codes[begins[launch_at] : ends[launch_at]].tolist()))
             sections[rest[k]] = self.distinct_sections.setdefault(more, more)
 
     def _going_on(self, positions: list[int], names: Sequence[str]) -> list[int]:
@@ -315,7 +315,7 @@ class _Table:
         for line in handle:
             if line.startswith(prefix):
                 cells = line[width:].split('","')
-                if len(cells) == 3:
+                if len(cells) == 3 and '"' not in cells[0] and '"' not in cells[1]:  # else a quote ("") to unescape
                     name, unit, value = cells
                     value = value.rstrip("\r\n,")
                     if name and value.endswith('"') and '"' not in value[:-1]:
