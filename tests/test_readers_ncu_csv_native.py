@@ -40,23 +40,7 @@ def _layout(path: Path) -> tuple[int, _ncu_csv_bulk.Layout]:
 
 def _scan(path: Path, threads: int = 1, part_bytes: int = 16 << 20) -> dict | str:
     skip, layout = _layout(path)
-    width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
-    with open(path, "rb") as handle:
-        return native.scan(
-            handle.fileno(),
-            _ncu_csv_bulk._offset_of_line(path, skip),
-            layout.columns,
-            width,
-            layout.i_id,
-            layout.i_name,
-            layout.i_unit,
-            layout.i_value,
-            -1 if layout.i_section is None else layout.i_section,
-            -1 if layout.i_rule is None else layout.i_rule,
-            [layout.i_kernel, *(i for _, i in layout.launch_columns)],
-            threads,
-            part_bytes,
-        )
+    return _ncu_csv_bulk.scan(path, skip, layout, threads, part_bytes)
 
 
 def _launches(fixture: Path, path: Path, count: int) -> Path:

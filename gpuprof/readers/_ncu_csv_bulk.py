@@ -54,6 +54,12 @@ class Layout:
     i_rule: int | None  # only in the 2023+ layout
     launch_columns: list[tuple[str, int]]  # (attribute key, position) of the per-launch columns
 
+    @property
+    def metric_width(self) -> int:
+        """The fields of a metric row: the header's, or in the 2023+ layout up to the value and one
+        more (its rule columns only rule rows fill)."""
+        return self.columns if self.i_rule is None else max(self.i_value, self.i_name, self.i_unit) + 2
+
 
 # Rows parsed per pandas call: a file of any size is held as text one chunk at a time (the reader
 # converts each chunk to numbers before the next is parsed), so memory follows the result, not the file.
@@ -113,6 +119,34 @@ SCAN_PART_BYTES = 16 << 20
 SCAN_THREADS: int | None = None
 
 
+def scan(
+    path: Path, skip: int, layout: Layout, threads: int | None = None, part_bytes: int | None = None
+) -> dict | str | None:
+    """The C scanner's columns of the rows after the first ``skip`` lines of ``path``, or why it
+    leaves them to the line-by-line reader (a str); None when it was not built or the layout puts
+    a launch column after the metric rows' last field. On ``threads`` threads (default: one per
+    core, or ``SCAN_THREADS``), in parts of ``part_bytes`` (default ``SCAN_PART_BYTES``)."""
+    wanted = [layout.i_kernel, *(i for _, i in layout.launch_columns)]
+    if _ncu_csv_native is None or max(layout.i_id, layout.i_section or 0, *wanted) >= layout.metric_width:
+        return None
+    with open(path, "rb") as handle:
+        return _ncu_csv_native.scan(
+            handle.fileno(),
+            _offset_of_line(path, skip),
+            layout.columns,
+            layout.metric_width,
+            layout.i_id,
+            layout.i_name,
+            layout.i_unit,
+            layout.i_value,
+            -1 if layout.i_section is None else layout.i_section,
+            -1 if layout.i_rule is None else layout.i_rule,
+            wanted,
+            threads or SCAN_THREADS or len(os.sched_getaffinity(0)),
+            part_bytes or SCAN_PART_BYTES,
+        )
+
+
 def _native_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | None:
     """The rows as :func:`read` hands them on, parsed by the C scanner (:mod:`_ncu_csv_native`,
     one pass over the file with every repeated field held once); None (pyarrow or pandas then
@@ -121,28 +155,11 @@ def _native_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] |
     another length, a metric without a name or value, no UTF-8: see the scanner), which reads
     such a file as the reference does, where pyarrow's and pandas' readings of stray quotes
     can differ from it."""
-    if _ncu_csv_native is None:
+    if path.stat().st_size > ARROW_MAX_BYTES:
         return None
-    width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
-    wanted = [layout.i_kernel, *(i for _, i in layout.launch_columns)]
-    if path.stat().st_size > ARROW_MAX_BYTES or max(layout.i_id, layout.i_section or 0, *wanted) >= width:
+    scanned = scan(path, skip, layout)
+    if scanned is None:
         return None
-    with open(path, "rb") as handle:
-        scanned = _ncu_csv_native.scan(
-            handle.fileno(),
-            _offset_of_line(path, skip),
-            layout.columns,
-            width,
-            layout.i_id,
-            layout.i_name,
-            layout.i_unit,
-            layout.i_value,
-            -1 if layout.i_section is None else layout.i_section,
-            -1 if layout.i_rule is None else layout.i_rule,
-            wanted,
-            SCAN_THREADS or len(os.sched_getaffinity(0)),
-            SCAN_PART_BYTES,
-        )
     if isinstance(scanned, str) or not scanned["metric_rows"]:
         return [None]  # why, in the str: the line-by-line reader decides, as the reference
     return [Rows.from_scan(scanned, layout)]
@@ -167,8 +184,7 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
         return None
     if path.stat().st_size > ARROW_MAX_BYTES:
         return None
-    width = layout.columns if layout.i_rule is None else max(layout.i_value, layout.i_name, layout.i_unit) + 2
-    names = [str(i) for i in range(width)]
+    names = [str(i) for i in range(layout.metric_width)]
     text, codes = pa.string(), pa.dictionary(pa.int32(), pa.string())
     rules: list[tuple[int, list[str]]] = []  # (the rule row's number among the rows, its fields)
 
