@@ -102,12 +102,12 @@ def import_(
     imported: list[Run] = []
     # One file's per-kernel table is derived on a thread while SQLite stores the run (it lets go of
     # the GIL as it writes), instead of after it.
-    derived: dict[int, Future] = {}
     deriving = ahead.enter_context(ThreadPoolExecutor(max_workers=1)) if len(files) == 1 else None
+    derived: list[tuple[Run, Future]] = []  # the one file's run and its table to come
 
     def ready(run: Run) -> None:
         if deriving and run.format not in traces.TRACE_FORMATS and len(run.launch_table):
-            derived[id(run)] = deriving.submit(kernel_table, [run])
+            derived.append((run, deriving.submit(kernel_table, [run])))
 
     def stored(run: Run, added: bool) -> None:
         imported.append(run)
@@ -151,5 +151,5 @@ def import_(
         else "Imported kernels (measured by the profiler; base units; values per launch, rates time-weighted)"
     )
     if kernels:  # a CPU-only trace has no kernel rows
-        ready_table = derived.get(id(kernels[0])) if len(kernels) == 1 else None
-        echo(emit(ready_table.result() if ready_table else kernel_table(kernels), fmt, title=title))
+        ahead_of = [table for run, table in derived if len(kernels) == 1 and kernels[0] is run]
+        echo(emit(ahead_of[0].result() if ahead_of else kernel_table(kernels), fmt, title=title))

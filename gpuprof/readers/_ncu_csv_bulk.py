@@ -60,6 +60,11 @@ class Layout:
         more (its rule columns only rule rows fill)."""
         return self.columns if self.i_rule is None else max(self.i_value, self.i_name, self.i_unit) + 2
 
+    @property
+    def launch_fields(self) -> list[int]:
+        """The fields taken from a launch's first row: its kernel, then its attribute columns."""
+        return [self.i_kernel, *(i for _, i in self.launch_columns)]
+
 
 # Rows parsed per pandas call: a file of any size is held as text one chunk at a time (the reader
 # converts each chunk to numbers before the next is parsed), so memory follows the result, not the file.
@@ -126,7 +131,7 @@ def scan(
     leaves them to the line-by-line reader (a str); None when it was not built or the layout puts
     a launch column after the metric rows' last field. On ``threads`` threads (default: one per
     core, or ``SCAN_THREADS``), in parts of ``part_bytes`` (default ``SCAN_PART_BYTES``)."""
-    wanted = [layout.i_kernel, *(i for _, i in layout.launch_columns)]
+    wanted = layout.launch_fields
     if _ncu_csv_native is None or max(layout.i_id, layout.i_section or 0, *wanted) >= layout.metric_width:
         return None
     with open(path, "rb") as handle:
@@ -402,7 +407,7 @@ class Rows:
         launch_ids = [strings[layout.i_id][code] for code in ids.tolist()]
         if not _plain_launch_ids(launch_ids):
             return None
-        wanted = [layout.i_kernel, *(i for _, i in layout.launch_columns)]
+        wanted = layout.launch_fields
         firsts = np.frombuffer(scanned["firsts"], dtype=np.int32).reshape(len(ids), len(wanted))
         kernels = np.array(strings[layout.i_kernel], dtype=object)[firsts[:, 0]].tolist()
         attributes = _attribute_dicts(
