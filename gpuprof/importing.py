@@ -30,7 +30,7 @@ from gpuprof.devices import gpu_table
 from gpuprof.errors import FormatError, GpuprofError, InputError
 from gpuprof.inputs import regular_file
 from gpuprof.model import Run, tables
-from gpuprof.readers import _ncu_csv_bulk, joining, ncu_csv
+from gpuprof.readers import _cores, _ncu_csv_bulk, joining, ncu_csv
 from gpuprof.store import open_store
 from gpuprof.store.columns import MetricSpill
 
@@ -89,25 +89,37 @@ def _valueless_note(run: Run, counted: np.ndarray, useful: np.ndarray) -> list[s
     return [f"{len(empty)} launch(es) with every counter NaN or n/a, kept with nothing to derive: {named}{more}"]
 
 
-def content_id(path: str | Path | Sequence[str | Path], fmt: str) -> str:
+def content_id(
+    path: str | Path | Sequence[str | Path], fmt: str, between: Callable[[], None] = lambda: None
+) -> str:
     """The run id of an imported file (or of files read as one): a hash of the bytes and the
     format, so importing the same file again finds the run already stored instead of counting
-    its kernels twice."""
+    its kernels twice. ``between`` is called before each block is hashed.
+
+    In blocks of 16 MiB read into one buffer: each block takes the GIL twice (read, hash), and on
+    a thread beside busy Python code each take can wait out a switch interval (5 ms)."""
     digest = hashlib.sha256(fmt.encode())
+    buffer = bytearray(16 << 20)
+    view = memoryview(buffer)
     for one in _files([path] if isinstance(path, (str, Path)) else path):
-        with open(one, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        with open(one, "rb", buffering=0) as handle:
+            while True:
+                between()
+                size = handle.readinto(buffer)
+                if not size:
+                    break
+                digest.update(view[:size])
     return digest.hexdigest()[:32]
 
 
 def _content_id_behind(path: str | Path, fmt: str) -> str:
-    """:func:`content_id` on a thread that yields the cores to the reader's own (lowest priority,
-    on Linux): a parser on every core first, the hash in what the steps after it leave idle."""
+    """:func:`content_id` on a thread that yields the cores to the reader's own: it waits while a
+    multi-threaded parser holds them (:mod:`gpuprof.readers._cores`), at lowest priority (on
+    Linux) throughout, so it runs in what the steps after the parse leave idle."""
     if sys.platform == "linux":  # a thread's id names the thread only on Linux
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    return content_id(path, fmt)
+    return content_id(path, fmt, _cores.wait_free)
 
 
 def _read_with_id(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, str]:

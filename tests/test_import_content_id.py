@@ -1,5 +1,5 @@
 """The run id of an imported file is its content's hash, taken on a thread of the lowest priority
-so that the parser has the cores first: the same id either way, and only that thread lowered."""
+that waits while a parser holds the cores: the same id either way, and only that thread lowered."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 from fixture_paths import A100
 
 from gpuprof import importing
+from gpuprof.readers import _cores
 
 CHECK = textwrap.dedent(
     """
@@ -21,10 +23,10 @@ CHECK = textwrap.dedent(
     seen = {}
     content_id = importing.content_id
 
-    def spy(path, fmt):
+    def spy(path, fmt, *between):
         seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
         seen["thread"] = threading.get_native_id()
-        return content_id(path, fmt)
+        return content_id(path, fmt, *between)
 
     importing.content_id = spy
     run, run_id = importing._read_with_id(sys.argv[1], None, "")
@@ -49,3 +51,15 @@ def test_the_run_id_is_the_hash_of_the_bytes_and_the_format() -> None:
     assert run.format == "ncu-csv"
     assert run_id == importing.content_id(A100, "ncu-csv") != importing.content_id(A100, "ncu-text")
     assert len(run_id) == 32
+
+
+def test_the_hash_waits_while_a_parse_holds_the_cores() -> None:
+    """Not one block is hashed while a parse runs; the hash goes on, the same, once it ends."""
+    ids: list[str] = []
+    hashing = threading.Thread(target=lambda: ids.append(importing._content_id_behind(A100, "ncu-csv")))
+    with _cores.held():
+        hashing.start()
+        hashing.join(0.5)
+        assert hashing.is_alive() and not ids
+    hashing.join(30)
+    assert ids == [importing.content_id(A100, "ncu-csv")]

@@ -6,7 +6,7 @@ import pytest
 
 from gpuprof.errors import StoreError
 from gpuprof.model import ANALYTIC, TIMED, Launch, Metric, Run
-from gpuprof.store import open_store
+from gpuprof.store import PAGE_BYTES, open_store
 
 
 def _run(**extra):
@@ -45,6 +45,29 @@ def test_round_trip(tmp_path):
     with open_store(tmp_path / "s.sqlite") as store:
         assert store.get(run.run_id) == run
         assert store.run_ids() == [run.run_id]
+
+
+def test_a_new_store_has_large_pages_and_one_of_small_pages_is_written_as_it_is(tmp_path):
+    """A new store is made with PAGE_BYTES pages (its column BLOBs written in fewer pages); a store
+    made with SQLite's default 4 KiB pages keeps them and takes runs all the same."""
+    run, other = _run(), _run(run_id="another")
+    with open_store(tmp_path / "new.sqlite") as store:
+        store.add(run)
+    assert sqlite3.connect(tmp_path / "new.sqlite").execute("PRAGMA page_size").fetchone() == (PAGE_BYTES,)
+    with open_store(tmp_path / "old.sqlite") as store:
+        store.add(run)
+    old = tmp_path / "old.sqlite"
+    db = sqlite3.connect(old, isolation_level=None)
+    db.execute("PRAGMA journal_mode = DELETE")
+    db.execute("PRAGMA page_size = 4096")
+    db.execute("VACUUM")
+    db.close()
+    assert sqlite3.connect(old).execute("PRAGMA page_size").fetchone() == (4096,)
+    with open_store(old) as store:
+        store.add(other)
+    with open_store(old) as store:
+        assert [store.get(run.run_id), store.get(other.run_id)] == [run, other]
+    assert sqlite3.connect(old).execute("PRAGMA page_size").fetchone() == (4096,)
 
 
 def test_adding_twice_keeps_one(tmp_path):

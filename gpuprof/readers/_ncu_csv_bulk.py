@@ -27,6 +27,7 @@ from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, TextIO
 
+from gpuprof.readers import _cores
 from gpuprof.readers._text import column_numbers, ends_with_newline
 
 try:  # the C scanner: built by pip where a C compiler is found
@@ -134,7 +135,7 @@ def scan(
     wanted = layout.launch_fields
     if _ncu_csv_native is None or max(layout.i_id, layout.i_section or 0, *wanted) >= layout.metric_width:
         return None
-    with open(path, "rb") as handle:
+    with open(path, "rb") as handle, _cores.held():
         return _ncu_csv_native.scan(
             handle.fileno(),
             _offset_of_line(path, skip),
@@ -201,7 +202,7 @@ def _arrow_chunks(path: Path, skip: int, layout: Layout) -> list[Rows | None] | 
         return "skip"
 
     try:
-        with pa.OSFile(str(path)) as source:
+        with pa.OSFile(str(path)) as source, _cores.held():
             source.seek(_offset_of_line(path, skip))
             table = arrow_csv.read_csv(
                 source,
