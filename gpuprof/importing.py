@@ -89,9 +89,7 @@ def _valueless_note(run: Run, counted: np.ndarray, useful: np.ndarray) -> list[s
     return [f"{len(empty)} launch(es) with every counter NaN or n/a, kept with nothing to derive: {named}{more}"]
 
 
-def content_id(
-    path: str | Path | Sequence[str | Path], fmt: str, between: Callable[[], None] = lambda: None
-) -> str:
+def content_id(path: str | Path | Sequence[str | Path], fmt: str, between: Callable[[], None] = lambda: None) -> str:
     """The run id of an imported file (or of files read as one): a hash of the bytes and the
     format, so importing the same file again finds the run already stored instead of counting
     its kernels twice. ``between`` is called before each block is hashed.
