@@ -241,7 +241,8 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
     position = {key: i for i, key in enumerate(keys)}
     launch = metrics["launch"].to_numpy()
     value = metrics["value"].to_numpy()
-    unit = metrics["unit"].cat
+    unit = metrics["unit"].array  # its codes and categories taken once, not as a Series per key
+    unit_codes, unit_names = unit.codes, unit.categories
     for column in ("canonical", "metric"):  # a canonical match hides a tool-name match
         codes = metrics[column].cat
         to_key = np.array([position.get(name, -1) for name in codes.categories] + [-1], dtype=np.int64)
@@ -262,8 +263,8 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
         first_row = _first_at(row_keys, len(keys))  # each key's first row, as a place in rows
         for key in np.flatnonzero(first_row < len(rows)).tolist():
             if units[key] is None:
-                row = rows[first_row[key]]
-                units[key] = unit.categories[unit.codes[row]] if unit.codes[row] >= 0 else ""
+                code = unit_codes[rows[first_row[key]]]
+                units[key] = unit_names[code] if code >= 0 else ""
     return out, units
 
 

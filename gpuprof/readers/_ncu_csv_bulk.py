@@ -402,11 +402,14 @@ class Rows:
         """The rows of the C scanner's columns (``_ncu_csv_native.scan``), as :meth:`take` gives
         them for the same rows; None where :meth:`take` gives None."""
         import numpy as np
+        import pandas as pd
 
         strings = scanned["strings"]
         ids = np.frombuffer(scanned["ids"], dtype=np.int32)
-        launch_ids = [strings[layout.i_id][code] for code in ids.tolist()]
-        if not _plain_launch_ids(launch_ids):
+        # The scanner holds each ID some row has, coded in order of first appearance: as many IDs
+        # as launches means each launch has its own, and the IDs in order are the launches'.
+        launch_ids = strings[layout.i_id]
+        if len(launch_ids) != len(ids) or not _plain_launch_ids(launch_ids, distinct=True):
             return None
         wanted = layout.launch_fields
         firsts = np.frombuffer(scanned["firsts"], dtype=np.int32).reshape(len(ids), len(wanted))
@@ -426,8 +429,10 @@ class Rows:
             text_of = np.array(scanned["texts"], dtype=object)
             texts = dict(zip(others[kept, 0].tolist(), text_of[others[kept, 1]].tolist()))
 
-        def coded(i: int, key: str) -> pd.Categorical:
-            return _categorical(np.frombuffer(scanned[key], dtype=np.int32), np.array(strings[i], dtype=object))
+        def coded(i: int, key: str) -> pd.Categorical:  # the scanner's codes: in order of first appearance already
+            return pd.Categorical.from_codes(
+                np.frombuffer(scanned[key], dtype=np.int32), np.array(strings[i], dtype=object), validate=False
+            )
 
         return cls(
             launch_ids,
@@ -460,14 +465,19 @@ def _attribute_dicts(codes: np.ndarray, keys: list[str], strings: list[list[str]
     return list(chain.from_iterable(map(repeat, runs, np.diff(np.append(starts, len(codes))).tolist())))
 
 
-def _plain_launch_ids(launch_ids: list[str]) -> bool:
+def _plain_launch_ids(launch_ids: list[str], distinct: bool = False) -> bool:
     """Whether the IDs of the runs of rows are plain counts, each run a launch of its own (a tool
-    message or program output has an ID of its own; a launch in pieces comes back)."""
+    message or program output has an ID of its own; a launch in pieces comes back); ``distinct``
+    when the caller knows no ID to come twice. Tested on all of them joined (ASCII digits)."""
+    lengths = list(map(len, launch_ids))
+    joined = "".join(launch_ids)
     return (
-        all(map(str.isdigit, launch_ids))
-        and "".join(launch_ids).isascii()
-        and max(map(len, launch_ids)) <= 18
-        and len(set(launch_ids)) == len(launch_ids)
+        bool(lengths)
+        and joined.isascii()
+        and joined.isdigit()
+        and min(lengths) > 0
+        and max(lengths) <= 18
+        and (distinct or len(set(launch_ids)) == len(launch_ids))
     )
 
 

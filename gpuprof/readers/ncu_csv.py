@@ -292,8 +292,11 @@ class _Table:
         rest = self._going_on(positions, pattern)
         skipped = len(positions) - len(rest)
         sections = self.sections
-        for position in rest:
-            sections[position] = shared
+        if rest and rest[-1] - rest[0] == len(rest) - 1:  # increasing: one slice, as launches nearly always are
+            sections[rest[0] : rest[-1] + 1] = repeat(shared, len(rest))
+        else:
+            for position in rest:
+                sections[position] = shared
         for k in np.flatnonzero(~like[skipped:]).tolist():  # a launch of other sections
             launch_at = filled[skipped + k]
             more = tuple(dict.fromkeys(names[code] for code in run_codes[begins[launch_at] : ends[launch_at]].tolist()))
