@@ -137,8 +137,30 @@ def _b200_rule_moved(to_launch: str) -> str:
     return "".join(lines + ['"1"' + row[3:] for row in rows] + [f'"{to_launch}"' + rule[3:]])
 
 
+def _b200_with_rules(*changes) -> str:
+    """The B200 capture (launch 0) with its rows again as launches 1, 2 ..., each with its rule
+    rows as ``changes`` (one per launch) leave them: launches of other rules, or another order."""
+    lines = B200.read_text().splitlines(keepends=True)
+    rows = [line for line in lines if line.startswith('"0",')]
+    rules = [line for line in rows if ',"","","",' in line]
+    metrics = [line for line in rows if line not in rules]
+    for launch, change in enumerate(changes, start=1):
+        lines += [f'"{launch}"' + row[3:] for row in metrics + change(rules)]
+    return "".join(lines)
+
+
 # (name, the file's text, whether the fast path may take it)
 VARIANTS = [
+    (
+        "the same number of rules per launch, in other orders",
+        lambda: _b200_with_rules(lambda rules: rules[::-1], lambda rules: rules, lambda rules: rules[1:] + rules[:1]),
+        True,
+    ),
+    (
+        "launches of more and fewer rules",
+        lambda: _b200_with_rules(lambda rules: rules[2:], lambda rules: rules + rules[:3], lambda rules: rules[2:]),
+        True,
+    ),
     ("a rule row after another launch's rows", lambda: _b200_rule_moved("0"), False),
     ("a launch of a rule row only", lambda: _b200_rule_moved("123456"), True),
     ("windows line ends and BOM", lambda: "\ufeff" + _a100().replace("\n", "\r\n"), True),

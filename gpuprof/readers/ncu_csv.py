@@ -19,7 +19,7 @@ metric columns handed on (into the store) as they are converted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, groupby, islice, repeat
+from itertools import chain, islice, repeat
 from operator import itemgetter
 from pathlib import Path
 from sys import intern
@@ -240,25 +240,47 @@ class _Table:
             **metric_columns(rows.names, rows.units, rows.values, numbers=rows.numbers),
         }
         self.pieces.append(piece if self.keep is None else self.keep(piece))
-        texts = self.rule_texts(list(map(itemgetter(1), rows.rules)))  # a launch's rule rows come together
-        joined: dict[tuple[str, ...], str] = {}  # launches of one kernel often have the same advice
-        # the dict a launch's attributes become with a text: made once per (dict, text), the dict
-        # held so that its id is not another's while this chunk is taken
-        made: dict[tuple[int, str], tuple[dict[str, str], dict[str, str]]] = {}
-        for launch_id, group in groupby(zip(map(itemgetter(0), rows.rules), texts), itemgetter(0)):
-            lines = tuple(map(itemgetter(1), group))
-            text = joined.get(lines)
-            if text is None:
-                text = joined[lines] = "\n".join(lines)
-            position = self.positions[launch_id]
-            attributes = self.attributes[position]
-            before = made.get((id(attributes), text))
-            if before is None:
-                before = made[id(attributes), text] = (attributes, self.with_rules(attributes, text))
-            self.attributes[position] = before[1]
+        if rows.rules:
+            self._take_rules(rows.rules)
         if rows.sections is not None:
             self._take_sections(rows.sections, counts, first)
         return True
+
+    def _take_rules(self, rules: list[tuple[str, Sequence[str]]]) -> None:
+        """A chunk's rule rows, (launch ID, row) each, a launch's together, as its launches' rules:
+        each distinct rule's text made once, each distinct run of a launch's rules joined once
+        (launches of a kernel mostly get the same advice), each launch's new dict made once per
+        (dict, text). Runs of rows of one launch are taken in order, so a launch whose rules come
+        in two runs gets both."""
+        import numpy as np
+
+        launch_ids, rows = zip(*rules)
+        codes, texts = self.rule_codes(rows)
+        positions = np.fromiter(map(self.positions.__getitem__, launch_ids), dtype=np.int64, count=len(rules))
+        starts = np.flatnonzero(np.diff(positions, prepend=-1))
+        counts = np.diff(np.append(starts, len(positions)))
+        if (counts == counts[0]).all():  # as many rules per launch: the distinct runs found at once
+            runs, run_of = np.unique(codes.reshape(-1, counts[0]), axis=0, return_inverse=True)
+            runs, run_of = runs.tolist(), run_of.reshape(-1).tolist()
+        else:
+            found: dict[tuple[int, ...], int] = {}
+            listed = codes.tolist()
+            run_of = [
+                found.setdefault(tuple(listed[a:b]), len(found))
+                for a, b in zip(starts.tolist(), (starts + counts).tolist())
+            ]
+            runs = list(found)
+        joined = ["\n".join(map(texts.__getitem__, run)) for run in runs]
+        attributes = self.attributes
+        # the dict a launch's attributes become with a text, held with the dict it was made from so
+        # that the id of that one is not another's while this chunk is taken
+        made: dict[tuple[int, int], tuple[dict[str, str], dict[str, str]]] = {}
+        for position, run in zip(positions[starts].tolist(), run_of):
+            before = attributes[position]
+            after = made.get((id(before), run))
+            if after is None:
+                after = made[id(before), run] = (before, self.with_rules(before, joined[run]))
+            attributes[position] = after[1]
 
     def _take_sections(self, sections: object, counts: np.ndarray, first: int) -> None:
         """Each launch's sections of a chunk's rows, in file order, found on codes (the runs of one
@@ -352,7 +374,7 @@ class _Table:
         name = row[self.i_name]
         if not name:
             if self.i_rule is not None and len(row) > self.i_rule:
-                self.attributes[position] = self.with_rules(self.attributes[position], self.rule_texts([row])[0])
+                self.attributes[position] = self.with_rules(self.attributes[position], self.rule_codes([row])[1][0])
             return None
         self.launch.append(position)
         self.names.append(name)
@@ -424,9 +446,12 @@ class _Table:
         if len(more) > len(known):
             self.sections[position] = self.distinct_sections.setdefault(more, more)
 
-    def rule_texts(self, rows: Sequence[Sequence[str]]) -> list[str]:
-        """Rule rows (ncu's advice) as a launch keeps them: 'Name [Type]: description (estimated
-        speedup ...)', '' for a rule column the header or the row lacks."""
+    def rule_codes(self, rows: Sequence[Sequence[str]]) -> tuple[np.ndarray, list[str]]:
+        """Rule rows (ncu's advice) as a launch keeps them, 'Name [Type]: description (estimated
+        speedup ...)', '' for a rule column the header or the row lacks: each row's code among the
+        distinct texts, and those texts (each distinct rule made once)."""
+        import numpy as np
+
         shortest = min(map(len, rows), default=0)
         cells = list(
             map(itemgetter(*self.rule_cells), rows)  # every row has every rule column
@@ -434,16 +459,18 @@ class _Table:
             else (tuple(row[i] if i is not None and i < len(row) else "" for i in self.rule_cells) for row in rows)
         )
         made = dict.fromkeys(cells)  # each distinct rule once: the scanner's rows share their strings
+        texts = []
         for cell in made:
             name, kind, text, speedup_type, speedup = cell
-            made[cell] = f"{name} [{kind}]: {text}" + (
-                f" (estimated speedup {speedup_type} {speedup}%)" if speedup else ""
+            made[cell] = len(texts)
+            texts.append(
+                f"{name} [{kind}]: {text}" + (f" (estimated speedup {speedup_type} {speedup}%)" if speedup else "")
             )
-        return list(map(made.__getitem__, cells))
+        return np.fromiter(map(made.__getitem__, cells), dtype=np.int64, count=len(cells)), texts
 
     def with_rules(self, attributes: dict[str, str], text: str) -> dict[str, str]:
         """The shared dict of ``attributes`` with the rules ``text`` (one or more rule rows'
-        :meth:`rule_texts`, a line each) after those it has: one per launch, not per rule row."""
+        :meth:`rule_codes`' texts, a line each) after those it has: one per launch, not per rule row."""
         previous = attributes.get("rules")
         return self.shared({**attributes, "rules": f"{previous}\n{text}" if previous else text})
 
