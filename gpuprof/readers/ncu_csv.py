@@ -253,29 +253,30 @@ class _Table:
         (dict, text). Runs of rows of one launch are taken in order, so a launch whose rules come
         in two runs gets both."""
         import numpy as np
+        import pandas as pd
 
-        launch_ids, rows = zip(*rules)
-        codes, texts = self.rule_codes(rows)
-        positions = np.fromiter(map(self.positions.__getitem__, launch_ids), dtype=np.int64, count=len(rules))
+        codes, texts = self.rule_codes(list(map(itemgetter(1), rules)))
+        positions = np.fromiter(
+            map(self.positions.__getitem__, map(itemgetter(0), rules)), dtype=np.int64, count=len(rules)
+        )
         starts = np.flatnonzero(np.diff(positions, prepend=-1))
         counts = np.diff(np.append(starts, len(positions)))
-        if (counts == counts[0]).all():  # as many rules per launch: the distinct runs found at once
-            runs, run_of = np.unique(codes.reshape(-1, counts[0]), axis=0, return_inverse=True)
-            runs, run_of = runs.tolist(), run_of.reshape(-1).tolist()
-        else:
-            found: dict[tuple[int, ...], int] = {}
-            listed = codes.tolist()
-            run_of = [
-                found.setdefault(tuple(listed[a:b]), len(found))
-                for a, b in zip(starts.tolist(), (starts + counts).tolist())
-            ]
-            runs = list(found)
-        joined = ["\n".join(map(texts.__getitem__, run)) for run in runs]
+        run_of = np.empty(len(starts), dtype=np.int64)
+        joined: list[str] = []
+        for count in np.unique(counts).tolist():  # the launches of as many rules at once: their distinct runs
+            chosen = np.flatnonzero(counts == count)
+            matrix = codes[starts[chosen, None] + np.arange(count)]
+            key = np.zeros(len(chosen), dtype=np.int64)
+            for column in matrix.T:  # the rows factorized a column at a time (numpy's unique rows sort)
+                key = pd.factorize(key * len(texts) + column)[0]
+            run_of[chosen] = key + len(joined)
+            firsts = np.unique(key, return_index=True)[1]
+            joined += ["\n".join(map(texts.__getitem__, run)) for run in matrix[firsts].tolist()]
         attributes = self.attributes
         # the dict a launch's attributes become with a text, held with the dict it was made from so
         # that the id of that one is not another's while this chunk is taken
         made: dict[tuple[int, int], tuple[dict[str, str], dict[str, str]]] = {}
-        for position, run in zip(positions[starts].tolist(), run_of):
+        for position, run in zip(positions[starts].tolist(), run_of.tolist()):
             before = attributes[position]
             after = made.get((id(before), run))
             if after is None:
