@@ -18,11 +18,11 @@ from __future__ import annotations
 import csv
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import getitem
+from operator import getitem, itemgetter
 from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, TextIO
@@ -54,6 +54,8 @@ class Layout:
     i_section: int | None
     i_rule: int | None  # only in the 2023+ layout
     launch_columns: list[tuple[str, int]]  # (attribute key, position) of the per-launch columns
+    # positions of the rule rows' name, type, description, speedup type and speedup (None: not in the header)
+    rule_cells: tuple[int | None, ...] = ()
 
     @property
     def metric_width(self) -> int:
@@ -269,6 +271,60 @@ def _parse(path: Path, skip: int, columns: int, rows: int) -> pd.io.parsers.Text
 
 
 @dataclass
+class RuleRows:
+    """A chunk's rule rows (ncu's advice): each one's launch (its place among the chunk's launches,
+    in file order) and the code of its cells among ``cells``, the distinct (name, type,
+    description, speedup type, speedup) the rows hold, '' for a column the header or a row lacks."""
+
+    launches: np.ndarray
+    codes: np.ndarray
+    cells: list[tuple[str, ...]]
+
+    def __len__(self) -> int:
+        return len(self.launches)
+
+    @classmethod
+    def of_rows(cls, rows: list[tuple[str, Sequence[str]]], launch_ids: list[str], layout: Layout) -> RuleRows:
+        """Of (launch ID, the whole row) each, the launch one of ``launch_ids``."""
+        import numpy as np
+
+        place = {launch_id: k for k, launch_id in enumerate(launch_ids)}
+        cells = [rule_cells(row, layout.rule_cells) for _, row in rows]
+        found = dict.fromkeys(cells)
+        for code, cell in enumerate(found):
+            found[cell] = code
+        return cls(
+            np.fromiter(map(place.__getitem__, map(itemgetter(0), rows)), dtype=np.int64, count=len(rows)),
+            np.fromiter(map(found.__getitem__, cells), dtype=np.int64, count=len(cells)),
+            list(found),
+        )
+
+    @classmethod
+    def of_codes(cls, codes: np.ndarray, strings: list[list[str]], layout: Layout) -> RuleRows:
+        """Of the C scanner's: per rule row its launch, then the code of each field among ``strings``
+        (the field's column's distinct strings). The rows' distinct cells are found on codes, a
+        column at a time, without a string per row."""
+        import numpy as np
+        import pandas as pd
+
+        key = np.zeros(len(codes), dtype=np.int64)
+        taken = [i for i in layout.rule_cells if i is not None]
+        for i in taken:
+            key = pd.factorize(key * len(strings[i]) + codes[:, 1 + i])[0]
+        firsts = np.unique(key, return_index=True)[1]
+        cells = [
+            tuple("" if i is None else strings[i][code] for i, code in zip(layout.rule_cells, row))
+            for row in codes[firsts][:, [1 + (i or 0) for i in layout.rule_cells]].tolist()
+        ]
+        return cls(codes[:, 0].astype(np.int64), key, cells)
+
+
+def rule_cells(row: Sequence[str], cells: Sequence[int | None]) -> tuple[str, ...]:
+    """The rule cells (:attr:`Layout.rule_cells`) of one rule row, '' where the header or the row lacks one."""
+    return tuple(row[i] if i is not None and i < len(row) else "" for i in cells)
+
+
+@dataclass
 class Rows:
     """What the table needs from the parsed rows: per launch its ID, kernel, attributes and the
     range of its metric rows; the metric rows' cells as whole columns; the rule rows whole."""
@@ -281,7 +337,7 @@ class Rows:
     units: np.ndarray
     values: np.ndarray | dict[int, str]  # the value cells as text (see numbers)
     sections: np.ndarray | pd.Categorical | None
-    rules: list[tuple[str, tuple[str, ...]]]  # (launch ID, the whole row)
+    rules: RuleRows
     numbers: np.ndarray | None = None  # the values converted already; ``values`` then the non-finite ones' text
 
     @classmethod
@@ -328,7 +384,13 @@ class Rows:
             metric_column(table.i_unit),
             values,
             metric_column(table.i_section),
-            list(zip(ids[rules].tolist(), zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))),
+            RuleRows.of_rows(
+                list(
+                    zip(ids[rules].tolist(), zip(*(frame[i].to_numpy()[rules].tolist() for i in range(table.columns))))
+                ),
+                launch_ids,
+                table,
+            ),
         )
 
     @classmethod
@@ -393,7 +455,7 @@ class Rows:
             _categorical(*coded(layout.i_unit)),
             texts,
             sections,
-            [(fields[layout.i_id], tuple(fields)) for _, fields in rules],
+            RuleRows.of_rows([(fields[layout.i_id], fields) for _, fields in rules], launch_ids, layout),
             numbers,
         )
 
@@ -443,7 +505,9 @@ class Rows:
             coded(layout.i_unit, "units"),
             texts,
             None if layout.i_section is None else coded(layout.i_section, "sections"),
-            scanned["rules"],  # (launch ID, the whole row) each, made by the scanner
+            RuleRows.of_codes(
+                np.frombuffer(scanned["rules"], dtype=np.int32).reshape(-1, 1 + layout.columns), strings, layout
+            ),
             numbers,
         )
 

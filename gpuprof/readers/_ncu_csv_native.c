@@ -566,34 +566,6 @@ static void scan_free(Scan *s) {
     free(s->prev);
 }
 
-/* Each rule row as (its launch's ID, the row's fields), the strings `dicts` holds shared. */
-static PyObject *rule_rows(const Scan *s, PyObject *dicts) {
-    size_t width = 1 + (size_t)s->columns, count = s->rules.len / width;
-    PyObject *rows = PyList_New((Py_ssize_t)count);
-    if (!rows) return NULL;
-    PyObject *ids = PyList_GET_ITEM(dicts, s->i_id);
-    for (size_t r = 0; r < count; r++) {
-        const int32_t *codes = (int32_t *)s->rules.data + r * width;
-        PyObject *fields = PyTuple_New(s->columns);
-        if (!fields) {
-            Py_DECREF(rows);
-            return NULL;
-        }
-        for (int i = 0; i < s->columns; i++) {
-            PyObject *field = PyList_GET_ITEM(PyList_GET_ITEM(dicts, i), codes[1 + i]);
-            Py_INCREF(field);
-            PyTuple_SET_ITEM(fields, i, field);
-        }
-        PyObject *row = Py_BuildValue("(ON)", PyList_GET_ITEM(ids, ((int32_t *)s->ids.data)[codes[0]]), fields);
-        if (!row) {
-            Py_DECREF(rows);
-            return NULL;
-        }
-        PyList_SET_ITEM(rows, (Py_ssize_t)r, row);
-    }
-    return rows;
-}
-
 static PyObject *result(Scan *s) {
     PyObject *dicts = PyList_New(s->columns);
     if (!dicts) return NULL;
@@ -605,9 +577,8 @@ static PyObject *result(Scan *s) {
         }
         PyList_SET_ITEM(dicts, i, list);
     }
-    PyObject *texts = strings(&s->texts), *rules = texts ? rule_rows(s, dicts) : NULL;
-    if (!rules) {
-        Py_XDECREF(texts);
+    PyObject *texts = strings(&s->texts);
+    if (!texts) {
         Py_DECREF(dicts);
         return NULL;
     }
@@ -615,7 +586,7 @@ static PyObject *result(Scan *s) {
                          "names", vec_bytes(&s->names), "units", vec_bytes(&s->units), "sections",
                          vec_bytes(&s->sections), "numbers", vec_bytes(&s->numbers), "others",
                          vec_bytes(&s->others), "starts", vec_bytes(&s->starts), "ids", vec_bytes(&s->ids),
-                         "firsts", vec_bytes(&s->firsts), "rules", rules, "metric_rows",
+                         "firsts", vec_bytes(&s->firsts), "rules", vec_bytes(&s->rules), "metric_rows",
                          (long long)s->metric_rows);
 }
 

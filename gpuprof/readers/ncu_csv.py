@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, islice, repeat
-from operator import itemgetter
 from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, TextIO
@@ -66,6 +65,13 @@ LAUNCH_COLUMNS = {
     "NVTX": "nvtx",
 }
 _RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
+
+
+def rule_text(cells: tuple[str, ...]) -> str:
+    """A rule row (ncu's advice) as a launch keeps it, from its :data:`_RULE_COLUMNS` cells:
+    'Name [Type]: description (estimated speedup ...)'."""
+    name, kind, text, speedup_type, speedup = cells
+    return f"{name} [{kind}]: {text}" + (f" (estimated speedup {speedup_type} {speedup}%)" if speedup else "")
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -219,6 +225,7 @@ class _Table:
             self.i_section,
             self.i_rule,
             self.launch_columns,
+            tuple(self.rule_cells),
         )
 
     def take(self, rows: _bulk.Rows) -> bool:
@@ -240,25 +247,23 @@ class _Table:
             **metric_columns(rows.names, rows.units, rows.values, numbers=rows.numbers),
         }
         self.pieces.append(piece if self.keep is None else self.keep(piece))
-        if rows.rules:
-            self._take_rules(rows.rules)
+        if len(rows.rules):
+            self._take_rules(rows.rules, first)
         if rows.sections is not None:
             self._take_sections(rows.sections, counts, first)
         return True
 
-    def _take_rules(self, rules: list[tuple[str, Sequence[str]]]) -> None:
-        """A chunk's rule rows, (launch ID, row) each, a launch's together, as its launches' rules:
-        each distinct rule's text made once, each distinct run of a launch's rules joined once
-        (launches of a kernel mostly get the same advice), each launch's new dict made once per
-        (dict, text). Runs of rows of one launch are taken in order, so a launch whose rules come
-        in two runs gets both."""
+    def _take_rules(self, rules: _bulk.RuleRows, first: int) -> None:
+        """A chunk's rule rows (a launch's together) as its launches' rules, the chunk's launches
+        from position ``first`` on: each distinct rule's text made once, each distinct run of a
+        launch's rules joined once (launches of a kernel mostly get the same advice), each launch's
+        new dict made once per (dict, text). Runs of rows of one launch are taken in order, so a
+        launch whose rules come in two runs gets both."""
         import numpy as np
         import pandas as pd
 
-        codes, texts = self.rule_codes(list(map(itemgetter(1), rules)))
-        positions = np.fromiter(
-            map(self.positions.__getitem__, map(itemgetter(0), rules)), dtype=np.int64, count=len(rules)
-        )
+        texts = list(map(rule_text, rules.cells))
+        codes, positions = rules.codes, rules.launches + first
         starts = np.flatnonzero(np.diff(positions, prepend=-1))
         counts = np.diff(np.append(starts, len(positions)))
         run_of = np.empty(len(starts), dtype=np.int64)
@@ -375,7 +380,8 @@ class _Table:
         name = row[self.i_name]
         if not name:
             if self.i_rule is not None and len(row) > self.i_rule:
-                self.attributes[position] = self.with_rules(self.attributes[position], self.rule_codes([row])[1][0])
+                text = rule_text(_bulk.rule_cells(row, self.rule_cells))
+                self.attributes[position] = self.with_rules(self.attributes[position], text)
             return None
         self.launch.append(position)
         self.names.append(name)
@@ -447,31 +453,9 @@ class _Table:
         if len(more) > len(known):
             self.sections[position] = self.distinct_sections.setdefault(more, more)
 
-    def rule_codes(self, rows: Sequence[Sequence[str]]) -> tuple[np.ndarray, list[str]]:
-        """Rule rows (ncu's advice) as a launch keeps them, 'Name [Type]: description (estimated
-        speedup ...)', '' for a rule column the header or the row lacks: each row's code among the
-        distinct texts, and those texts (each distinct rule made once)."""
-        import numpy as np
-
-        shortest = min(map(len, rows), default=0)
-        cells = list(
-            map(itemgetter(*self.rule_cells), rows)  # every row has every rule column
-            if all(i is not None and i < shortest for i in self.rule_cells)
-            else (tuple(row[i] if i is not None and i < len(row) else "" for i in self.rule_cells) for row in rows)
-        )
-        made = dict.fromkeys(cells)  # each distinct rule once: the scanner's rows share their strings
-        texts = []
-        for cell in made:
-            name, kind, text, speedup_type, speedup = cell
-            made[cell] = len(texts)
-            texts.append(
-                f"{name} [{kind}]: {text}" + (f" (estimated speedup {speedup_type} {speedup}%)" if speedup else "")
-            )
-        return np.fromiter(map(made.__getitem__, cells), dtype=np.int64, count=len(cells)), texts
-
     def with_rules(self, attributes: dict[str, str], text: str) -> dict[str, str]:
         """The shared dict of ``attributes`` with the rules ``text`` (one or more rule rows'
-        :meth:`rule_codes`' texts, a line each) after those it has: one per launch, not per rule row."""
+        :func:`rule_text` each, a line each) after those it has: one per launch, not per rule row."""
         previous = attributes.get("rules")
         return self.shared({**attributes, "rules": f"{previous}\n{text}" if previous else text})
 
