@@ -436,7 +436,9 @@ def metric_columns(
     if others:
         text = np.full(rows, None, dtype=object)
         values[others] = math.nan
-        text[others] = [texts[row].strip() or None for row in others]
+        cells = list(map(texts.__getitem__, others))
+        stripped = {cell: cell.strip() or None for cell in set(cells)}  # a few distinct texts over many rows
+        text[others] = list(map(stripped.__getitem__, cells))
         tool_unit = np.array([base_names.index(unit) for unit in tool_units.categories] + [-1])
         unit_codes[others] = tool_unit[codes[others]]
     metric = _categorical(names)
