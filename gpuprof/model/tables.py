@@ -243,10 +243,15 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
     value = metrics["value"].to_numpy()
     unit = metrics["unit"].array  # its codes and categories taken once, not as a Series per key
     unit_codes, unit_names = unit.codes, unit.categories
+    canonical_keys = None
     for column in ("canonical", "metric"):  # a canonical match hides a tool-name match
         codes = metrics[column].cat
-        to_key = np.array([position.get(name, -1) for name in codes.categories] + [-1], dtype=np.int64)
+        to_key = np.array([position.get(name, -1) for name in codes.categories] + [-1], dtype=np.int32)
         key_of_row = to_key[codes.codes]  # code -1 (no value) picks the trailing -1
+        if canonical_keys is None:
+            canonical_keys = key_of_row
+        else:  # a row whose tool name is the key its canonical name is: that cell is found already
+            key_of_row[key_of_row == canonical_keys] = -1
         rows = np.flatnonzero(key_of_row >= 0)
         if not len(rows):
             continue
