@@ -32,7 +32,7 @@ from gpuprof.inputs import regular_file
 from gpuprof.model import Run, tables
 from gpuprof.readers import _cores, _ncu_csv_bulk, joining, ncu_csv
 from gpuprof.store import open_store
-from gpuprof.store.columns import MetricSpill
+from gpuprof.store.columns import MetricSpill, encode
 
 if TYPE_CHECKING:
     import numpy as np
@@ -286,11 +286,12 @@ def import_files(
             if l2_bytes != "lts":
                 take_l2_definition(run, l2_bytes)
             run.run_id = run_id
+            columns = None if spill else list(encode(run.launch_table, run.metric_table))
             if on_ready:
                 on_ready(run)
             added = not store.has(run.run_id)
             if spill is None:
-                store.add(run)
+                store.add(run, columns)
             else:
                 try:
                     store.add_streamed(run, spill.rows, spill.columns(len(run.launch_table)))

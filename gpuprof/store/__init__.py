@@ -384,10 +384,15 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def add(self, run: Run) -> None:
+    def add(self, run: Run, columns: list[tuple[str, str, str, bytes]] | None = None) -> None:
         """Store ``run`` whole, in one transaction; a run already stored (same id) is left as is.
-        A schema-1 store is migrated to the current schema first, in the same transaction."""
-        parts = [(run.run_id, *part) for part in store_columns.encode(run.launch_table, run.metric_table)]
+        A schema-1 store is migrated to the current schema first, in the same transaction.
+        ``columns``: its tables as :func:`gpuprof.store.columns.encode` gives them, made already
+        (the import encodes them before it derives on another thread, so that SQLite's writing,
+        which lets go of the GIL, is all that runs beside the derivation)."""
+        if columns is None:
+            columns = list(store_columns.encode(run.launch_table, run.metric_table))
+        parts = [(run.run_id, *part) for part in columns]
         with self._adding(run) as new:
             if new:
                 self._insert(run, parts)
