@@ -233,8 +233,9 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
     """
     import numpy as np
 
-    out = np.full((launches, len(keys)), np.nan)
-    found = np.zeros((launches, len(keys)), dtype=bool)
+    # each key's column contiguous (Fortran order): a caller takes a key's values without a copy
+    out = np.full((launches, len(keys)), np.nan, order="F")
+    found = np.zeros((launches, len(keys)), dtype=bool, order="F")
     units: list[str | None] = [None] * len(keys)
     if not len(metrics) or not keys:
         return out, units
@@ -256,15 +257,15 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
         if not len(rows):
             continue
         row_keys = key_of_row[rows]
-        cells = launch[rows].astype(np.int64) * len(keys) + row_keys
+        cells = row_keys.astype(np.int64) * launches + launch[rows]  # places in the arrays' Fortran order
         if _repeats(cells, out.size):  # a launch has a key twice: its first row counts
             kept = _first_of_each(cells, out.size)  # rows stay in table order
             rows, row_keys, cells = rows[kept], row_keys[kept], cells[kept]
-        fresh = ~found.ravel()[cells]
+        fresh = ~found.ravel(order="F")[cells]
         if not fresh.all():
             rows, row_keys, cells = rows[fresh], row_keys[fresh], cells[fresh]
-        out.ravel()[cells] = value[rows]
-        found.ravel()[cells] = True
+        out.ravel(order="F")[cells] = value[rows]
+        found.ravel(order="F")[cells] = True
         first_row = _first_at(row_keys, len(keys))  # each key's first row, as a place in rows
         for key in np.flatnonzero(first_row < len(rows)).tolist():
             if units[key] is None:

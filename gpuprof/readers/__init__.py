@@ -140,17 +140,17 @@ def truncation_notes(run: Run, counted: Sequence[int] | None = None) -> list[str
     """'The file looks truncated' when its last launch has fewer metric rows than every other launch:
     a file cut at a line boundary reads as a smaller profile, and this is the trace such a cut leaves.
     ``counted``: the metric rows per launch, for a run whose metric table holds only some of them."""
-    import pandas as pd
+    import numpy as np
 
     launches = run.launch_table
     if len(launches) < 2 or run.format not in _SAME_METRICS_PER_LAUNCH:
         return []
     rows = (
-        run.metric_table["launch"].value_counts().reindex(range(len(launches)), fill_value=0)
+        np.bincount(run.metric_table["launch"].to_numpy(), minlength=len(launches))
         if counted is None
-        else pd.Series(counted)
+        else np.asarray(counted)
     )
-    last, others = int(rows.iloc[-1]), int(rows.iloc[:-1].min())
+    last, others = int(rows[-1]), int(rows[:-1].min())
     if last >= others:
         return []
     kernel = shortened(str(launches["kernel"].iloc[-1]), 60)
