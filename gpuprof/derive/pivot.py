@@ -158,6 +158,11 @@ class Counters:
         in its order of preference, launch by launch."""
         return self.first_of(aliases(key))
 
+    def absent(self, names: Sequence[str]) -> bool:
+        """Whether no launch has a number for any of ``names`` (a derivation then has nothing to do)."""
+        self.fetch(names)
+        return self._empty.issuperset(names)
+
     def first_of(self, names: Sequence[str]) -> np.ndarray:
         """Per launch, the value of the first of ``names`` (tool or canonical) it has."""
         self.fetch(names)

@@ -114,6 +114,8 @@ def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     import numpy as np
     import pandas as pd
 
+    if c.absent(names()):  # no tensor counter at all, as most files: no tensor FLOPs, no rule, no kind
+        return np.full(c.launches, np.nan), np.full(c.launches, NONE), np.full(c.launches, "", dtype=object)
     types = by_kind(c)
     ops = _present_sum(list(types.values()))
     stacked = np.vstack([np.nan_to_num(v, nan=-1.0) for v in types.values()])
@@ -159,4 +161,6 @@ def sparse(c: Counters) -> np.ndarray:
     import numpy as np
 
     names = [name for _, _, counters in kinds() for name in counters if name.endswith(_SPARSE)]
+    if c.absent(names):
+        return np.zeros(c.launches, dtype=bool)
     return (np.nan_to_num(np.vstack([c.raw(name) for name in names])) > 0).any(axis=0)
