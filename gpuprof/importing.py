@@ -120,19 +120,26 @@ def _content_id_behind(path: str | Path, fmt: str) -> str:
     return content_id(path, fmt, _cores.wait_free)
 
 
-def _read_with_id(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, str]:
-    """One file's Run and its :func:`content_id`, the file hashed on a second thread while it is
-    read (hashlib lets go of the GIL) when its format is known beforehand, as it nearly always is."""
+def _read_with_id(path: str | Path, fmt: str | None, tag: str) -> tuple[Run, Callable[[], str]]:
+    """One file's Run and what gives its :func:`content_id`: the file is hashed on a second thread
+    while it is read (hashlib lets go of the GIL) when its format is known beforehand, as it nearly
+    always is, and the hash may still be under way when the Run is back (its store columns can be
+    made meanwhile)."""
     from concurrent.futures import ThreadPoolExecutor
 
     try:  # only a regular file is hashed ahead (a device such as /dev/zero has no end)
         guess = (fmt or readers.detect(path).NAME) if os.path.isfile(path) else None
     except (GpuprofError, OSError, ValueError):
         guess = None  # read_file says what is wrong with it
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
         hashing = pool.submit(_content_id_behind, path, guess + tag) if guess else None
-        run = read_file(path, guess or fmt)  # detected once
-        return run, hashing.result() if hashing and run.format == guess else content_id(path, run.format + tag)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with its one task
+    run = read_file(path, guess or fmt)  # detected once
+    if hashing and run.format == guess:
+        return run, hashing.result
+    return run, lambda: content_id(path, run.format + tag)
 
 
 # ncu details CSVs larger than this are read chunk by chunk into the store (:func:`_read_streamed`):
@@ -264,17 +271,15 @@ def import_files(
     if join:
         run = joining.join([read_file(path, fmt, time_notes=False) for path in paths])
         run.notes += skew.notes(run)
-        batches = iter([(run, content_id(paths, f"join|{run.format}{tag}"), None)])
+        joined_id = content_id(paths, f"join|{run.format}{tag}")
+        batches = iter([(run, lambda: joined_id, None)])
     else:
-        batches = (
-            (not nvtx_include and _read_streamed(path, fmt, tag)) or (*_read_with_id(path, fmt, tag), None)
-            for path in paths
-        )
+        batches = (_read_one(path, fmt, tag, streamed=not nvtx_include) for path in paths)
     first = next(batches, None)  # read before the store is opened: a failed import creates no store
     if first is None:
         return runs
     with open_store(store_path) as store:
-        for run, run_id, spill in itertools.chain([first], batches):
+        for run, identify, spill in itertools.chain([first], batches):
             if nvtx_include:
                 run = keep_nvtx(run, nvtx_include)
             if spec:
@@ -285,8 +290,8 @@ def import_files(
                 take_tensor_factor(run, tensor_flop_per_inst)
             if l2_bytes != "lts":
                 take_l2_definition(run, l2_bytes)
-            run.run_id = run_id
-            columns = None if spill else list(encode(run.launch_table, run.metric_table))
+            columns = None if spill else list(encode(run.launch_table, run.metric_table))  # while it is hashed
+            run.run_id = identify()
             if on_ready:
                 on_ready(run)
             added = not store.has(run.run_id)
@@ -301,6 +306,17 @@ def import_files(
             if on_stored:
                 on_stored(run, added)
     return runs
+
+
+def _read_one(
+    path: str | Path, fmt: str | None, tag: str, streamed: bool
+) -> tuple[Run, Callable[[], str], MetricSpill | None]:
+    """A file's Run, what gives its run id, and the spill its metric rows went to when it was read
+    chunk by chunk into one (:func:`_read_streamed`, where ``streamed``)."""
+    if streamed and (read := _read_streamed(path, fmt, tag)):
+        run, run_id, spill = read
+        return run, lambda: run_id, spill
+    return (*_read_with_id(path, fmt, tag), None)
 
 
 def nvtx_matches(path: str, pattern: str) -> bool:

@@ -29,7 +29,8 @@ CHECK = textwrap.dedent(
         return content_id(path, fmt, *between)
 
     importing.content_id = spy
-    run, run_id = importing._read_with_id(sys.argv[1], None, "")
+    run, identify = importing._read_with_id(sys.argv[1], None, "")
+    run_id = identify()
     assert run_id == content_id(sys.argv[1], "ncu-csv"), run_id
     assert seen["thread"] != threading.get_native_id()
     print(seen["nice"], os.getpriority(os.PRIO_PROCESS, 0))
@@ -47,7 +48,8 @@ def test_the_file_is_hashed_on_a_thread_of_the_lowest_priority_alone() -> None:
 
 
 def test_the_run_id_is_the_hash_of_the_bytes_and_the_format() -> None:
-    run, run_id = importing._read_with_id(A100, None, "")
+    run, identify = importing._read_with_id(A100, None, "")
+    run_id = identify()
     assert run.format == "ncu-csv"
     assert run_id == importing.content_id(A100, "ncu-csv") != importing.content_id(A100, "ncu-text")
     assert len(run_id) == 32
