@@ -200,9 +200,9 @@ def _looked_up(piece: dict) -> set[str]:
     looked: set[str] = set()
 
     class Probe(Run):
-        def lookup(self, keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
+        def lookup_columns(self, keys: Sequence[str]) -> tuple[list[np.ndarray], list[str | None]]:
             looked.update(keys)
-            return super().lookup(keys)
+            return super().lookup_columns(keys)
 
     count = int(piece["launch"].max()) + 1 if len(piece["launch"]) else 0
     launches = tables.launch_table([""] * count, range(count), [""] * count, [1] * count, [{}] * count)

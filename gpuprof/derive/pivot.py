@@ -54,7 +54,7 @@ class Counters:
 
     def __init__(
         self,
-        lookup: Callable[[Sequence[str]], tuple[np.ndarray, list[str | None]]],
+        lookup: Callable[[Sequence[str]], tuple[Sequence[np.ndarray], list[str | None]]],
         launches: int,
         extra: Sequence[str] = (),
         cc: Sequence[str] | Callable[[], Sequence[str]] | None = None,
@@ -83,7 +83,7 @@ class Counters:
         metrics = run.metric_table
         present = {*metrics["metric"].cat.categories, *metrics["canonical"].cat.categories}
         return cls(
-            run.lookup,
+            run.lookup_columns,
             len(run.launch_table),
             extra,
             lambda: launch_cc(run),
@@ -98,19 +98,19 @@ class Counters:
     ) -> Counters:
         """From Launch objects; ``cc`` overrides their ``cc`` attributes (a GPU run knows its device's)."""
 
-        def lookup(keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
+        def lookup(keys: Sequence[str]) -> tuple[list[np.ndarray], list[str | None]]:
             import numpy as np
 
-            values = np.full((len(launches), len(keys)), np.nan)
+            values = np.full((len(keys), len(launches)), np.nan)  # a row per key: each key's values contiguous
             units: list[str | None] = [None] * len(keys)
             for row, launch in enumerate(launches):
                 for column, key in enumerate(keys):
                     found = launch.metric(key)
                     if found is not None and isinstance(found.value, (int, float)):
-                        values[row, column] = found.value
+                        values[column, row] = found.value
                     if found is not None and units[column] is None:
                         units[column] = found.unit
-            return values, units
+            return list(values), units
 
         return cls(
             lookup,
@@ -138,7 +138,7 @@ class Counters:
         if wanted:
             values, units = self._lookup(wanted)
             for column, key in enumerate(wanted):
-                self._columns[key] = np.ascontiguousarray(values[:, column])
+                self._columns[key] = values[column]
                 self._units[key] = units[column]
                 if np.isnan(self._columns[key]).all():
                     self._empty.add(key)

@@ -94,6 +94,13 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """``values`` as a view no one can write through (a kept lookup column that many readers share)."""
+    view = values.view()
+    view.flags.writeable = False
+    return view
+
+
 class Run:
     """Everything one measurement or one imported file produced, stored once, rendered many times.
 
@@ -179,13 +186,21 @@ class Run:
 
     def lookup(self, keys: Sequence[str]) -> tuple[np.ndarray, list[str | None]]:
         """Per launch, the number each of ``keys`` (canonical or tool metric names) gives, as
-        :meth:`Launch.value` finds it, NaN where none; and each key's unit (see :func:`gpuprof.model.tables.lookup`).
+        :meth:`Launch.value` finds it, NaN where none; and each key's unit (see :func:`gpuprof.model.tables.lookup`)."""
+        import numpy as np
+
+        columns, units = self.lookup_columns(keys)
+        out = np.empty((len(self.launch_table), len(keys)), order="F")
+        for at, column in enumerate(columns):
+            out[:, at] = column
+        return out, units
+
+    def lookup_columns(self, keys: Sequence[str]) -> tuple[list[np.ndarray], list[str | None]]:
+        """:meth:`lookup` as one read-only array per key, the one kept, not a copy.
 
         What was found is kept (up to :data:`LOOKUP_CELLS` values) while the tables are the same
         objects (a run is a value once built): an import's notes and its per-kernel table read
         many of the same counters."""
-        import numpy as np
-
         launches = len(self.launch_table)
         table, rows, kept = self._looked_up
         if table is not self.metric_table or rows != launches:
@@ -193,14 +208,12 @@ class Run:
             self._looked_up = (self.metric_table, launches, kept)
         missing = [key for key in dict.fromkeys(keys) if key not in kept]
         if (len(kept) + len(missing)) * launches > LOOKUP_CELLS or not keys:
-            return _tables.lookup(self.metric_table, launches, keys)  # too many to keep
+            values, units = _tables.lookup(self.metric_table, launches, keys)  # too many to keep
+            return [_read_only(values[:, at]) for at in range(len(keys))], units
         if missing:
-            values, units = _tables.lookup(self.metric_table, launches, missing)
-            kept.update((key, (np.ascontiguousarray(values[:, i]), units[i])) for i, key in enumerate(missing))
-        out = np.empty((launches, len(keys)), order="F")  # each key's column contiguous: taken without a copy
-        for column, key in enumerate(keys):
-            out[:, column] = kept[key][0]
-        return out, [kept[key][1] for key in keys]
+            values, units = _tables.lookup(self.metric_table, launches, missing)  # each key's column contiguous
+            kept.update((key, (_read_only(values[:, at]), units[at])) for at, key in enumerate(missing))
+        return [kept[key][0] for key in keys], [kept[key][1] for key in keys]
 
     def to_dict(self) -> dict[str, Any]:
         return {**self._meta(), "launches": [dataclasses.asdict(launch) for launch in self.launches]}
