@@ -67,7 +67,7 @@ def _valueless(run: Run) -> list[str]:
     finite = np.isfinite(metrics["value"].to_numpy())
     texts = metrics["text"].to_numpy()
     has_text = np.zeros(len(texts), dtype=bool)
-    given = np.flatnonzero(metrics["text"].notna().to_numpy())  # usually few rows hold text
+    given = run.text_rows()  # usually few rows hold text
     codes, found = tables.distinct(texts[given])  # a few distinct texts over many rows: each judged once
     useful_text = np.array([str(t).strip().lower() not in ("", "nan", "n/a") for t in found], dtype=bool)
     has_text[given] = useful_text[codes]
@@ -290,7 +290,7 @@ def import_files(
                 take_tensor_factor(run, tensor_flop_per_inst)
             if l2_bytes != "lts":
                 take_l2_definition(run, l2_bytes)
-            columns = None if spill else list(encode(run.launch_table, run.metric_table))  # while it is hashed
+            columns = None if spill else list(encode(run.launch_table, run.metric_table, text_rows=run.text_rows()))
             run.run_id = identify()
             if on_ready:
                 on_ready(run)

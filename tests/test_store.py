@@ -89,7 +89,7 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
 
     real = store_columns.encode
     # every column twice: the second insert of a column breaks its primary key mid-transaction
-    monkeypatch.setattr(store_columns, "encode", lambda *tables: [*real(*tables), *real(*tables)])
+    monkeypatch.setattr(store_columns, "encode", lambda *a, **k: [*real(*a, **k), *real(*a, **k)])
     run = _run()
     with open_store(tmp_path / "s.sqlite") as store:
         with pytest.raises(StoreError, match="cannot write results store"):

@@ -141,6 +141,7 @@ class Run:
         self.launch_table, self.metric_table = tables
         self._views: list[Launch] | None = None
         self._looked_up: tuple[object, int, dict[str, tuple[np.ndarray, str | None]]] = (None, 0, {})
+        self._text_rows: tuple[object, np.ndarray | None] = (None, None)
 
     @property
     def launches(self) -> list[Launch]:
@@ -214,6 +215,17 @@ class Run:
             values, units = _tables.lookup(self.metric_table, launches, missing)  # each key's column contiguous
             kept.update((key, (_read_only(values[:, at]), units[at])) for at, key in enumerate(missing))
         return [kept[key][0] for key in keys], [kept[key][1] for key in keys]
+
+    def text_rows(self) -> np.ndarray:
+        """The metric rows whose value is a text (a string-valued metric: few rows, often none),
+        found once while the metric table is the same object: the notes and the store ask too."""
+        import numpy as np
+
+        table, rows = self._text_rows
+        if table is not self.metric_table or rows is None:
+            rows = np.flatnonzero(self.metric_table["text"].notna().to_numpy())
+            self._text_rows = (self.metric_table, rows)
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         return {**self._meta(), "launches": [dataclasses.asdict(launch) for launch in self.launches]}

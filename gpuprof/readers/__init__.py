@@ -167,11 +167,10 @@ _NOT_NUMBERS = r"[-+]?(?:nan|inf|infinity|n/a)|[-+]?[\d.,]*\d[\d.,]*%?"
 def unreadable_notes(run: Run) -> list[str]:
     """A note naming the rows whose value is no number although it was written as one ('nan', 'n/a',
     'inf', '1.2.3'): the metric is kept as missing, and the note says so instead of it vanishing."""
-    texts = run.metric_table["text"]
-    given = texts.notna()
-    if not given.any():
+    rows = run.text_rows()
+    if not len(rows):
         return []
-    written = texts[given].astype(str).str.strip()
+    written = run.metric_table["text"].iloc[rows].astype(str).str.strip()
     bad = written[written.str.fullmatch(_NOT_NUMBERS, case=False)]
     if bad.empty:
         return []

@@ -393,7 +393,7 @@ class Store:
         (the import encodes them before it derives on another thread, so that SQLite's writing,
         which lets go of the GIL, is all that runs beside the derivation)."""
         if columns is None:
-            columns = list(store_columns.encode(run.launch_table, run.metric_table))
+            columns = list(store_columns.encode(run.launch_table, run.metric_table, text_rows=run.text_rows()))
         parts = [(run.run_id, *part) for part in columns]
         with self._adding(run) as new:
             if new:

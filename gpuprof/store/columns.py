@@ -108,9 +108,13 @@ def _category(data: bytes) -> object:
 
 
 def encode(
-    launch_table: object, metric_table: object, tables: tuple[str, ...] = ("launches", "metrics")
+    launch_table: object,
+    metric_table: object,
+    tables: tuple[str, ...] = ("launches", "metrics"),
+    text_rows: object = None,
 ) -> Iterator[tuple[str, str, str, bytes]]:
-    """(table, column, encoding, data) for every column of a run's ``tables``."""
+    """(table, column, encoding, data) for every column of a run's ``tables``; ``text_rows``: the
+    metric rows holding a text, where known (:meth:`gpuprof.model.Run.text_rows`)."""
     import numpy as np
     import pandas as pd
 
@@ -131,7 +135,7 @@ def encode(
             data = categories + b"\n" + _npy(values.codes)
         elif encoding == "sparse":
             texts = series.to_numpy()
-            rows = series.notna().to_numpy().nonzero()[0].tolist()
+            rows = (series.notna().to_numpy().nonzero()[0] if text_rows is None else text_rows).tolist()
             data = json.dumps([[row, texts[row]] for row in rows]).encode()
         else:
             data = json.dumps(series.tolist()).encode()
