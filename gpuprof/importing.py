@@ -292,9 +292,11 @@ def import_files(
                 take_l2_definition(run, l2_bytes)
             columns = None if spill else list(encode(run.launch_table, run.metric_table, text_rows=run.text_rows()))
             run.run_id = identify()
+            # the store opened (a new one created) before a caller derives on another thread: its
+            # dozens of statements each wait for the GIL while that thread holds it
+            added = not store.has(run.run_id)
             if on_ready:
                 on_ready(run)
-            added = not store.has(run.run_id)
             if spill is None:
                 store.add(run, columns)
             else:

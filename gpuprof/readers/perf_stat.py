@@ -67,6 +67,7 @@ _SPREAD = re.compile(r"\(\s*\+-\s*(?P<spread>[\d.,]+)\s*%\s*\)")
 # '# <number> <words>' up to a '(' or the end; the words are the text between, stripped.
 _SHADOW = re.compile(r"#\s*+(?P<num>-?\d[\d.,]*+)\s*+(?P<text>(?:[^(#\s]++(?:\s++[^(#\s]++)*+)?+)\s*+(?:\(|$)")
 _TOPDOWN = re.compile(r"tma_|TopdownL\d|--topdown|retiring\s+bad speculat|\bPipelineL\d")
+_TOPDOWN_WORDS = ("tma_", "TopdownL", "--topdown", "retiring", "PipelineL")  # one is in every match: looked for first
 _TIME = re.compile(r"^\d+\.\d+$")
 # '--per-thread' rows start with 'comm-tid' (a name of up to 16 characters, no blanks): one cell, then blanks.
 _THREAD = re.compile(r"^\s*+(?P<thread>[^\s\d<]\S{0,40}?-\d+)\s++(?=[\d<])")
@@ -462,13 +463,15 @@ def _is_csv(head: str) -> bool:
 def _is_trimmed_block(head: str) -> bool:
     """A human block pasted without its 'Performance counter stats' header (people trim it): at
     least two counter lines, one of them with perf's own '# value words' beside the count."""
+    if "#" not in head:  # no line with perf's '# value words' (a CSV or trace of another tool, at once)
+        return False
     decimal = detect_decimal(head)
     counts = [count for line in head.splitlines() if (count := parse_human_line(line, decimal))]
     return len(counts) >= 2 and any(count.shadow for count in counts)
 
 
 def sniff(path: Path, head: str) -> bool:
-    if _TOPDOWN.search(head):
+    if any(word in head for word in _TOPDOWN_WORDS) and _TOPDOWN.search(head):
         return False
     if _HEADER.search(head):
         decimal = detect_decimal(head)
