@@ -127,11 +127,13 @@ def _plain_texts(values: np.ndarray) -> np.ndarray:
     return np.array(["" if text is None or text != text else str(text) for text in distinct], dtype=object)[codes]
 
 
-def _counter_names(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame under :func:`gpuprof.derive.levels.roofline_columns`' column names (dp/sp/hp)."""
+def _counter_names(frame: pd.DataFrame | dict[str, Any]) -> pd.DataFrame | dict[str, Any]:
+    """The frame (or columns) under :func:`gpuprof.derive.levels.roofline_columns`' column names (dp/sp/hp)."""
     names = {
         f"{q}_{p}": f"{q}_{s}" for q in ("flops", "flop_rate", "peak_flop_rate") for p, s in COUNTER_SUFFIX.items()
     }
+    if isinstance(frame, dict):
+        return {names.get(name, name): column for name, column in frame.items()}
     return frame.rename(columns=names)
 
 
@@ -364,12 +366,10 @@ def aggregate_frames(frames: Iterable[pd.DataFrame], extra: Sequence[str] = ()) 
         out[name] = sums.ratio(name)
     # a kernel of several kinds: its first launch's
     out["tensor_kind"] = [" | ".join(kinds).split(" | ")[0] for kinds in sums.texts["tensor_kind"]]
-    out = pd.DataFrame(out)
-
     roofline = levels.roofline_columns(_counter_names(out), out["device"].tolist(), ratio)
-    out = out.join(roofline.drop(columns="dominant"))
+    out.update((name, roofline[name].to_numpy()) for name in roofline.columns if name != "dominant")
     out["basis"] = [" | ".join(texts) for texts in sums.texts["basis"]]
-    return out
+    return pd.DataFrame(out)  # made once: pandas copies a frame per column added or joined
 
 
 def kernel_frame(runs: Iterable[Run], extra: Sequence[str] = ()) -> pd.DataFrame:

@@ -17,7 +17,7 @@ peaks (per-cycle peak x the cycles per second measured), not at the table's boos
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from gpuprof.derive.counted import kernel_time
@@ -118,20 +118,20 @@ def _ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
         return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
 
 
-def dominant(frame: pd.DataFrame) -> np.ndarray:
+def dominant(frame: pd.DataFrame | Mapping[str, np.ndarray]) -> np.ndarray:
     """Per row, the ceiling kind ("fp32/fma", "fp16/tensor") of the work with the most FLOPs:
     vector FLOPs per precision (``flops_dp/sp/hp``) against tensor FLOPs (``flops_tensor``, whose
     kind is ``tensor_kind``); "" where no work was counted."""
     import numpy as np
 
     columns = [*VECTOR_KINDS, "flops_tensor"]
-    values = np.vstack([np.nan_to_num(frame[c].to_numpy(dtype=float), nan=-1.0) for c in columns])
+    values = np.vstack([np.nan_to_num(np.asarray(frame[c], dtype=float), nan=-1.0) for c in columns])
     rates = [c.replace("flops_", "flop_rate_") for c in VECTOR_KINDS]
-    if set(rates) <= set(frame.columns):  # nothing counted: the work measured as rates
-        measured = np.vstack([np.nan_to_num(frame[c].to_numpy(dtype=float), nan=-1.0) for c in rates])
-        values = np.where((values < 0).all(axis=0), np.vstack([measured, np.full(len(frame), -1.0)]), values)
+    if set(rates) <= set(frame):  # nothing counted: the work measured as rates
+        measured = np.vstack([np.nan_to_num(np.asarray(frame[c], dtype=float), nan=-1.0) for c in rates])
+        values = np.where((values < 0).all(axis=0), np.vstack([measured, np.full(values.shape[1], -1.0)]), values)
     kinds = np.array(list(VECTOR_KINDS.values()) + [""], dtype=object)[values.argmax(axis=0)]
-    kinds = np.where(kinds == "", frame["tensor_kind"].to_numpy(dtype=object), kinds)
+    kinds = np.where(kinds == "", np.asarray(frame["tensor_kind"], dtype=object), kinds)
     return np.where(values.max(axis=0) > 0, kinds, "")
 
 
@@ -215,12 +215,12 @@ def file_ceiling_text(kind: str, value: float) -> str:
 
 
 def binding(
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | Mapping[str, np.ndarray],
     devices: Sequence[str],
     sm_clock: np.ndarray | None = None,
-    carried: pd.DataFrame | None = None,
+    carried: pd.DataFrame | Mapping[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of a frame with ``dominant``, ``ai_l1/l2/dram`` and ``flop_rate_total``, the device
+    """Per row of a frame (or columns) with ``dominant``, ``ai_l1/l2/dram`` and ``flop_rate_total``, the device
     of each row and the SM clock it ran at (Hz, NaN or None where not measured): the binding ceiling
     (FLOP/s), what it is, and the achieved percent of it.
 
@@ -234,9 +234,9 @@ def binding(
     import numpy as np
     import pandas as pd
 
-    rows = len(frame)
+    rows = len(devices)
     device_code, names = pd.factorize(np.asarray(devices, dtype=object))
-    kind_code, kinds = pd.factorize(frame["dominant"].to_numpy(dtype=object))
+    kind_code, kinds = pd.factorize(np.asarray(frame["dominant"], dtype=object))
     specs = _devices(list(names))
     sm_clock = np.full(rows, np.nan) if sm_clock is None else sm_clock
     measured = np.isfinite(sm_clock) & (sm_clock > 0)
@@ -266,17 +266,17 @@ def binding(
                 place(i, device_code == code, found, f" x AI {LABELS[level]}")
         if level == "dram":
             _take_carried(candidates[i], labels[i], carried, "dram", np.full(rows, True), " x AI DRAM")
-        candidates[i] = candidates[i] * frame[f"ai_{level}"].to_numpy(dtype=float)
+        candidates[i] = candidates[i] * np.asarray(frame[f"ai_{level}"], dtype=float)
     for work in ("fp32/fma", "fp64/fma"):
-        _take_carried(candidates[0], labels[0], carried, work, frame["dominant"].to_numpy(dtype=object) == work)
+        _take_carried(candidates[0], labels[0], carried, work, np.asarray(frame["dominant"], dtype=object) == work)
     compute = candidates[0]
     stacked = np.vstack(candidates)
     lowest = np.nan_to_num(stacked, nan=np.inf).argmin(axis=0)
     # without any byte count the compute roof is only an upper bound: naming it would hide memory
-    unmetered = np.isnan(np.vstack([frame[f"ai_{level}"].to_numpy(dtype=float) for level in LEVELS])).all(axis=0)
+    unmetered = np.isnan(np.vstack([np.asarray(frame[f"ai_{level}"], dtype=float) for level in LEVELS])).all(axis=0)
     value = np.where(np.isnan(compute) | unmetered, np.nan, stacked[lowest, np.arange(rows)])
     with np.errstate(divide="ignore", invalid="ignore"):
-        percent = 100.0 * frame["flop_rate_total"].to_numpy(dtype=float) / value
+        percent = 100.0 * np.asarray(frame["flop_rate_total"], dtype=float) / value
     text = np.where(np.isnan(value), "", np.vstack(labels)[lowest, np.arange(rows)])
     text[unmetered & ~np.isnan(compute)] = NO_MEMORY
     over = percent > 100
@@ -287,7 +287,12 @@ def binding(
 
 
 def _take_carried(
-    values: np.ndarray, labels: np.ndarray, carried: pd.DataFrame | None, kind: str, where: np.ndarray, suffix: str = ""
+    values: np.ndarray,
+    labels: np.ndarray,
+    carried: pd.DataFrame | Mapping[str, np.ndarray] | None,
+    kind: str,
+    where: np.ndarray,
+    suffix: str = "",
 ) -> None:
     """The file's own ceiling of ``kind`` into ``values``/``labels`` on the rows ``where`` it has one."""
     import numpy as np
@@ -295,7 +300,7 @@ def _take_carried(
     column = FILE_CEILINGS[kind][0]
     if carried is None or column not in carried:
         return
-    found = carried[column].to_numpy(dtype=float)
+    found = np.asarray(carried[column], dtype=float)
     take = where & np.isfinite(found) & (found > 0)
     for value in np.unique(found[take]).tolist():
         rows = take & (found == value)
@@ -303,7 +308,9 @@ def _take_carried(
 
 
 def roofline_columns(
-    frame: pd.DataFrame, devices: Sequence[str], ratio: Callable[[str, str], np.ndarray] | None = None
+    frame: pd.DataFrame | Mapping[str, np.ndarray],
+    devices: Sequence[str],
+    ratio: Callable[[str, str], np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """The hierarchical-roofline columns of a frame of FLOPs (``flops_dp/sp/hp/tensor/total``,
     ``tensor_kind``), bytes (``l1_bytes``, ``l2_bytes``, ``dram_bytes``) and kernel ``time``, per
@@ -312,31 +319,32 @@ def roofline_columns(
     columns (row by row unless given: a per-kernel table divides sums over the same launches).
     The AI check compares L2 with ``dram_check_bytes`` where the frame has them (the DRAM reads,
     when L2 counts the L1 unit's reads only). Where FLOPs or time were not counted, FLOP/s is ``flop_rate_from_rates`` and AI DRAM is FLOP/s /
-    ``dram_bandwidth``: Nsight Compute's roofline section plots exactly these rates."""
+    ``dram_bandwidth``: Nsight Compute's roofline section plots exactly these rates. ``frame`` may be
+    its columns as arrays (a per-kernel table's, before they are made a frame)."""
     import numpy as np
     import pandas as pd
 
     def row_ratio(top: str, bottom: str) -> np.ndarray:
-        return _ratio(frame[top].to_numpy(dtype=float), frame[bottom].to_numpy(dtype=float))
+        return _ratio(np.asarray(frame[top], dtype=float), np.asarray(frame[bottom], dtype=float))
 
     ratio = ratio or row_ratio
     rate = ratio("flops_total", "time")
     if "flop_rate_from_rates" in frame:  # no count: the rates ncu's roofline section plots
-        rate = np.where(np.isnan(rate), frame["flop_rate_from_rates"].to_numpy(dtype=float), rate)
-    out = pd.DataFrame({"flop_rate_total": rate}, index=frame.index)
+        rate = np.where(np.isnan(rate), np.asarray(frame["flop_rate_from_rates"], dtype=float), rate)
+    out = {"flop_rate_total": rate}  # the columns, made into a frame once (pandas copies a frame per column added)
     for level in LEVELS:
         out[f"ai_{level}"] = ratio("flops_total", f"{level}_bytes")
     if "dram_bandwidth" in frame:  # Nsight Compute's section formula: FLOP/s / DRAM byte/s
-        by_rate = _ratio(rate, frame["dram_bandwidth"].to_numpy(dtype=float))
+        by_rate = _ratio(rate, np.asarray(frame["dram_bandwidth"], dtype=float))
         out["ai_dram"] = np.where(np.isnan(out["ai_dram"]), by_rate, out["ai_dram"])
     checked = "dram_check_bytes" if "dram_check_bytes" in frame else "dram_bytes"  # DRAM reads under l1-reads
     out["ai_check"] = consistency(
-        frame["l1_bytes"].to_numpy(dtype=float),
-        frame["l2_bytes"].to_numpy(dtype=float),
-        frame[checked].to_numpy(dtype=float),
+        np.asarray(frame["l1_bytes"], dtype=float),
+        np.asarray(frame["l2_bytes"], dtype=float),
+        np.asarray(frame[checked], dtype=float),
     )
     out["dominant"] = dominant(frame)
-    clock = frame["sm_clock"].to_numpy(dtype=float) if "sm_clock" in frame else None
+    clock = np.asarray(frame["sm_clock"], dtype=float) if "sm_clock" in frame else None
     value, text, percent = binding(out, devices, clock, frame)
     out["binding_ceiling"], out["binding_name"], out["binding_percent"] = value, text, percent
-    return out
+    return pd.DataFrame(out, index=getattr(frame, "index", None))
