@@ -257,8 +257,9 @@ def import_files(
     Raises the reader's :class:`~gpuprof.errors.GpuprofError` for the first file that cannot be
     read, after the files before it were stored. ``on_stored(run, added)`` is called after each
     run is stored; ``added`` is False when the same file was already in the store; ``on_ready(run)``
-    just before, with the run as it is stored (a caller may derive from it on another thread while
-    SQLite writes it; nothing changes it after). An Nsight
+    before, once its tables, device and environment are those stored (a caller may derive from it
+    on another thread while its file is still hashed and SQLite writes it; nothing changes them
+    after; only its ``run_id``, the hash, is set after). An Nsight
     Compute details CSV over :data:`STREAM_MIN_BYTES` goes into the store a chunk at a time
     (:func:`_read_streamed`): its returned run holds the launches but only the metric rows its
     per-kernel table and notes read; the store holds them all.
@@ -290,13 +291,14 @@ def import_files(
                 take_tensor_factor(run, tensor_flop_per_inst)
             if l2_bytes != "lts":
                 take_l2_definition(run, l2_bytes)
-            columns = None if spill else list(encode(run.launch_table, run.metric_table, text_rows=run.text_rows()))
-            run.run_id = identify()
             # the store opened (a new one created) before a caller derives on another thread: its
-            # dozens of statements each wait for the GIL while that thread holds it
-            added = not store.has(run.run_id)
+            # dozens of statements would each wait for the GIL while that thread holds it
+            store.open()
             if on_ready:
                 on_ready(run)
+            columns = None if spill else list(encode(run.launch_table, run.metric_table, text_rows=run.text_rows()))
+            run.run_id = identify()  # the file hashed meanwhile
+            added = not store.has(run.run_id)
             if spill is None:
                 store.add(run, columns)
             else:

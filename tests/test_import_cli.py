@@ -15,7 +15,7 @@ from fixture_paths import BABEL, FIXTURES, K40C, README, REP, SRAD
 
 from gpuprof.cli import main
 from gpuprof.derive.kernel_table import kernel_table
-from gpuprof.importing import import_files
+from gpuprof.importing import content_id, import_files
 from gpuprof.store import open_store
 
 FORMA = "__kernel___forma_kernel__0__(float*, int, int, int, int, int, int, float*)"
@@ -184,15 +184,17 @@ def test_an_ncu_csv_without_its_gpus_name_says_to_give_gpu(tmp_path: Path) -> No
 
 def test_on_ready_sees_each_run_as_it_is_stored_before_on_stored(tmp_path: Path) -> None:
     """The CLI derives one file's per-kernel table on a thread from the run on_ready hands over,
-    while the store writes it: that run is the one stored, with its id and device already set."""
-    events: list[tuple[str, str, str]] = []
+    while the file is hashed and the store writes it: that run is the one stored, its device
+    already named; only its id, the file's hash, is set after."""
+    events: list[tuple[str, object, str, int]] = []
     import_files(
         [K40C],
         tmp_path / "s.sqlite",
-        on_ready=lambda run: events.append(("ready", run.run_id, run.device.get("name", ""))),
-        on_stored=lambda run, added: events.append(("stored", run.run_id, run.device.get("name", ""))),
+        on_ready=lambda run: events.append(("ready", run, run.device.get("name", ""), len(run.launch_table))),
+        on_stored=lambda run, added: events.append(("stored", run, run.device.get("name", ""), len(run.launch_table))),
         gpu="K40",
     )
     (ready, stored) = events
     assert ready[0] == "ready" and stored[0] == "stored"
-    assert ready[1:] == stored[1:] and len(ready[1]) == 32 and "K40" in ready[2]
+    assert ready[1] is stored[1] and ready[2:] == stored[2:] and "K40" in ready[2]
+    assert stored[1].run_id == content_id(K40C, "nvprof-csv-metrics|gpu=k40")

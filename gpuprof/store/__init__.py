@@ -211,6 +211,10 @@ class Store:
             self._connection = self._open()
         return self._connection
 
+    def open(self) -> None:
+        """Open the store now (a new one: create it), not at its first use."""
+        self._db  # noqa: B018 (the property opens it)
+
     def _created(self) -> bool:
         """Whether the store is there to read (a new store is made by its first write)."""
         return self._connection is not None or self._real.exists()
