@@ -235,7 +235,7 @@ class _Table:
         import numpy as np
 
         on = int(bool(self.kernels) and next(reversed(self.positions)) == rows.launch_ids[0])
-        if any(map(self.positions.__contains__, rows.launch_ids[on:])):
+        if self.positions and any(map(self.positions.__contains__, rows.launch_ids[on:])):
             return False  # a launch in pieces
         if len(rows.launch_ids) > on:  # the bulk path's IDs are plain counts: int() is parse_count
             new = rows.launch_ids[on:]
