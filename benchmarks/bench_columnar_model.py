@@ -260,7 +260,7 @@ def main() -> None:
                 ours = min(ours, child("import_command", str(path), tmp), key=itemgetter("seconds"))
                 theirs = min(theirs, child("pandas_read", str(path)), key=itemgetter("seconds"))
             memory = child("large_import", str(path), tmp)
-            parts = child("model_parts", str(path), tmp)
+            model = child("model_parts", str(path), tmp)
         print(f"{label}: {args.rows:,} rows, {size / 1e6:.1f} MB")
         print(f"  gpuprof import --format json  {ours['seconds']:6.2f} s   pandas.read_csv {theirs['seconds']:6.2f} s")
         print(f"  rows/s ratio import/pandas: {theirs['seconds'] / ours['seconds']:.2f} (target >= 1.0)")
@@ -269,10 +269,10 @@ def main() -> None:
             f"  import peak memory / file size: {rise / size:.2f} (target <= 2; resident memory of a fresh "
             f"process, its rise over the {memory['loaded_rss_bytes'] / 1e6:.0f} MB of the libraries loaded)"
         )
-        print(f"  per-kernel table, {parts['launches_in_table']:,} launches: {parts['table_s']:.3f} s (target <= 0.3)")
+        print(f"  per-kernel table, {model['launches_in_table']:,} launches: {model['table_s']:.3f} s (target <= 0.3)")
         print(
-            f"  store {parts['rows']:,} metric rows: {parts['store_s']:.3f} s (target <= 1); "
-            f"read back: {parts['read_s']:.3f} s (target <= 1)"
+            f"  store {model['rows']:,} metric rows: {model['store_s']:.3f} s (target <= 1); "
+            f"read back: {model['read_s']:.3f} s (target <= 1)"
         )
     if args.large_rows and "large" in parts:
         large_file(args.large_rows, list(SOURCES.values())[1])
