@@ -142,6 +142,20 @@ def attribute(launches: pd.DataFrame, key: str, default: object = None) -> list[
     return list(map(dict.get, launches["attributes"].tolist(), repeat(key), repeat(default)))
 
 
+def row_codes(columns: Sequence[np.ndarray], rows: int) -> np.ndarray:
+    """Each of ``rows`` rows' code among the distinct rows of the integer ``columns`` (codes from
+    0), in order of first appearance: factorized a column at a time, where numpy's unique over
+    rows sorts them (60 ms for the rule rows of a million-row file)."""
+    import numpy as np
+    import pandas as pd
+
+    key = np.zeros(rows, dtype=np.int64)
+    for column in columns:
+        base = int(column.max()) + 1 if len(column) else 1
+        key = pd.factorize(key * base + column)[0]
+    return key
+
+
 def same_text(values: Sequence[str]) -> bool:
     """Whether every one of ``values`` is the first one (cheap on a column of one repeated string)."""
     return not len(values) or values.count(values[0]) == len(values)

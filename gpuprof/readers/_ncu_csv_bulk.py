@@ -27,6 +27,7 @@ from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, TextIO
 
+from gpuprof.model import tables
 from gpuprof.readers import _cores
 from gpuprof.readers._text import column_numbers, ends_with_newline
 
@@ -305,12 +306,8 @@ class RuleRows:
         (the field's column's distinct strings). The rows' distinct cells are found on codes, a
         column at a time, without a string per row."""
         import numpy as np
-        import pandas as pd
 
-        key = np.zeros(len(codes), dtype=np.int64)
-        taken = [i for i in layout.rule_cells if i is not None]
-        for i in taken:
-            key = pd.factorize(key * len(strings[i]) + codes[:, 1 + i])[0]
+        key = tables.row_codes([codes[:, 1 + i] for i in layout.rule_cells if i is not None], len(codes))
         firsts = np.unique(key, return_index=True)[1]
         cells = [
             tuple("" if i is None else strings[i][code] for i, code in zip(layout.rule_cells, row))

@@ -260,7 +260,6 @@ class _Table:
         new dict made once per (dict, text). Runs of rows of one launch are taken in order, so a
         launch whose rules come in two runs gets both."""
         import numpy as np
-        import pandas as pd
 
         texts = list(map(rule_text, rules.cells))
         codes, positions = rules.codes, rules.launches + first
@@ -271,9 +270,7 @@ class _Table:
         for count in np.unique(counts).tolist():  # the launches of as many rules at once: their distinct runs
             chosen = np.flatnonzero(counts == count)
             matrix = codes[starts[chosen, None] + np.arange(count)]
-            key = np.zeros(len(chosen), dtype=np.int64)
-            for column in matrix.T:  # the rows factorized a column at a time (numpy's unique rows sort)
-                key = pd.factorize(key * len(texts) + column)[0]
+            key = tables.row_codes(list(matrix.T), len(chosen))
             run_of[chosen] = key + len(joined)
             firsts = np.unique(key, return_index=True)[1]
             joined += ["\n".join(map(texts.__getitem__, run)) for run in matrix[firsts].tolist()]
