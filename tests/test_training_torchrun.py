@@ -29,6 +29,8 @@ TORCHRUN = Path(sys.executable).with_name("torchrun")
 
 # A user's script: nothing of gpuprof but its regions; DDP over gloo, 3 optimizer steps.
 SCRIPT = """
+import sys
+
 import torch
 import torch.distributed as dist
 import gpuprof
@@ -45,7 +47,9 @@ with gpuprof.region("train"):
             loss.backward()
             optimizer.step()
 total = sum(p.sum().item() for p in model.parameters())
-print(f"rank {dist.get_rank()}: weight sum {total:.6f}", flush=True)
+# one write per line: the two ranks share the pipe, unbuffered, and print() writes the line break apart
+sys.stdout.write(f"rank {dist.get_rank()}: weight sum {total:.6f}\\n")
+sys.stdout.flush()
 dist.destroy_process_group()
 """
 
