@@ -90,10 +90,11 @@ def launch_columns(header: Sequence[str]) -> dict[str, int]:
     return {key: header.index(column) for column, key in LAUNCH_COLUMNS.items() if column in header}
 
 
-def run_device(devices: Iterable[str], attributes: Iterable[dict[str, str]]) -> dict[str, str]:
-    """Run.device from the launches' device name, index and compute capability, when they agree."""
+def run_device(devices: Iterable[str] | None, attributes: Iterable[dict[str, str]]) -> dict[str, str]:
+    """Run.device from the launches' device name (None: none named, as in a CSV), index and
+    compute capability, when they agree."""
     attributes = list(attributes)
-    devices = list(islice(devices, len(attributes)))  # the CSV reader gives repeat("")
+    devices = [""] if devices is None else list(islice(devices, len(attributes)))
     if tables.same_text(devices):  # launches share a few dicts: each looked into once
         named = devices[0] if devices else ""
         distinct = dict(zip(map(id, attributes), attributes)).values()
@@ -159,7 +160,7 @@ def _run(path: Path, table: _Table, log: ToolLog) -> Run:
         kind="import",
         format=NAME,
         source=str(path),
-        device=run_device(repeat(""), table.attributes),
+        device=run_device(None, table.attributes),
         environment={"tool": "ncu"},
         notes=notes,
         tables=table.tables(),
@@ -491,6 +492,8 @@ class _Table:
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The launch and metric tables of what was read (once: the bulk path's chunks are handed over)."""
+        import numpy as np
+
         self.distinct_attributes, self.distinct_count = {}, 0  # now the dicts with their sections
         self.attributes = self._with_sections()
         count = len(self.kernels)
@@ -500,7 +503,13 @@ class _Table:
             else {"launch": self.launch, **metric_columns(self.names, self.units, self.texts)}
         )
         return (
-            tables.launch_table(self.kernels, self.indices, [""] * count, [1] * count, self.attributes),
+            tables.launch_table(
+                self.kernels,
+                self.indices,
+                np.full(count, "", dtype=object),
+                np.ones(count, dtype=np.int64),
+                self.attributes,
+            ),
             tables.metric_table(**columns),
         )
 
