@@ -176,7 +176,10 @@ def train(job: Job, rank: int = 0, world: int = 1) -> list[tuple[int, float]]:
             _evaluate(model, validation, "validation", device)
     _evaluate(model, test, "test", device)
     checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
-    print(f"rank {rank}: parameter sum after training {checksum:.12g}", flush=True)  # equal on every DDP rank
+    # equal on every DDP rank; one write, line break included: the ranks share the (unbuffered) output,
+    # and print() writes the line break apart, so two ranks' lines could run together
+    sys.stdout.write(f"rank {rank}: parameter sum after training {checksum:.12g}\n")
+    sys.stdout.flush()
     return _inference(job, model, spec.input_shape, device, rank)
 
 
