@@ -110,8 +110,7 @@ def launch_frame(run: Run, extra: Sequence[str] = (), roofline: bool = True) -> 
         "tensor_kind": texts(_plain_texts(values["tensor_kind"])),
     }
     if roofline:
-        frame = pd.DataFrame(out)
-        out.update(levels.roofline_columns(_counter_names(frame), frame["device"].tolist()).drop(columns="dominant"))
+        out.update(levels.roofline_columns(_counter_names(out), list(out["device"])).drop(columns="dominant"))
     out = {**out, "basis": texts(basis), **{name: values[name] for name in extra}}
     # on the arrays as they are (tables.owned): pandas would copy every number column into one new block
     out = pd.DataFrame(tables.owned(out), copy=False)
@@ -127,14 +126,12 @@ def _plain_texts(values: np.ndarray) -> np.ndarray:
     return np.array(["" if text is None or text != text else str(text) for text in distinct], dtype=object)[codes]
 
 
-def _counter_names(frame: pd.DataFrame | dict[str, Any]) -> pd.DataFrame | dict[str, Any]:
-    """The frame (or columns) under :func:`gpuprof.derive.levels.roofline_columns`' column names (dp/sp/hp)."""
+def _counter_names(columns: dict[str, Any]) -> dict[str, Any]:
+    """The columns under :func:`gpuprof.derive.levels.roofline_columns`' names (dp/sp/hp)."""
     names = {
         f"{q}_{p}": f"{q}_{s}" for q in ("flops", "flop_rate", "peak_flop_rate") for p, s in COUNTER_SUFFIX.items()
     }
-    if isinstance(frame, dict):
-        return {names.get(name, name): column for name, column in frame.items()}
-    return frame.rename(columns=names)
+    return {names.get(name, name): column for name, column in columns.items()}
 
 
 class _Sums:
