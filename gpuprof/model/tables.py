@@ -34,6 +34,11 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING
 
+try:  # the pivot's pass in C: built by pip where a C compiler is found
+    from gpuprof.model._lookup_native import fill as _native_fill
+except ImportError:
+    _native_fill = None
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -241,51 +246,74 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
     is none or it holds a string. Returns a (launches × keys) array and each key's unit (that of
     its first row, or None).
 
-    One pass over the table for all keys: category codes are mapped to key positions, and the
-    first row per (launch, key) is kept, so the cost grows with the rows that match, not with
-    the number of keys times the rows.
+    One pass over the table per name column for all keys: category codes are mapped to key
+    positions, and the first row per (launch, key) is kept, so the cost grows with the rows, not
+    with the number of keys times the rows. The pass is C's where the extension was built
+    (:mod:`gpuprof.model._lookup_native`), NumPy's otherwise (:func:`_fill`): the same arrays.
     """
     import numpy as np
 
     # each key's column contiguous (Fortran order): a caller takes a key's values without a copy
     out = np.full((launches, len(keys)), np.nan, order="F")
-    found = np.zeros((launches, len(keys)), dtype=bool, order="F")
     units: list[str | None] = [None] * len(keys)
     if not len(metrics) or not keys:
         return out, units
     position = {key: i for i, key in enumerate(keys)}
-    launch = metrics["launch"].to_numpy()
-    value = metrics["value"].to_numpy()
-    unit = metrics["unit"].array  # its codes and categories taken once, not as a Series per key
-    unit_codes, unit_names = unit.codes, unit.categories
-    canonical_keys = None
-    for column in ("canonical", "metric"):  # a canonical match hides a tool-name match
+    launch = np.ascontiguousarray(metrics["launch"].to_numpy())
+    value = np.ascontiguousarray(metrics["value"].to_numpy(dtype=np.float64))
+    names = []  # per name column (canonical first: its match hides a tool-name match): codes, code -> key
+    for column in ("canonical", "metric"):
         codes = metrics[column].cat
         to_key = np.array([position.get(name, -1) for name in codes.categories] + [-1], dtype=np.int32)
-        key_of_row = to_key[codes.codes]  # code -1 (no value) picks the trailing -1
+        names.append((np.ascontiguousarray(codes.codes), to_key))
+    (canonical, to_key), (metric, metric_to_key) = names
+    flat = out.ravel(order="F")  # a view: the cells in the arrays' Fortran order
+    if _native_fill is not None:
+        firsts = _native_fill(flat, launches, launch, value, canonical, to_key, metric, metric_to_key)
+    else:
+        firsts = _fill(flat, launches, launch, value, names)
+    unit = metrics["unit"].array  # its codes and categories taken once, not as a Series per key
+    unit_codes, unit_names = unit.codes, unit.categories
+    for first_rows in firsts:  # a key's unit: its first row's by canonical name, else by tool name
+        for key, row in enumerate(first_rows):
+            if row >= 0 and units[key] is None:
+                code = unit_codes[row]
+                units[key] = unit_names[code] if code >= 0 else ""
+    return out, units
+
+
+def _fill(
+    flat: np.ndarray, launches: int, launch: np.ndarray, value: np.ndarray, names: list[tuple[np.ndarray, np.ndarray]]
+) -> list[list[int]]:
+    """:func:`lookup`'s passes in NumPy: whole-column steps per name column (rows that name a key,
+    their cells, the first row of each cell, those no earlier pass found), writing ``flat``.
+    Returns the first row each key took in each pass (-1: none)."""
+    import numpy as np
+
+    keys = len(flat) // launches
+    found = np.zeros(len(flat), dtype=bool)
+    firsts = []
+    canonical_keys = None
+    for codes, to_key in names:
+        key_of_row = to_key[codes]  # code -1 (no value) picks the trailing -1
         if canonical_keys is None:
             canonical_keys = key_of_row
         else:  # a row whose tool name is the key its canonical name is: that cell is found already
             key_of_row[key_of_row == canonical_keys] = -1
         rows = np.flatnonzero(key_of_row >= 0)
-        if not len(rows):
-            continue
         row_keys = key_of_row[rows]
-        cells = row_keys.astype(np.int64) * launches + launch[rows]  # places in the arrays' Fortran order
-        if _repeats(cells, out.size):  # a launch has a key twice: its first row counts
-            kept = _first_of_each(cells, out.size)  # rows stay in table order
+        cells = row_keys.astype(np.int64) * launches + launch[rows]
+        if _repeats(cells, len(flat)):  # a launch has a key twice: its first row counts
+            kept = _first_of_each(cells, len(flat))  # rows stay in table order
             rows, row_keys, cells = rows[kept], row_keys[kept], cells[kept]
-        fresh = ~found.ravel(order="F")[cells]
+        fresh = ~found[cells]
         if not fresh.all():
             rows, row_keys, cells = rows[fresh], row_keys[fresh], cells[fresh]
-        out.ravel(order="F")[cells] = value[rows]
-        found.ravel(order="F")[cells] = True
-        first_row = _first_at(row_keys, len(keys))  # each key's first row, as a place in rows
-        for key in np.flatnonzero(first_row < len(rows)).tolist():
-            if units[key] is None:
-                code = unit_codes[rows[first_row[key]]]
-                units[key] = unit_names[code] if code >= 0 else ""
-    return out, units
+        flat[cells] = value[rows]
+        found[cells] = True
+        first_row = _first_at(row_keys, keys)  # each key's first row, as a place in rows
+        firsts.append([int(rows[at]) if at < len(rows) else -1 for at in first_row.tolist()])
+    return firsts
 
 
 def _repeats(cells: np.ndarray, size: int) -> bool:
