@@ -336,6 +336,7 @@ class Rows:
     sections: np.ndarray | pd.Categorical | None
     rules: RuleRows
     numbers: np.ndarray | None = None  # the values converted already; ``values`` then the non-finite ones' text
+    distinct_attributes: list[dict[str, str]] | None = None  # each dict of ``attributes`` once, where known
 
     @classmethod
     def take(cls, frame: pd.DataFrame, table: Layout) -> Rows | None:
@@ -473,7 +474,7 @@ class Rows:
         wanted = layout.launch_fields
         firsts = np.frombuffer(scanned["firsts"], dtype=np.int32).reshape(len(ids), len(wanted))
         kernels = np.array(strings[layout.i_kernel], dtype=object)[firsts[:, 0]].tolist()
-        attributes = _attribute_dicts(
+        attributes, distinct_attributes = _attribute_dicts(
             firsts[:, 1:], [key for key, _ in layout.launch_columns], [strings[i] for i in wanted[1:]]
         )
         rows = scanned["metric_rows"]
@@ -506,24 +507,29 @@ class Rows:
                 np.frombuffer(scanned["rules"], dtype=np.int32).reshape(-1, 1 + layout.columns), strings, layout
             ),
             numbers,
+            distinct_attributes,
         )
 
 
-def _attribute_dicts(codes: np.ndarray, keys: list[str], strings: list[list[str]]) -> list[dict[str, str]]:
+def _attribute_dicts(
+    codes: np.ndarray, keys: list[str], strings: list[list[str]]
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Each launch's attributes from its row of ``codes`` (one column per key, coding ``strings``):
-    one dict per distinct row, shared by the launches that have it. Launches in a row mostly have
-    the same attributes, so only the rows that differ from the row before are looked up."""
+    one dict per distinct row, shared by the launches that have it; and those dicts. Launches in a
+    row mostly have the same attributes, so only the rows that differ from the row before are
+    looked up."""
     import numpy as np
 
     if not len(codes):
-        return []
+        return [], []
     starts = np.concatenate(([0], np.flatnonzero((codes[1:] != codes[:-1]).any(axis=1)) + 1))
     made: dict[tuple[int, ...], dict[str, str]] = {}
     runs = [
         made.get(row) or made.setdefault(row, dict(zip(keys, map(getitem, strings, row))))
         for row in map(tuple, codes[starts].tolist())
     ]
-    return list(chain.from_iterable(map(repeat, runs, np.diff(np.append(starts, len(codes))).tolist())))
+    lengths = np.diff(np.append(starts, len(codes))).tolist()
+    return list(chain.from_iterable(map(repeat, runs, lengths))), list(made.values())
 
 
 def _plain_launch_ids(launch_ids: list[str], distinct: bool = False) -> bool:

@@ -18,6 +18,7 @@ metric columns handed on (into the store) as they are converted.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, islice, repeat
 from pathlib import Path
@@ -160,10 +161,10 @@ def _run(path: Path, table: _Table, log: ToolLog) -> Run:
         kind="import",
         format=NAME,
         source=str(path),
-        device=run_device(None, table.attributes),
         environment={"tool": "ncu"},
         notes=notes,
         tables=table.tables(),
+        device=run_device(None, table.distinct),  # once the tables are made: each distinct dict once
     )
 
 
@@ -196,7 +197,9 @@ class _Table:
         self.launch_columns = list(launch_columns(header).items())
         self.columns = len(header)
         # per launch, in order of first appearance
-        self.positions: dict[str, int] = {}  # launch ID -> its position
+        self.positions: dict[str, int] = {}  # launch ID -> its position (the line-by-line path's)
+        self.chunk_ids: list[list[str]] = []  # the bulk path's: each chunk's launch IDs
+        self.earlier_ids: set[str] = set()  # those of the chunks before the last, made as chunks come
         self.kernels: list[str] = []
         self.indices: list[int] = []
         self.attributes: list[dict[str, str]] = []
@@ -206,6 +209,7 @@ class _Table:
         self.distinct_attributes: dict[tuple[str, ...], dict[tuple[str, ...], dict[str, str]]] = {}
         self.distinct_count = 0
         self.distinct_sections: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.distinct: list[dict[str, str]] = []  # every launch's dict once (some twice), when the tables are made
         # per metric row: lists as the line-by-line path reads, or the bulk path's whole columns
         self.launch: list[int] = []
         self.names: list[str] = []
@@ -235,12 +239,19 @@ class _Table:
         nothing) when a launch of an earlier chunk comes back, other than the last one going on."""
         import numpy as np
 
-        on = int(bool(self.kernels) and next(reversed(self.positions)) == rows.launch_ids[0])
-        if self.positions and any(map(self.positions.__contains__, rows.launch_ids[on:])):
-            return False  # a launch in pieces
-        if len(rows.launch_ids) > on:  # the bulk path's IDs are plain counts: int() is parse_count
-            new = rows.launch_ids[on:]
-            self.new_launches(new, list(map(intern, rows.kernels[on:])), rows.attributes[on:], list(map(int, new)))
+        ids = rows.launch_ids
+        on = int(bool(self.chunk_ids) and self.chunk_ids[-1][-1] == ids[0])
+        if self.chunk_ids:  # a file in chunks: no ID of a chunk before but the last one's going on
+            self.earlier_ids.update(self.chunk_ids[-1])
+            if not self.earlier_ids.isdisjoint(ids[on:]):
+                return False  # a launch in pieces
+        self.chunk_ids.append(ids)
+        if len(ids) > on:  # the bulk path's IDs are plain counts: int() is parse_count
+            attributes = rows.attributes[on:] if on else rows.attributes
+            distinct = None if on else rows.distinct_attributes
+            self.new_launches(
+                ids[on:], list(map(intern, rows.kernels[on:])), attributes, list(map(int, ids[on:])), distinct
+            )
         counts = np.diff(rows.bounds)
         first = len(self.kernels) - len(rows.launch_ids)
         piece = {
@@ -390,7 +401,8 @@ class _Table:
         return position
 
     def new_launch(self, launch_id: str, kernel: str, attributes: dict[str, str]) -> int:
-        return self.new_launches([launch_id], [kernel], [attributes])
+        position = self.positions[launch_id] = self.new_launches([launch_id], [kernel], [attributes])
+        return position
 
     def new_launches(
         self,
@@ -398,34 +410,48 @@ class _Table:
         kernels: Sequence[str],
         attributes: Sequence[dict[str, str]],
         indices: Sequence[int] | None = None,
+        distinct: Sequence[dict[str, str]] | None = None,
     ) -> int:
         """Add launches new to the table (the bulk path adds them all at once, with their IDs as
-        numbers); the last one's position."""
+        numbers, and ``distinct``, each of ``attributes``' dicts once, where its parser knows them);
+        the last one's position."""
         first = len(self.kernels)
         positions = range(first, first + len(launch_ids))
-        self.positions.update(zip(launch_ids, positions))
         self.kernels.extend(kernels)
         self.indices.extend(map(parse_count, launch_ids, positions) if indices is None else indices)
-        self.attributes.extend(self.shared_each(attributes))
+        self.attributes.extend(self.shared_each(attributes, distinct))
         self.sections.extend(repeat((), len(positions)))
         return positions[-1]
 
-    def shared_each(self, attributes: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    def shared_each(
+        self, attributes: Sequence[dict[str, str]], distinct: Sequence[dict[str, str]] | None = None
+    ) -> list[dict[str, str]]:
         """:meth:`shared` of each of ``attributes``, each dict object (the scanner gives launches
         with the same attributes one) and each distinct content where all have the same keys (the
-        bulk path's) looked up once: a million launches hold a few distinct dicts."""
-        objects = dict(zip(map(id, attributes), attributes))  # each dict once
-        distinct = list(objects.values())
+        bulk path's) looked up once: a million launches hold a few distinct dicts. ``distinct``:
+        each dict object once, each of another content, where the caller knows them (the C
+        scanner's); when those are the shared dicts already, ``attributes`` are as they are."""
+        if distinct is None:
+            objects = dict(zip(map(id, attributes), attributes))  # each dict once
+            distinct = list(objects.values())
+            made = self._shared_contents(distinct)
+        else:
+            made = list(map(self.shared, distinct))
+            if all(map(operator.is_, made, distinct)):  # a table's first chunk of the scanner's dicts
+                return list(attributes)
+        return list(map(dict(zip(map(id, distinct), made)).__getitem__, map(id, attributes)))
+
+    def _shared_contents(self, distinct: list[dict[str, str]]) -> list[dict[str, str]]:
+        """:meth:`shared` of a copy of each of ``distinct``, each content looked up once where all
+        have the same keys."""
         keys = tuple(distinct[0]) if distinct else ()
         if all(map(keys.__eq__, map(tuple, distinct))):
             contents = list(map(tuple, map(dict.values, distinct)))
             found = dict.fromkeys(contents)
             for content in found:
                 found[content] = self.shared(dict(zip(keys, content)))
-            made = list(map(found.__getitem__, contents))
-        else:
-            made = list(map(self.shared, distinct))
-        return list(map(dict(zip(objects, made)).__getitem__, map(id, attributes)))
+            return list(map(found.__getitem__, contents))
+        return list(map(self.shared, distinct))
 
     def shared(self, attributes: dict[str, str]) -> dict[str, str]:
         """The launch's dict of the content of ``attributes`` (a new dict no one else holds): the one
@@ -488,6 +514,7 @@ class _Table:
             if pair not in made:
                 made[pair] = self.shared({**attributes, "sections": "; ".join(sections)}) if sections else attributes
             runs.append(made[pair])
+        self.distinct = list(made.values())
         return list(chain.from_iterable(map(repeat, runs, np.diff(np.append(starts, count)).tolist())))
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
