@@ -112,20 +112,22 @@ def parts(c: Counters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per launch: tensor FLOPs (NaN when unknown), the rule that gave them (index into
     :data:`RULES`) and the kind of the largest tensor work ("fp16/tensor", "" when none)."""
     import numpy as np
-    import pandas as pd
 
     if c.absent(names()):  # no tensor counter at all, as most files: no tensor FLOPs, no rule, no kind
         return np.full(c.launches, np.nan), np.full(c.launches, NONE), np.full(c.launches, "", dtype=object)
-    types = by_kind(c)
-    ops = _present_sum(list(types.values()))
-    stacked = np.vstack([np.nan_to_num(v, nan=-1.0) for v in types.values()])
-    kind = np.where(np.nan_to_num(ops) > 0, np.array(list(types), dtype=object)[stacked.argmax(axis=0)], "")
+    if c.absent([name for _, _, counters in kinds() for name in counters]):  # instructions counted, no ops
+        ops, kind = np.full(c.launches, np.nan), np.full(c.launches, "", dtype=object)
+    else:
+        types = by_kind(c)
+        ops = _present_sum(list(types.values()))
+        stacked = np.vstack([np.nan_to_num(v, nan=-1.0) for v in types.values()])
+        kind = np.where(np.nan_to_num(ops) > 0, np.array(list(types), dtype=object)[stacked.argmax(axis=0)], "")
     inst = c.number("tensor_inst")
     entry = catalog.entries()["tensor_inst"]
     counted = inst > 0
     cc = c.cc if counted.any() else np.full(c.launches, "", dtype=object)  # the rules below need it only then
     codes, ccs = tables.distinct(cc)  # a run's launches have a few compute capabilities
-    per_inst = pd.Series(ccs, dtype=object).map(entry.flop_per_inst).astype(float).to_numpy()[codes]
+    per_inst = np.array([entry.flop_per_inst.get(cc, np.nan) for cc in ccs], dtype=float)[codes]
     activity = _present_sum([c.number(key) for key in _ACTIVITY])
     flops = np.full(c.launches, np.nan)
     rule = np.full(c.launches, NONE)
