@@ -89,6 +89,9 @@ def import_(
     import contextlib
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from gpuprof.cli.heap import keep_freed_memory
+
+    keep_freed_memory()  # before the first column is made
     ahead = contextlib.ExitStack()
     if len(files) == 1:  # one report: its reading child starts now and reads while the library loads
         ahead.enter_context(ncu_rep.ahead(files[0], reader))
