@@ -198,8 +198,8 @@ class _Table:
         self.columns = len(header)
         # per launch, in order of first appearance
         self.positions: dict[str, int] = {}  # launch ID -> its position (the line-by-line path's)
-        self.chunk_ids: list[list[str]] = []  # the bulk path's: each chunk's launch IDs
-        self.earlier_ids: set[str] = set()  # those of the chunks before the last, made as chunks come
+        self.last_ids: list[str] = []  # the bulk path's: the last chunk's launch IDs
+        self.earlier_ids: set[str] = set()  # those of the chunks before it, made as chunks come
         self.kernels: list[str] = []
         self.indices: list[int] = []
         self.attributes: list[dict[str, str]] = []
@@ -240,12 +240,12 @@ class _Table:
         import numpy as np
 
         ids = rows.launch_ids
-        on = int(bool(self.chunk_ids) and self.chunk_ids[-1][-1] == ids[0])
-        if self.chunk_ids:  # a file in chunks: no ID of a chunk before but the last one's going on
-            self.earlier_ids.update(self.chunk_ids[-1])
+        on = int(bool(self.last_ids) and self.last_ids[-1] == ids[0])
+        if self.last_ids:  # a file in chunks: no ID of a chunk before but the last one's going on
+            self.earlier_ids.update(self.last_ids)
             if not self.earlier_ids.isdisjoint(ids[on:]):
                 return False  # a launch in pieces
-        self.chunk_ids.append(ids)
+        self.last_ids = ids
         if len(ids) > on:  # the bulk path's IDs are plain counts: int() is parse_count
             attributes = rows.attributes[on:] if on else rows.attributes
             distinct = None if on else rows.distinct_attributes
