@@ -91,3 +91,61 @@ def test_c_pivot_refuses_arrays_unlike_a_metric_table() -> None:
         native.fill(out, 2, np.array([0, 1, 5], dtype=np.int32), np.ones(3), codes, to_key, codes, to_key)
     with pytest.raises(ValueError, match="other types or lengths"):
         native.fill(out, 2, np.ones(3), np.ones(3), codes, to_key, codes, to_key)
+
+
+def _reference(metrics, launches: int, keys: list[str]) -> tuple[np.ndarray, list[str | None]]:
+    """The pivot read off its definition, row by row: per launch and key the first row whose
+    canonical name is the key, else the first whose tool name is; a key's unit that of the first
+    row its canonical name gives a cell, else of the first its tool name gives one."""
+    rows = list(zip(metrics["launch"], metrics["metric"], metrics["canonical"], metrics["value"], metrics["unit"]))
+    out = np.full((launches, len(keys)), np.nan)
+    units: list[str | None] = [None] * len(keys)
+    for column, key in enumerate(keys):
+        by_canonical = [row for row in rows if row[2] == key]
+        by_name = [row for row in rows if row[1] == key and not any(r[0] == row[0] for r in by_canonical)]
+        for found in (by_canonical, by_name):
+            for launch in range(launches):
+                first = next((row for row in found if row[0] == launch), None)
+                if first is not None:
+                    out[launch, column] = first[3]
+            if found and units[column] is None:
+                units[column] = found[0][4]
+    return out, units
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_tables_pivot_as_row_by_row(seed: int, path: str) -> None:
+    """Small random tables (a key twice in a launch, canonical names missing, a key no row has):
+    the pivot of either pass is the row-by-row reading of its definition."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    names = [f"n{i}" for i in range(6)]
+    for _ in range(60):
+        rows, launches = int(rng.integers(1, 40)), int(rng.integers(1, 5))
+        canonical = [None if rng.random() < 0.3 else names[i] for i in rng.integers(0, 6, rows)]
+        metrics = pd.DataFrame(
+            {
+                "launch": np.sort(rng.integers(0, launches, rows)).astype(np.int32),
+                "metric": pd.Categorical([names[i] for i in rng.integers(0, 6, rows)]),
+                "canonical": pd.Categorical(canonical),
+                "value": np.where(rng.random(rows) < 0.1, np.nan, rng.random(rows)),
+                "unit": pd.Categorical([f"u{i}" for i in rng.integers(0, 3, rows)]),
+            }
+        )
+        keys = list(dict.fromkeys(rng.choice([*names, "absent"], int(rng.integers(1, 6))).tolist()))
+        values, units = tables.lookup(metrics, launches, keys)
+        expected, expected_units = _reference(metrics, launches, keys)
+        assert np.array_equal(values, expected, equal_nan=True) and units == expected_units
+
+
+def test_no_launches_and_unsigned_launch_columns(path: str) -> None:
+    """No launches: an empty pivot, not an error; a launch column of another integer type (what a
+    caller's frame may hold): the same pivot as the table's own int32 one."""
+    launch_table, metric_table = from_launches(_launches(True))
+    values, units = tables.lookup(metric_table, 0, KEYS)
+    assert values.shape == (0, len(KEYS)) and units == [None] * len(KEYS)
+    expected = tables.lookup(metric_table, len(launch_table), KEYS)
+    unsigned = metric_table.assign(launch=metric_table["launch"].astype(np.uint32))
+    got = tables.lookup(unsigned, len(launch_table), KEYS)
+    assert np.array_equal(got[0], expected[0], equal_nan=True) and got[1] == expected[1]

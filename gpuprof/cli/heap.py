@@ -5,8 +5,9 @@ mmap'd), until its sliding threshold has seen such frees; an import makes and dr
 million rows (8 MB each) dozens of times, and every new one faulted its pages in again: a third
 of an import's time went to the kernel. Raising the mmap threshold to glibc's 32 MiB maximum and
 keeping up to 128 MiB free at the top of the heap ends that (tens of thousands of page faults
-per million-row import become about a thousand). Set for a command's process only: a program
-that imports gpuprof as a library keeps its own allocator settings.
+per million-row import become about a thousand). Set by the import command, in the process that
+runs it (its own, from the shell): a program that only imports gpuprof as a library keeps its own
+allocator settings.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ static void release(Buffer *b) {
 static int is_int(const Buffer *b) {
     const char *f = b->view.format ? b->view.format : "B";
     if (*f == '<' || *f == '=' || *f == '@') f++;
-    return strchr("bhilq", *f) && f[1] == 0 &&
+    return *f && strchr("bhilq", *f) && f[1] == 0 &&
            (b->view.itemsize == 1 || b->view.itemsize == 2 || b->view.itemsize == 4 || b->view.itemsize == 8);
 }
 

@@ -256,10 +256,12 @@ def lookup(metrics: pd.DataFrame, launches: int, keys: Sequence[str]) -> tuple[n
     # each key's column contiguous (Fortran order): a caller takes a key's values without a copy
     out = np.full((launches, len(keys)), np.nan, order="F")
     units: list[str | None] = [None] * len(keys)
-    if not len(metrics) or not keys:
+    if not len(metrics) or not keys or not launches:
         return out, units
     position = {key: i for i, key in enumerate(keys)}
     launch = np.ascontiguousarray(metrics["launch"].to_numpy())
+    if launch.dtype.kind != "i":  # the C pass takes signed integers (a table's launch column is int32)
+        launch = launch.astype(np.int64)
     value = np.ascontiguousarray(metrics["value"].to_numpy(dtype=np.float64))
     names = []  # per name column (canonical first: its match hides a tool-name match): codes, code -> key
     for column in ("canonical", "metric"):
@@ -291,6 +293,8 @@ def _fill(
     import numpy as np
 
     keys = len(flat) // launches
+    if len(launch) and (launch.min() < 0 or launch.max() >= launches):  # as the C pass refuses it
+        raise ValueError("a key or launch outside the output array")
     found = np.zeros(len(flat), dtype=bool)
     firsts = []
     canonical_keys = None

@@ -157,14 +157,15 @@ def _run(path: Path, table: _Table, log: ToolLog) -> Run:
             f"{path}: the Nsight Compute CSV has a header but no complete metric rows",
             "Re-export it; the file may be truncated",
         )
+    made = table.tables()  # first: the device is found from the distinct dicts they were made with
     return Run(
         kind="import",
         format=NAME,
         source=str(path),
+        device=run_device(None, table.distinct),
         environment={"tool": "ncu"},
         notes=notes,
-        tables=table.tables(),
-        device=run_device(None, table.distinct),  # once the tables are made: each distinct dict once
+        tables=made,
     )
 
 
